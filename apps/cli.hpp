@@ -1,0 +1,67 @@
+/**
+ * @file cli.hpp
+ * @brief A small option parser for banyan's subcommands: --name value, --name=value, flags, and --help text.
+ */
+#pragma once
+
+#include "devices.hpp"
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace banyan::cli {
+
+/// The options one subcommand accepts. Declare them, then parse(); unknown options are a UsageError.
+class Options {
+public:
+    Options(std::string command, std::string summary) : command_(std::move(command)), summary_(std::move(summary)) {}
+
+    /// An option that takes a value; @p fallback is shown in --help and returned when it is absent.
+    Options& value(const std::string& name, const std::string& meta, const std::string& help,
+                   std::optional<std::string> fallback = std::nullopt);
+    /// An option without a value.
+    Options& flag(const std::string& name, const std::string& help);
+    /// The standard --backend / --device options.
+    Options& device_options();
+
+    /// Parses args (after the subcommand words). Returns false when --help was given (help already printed).
+    bool parse(const std::vector<std::string>& args);
+
+    bool has(const std::string& name) const;
+    std::string str(const std::string& name) const;
+    long long integer(const std::string& name) const;
+    double number(const std::string& name) const;
+    std::vector<long long> integer_list(const std::string& name) const;
+    DeviceRequest device_request() const;
+
+    std::string help() const;
+
+private:
+    struct Spec {
+        std::string meta, help;
+        std::optional<std::string> fallback;
+        bool takes_value;
+    };
+    std::string command_, summary_;
+    std::vector<std::string> order_;
+    std::map<std::string, Spec> specs_;
+    std::map<std::string, std::string> given_;
+};
+
+/// One subcommand of the banyan program.
+struct Command {
+    std::string name;    ///< e.g. "devices" or "bench primitives"
+    std::string summary; ///< one line for `banyan --help`
+    std::function<int(const std::vector<std::string>& args)> run;
+};
+
+/// Every subcommand, in the order `banyan --help` lists them.
+const std::vector<Command>& commands();
+
+int run_devices(const std::vector<std::string>& args);
+int run_bench_primitives(const std::vector<std::string>& args);
+
+} // namespace banyan::cli

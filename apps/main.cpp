@@ -1,0 +1,81 @@
+/**
+ * @file main.cpp
+ * @brief The banyan program: dispatches to subcommands and turns errors into messages and exit codes.
+ *
+ * Exit codes: 0 success, 1 device failure, 2 bad usage or bad input.
+ */
+#include "cli.hpp"
+#include "error.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <exception>
+
+namespace banyan::cli {
+
+const std::vector<Command>& commands()
+{
+    static const std::vector<Command> list{
+        {"devices", "list every device of every backend compiled in", run_devices},
+        {"bench primitives", "time sort, scan and compaction against CUB and Boost.Compute", run_bench_primitives},
+    };
+    return list;
+}
+
+} // namespace banyan::cli
+
+namespace {
+
+void print_usage()
+{
+    fmt::print("banyan: a gravitational N-body tree-code that runs entirely on the GPU (CUDA and OpenCL)\n\n"
+               "usage: banyan <command> [options]    banyan <command> --help\n\ncommands:\n");
+    for (const auto& c : banyan::cli::commands()) fmt::print("  {:<20} {}\n", c.name, c.summary);
+    fmt::print("\nenvironment: BANYAN_BACKEND, BANYAN_DEVICE (device selection), BANYAN_CL_DIR (read OpenCL\n"
+               "kernels from this folder instead of the embedded copy)\n");
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    std::vector<std::string> args(argv + 1, argv + argc);
+    if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+        print_usage();
+        return args.empty() ? 2 : 0;
+    }
+    try {
+        // Longest match of the command words ("bench primitives" before "bench").
+        const banyan::cli::Command* best = nullptr;
+        std::size_t best_words = 0;
+        for (const auto& c : banyan::cli::commands()) {
+            std::vector<std::string> words;
+            for (std::size_t p = 0, q; p <= c.name.size(); p = q + 1) {
+                q = c.name.find(' ', p);
+                if (q == std::string::npos) q = c.name.size();
+                words.push_back(c.name.substr(p, q - p));
+            }
+            if (words.size() > args.size() || words.size() <= best_words) continue;
+            if (std::equal(words.begin(), words.end(), args.begin())) {
+                best = &c;
+                best_words = words.size();
+            }
+        }
+        if (!best) {
+            fmt::print(stderr, "banyan: unknown command '{}'\n\n", fmt::join(args.begin(), args.begin() + 1, " "));
+            print_usage();
+            return 2;
+        }
+        return best->run(std::vector<std::string>(args.begin() + static_cast<long>(best_words), args.end()));
+    } catch (const banyan::UsageError& e) {
+        fmt::print(stderr, "banyan: {}\n", e.what());
+        return 2;
+    } catch (const banyan::DeviceError& e) {
+        fmt::print(stderr, "banyan: device failure: {}\n", e.what());
+        return 1;
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "banyan: error: {}\n", e.what());
+        return 1;
+    }
+}

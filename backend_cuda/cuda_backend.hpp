@@ -1,0 +1,52 @@
+/**
+ * @file cuda_backend.hpp
+ * @brief The CUDA implementation of banyan::Backend (runtime API, one stream per device).
+ */
+#pragma once
+
+#include "backend.hpp"
+
+#include <cuda_runtime_api.h>
+
+namespace banyan::cuda {
+
+class CudaBackend final : public Backend {
+public:
+    explicit CudaBackend(int device, DeviceInfo info);
+    ~CudaBackend() override;
+
+    const DeviceInfo& info() const override { return info_; }
+    std::unique_ptr<RawBuffer> alloc_raw(std::size_t bytes, std::string_view what) override;
+    void launch_raw(std::string_view name, Grid grid, std::span<const KernelArg> args) override;
+    void set_work_group_size(std::size_t wg) override;
+    void synchronize() override;
+    Event record() override;
+    double elapsed_ms(const Event& start, const Event& stop) override;
+
+    // CUB where it is faster than our kernels (vendor_primitives.cu); each falls back to Backend's portable
+    // version when vendor_primitives() is off.
+    void exclusive_scan(const Buffer<bn_u32>& in, Buffer<bn_u32>& out, std::size_t n) override;
+    void inclusive_scan(const Buffer<bn_u32>& in, Buffer<bn_u32>& out, std::size_t n) override;
+    void compact(const Buffer<bn_u32>& in, const Buffer<bn_u32>& flags, std::size_t n, Buffer<bn_u32>& out,
+                 Buffer<bn_u32>& count) override;
+    void sort_pairs(const Buffer<bn_u64>& keys_in, const Buffer<bn_u32>& values_in, Buffer<bn_u64>& keys_out,
+                    Buffer<bn_u32>& values_out, std::size_t n, int begin_bit, int end_bit) override;
+
+    cudaStream_t stream() const noexcept { return stream_; }
+    int device() const noexcept { return device_; }
+
+private:
+    int device_;
+    DeviceInfo info_;
+    cudaStream_t stream_ = nullptr;
+};
+
+/// The device pointer behind a buffer of this backend.
+void* device_ptr(const RawBuffer& b) noexcept;
+template <class T>
+T* device_ptr(const Buffer<T>& b) noexcept
+{
+    return static_cast<T*>(device_ptr(b.raw()));
+}
+
+} // namespace banyan::cuda

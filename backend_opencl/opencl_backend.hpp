@@ -1,0 +1,85 @@
+/**
+ * @file opencl_backend.hpp
+ * @brief The OpenCL implementation of banyan::Backend (ICD loader, OpenCL 1.2 host API).
+ */
+#pragma once
+
+#include "backend.hpp"
+#include "cl_check.hpp"
+
+#include <map>
+#include <string>
+#include <utility>
+
+namespace banyan::opencl {
+
+/// Owns one cl_* handle; releases it without throwing.
+template <class H, cl_int (*Release)(H)>
+class Handle {
+public:
+    Handle() = default;
+    explicit Handle(H h) : h_(h) {}
+    Handle(Handle&& o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
+    Handle& operator=(Handle&& o) noexcept
+    {
+        if (this != &o) {
+            reset();
+            h_ = std::exchange(o.h_, nullptr);
+        }
+        return *this;
+    }
+    ~Handle() { reset(); }
+    H get() const noexcept { return h_; }
+    void reset() noexcept
+    {
+        if (h_) Release(h_);
+        h_ = nullptr;
+    }
+
+private:
+    H h_ = nullptr;
+};
+
+using Context = Handle<cl_context, clReleaseContext>;
+using Queue = Handle<cl_command_queue, clReleaseCommandQueue>;
+using Program = Handle<cl_program, clReleaseProgram>;
+using Kernel = Handle<cl_kernel, clReleaseKernel>;
+using MemObject = Handle<cl_mem, clReleaseMemObject>;
+using EventHandle = Handle<cl_event, clReleaseEvent>;
+
+class OpenCLBackend final : public Backend {
+public:
+    OpenCLBackend(cl_platform_id platform, cl_device_id device, DeviceInfo info);
+
+    const DeviceInfo& info() const override { return info_; }
+    std::unique_ptr<RawBuffer> alloc_raw(std::size_t bytes, std::string_view what) override;
+    void launch_raw(std::string_view name, Grid grid, std::span<const KernelArg> args) override;
+    void set_work_group_size(std::size_t wg) override;
+    void synchronize() override;
+    Event record() override;
+    double elapsed_ms(const Event& start, const Event& stop) override;
+
+    /// Native handles, for Boost.Compute references in benchmarks and tests.
+    cl_context context() const noexcept { return context_.get(); }
+    cl_command_queue queue() const noexcept { return queue_.get(); }
+    cl_device_id device() const noexcept { return device_; }
+
+    /// The program for the current work-group size, built on first use and cached (never inside a timing).
+    cl_program program();
+
+private:
+    cl_kernel kernel(std::string_view name);
+
+    cl_platform_id platform_;
+    cl_device_id device_;
+    DeviceInfo info_;
+    Context context_;
+    Queue queue_;
+    std::map<std::size_t, Program> programs_;                        // by work-group size
+    std::map<std::pair<std::size_t, std::string>, Kernel, std::less<>> kernels_; // by (wg, name)
+};
+
+/// The embedded program text, or the files of $BANYAN_CL_DIR when that is set (development).
+std::string program_source();
+
+} // namespace banyan::opencl

@@ -1,0 +1,38 @@
+/**
+ * @file backend.cpp
+ * @brief Backend-independent parts of the device API: scratch buffers, names, range errors.
+ */
+#include "backend.hpp"
+
+#include "error.hpp"
+
+#include <fmt/format.h>
+
+namespace banyan {
+
+std::string_view to_string(BackendKind b) noexcept { return b == BackendKind::cuda ? "cuda" : "opencl"; }
+
+void throw_buffer_range(std::size_t offset, std::size_t count, std::size_t size)
+{
+    throw std::out_of_range(
+        fmt::format("buffer access [{}, {}) outside a buffer of {} elements", offset, offset + count, size));
+}
+
+RawBuffer& Backend::scratch(const std::string& slot, std::size_t bytes)
+{
+    auto& b = scratch_[slot];
+    if (!b || b->bytes() < bytes) {
+        b.reset(); // free first, so growing does not need both at once
+        b = alloc_raw(bytes + bytes / 4, "scratch:" + slot);
+    }
+    return *b;
+}
+
+std::size_t Backend::scratch_bytes() const
+{
+    std::size_t total = 0;
+    for (const auto& [slot, b] : scratch_) total += b ? b->bytes() : 0;
+    return total;
+}
+
+} // namespace banyan

@@ -1,0 +1,109 @@
+/**
+ * @file device_shared.h
+ * @brief Constants, types and small device helpers shared by host C++, CUDA and OpenCL C.
+ *
+ * This one header is included by core/ (host), by every .cu file of kernels_cu and is prepended to every
+ * OpenCL program built from kernels_cl, so that host and both kernel languages agree on sizes, layouts and meanings.
+ * It must stay valid C (OpenCL C 1.2), C++20 and CUDA C++ at once: macros, typedefs and inline functions only.
+ */
+#ifndef BANYAN_DEVICE_SHARED_H
+#define BANYAN_DEVICE_SHARED_H
+
+/* ---- Which language is reading this ----------------------------------------------------------------- */
+#if defined(__OPENCL_VERSION__)
+#define BANYAN_LANG_OPENCL 1
+#elif defined(__CUDACC__)
+#define BANYAN_LANG_CUDA 1
+#else
+#define BANYAN_LANG_HOST 1
+#endif
+
+/* ---- Fixed-width types with one spelling in all three languages -------------------------------------- */
+#if defined(BANYAN_LANG_OPENCL)
+typedef uint bn_u32;
+typedef int bn_i32;
+typedef ulong bn_u64;
+typedef float4 bn_f4;
+#else
+typedef unsigned int bn_u32;
+typedef int bn_i32;
+typedef unsigned long long bn_u64; /* CUDA's 64-bit atomics take unsigned long long */
+#if defined(BANYAN_LANG_CUDA)
+typedef float4 bn_f4;
+#else
+/* Host mirror of float4: 16 bytes, 16-aligned, as in CUDA and OpenCL (never use float3: 12 vs 16 bytes). */
+struct alignas(16) bn_f4 {
+    float x, y, z, w;
+};
+#endif
+#endif
+
+/* ---- Work-group sizes and tiles of the parallel primitives -------------------------------------------- */
+/* Default work-group size of every primitive kernel. OpenCL programs may be rebuilt with -DBANYAN_WG=32..256
+ * (the conformance suite does, so nothing depends on a warp of 32); CUDA always uses the default. */
+#define BANYAN_WG_DEFAULT 256
+#ifndef BANYAN_WG
+#define BANYAN_WG BANYAN_WG_DEFAULT
+#endif
+#define BANYAN_WG_MAX 256
+
+/* Items per work-item in scan / compact / split tiles: a tile is BANYAN_WG * BANYAN_SCAN_ITEMS items. */
+#define BANYAN_SCAN_ITEMS 8
+/* Radix sort: digit width and keys per work-item in one tile of the histogram and scatter kernels. */
+#define BANYAN_RADIX_BITS 8
+#define BANYAN_RADIX_DIGITS (1 << BANYAN_RADIX_BITS)
+#define BANYAN_SORT_ITEMS 8
+/* Reductions: items per work-item in the first pass. */
+#define BANYAN_REDUCE_ITEMS 8
+
+/* ---- Tree constants (paper section 2.1) ------------------------------------------------------------- */
+#define BANYAN_N_LEAF 16     /* a cell with at most this many particles is a leaf */
+#define BANYAN_N_CRIT 64     /* a group for the walk has at most this many particles */
+#define BANYAN_MAX_DEPTH 21  /* 63-bit Morton key: 21 levels of 3 bits */
+
+/* ---- Device-side atomics with one meaning in both kernel languages ------------------------------------
+ * All return the value held before the operation. 32-bit: add, min, max, cas on global unsigned ints.
+ * 64-bit: add, min, max, cas on global unsigned longs (OpenCL needs cl_khr_int64_base/extended_atomics). */
+#if defined(BANYAN_LANG_OPENCL)
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#define BN_DEVICE
+#define BN_GLOBAL __global
+inline bn_u32 bn_atomic_add_u32(volatile __global bn_u32* p, bn_u32 v) { return atomic_add(p, v); }
+inline bn_u32 bn_atomic_min_u32(volatile __global bn_u32* p, bn_u32 v) { return atomic_min(p, v); }
+inline bn_u32 bn_atomic_max_u32(volatile __global bn_u32* p, bn_u32 v) { return atomic_max(p, v); }
+inline bn_u32 bn_atomic_cas_u32(volatile __global bn_u32* p, bn_u32 expected, bn_u32 desired)
+{
+    return atomic_cmpxchg(p, expected, desired);
+}
+inline bn_u64 bn_atomic_add_u64(volatile __global bn_u64* p, bn_u64 v) { return atom_add(p, v); }
+inline bn_u64 bn_atomic_min_u64(volatile __global bn_u64* p, bn_u64 v) { return atom_min(p, v); }
+inline bn_u64 bn_atomic_max_u64(volatile __global bn_u64* p, bn_u64 v) { return atom_max(p, v); }
+inline bn_u64 bn_atomic_cas_u64(volatile __global bn_u64* p, bn_u64 expected, bn_u64 desired)
+{
+    return atom_cmpxchg(p, expected, desired);
+}
+#elif defined(BANYAN_LANG_CUDA)
+#define BN_DEVICE __device__ __forceinline__
+#define BN_GLOBAL
+BN_DEVICE bn_u32 bn_atomic_add_u32(bn_u32* p, bn_u32 v) { return atomicAdd(p, v); }
+BN_DEVICE bn_u32 bn_atomic_min_u32(bn_u32* p, bn_u32 v) { return atomicMin(p, v); }
+BN_DEVICE bn_u32 bn_atomic_max_u32(bn_u32* p, bn_u32 v) { return atomicMax(p, v); }
+BN_DEVICE bn_u32 bn_atomic_cas_u32(bn_u32* p, bn_u32 expected, bn_u32 desired)
+{
+    return atomicCAS(p, expected, desired);
+}
+BN_DEVICE bn_u64 bn_atomic_add_u64(bn_u64* p, bn_u64 v) { return atomicAdd(p, v); }
+BN_DEVICE bn_u64 bn_atomic_min_u64(bn_u64* p, bn_u64 v) { return atomicMin(p, v); }
+BN_DEVICE bn_u64 bn_atomic_max_u64(bn_u64* p, bn_u64 v) { return atomicMax(p, v); }
+BN_DEVICE bn_u64 bn_atomic_cas_u64(bn_u64* p, bn_u64 expected, bn_u64 desired)
+{
+    return atomicCAS(p, expected, desired);
+}
+#else
+#define BN_DEVICE inline
+#define BN_GLOBAL
+#endif
+
+#endif /* BANYAN_DEVICE_SHARED_H */
