@@ -3,7 +3,8 @@
  * @brief Entry point of the conformance suite: `banyan_tests --backend cuda|opencl [doctest options]`.
  *
  * Opens the backend's best device (for OpenCL: a GPU first); when the backend is not compiled in or has no device,
- * prints why and exits 77, which CTest reports as skipped.
+ * prints why and exits 77, which CTest reports as skipped. `--backend none` runs only the device-free test suite
+ * "static" (source checks); a device backend runs everything else.
  */
 #define DOCTEST_CONFIG_IMPLEMENT
 #include "harness.hpp"
@@ -78,10 +79,17 @@ int main(int argc, char** argv)
         else if (a.rfind("--backend=", 0) == 0) which = a.substr(10);
         else rest.push_back(argv[i]);
     }
-    if (which != "cuda" && which != "opencl") {
-        fmt::print(stderr, "usage: banyan_tests --backend cuda|opencl [doctest options]\n");
+    if (which != "cuda" && which != "opencl" && which != "none") {
+        fmt::print(stderr, "usage: banyan_tests --backend cuda|opencl|none [doctest options]\n");
         return 2;
     }
+    doctest::Context ctx;
+    if (which == "none") {
+        ctx.setOption("test-suite", "static");
+        ctx.applyCommandLine(static_cast<int>(rest.size()), rest.data());
+        return ctx.run();
+    }
+    ctx.setOption("test-suite-exclude", "static");
     try {
         banyan::test::g_backend = banyan::open_device(banyan::DeviceRequest{which, -1});
     } catch (const std::exception& e) {
@@ -96,7 +104,6 @@ int main(int argc, char** argv)
                info.version, seed);
     std::fflush(stdout);
 
-    doctest::Context ctx;
     ctx.applyCommandLine(static_cast<int>(rest.size()), rest.data());
     const int rc = ctx.run();
     banyan::test::g_backend.reset();
