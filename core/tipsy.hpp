@@ -1,0 +1,47 @@
+/**
+ * @file tipsy.hpp
+ * @brief Tipsy snapshots: read standard (big-endian, XDR) and native little-endian files, write standard ones.
+ *
+ * Layout: a 32-byte header {double time; int nbodies, ndim, nsph, ndark, nstar, pad}, then nsph gas records
+ * {mass, pos[3], vel[3], rho, temp, hsmooth, metals, phi}, ndark dark records {mass, pos[3], vel[3], eps, phi} and
+ * nstar star records {mass, pos[3], vel[3], metals, tform, eps, phi}, all 4-byte floats. The byte order is detected
+ * from the header (ndim must be 3 and the counts must add up). Every field is kept, so a read-write round trip is
+ * exact to the bit, and particle i stays particle i.
+ */
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace banyan {
+
+struct Snapshot {
+    double time = 0;
+    std::size_t n_gas = 0, n_dark = 0, n_star = 0; ///< particles are stored gas, then dark, then star
+    std::vector<float> mass;                       ///< N
+    std::vector<float> pos, vel;                   ///< 3N each, x y z per particle
+    std::vector<float> eps;                        ///< N: softening (gas: hsmooth)
+    std::vector<float> phi;                        ///< N: potential
+    std::vector<float> gas_rho, gas_temp, gas_metals;  ///< n_gas each
+    std::vector<float> star_metals, star_tform;        ///< n_star each
+
+    std::size_t size() const noexcept { return n_gas + n_dark + n_star; }
+    /// A snapshot of @p n dark-matter particles with all fields zero.
+    static Snapshot dark(std::size_t n);
+};
+
+enum class Endian { big, little };
+
+/// Reads a tipsy file. Throws UsageError naming the file and the problem for a missing, foreign or truncated file,
+/// or one whose header counts disagree with its size. Does not judge the values (see check_particles).
+Snapshot read_tipsy(const std::string& path, Endian* detected = nullptr);
+
+/// Writes a tipsy file (standard big-endian by default) through a temporary name and a rename.
+void write_tipsy(const std::string& path, const Snapshot& s, Endian order = Endian::big);
+
+/// Refuses particle data no simulation can start from: N = 0, NaN or infinite positions or velocities, masses that
+/// are not positive and finite. Throws UsageError naming @p what, the first bad particle and its value.
+void check_particles(const Snapshot& s, const std::string& what);
+
+} // namespace banyan
