@@ -106,4 +106,31 @@ BN_DEVICE bn_u64 bn_atomic_cas_u64(bn_u64* p, bn_u64 expected, bn_u64 desired)
 #define BN_GLOBAL
 #endif
 
+/* ---- Gravity (paper section 3) ---------------------------------------------------------------------- */
+#if defined(BANYAN_LANG_OPENCL)
+#define BN_RSQRT(x) rsqrt(x)
+#elif defined(BANYAN_LANG_CUDA)
+#define BN_RSQRT(x) rsqrtf(x)
+#else
+#include <math.h>
+#define BN_RSQRT(x) (1.0f / sqrtf(x))
+#endif
+
+/* Particle-particle interaction with Plummer softening: adds to acc.xyz the pull m r / (r^2 + eps^2)^(3/2) of a
+ * source of mass m at offset r = (dx, dy, dz) from the target, and to acc.w the potential -m / (r^2 + eps^2)^(1/2).
+ * A source at zero distance with eps = 0 contributes nothing (so a particle may meet itself in a list).
+ * 23 flops, the count the paper's benchmarks use. */
+BN_DEVICE bn_f4 bn_interact_pp(bn_f4 acc, float dx, float dy, float dz, float m, float eps2)
+{
+    const float r2 = dx * dx + dy * dy + dz * dz + eps2;
+    const float rinv = r2 > 0.0f ? BN_RSQRT(r2) : 0.0f;
+    const float mrinv = m * rinv;
+    const float mrinv3 = mrinv * rinv * rinv;
+    acc.x += mrinv3 * dx;
+    acc.y += mrinv3 * dy;
+    acc.z += mrinv3 * dz;
+    acc.w -= mrinv;
+    return acc;
+}
+
 #endif /* BANYAN_DEVICE_SHARED_H */

@@ -1,0 +1,68 @@
+/**
+ * @file direct.cl
+ * @brief Direct O(N^2) summation of accelerations and potentials, single and double precision (the reference for
+ *        the tree walk). Same kernels as kernels_cu/direct.cu.
+ */
+
+/* One work-item per target; sources pass through local memory in tiles of BANYAN_WG (the classic shared-memory
+ * N-body loop). Work-group BANYAN_WG; local memory BANYAN_WG float4. The self-pair is skipped by index.
+ * pos_mass: x, y, z, m per particle. acc_pot: ax, ay, az, potential per particle. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1)))
+void directForces(__global const bn_f4* pos_mass, bn_u32 n, float eps2, __global bn_f4* acc_pot)
+{
+    __local bn_f4 tile[BANYAN_WG];
+    const bn_u32 i = (bn_u32)get_global_id(0);
+    const bn_u32 lid = (bn_u32)get_local_id(0);
+    const bn_f4 me = i < n ? pos_mass[i] : (bn_f4)(0.0f);
+    bn_f4 acc = (bn_f4)(0.0f);
+    for (bn_u32 base = 0; base < n; base += BANYAN_WG) {
+        const bn_u32 j = base + lid;
+        tile[lid] = j < n ? pos_mass[j] : (bn_f4)(0.0f);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const bn_u32 count = min((bn_u32)BANYAN_WG, n - base);
+        for (bn_u32 k = 0; k < count; ++k) {
+            const bn_f4 s = tile[k];
+            if (base + k != i) acc = bn_interact_pp(acc, s.x - me.x, s.y - me.y, s.z - me.z, s.w, eps2);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (i < n) acc_pot[i] = acc;
+}
+
+/* As directForces, with differences, distances and sums in double precision (positions are read as stored, in
+ * float). acc_pot holds 4 doubles per particle: ax, ay, az, potential. Work-group BANYAN_WG; local BANYAN_WG float4. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1)))
+void directForcesF64(__global const bn_f4* pos_mass, bn_u32 n, double eps2, __global double* acc_pot)
+{
+    __local bn_f4 tile[BANYAN_WG];
+    const bn_u32 i = (bn_u32)get_global_id(0);
+    const bn_u32 lid = (bn_u32)get_local_id(0);
+    const bn_f4 me = i < n ? pos_mass[i] : (bn_f4)(0.0f);
+    double ax = 0.0, ay = 0.0, az = 0.0, phi = 0.0;
+    for (bn_u32 base = 0; base < n; base += BANYAN_WG) {
+        const bn_u32 j = base + lid;
+        tile[lid] = j < n ? pos_mass[j] : (bn_f4)(0.0f);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const bn_u32 count = min((bn_u32)BANYAN_WG, n - base);
+        for (bn_u32 k = 0; k < count; ++k) {
+            const bn_f4 s = tile[k];
+            const double dx = (double)s.x - me.x, dy = (double)s.y - me.y, dz = (double)s.z - me.z;
+            const double r2 = dx * dx + dy * dy + dz * dz + eps2;
+            if (base + k == i || r2 == 0.0) continue;
+            const double rinv = 1.0 / sqrt(r2);
+            const double mrinv = s.w * rinv;
+            const double mrinv3 = mrinv * rinv * rinv;
+            ax += mrinv3 * dx;
+            ay += mrinv3 * dy;
+            az += mrinv3 * dz;
+            phi -= mrinv;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (i < n) {
+        acc_pot[4 * i + 0] = ax;
+        acc_pot[4 * i + 1] = ay;
+        acc_pot[4 * i + 2] = az;
+        acc_pot[4 * i + 3] = phi;
+    }
+}

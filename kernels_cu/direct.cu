@@ -1,0 +1,70 @@
+/**
+ * @file direct.cu
+ * @brief Direct O(N^2) summation of accelerations and potentials, single and double precision (the reference for
+ *        the tree walk). Same kernels as kernels_cl/direct.cl.
+ */
+#include "backend_cuda/kernel_registry.hpp"
+#include "device_shared.h"
+
+/* One thread per target; sources pass through shared memory in tiles of BANYAN_WG. Block BANYAN_WG; shared
+ * BANYAN_WG float4. The self-pair is skipped by index. */
+__global__ void __launch_bounds__(BANYAN_WG) directForces(const bn_f4* pos_mass, bn_u32 n, float eps2, bn_f4* acc_pot)
+{
+    __shared__ bn_f4 tile[BANYAN_WG];
+    const bn_u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    const bn_u32 lid = threadIdx.x;
+    const bn_f4 me = i < n ? pos_mass[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+    bn_f4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (bn_u32 base = 0; base < n; base += BANYAN_WG) {
+        const bn_u32 j = base + lid;
+        tile[lid] = j < n ? pos_mass[j] : make_float4(0.f, 0.f, 0.f, 0.f);
+        __syncthreads();
+        const bn_u32 count = min(static_cast<bn_u32>(BANYAN_WG), n - base);
+        for (bn_u32 k = 0; k < count; ++k) {
+            const bn_f4 s = tile[k];
+            if (base + k != i) acc = bn_interact_pp(acc, s.x - me.x, s.y - me.y, s.z - me.z, s.w, eps2);
+        }
+        __syncthreads();
+    }
+    if (i < n) acc_pot[i] = acc;
+}
+BANYAN_CUDA_KERNEL(directForces);
+
+/* As directForces in double precision; acc_pot holds 4 doubles per particle. Block BANYAN_WG; shared BANYAN_WG
+ * float4. */
+__global__ void __launch_bounds__(BANYAN_WG) directForcesF64(const bn_f4* pos_mass, bn_u32 n, double eps2,
+                                                             double* acc_pot)
+{
+    __shared__ bn_f4 tile[BANYAN_WG];
+    const bn_u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    const bn_u32 lid = threadIdx.x;
+    const bn_f4 me = i < n ? pos_mass[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+    double ax = 0.0, ay = 0.0, az = 0.0, phi = 0.0;
+    for (bn_u32 base = 0; base < n; base += BANYAN_WG) {
+        const bn_u32 j = base + lid;
+        tile[lid] = j < n ? pos_mass[j] : make_float4(0.f, 0.f, 0.f, 0.f);
+        __syncthreads();
+        const bn_u32 count = min(static_cast<bn_u32>(BANYAN_WG), n - base);
+        for (bn_u32 k = 0; k < count; ++k) {
+            const bn_f4 s = tile[k];
+            const double dx = double(s.x) - me.x, dy = double(s.y) - me.y, dz = double(s.z) - me.z;
+            const double r2 = dx * dx + dy * dy + dz * dz + eps2;
+            if (base + k == i || r2 == 0.0) continue;
+            const double rinv = 1.0 / sqrt(r2);
+            const double mrinv = s.w * rinv;
+            const double mrinv3 = mrinv * rinv * rinv;
+            ax += mrinv3 * dx;
+            ay += mrinv3 * dy;
+            az += mrinv3 * dz;
+            phi -= mrinv;
+        }
+        __syncthreads();
+    }
+    if (i < n) {
+        acc_pot[4 * i + 0] = ax;
+        acc_pot[4 * i + 1] = ay;
+        acc_pot[4 * i + 2] = az;
+        acc_pot[4 * i + 3] = phi;
+    }
+}
+BANYAN_CUDA_KERNEL(directForcesF64);
