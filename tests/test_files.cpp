@@ -1,9 +1,10 @@
 /**
- * @file test_tipsy.cpp
- * @brief Tipsy read/write: bit-exact round trips in both byte orders, and clear refusals of bad files and values.
+ * @file test_files.cpp
+ * @brief Tipsy and .npy files: bit-exact round trips in both byte orders, and clear refusals of bad files and values.
  *        Device-free (test suite "static").
  */
 #include "error.hpp"
+#include "npy.hpp"
 #include "tipsy.hpp"
 
 #include <doctest/doctest.h>
@@ -191,6 +192,29 @@ TEST_SUITE("static")
         CHECK(bits_equal(read_tipsy(path).pos, first.pos));
         for (const auto& e : fs::directory_iterator(path.parent_path()))
             CHECK(e.path().string().find(path.filename().string() + ".tmp") == std::string::npos);
+        fs::remove(path);
+    }
+}
+
+TEST_SUITE("static")
+{
+    TEST_CASE("npy files have a 64-byte aligned header and round-trip")
+    {
+        const auto path = temp_path("out.npy");
+        std::vector<float> data{1.f, -2.f, 3.5f, 4.f, 5.f, 6.f, 7.f, -8.25f};
+        write_npy(path, data, 2, 4);
+        std::ifstream in(path, std::ios::binary);
+        std::string head(10, '\0');
+        in.read(head.data(), 10);
+        CHECK(head.compare(0, 6, "\x93NUMPY") == 0);
+        std::uint16_t len;
+        std::memcpy(&len, head.data() + 8, 2);
+        CHECK((10 + len) % 64 == 0);
+        CHECK(fs::file_size(path) == 10u + len + 32u);
+        std::size_t r = 0, c = 0;
+        CHECK(read_npy(path, &r, &c) == data);
+        CHECK(r == 2);
+        CHECK(c == 4);
         fs::remove(path);
     }
 }
