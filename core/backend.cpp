@@ -32,6 +32,7 @@ std::size_t Backend::scratch_bytes() const
 {
     std::size_t total = 0;
     for (const auto& [slot, b] : scratch_) total += b ? b->bytes() : 0;
+    for (const auto& [slot, b] : typed_scratch_) total += b ? b->bytes() : 0;
     return total;
 }
 

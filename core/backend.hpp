@@ -162,11 +162,41 @@ public:
     /// primitives and phases in core/. Contents are undefined on return.
     RawBuffer& scratch(const std::string& slot, std::size_t bytes);
 
+    /// scratch() as a typed Buffer of at least @p n elements (never 0), for scratch memory that goes to kernels
+    /// and to other primitives. Slots are apart from scratch()'s; one slot holds one type. The reference stays
+    /// valid until the next request for the same slot.
+    template <class T>
+    Buffer<T>& scratch_buffer(const std::string& slot, std::size_t n)
+    {
+        auto& s = typed_scratch_[slot];
+        auto* typed = dynamic_cast<TypedScratch<T>*>(s.get());
+        if (!typed || typed->buf.size() < n) {
+            s.reset(); // free first, so growing does not need both at once
+            auto fresh = std::make_unique<TypedScratch<T>>();
+            const std::size_t m = n < 1 ? 1 : n;
+            fresh->buf = alloc<T>(m + m / 4, "scratch:" + slot);
+            typed = fresh.get();
+            s = std::move(fresh);
+        }
+        return typed->buf;
+    }
+
 protected:
     std::size_t work_group_size_ = BANYAN_WG_DEFAULT;
 
 private:
+    struct TypedScratchBase {
+        virtual ~TypedScratchBase() = default;
+        virtual std::size_t bytes() const = 0;
+    };
+    template <class T>
+    struct TypedScratch final : TypedScratchBase {
+        Buffer<T> buf;
+        std::size_t bytes() const override { return buf.bytes(); }
+    };
+
     std::map<std::string, std::unique_ptr<RawBuffer>> scratch_;
+    std::map<std::string, std::unique_ptr<TypedScratchBase>> typed_scratch_;
     bool vendor_primitives_ = true;
 };
 
