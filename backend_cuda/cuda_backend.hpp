@@ -23,7 +23,7 @@ public:
     Event record() override;
     double elapsed_ms(const Event& start, const Event& stop) override;
 
-    // CUB where it is faster than our kernels (vendor_primitives.cu); each falls back to Backend's portable
+    // CUB where it is faster than our kernels (vendor_scan.cu, vendor_sort.cu); each falls back to Backend's portable
     // version when vendor_primitives() is off.
     void exclusive_scan(const Buffer<bn_u32>& in, Buffer<bn_u32>& out, std::size_t n) override;
     void inclusive_scan(const Buffer<bn_u32>& in, Buffer<bn_u32>& out, std::size_t n) override;
