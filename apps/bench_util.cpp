@@ -1,0 +1,234 @@
+/**
+ * @file bench_util.cpp
+ * @brief Device-event timing, table printing and JSON text for the benchmarks.
+ */
+#include "bench_util.hpp"
+
+#include "error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+namespace banyan::bench {
+
+double median(std::vector<double> v)
+{
+    if (v.empty()) return 0;
+    const std::size_t mid = v.size() / 2;
+    std::nth_element(v.begin(), v.begin() + static_cast<long>(mid), v.end());
+    const double hi = v[mid];
+    if (v.size() % 2) return hi;
+    const double lo = *std::max_element(v.begin(), v.begin() + static_cast<long>(mid));
+    return 0.5 * (lo + hi);
+}
+
+Timing time_on_device(Backend& be, int warmup, int reps, const std::function<void()>& run,
+                      const std::function<void()>& before_each)
+{
+    if (warmup < 1 || reps < 1) throw UsageError("time_on_device: needs at least one warm-up run and one repetition");
+    for (int i = 0; i < warmup; ++i) {
+        if (before_each) before_each();
+        run();
+    }
+    be.synchronize();
+
+    std::vector<std::pair<Event, Event>> marks;
+    marks.reserve(static_cast<std::size_t>(reps));
+    for (int i = 0; i < reps; ++i) {
+        if (before_each) before_each();
+        Event start = be.record();
+        run();
+        marks.emplace_back(std::move(start), be.record());
+    }
+    std::vector<double> ms;
+    ms.reserve(marks.size());
+    for (const auto& [a, b] : marks)
+        ms.push_back(be.elapsed_ms(a, b));
+
+    Timing t;
+    t.reps = reps;
+    t.min_ms = *std::min_element(ms.begin(), ms.end());
+    t.max_ms = *std::max_element(ms.begin(), ms.end());
+    t.median_ms = median(std::move(ms));
+    return t;
+}
+
+double mega_per_s(std::size_t n, double ms)
+{
+    return ms > 0 ? double(n) / (ms * 1e3) : 0.0;
+}
+
+// ---- Table ----------------------------------------------------------------------------------------------
+
+void Table::print_header() const
+{
+    std::vector<std::string> titles;
+    int total = 0;
+    for (const auto& c : columns_) {
+        titles.push_back(c.title);
+        total += c.width + 2;
+    }
+    print_row(titles);
+    fmt::print(out_, "{}\n", std::string(static_cast<std::size_t>(std::max(total - 2, 0)), '-'));
+}
+
+void Table::print_row(const std::vector<std::string>& cells) const
+{
+    std::string line;
+    for (std::size_t i = 0; i < columns_.size(); ++i) {
+        const auto& c = columns_[i];
+        const std::string cell = i < cells.size() ? cells[i] : std::string();
+        const bool last = i + 1 == columns_.size();
+        if (i) line += "  ";
+        if (c.right)
+            line += fmt::format("{:>{}}", cell, c.width);
+        else if (last)
+            line += cell;
+        else
+            line += fmt::format("{:<{}}", cell, c.width);
+    }
+    while (!line.empty() && line.back() == ' ')
+        line.pop_back();
+    fmt::print(out_, "{}\n", line);
+    std::fflush(out_);
+}
+
+// ---- JSON -----------------------------------------------------------------------------------------------
+
+void JsonWriter::before_value()
+{
+    if (after_key_) {
+        after_key_ = false;
+        return;
+    }
+    if (has_items_.empty()) return; // the top-level value
+    if (has_items_.back()) out_ += ',';
+    has_items_.back() = true;
+    out_ += '\n';
+    out_.append(2 * has_items_.size(), ' ');
+}
+
+void JsonWriter::open(char c)
+{
+    before_value();
+    out_ += c;
+    has_items_.push_back(false);
+}
+
+void JsonWriter::close(char c)
+{
+    const bool had = has_items_.back();
+    has_items_.pop_back();
+    if (had) {
+        out_ += '\n';
+        out_.append(2 * has_items_.size(), ' ');
+    }
+    out_ += c;
+    if (has_items_.empty()) out_ += '\n';
+}
+
+JsonWriter& JsonWriter::begin_object()
+{
+    open('{');
+    return *this;
+}
+JsonWriter& JsonWriter::end_object()
+{
+    close('}');
+    return *this;
+}
+JsonWriter& JsonWriter::begin_array()
+{
+    open('[');
+    return *this;
+}
+JsonWriter& JsonWriter::end_array()
+{
+    close(']');
+    return *this;
+}
+
+namespace {
+
+std::string quoted(std::string_view s)
+{
+    std::string q = "\"";
+    for (const char ch : s) {
+        const auto u = static_cast<unsigned char>(ch);
+        switch (ch) {
+        case '"':
+            q += "\\\"";
+            break;
+        case '\\':
+            q += "\\\\";
+            break;
+        case '\n':
+            q += "\\n";
+            break;
+        case '\r':
+            q += "\\r";
+            break;
+        case '\t':
+            q += "\\t";
+            break;
+        default:
+            if (u < 0x20)
+                q += fmt::format("\\u{:04x}", u);
+            else
+                q += ch; // UTF-8 passes through unchanged
+        }
+    }
+    return q + '"';
+}
+
+} // namespace
+
+JsonWriter& JsonWriter::key(std::string_view k)
+{
+    before_value();
+    out_ += quoted(k);
+    out_ += ": ";
+    after_key_ = true;
+    return *this;
+}
+
+JsonWriter& JsonWriter::string(std::string_view s)
+{
+    before_value();
+    out_ += quoted(s);
+    return *this;
+}
+
+JsonWriter& JsonWriter::number(double v)
+{
+    if (!std::isfinite(v)) return null();
+    before_value();
+    out_ += fmt::format("{}", v);
+    return *this;
+}
+
+JsonWriter& JsonWriter::integer(long long v)
+{
+    before_value();
+    out_ += fmt::format("{}", v);
+    return *this;
+}
+
+JsonWriter& JsonWriter::boolean(bool v)
+{
+    before_value();
+    out_ += v ? "true" : "false";
+    return *this;
+}
+
+JsonWriter& JsonWriter::null()
+{
+    before_value();
+    out_ += "null";
+    return *this;
+}
+
+} // namespace banyan::bench

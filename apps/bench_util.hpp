@@ -1,0 +1,94 @@
+/**
+ * @file bench_util.hpp
+ * @brief What every benchmark needs: device-event timing (warm-up, then timed repetitions, median), a plain
+ *        fixed-width table printer and a small JSON writer (files are written with core/atomic_file.hpp).
+ */
+#pragma once
+
+#include "backend.hpp"
+
+#include <cstddef>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace banyan::bench {
+
+/// Device times of the timed repetitions of one operation, in milliseconds.
+struct Timing {
+    double median_ms = 0;
+    double min_ms = 0;
+    double max_ms = 0;
+    int reps = 0;
+};
+
+/// The median of @p v (the mean of the two middle values for an even count); 0 for an empty @p v.
+double median(std::vector<double> v);
+
+/// Times @p run on @p be's command stream.
+///
+/// @p warmup untimed runs come first (program builds, scratch growth and first-touch costs land there), then
+/// @p reps runs, each between two Backend::record() markers. The repetitions are issued back to back and read
+/// once all are issued, so that the device stays busy and the host's launch latency hides behind device work;
+/// @p before_each (optional) runs before every run, warm-up included, outside the markers (e.g. restoring an
+/// input that @p run overwrites). Returns the median and the range of the @p reps device times.
+/// @param warmup at least 1, so that nothing built on first use is ever timed.
+Timing time_on_device(Backend& be, int warmup, int reps, const std::function<void()>& run,
+                      const std::function<void()>& before_each = {});
+
+/// Items per second, in millions, for @p n items in @p ms milliseconds (0 when @p ms is not positive).
+double mega_per_s(std::size_t n, double ms);
+
+/// A plain text table with fixed column widths, printed row by row as results come in (so that a long run
+/// shows progress). A cell wider than its column widens that row only; the last column is never padded.
+class Table {
+public:
+    struct Column {
+        std::string title;
+        int width;
+        bool right = false; ///< right-aligned (numbers)
+    };
+    explicit Table(std::vector<Column> columns, std::FILE* out = stdout) : columns_(std::move(columns)), out_(out) {}
+
+    /// The titles and a rule under them.
+    void print_header() const;
+    /// One row; missing trailing cells print empty. Flushes, so that progress shows at once.
+    void print_row(const std::vector<std::string>& cells) const;
+
+private:
+    std::vector<Column> columns_;
+    std::FILE* out_;
+};
+
+/// Builds JSON text with two-space indentation. Calls must nest correctly (begin/end pairs; key() before each
+/// value inside an object); misuse is a programming error and is not diagnosed.
+class JsonWriter {
+public:
+    JsonWriter& begin_object();
+    JsonWriter& end_object();
+    JsonWriter& begin_array();
+    JsonWriter& end_array();
+    JsonWriter& key(std::string_view k);
+    JsonWriter& string(std::string_view s);
+    /// A number in shortest round-trip form; NaN and infinities become null (JSON has no such numbers).
+    JsonWriter& number(double v);
+    JsonWriter& integer(long long v);
+    JsonWriter& boolean(bool v);
+    JsonWriter& null();
+
+    /// The text so far (complete once every begin has its end).
+    const std::string& text() const noexcept { return out_; }
+
+private:
+    void before_value();
+    void open(char c);
+    void close(char c);
+
+    std::string out_;
+    std::vector<bool> has_items_; // one per open object/array
+    bool after_key_ = false;
+};
+
+} // namespace banyan::bench
