@@ -19,6 +19,7 @@ const std::vector<Command>& commands()
     static const std::vector<Command> list{
         {"devices", "list every device of every backend compiled in", run_devices},
         {"bench primitives", "time sort, scan and compaction against CUB and Boost.Compute", run_bench_primitives},
+        {"bench tree", "time each phase of the tree build on Plummer spheres, and its device memory", run_bench_tree},
     };
     return list;
 }

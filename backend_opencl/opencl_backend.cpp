@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <vector>
 
@@ -192,6 +193,30 @@ struct ClEvent final : EventImpl {
 
 } // namespace
 
+/// The program has no include path: pastes each #include "x.h" of @p header (from its folder) in place, as
+/// cmake/EmbedCl.cmake does for the embedded copy.
+static std::string paste_includes(const std::string& body, const std::filesystem::path& header)
+{
+    static const std::regex include(R"re(#include "([A-Za-z0-9_]+\.h)")re");
+    std::string out;
+    std::size_t line = 1, done = 0;
+    for (std::sregex_iterator it(body.begin(), body.end(), include), end; it != end; ++it) {
+        const auto at = static_cast<std::size_t>(it->position(0));
+        line += static_cast<std::size_t>(std::count(body.begin() + static_cast<long>(done),
+                                                    body.begin() + static_cast<long>(at), '\n'));
+        std::ifstream in(header.parent_path() / (*it)[1].str());
+        if (!in) throw UsageError(fmt::format("BANYAN_CL_DIR: cannot read {} (included by {})", (*it)[1].str(),
+                                              header.string()));
+        std::stringstream ss;
+        ss << in.rdbuf();
+        out += body.substr(done, at - done);
+        out += fmt::format("#line 1 \"{}\"\n{}\n#line {} \"{}\"", (*it)[1].str(), ss.str(), line + 1,
+                           header.filename().string());
+        done = at + static_cast<std::size_t>(it->length(0));
+    }
+    return out + body.substr(done);
+}
+
 std::string program_source()
 {
     const char* dir = std::getenv("BANYAN_CL_DIR");
@@ -211,7 +236,9 @@ std::string program_source()
         if (!in) throw UsageError(fmt::format("BANYAN_CL_DIR: cannot read {}", f.string()));
         std::stringstream ss;
         ss << in.rdbuf();
-        text += fmt::format("\n#line 1 \"{}\"\n{}\n", f.filename().string(), ss.str());
+        std::string body = ss.str();
+        if (f == files.front()) body = paste_includes(body, f);
+        text += fmt::format("\n#line 1 \"{}\"\n{}\n", f.filename().string(), body);
     }
     return text;
 }

@@ -133,4 +133,7 @@ BN_DEVICE bn_f4 bn_interact_pp(bn_f4 acc, float dx, float dy, float dz, float m,
     return acc;
 }
 
+/* ---- The octree's keys, cell order and layouts (the OpenCL embedding pastes the file in place) --------- */
+#include "tree_shared.h"
+
 #endif /* BANYAN_DEVICE_SHARED_H */

@@ -1,0 +1,222 @@
+/**
+ * @file cmd_bench_tree.cpp
+ * @brief `banyan bench tree`: device time of each phase of the tree build (keys, sort, move, build, link, groups,
+ *        multipoles, total) and the device memory in use, for Plummer spheres of 2^min .. 2^max particles.
+ *
+ * Each repetition builds from the generator's (unsorted) order: the particles are uploaded again before it,
+ * outside the timing. Every figure is the median over the repetitions of device-event times, after untimed
+ * warm-up builds (program builds and buffer growth land there). A cheap check of every build (root mass, groups
+ * tile the particles) guards against timing a wrong result; the conformance suite checks the tree in full.
+ */
+#include "bench_util.hpp"
+#include "cli.hpp"
+#include "error.hpp"
+
+#include "atomic_file.hpp"
+#include "octree.hpp"
+#include "plummer.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <optional>
+
+namespace banyan::cli {
+
+namespace {
+
+struct Row {
+    std::size_t n = 0;
+    TreeTimings median;
+    std::size_t cells = 0, groups = 0, tree_bytes = 0, scratch_bytes = 0;
+    int depth = 0;
+    std::string error;
+};
+
+/// The median of each phase over @p runs.
+TreeTimings median_of(const std::vector<TreeTimings>& runs)
+{
+    TreeTimings m;
+    auto pick = [&](double TreeTimings::*f) {
+        std::vector<double> v;
+        for (const auto& r : runs) v.push_back(r.*f);
+        m.*f = bench::median(v);
+    };
+    for (auto f : {&TreeTimings::keys, &TreeTimings::sort, &TreeTimings::move, &TreeTimings::build,
+                   &TreeTimings::link, &TreeTimings::groups, &TreeTimings::multipoles, &TreeTimings::total})
+        pick(f);
+    return m;
+}
+
+/// What is wrong with the tree in a few cheap checks, or an empty string.
+std::string sanity(const Octree& t, double mass)
+{
+    if (t.cells() == 0 || t.groups() == 0) return "no cells or no groups";
+    const bn_f4 root = t.cell_com().at(0);
+    if (!(std::abs(root.w - mass) <= 1e-5 * mass)) return fmt::format("root mass {} instead of {}", root.w, mass);
+    const std::size_t last = t.groups() - 1;
+    if (t.group_first().at(last) + t.group_count().at(last) != t.size()) return "groups do not tile the particles";
+    return {};
+}
+
+Row bench_size(Backend& be, Octree& tree, int log2, int warmup, int reps, std::uint64_t seed)
+{
+    Row r;
+    r.n = std::size_t{1} << log2;
+    try {
+        const Particles p = plummer(r.n, seed + static_cast<std::uint64_t>(log2));
+        double mass = 0;
+        for (const auto& q : p.pos) mass += q.w;
+        std::vector<TreeTimings> runs;
+        for (int i = 0; i < warmup + reps; ++i) {
+            tree.set_particles(p.pos, p.vel);
+            be.synchronize();
+            TreeTimings t;
+            tree.build(&t);
+            if (i >= warmup) runs.push_back(t);
+            if (i == 0 || i == warmup + reps - 1)
+                if (std::string bad = sanity(tree, mass); !bad.empty()) throw std::runtime_error("wrong tree: " + bad);
+        }
+        r.median = median_of(runs);
+        r.cells = tree.cells();
+        r.groups = tree.groups();
+        r.depth = tree.depth();
+        r.tree_bytes = tree.device_bytes();
+        r.scratch_bytes = be.scratch_bytes();
+    } catch (const std::exception& e) {
+        r.error = e.what();
+        if (auto nl = r.error.find('\n'); nl != std::string::npos) r.error.resize(nl);
+    }
+    return r;
+}
+
+std::string json_report(const DeviceInfo& info, std::size_t wg, int warmup, int reps, const std::vector<Row>& rows)
+{
+    bench::JsonWriter j;
+    j.begin_object();
+    j.key("benchmark").string("tree");
+    j.key("backend").string(to_string(info.backend));
+    j.key("device").string(info.name);
+    j.key("gpu").boolean(info.gpu);
+    j.key("work_group").integer(static_cast<long long>(wg));
+    j.key("warmup").integer(warmup);
+    j.key("reps").integer(reps);
+    j.key("results").begin_array();
+    for (const auto& r : rows) {
+        j.begin_object();
+        j.key("n").integer(static_cast<long long>(r.n));
+        if (!r.error.empty()) {
+            j.key("error").string(r.error);
+        } else {
+            const TreeTimings& t = r.median;
+            j.key("keys_ms").number(t.keys);
+            j.key("sort_ms").number(t.sort);
+            j.key("move_ms").number(t.move);
+            j.key("build_ms").number(t.build);
+            j.key("link_ms").number(t.link);
+            j.key("groups_ms").number(t.groups);
+            j.key("multipoles_ms").number(t.multipoles);
+            j.key("total_ms").number(t.total);
+            j.key("cells").integer(static_cast<long long>(r.cells));
+            j.key("groups").integer(static_cast<long long>(r.groups));
+            j.key("depth").integer(r.depth);
+            j.key("tree_bytes").integer(static_cast<long long>(r.tree_bytes));
+            j.key("scratch_bytes").integer(static_cast<long long>(r.scratch_bytes));
+        }
+        j.end_object();
+    }
+    j.end_array();
+    j.end_object();
+    return j.text();
+}
+
+int bounded(const Options& opt, const std::string& name, long long lo, long long hi)
+{
+    const long long v = opt.integer(name);
+    if (v < lo || v > hi) throw UsageError(fmt::format("bench tree: --{} must be in [{}, {}], got {}", name, lo, hi, v));
+    return static_cast<int>(v);
+}
+
+} // namespace
+
+int run_bench_tree(const std::vector<std::string>& args)
+{
+    Options opt("bench tree",
+                "Time each phase of the tree build (paper section 2.1, 3.2) on Plummer spheres of 2^min .. 2^max\n"
+                "particles: keys (bounding box + Morton keys), sort, move (reorder the particle arrays), build\n"
+                "(level-by-level cells), link, groups, multipoles, total; median device-event times in ms over\n"
+                "--reps builds from unsorted particles, after --warmup untimed builds. Memory: the tree's device\n"
+                "buffers (particles included) plus the primitives' scratch buffers.");
+    opt.device_options();
+    opt.value("min-log2", "K", "smallest size, 2^K particles", "15");
+    opt.value("max-log2", "K", "largest size, 2^K particles (default: 24 on a GPU, 20 on a CPU device)");
+    opt.value("reps", "R", "timed builds per size; the median is reported", "10");
+    opt.value("warmup", "W", "untimed builds first; at least 1", "2");
+    opt.value("seed", "S", "seed of the Plummer spheres (plus log2 of the size)", "1");
+    opt.value("work-group", "N", "OpenCL only: work-group size of the kernels, 32|64|128|256 (default: 256)");
+    opt.value("json", "FILE", "also write the results as JSON to FILE (temporary name, then renamed)");
+    if (!opt.parse(args)) return 0;
+
+    auto be = open_device(opt.device_request());
+    const int min_log2 = bounded(opt, "min-log2", 0, 28);
+    const int max_log2 = opt.has("max-log2") ? bounded(opt, "max-log2", min_log2, 28)
+                                             : std::max(min_log2, be->info().gpu ? 24 : 20);
+    const int reps = bounded(opt, "reps", 1, 100000);
+    const int warmup = bounded(opt, "warmup", 1, 100000);
+    const auto seed = static_cast<std::uint64_t>(opt.integer("seed"));
+    if (opt.has("work-group")) {
+        if (be->info().backend != BackendKind::opencl)
+            throw UsageError("bench tree: --work-group applies to OpenCL devices only");
+        be->set_work_group_size(static_cast<std::size_t>(bounded(opt, "work-group", 32, 256)));
+    }
+
+    const DeviceInfo& i = be->info();
+    fmt::print("device: {} #{}  {}  ({}; {}, {} compute units; work-group {}); Plummer, N_leaf {}, N_crit {}\n",
+               to_string(i.backend), i.index, i.name, i.version, i.gpu ? "GPU" : "CPU", i.compute_units,
+               be->work_group_size(), BANYAN_N_LEAF, BANYAN_N_CRIT);
+    bench::Table table({{"N", 5, true},
+                        {"keys", 7, true},
+                        {"sort", 7, true},
+                        {"move", 7, true},
+                        {"build", 7, true},
+                        {"link", 7, true},
+                        {"groups", 7, true},
+                        {"multip", 7, true},
+                        {"total ms", 9, true},
+                        {"cells", 9, true},
+                        {"depth", 5, true},
+                        {"groups", 8, true},
+                        {"MiB", 7, true},
+                        {"B/part", 0}});
+    fmt::print("\n");
+    table.print_header();
+    Octree tree(*be);
+    std::vector<Row> rows;
+    bool ok = true;
+    for (int log2 = min_log2; log2 <= max_log2; ++log2) {
+        Row r = bench_size(*be, tree, log2, warmup, reps, seed);
+        const std::string n = fmt::format("2^{}", log2);
+        if (!r.error.empty()) {
+            ok = false;
+            table.print_row({n, "FAILED", "", "", "", "", "", "", "", "", "", "", "", r.error});
+        } else {
+            const TreeTimings& t = r.median;
+            const double bytes = double(r.tree_bytes + r.scratch_bytes);
+            auto ms = [](double v) { return fmt::format("{:.3f}", v); };
+            table.print_row({n, ms(t.keys), ms(t.sort), ms(t.move), ms(t.build), ms(t.link), ms(t.groups),
+                             ms(t.multipoles), ms(t.total), fmt::format("{}", r.cells), fmt::format("{}", r.depth),
+                             fmt::format("{}", r.groups), fmt::format("{:.1f}", bytes / (1 << 20)),
+                             fmt::format("{:.0f}", bytes / double(r.n))});
+        }
+        rows.push_back(std::move(r));
+    }
+    if (opt.has("json")) {
+        const std::string text = json_report(be->info(), be->work_group_size(), warmup, reps, rows);
+        write_file_atomically(opt.str("json"), [&](std::ostream& f) { f << text; });
+        fmt::print("\nwrote {}\n", opt.str("json"));
+    }
+    if (!ok) fmt::print(stderr, "bench tree: some builds failed or gave wrong results\n");
+    return ok ? 0 : 1;
+}
+
+} // namespace banyan::cli

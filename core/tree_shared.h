@@ -1,0 +1,201 @@
+/**
+ * @file tree_shared.h
+ * @brief The octree's conventions, shared by host C++, CUDA and OpenCL C: the frame that maps positions to
+ *        integer coordinates, 63-bit Morton keys, the order in which cells are stored and the layout of every tree
+ *        array (paper sections 2.1, 3.2, 3.3 and appendix B).
+ *
+ * Included by core/device_shared.h (and so pasted into every OpenCL program by the embedding step); it must stay
+ * valid OpenCL C 1.2, CUDA C++ and C++20 at once. N_leaf, N_crit and the maximal depth are in device_shared.h.
+ *
+ * Frame. The cube has its low corner at lo = (min x, min y, min z) of the particles and side 2^e, e the smallest
+ * integer with 2^e > the largest of the three extents (max - min), clamped to [-100, 127]; all particles at one
+ * point give side 2^-100. A power of two makes the scale exact: grid coordinate u = (x - lo) * 2^(21 - e) has one
+ * rounding (the subtraction), so host, CUDA and OpenCL compute the same keys bit for bit, and the largest
+ * coordinate maps strictly below 2^21. Coordinates are truncated to [0, 2^21 - 1].
+ *
+ * Keys. key = sum over bits b < 21 of x_b << (3b + 2) | y_b << (3b + 1) | z_b << 3b (Morton / Z order, x the most
+ * significant of each octant digit): 63 bits. A cell of level L (root 0, deepest BANYAN_MAX_DEPTH = 21) is named by
+ * the key of its low corner: cell_key = key with the low 3 (21 - L) bits cleared (bn_tree_cell_key); its octant
+ * digit below its parent is (key >> 3 (21 - L)) & 7. A cell of level L spans 2^(21 - L) grid units, size
+ * l = side * 2^-L.
+ *
+ * Particle order. Particles are sorted by key, stably: equal keys keep their previous order (on the first build,
+ * the caller's order). particle_id[i] is the caller's index of the particle now at position i.
+ *
+ * Cell order. Cells are stored level by level, root first (index 0), and within a level by increasing cell_key
+ * (breadth-first, the order the walk visits them). Level L holds cells [level_begin[L], level_begin[L + 1]). The
+ * children of a node are consecutive, at the next level, in octant order; a cell holds the consecutive particles
+ * [cell_pbegin, cell_pbegin + cell_pcount) of its whole subtree. A cell with at most N_leaf particles, or any cell
+ * of level 21, is a leaf; every other cell is a node with 1..8 children. No cell is empty.
+ *
+ * Cell arrays (structure of arrays, index = cell):
+ *   cell_key    bn_u64  key of the cell's low corner (low bits cleared)
+ *   cell_level  bn_u32  0..21
+ *   cell_parent bn_u32  index of the parent; BANYAN_TREE_NO_PARENT for the root
+ *   cell_first  bn_u32  node: index of the first child; leaf: index of the first particle
+ *   cell_count  bn_u32  node: number of children (1..8); leaf: number of particles | BANYAN_TREE_LEAF_BIT
+ *   cell_pbegin bn_u32  first particle of the subtree
+ *   cell_pcount bn_u32  number of particles in the subtree
+ *   cell_com    bn_f4   (centre of mass x, y, z, mass)
+ *   cell_quad0  bn_f4   (Qxx, Qyy, Qzz, Qxy)
+ *   cell_quad1  bn_f4   (Qxz, Qyz, delta, l): the rest of Q, then what the opening test d > l / theta + delta needs
+ *   cell_centre bn_f4   (geometric centre x, y, z, l)
+ * Q_ij = sum over the cell's particles of m (x_i - com_i)(x_j - com_j): the second moment about the centre of mass
+ * (not trace-free; the walk forms 3 Q_ij - delta_ij tr Q where it needs it). delta = |com - geometric centre|.
+ * Multipoles are accumulated in double precision and stored in single (section 3.2).
+ *
+ * Groups (for the walk, section 2.2). A cell with at most N_crit particles whose parent has more (or the root, when
+ * N <= N_crit) is a group; a leaf with more than N_crit particles (only possible at level 21) gives groups of N_crit
+ * consecutive particles and one with the rest. Every particle is in exactly one group; groups are stored by
+ * increasing first particle and tile [0, N):
+ *   group_first bn_u32, group_count bn_u32 (1..N_crit), group_lo bn_f4 / group_hi bn_f4: the componentwise min and
+ *   max of the group's positions (w = 0).
+ */
+#ifndef BANYAN_TREE_SHARED_H
+#define BANYAN_TREE_SHARED_H
+
+#ifndef BANYAN_DEVICE_SHARED_H
+#include "device_shared.h"
+#endif
+
+#define BANYAN_TREE_LEVELS (BANYAN_MAX_DEPTH + 1)       /* levels 0 .. 21 */
+#define BANYAN_TREE_KEY_BITS (3 * BANYAN_MAX_DEPTH)      /* 63 */
+#define BANYAN_TREE_GRID (1u << BANYAN_MAX_DEPTH)        /* 2^21 grid points per axis */
+#define BANYAN_TREE_LEAF_BIT 0x80000000u                 /* in cell_count: this cell is a leaf */
+#define BANYAN_TREE_NO_PARENT 0xFFFFFFFFu                /* cell_parent of the root */
+#define BANYAN_TREE_RETIRED_BIT 0x80000000u              /* build only: an active-list entry now in a leaf */
+#define BANYAN_TREE_MIN_EXP (-100)                       /* the side of the cube is 2^e, e in [-100, 127] */
+#define BANYAN_TREE_MAX_EXP 127
+
+#if defined(BANYAN_LANG_OPENCL)
+#define BN_TREE_U64(c) c##UL
+#else
+#define BN_TREE_U64(c) c##ULL
+#endif
+
+#if defined(BANYAN_LANG_HOST)
+#include <string.h>
+#endif
+
+/* Bits of a float and back (IEEE-754 binary32 in all three languages). */
+BN_DEVICE bn_u32 bn_tree_float_bits(float f)
+{
+#if defined(BANYAN_LANG_OPENCL)
+    return as_uint(f);
+#elif defined(BANYAN_LANG_CUDA)
+    return __float_as_uint(f);
+#else
+    bn_u32 u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+#endif
+}
+
+BN_DEVICE float bn_tree_bits_float(bn_u32 u)
+{
+#if defined(BANYAN_LANG_OPENCL)
+    return as_float(u);
+#elif defined(BANYAN_LANG_CUDA)
+    return __uint_as_float(u);
+#else
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+#endif
+}
+
+/* 2^e as a float, for -126 <= e <= 127 (exact). */
+BN_DEVICE float bn_tree_pow2(int e) { return bn_tree_bits_float((bn_u32)(e + 127) << 23); }
+
+/* The exponent e of the cube's side 2^e: the smallest e with 2^e > extent, clamped to [MIN_EXP, MAX_EXP]. For a
+ * normal float extent = 1.f * 2^(b - 127) with biased exponent b, 2^(b - 127) <= extent < 2^(b - 126). Zero, NaN
+ * and subnormal extents give MIN_EXP, infinity MAX_EXP. */
+BN_DEVICE int bn_tree_side_exponent(float extent)
+{
+    if (!(extent > 0.0f)) return BANYAN_TREE_MIN_EXP;
+    const int biased = (int)((bn_tree_float_bits(extent) >> 23) & 0xFFu);
+    int e = biased == 0 ? BANYAN_TREE_MIN_EXP : biased - 126;
+    if (e < BANYAN_TREE_MIN_EXP) e = BANYAN_TREE_MIN_EXP;
+    if (e > BANYAN_TREE_MAX_EXP) e = BANYAN_TREE_MAX_EXP;
+    return e;
+}
+
+/* The frame from the bounding box (lo, hi of reduce_bounds): (lo.x, lo.y, lo.z, side). */
+BN_DEVICE int bn_tree_frame_exponent(bn_f4 lo, bn_f4 hi)
+{
+    float ext = hi.x - lo.x;
+    const float ey = hi.y - lo.y, ez = hi.z - lo.z;
+    if (ey > ext) ext = ey;
+    if (ez > ext) ext = ez;
+    return bn_tree_side_exponent(ext);
+}
+
+/* Grid coordinate of x along one axis: (x - lo) * inv truncated to [0, 2^21 - 1], inv = 2^(21 - e). NaN gives 0. */
+BN_DEVICE bn_u32 bn_tree_grid_coord(float x, float lo, float inv)
+{
+    const float u = (x - lo) * inv;
+    if (!(u > 0.0f)) return 0u;
+    if (u >= (float)BANYAN_TREE_GRID) return BANYAN_TREE_GRID - 1u;
+    return (bn_u32)u;
+}
+
+/* Spreads the low 21 bits of v to every third bit: bit b goes to bit 3b. */
+BN_DEVICE bn_u64 bn_tree_dilate(bn_u32 v)
+{
+    bn_u64 x = (bn_u64)(v & 0x1FFFFFu);
+    x = (x | (x << 32)) & BN_TREE_U64(0x001F00000000FFFF);
+    x = (x | (x << 16)) & BN_TREE_U64(0x001F0000FF0000FF);
+    x = (x | (x << 8)) & BN_TREE_U64(0x100F00F00F00F00F);
+    x = (x | (x << 4)) & BN_TREE_U64(0x10C30C30C30C30C3);
+    x = (x | (x << 2)) & BN_TREE_U64(0x1249249249249249);
+    return x;
+}
+
+/* The inverse of bn_tree_dilate: gathers every third bit (bits 0, 3, 6, ...) into the low 21 bits. */
+BN_DEVICE bn_u32 bn_tree_contract(bn_u64 x)
+{
+    x &= BN_TREE_U64(0x1249249249249249);
+    x = (x ^ (x >> 2)) & BN_TREE_U64(0x10C30C30C30C30C3);
+    x = (x ^ (x >> 4)) & BN_TREE_U64(0x100F00F00F00F00F);
+    x = (x ^ (x >> 8)) & BN_TREE_U64(0x001F0000FF0000FF);
+    x = (x ^ (x >> 16)) & BN_TREE_U64(0x001F00000000FFFF);
+    x = (x ^ (x >> 32)) & BN_TREE_U64(0x00000000001FFFFF);
+    return (bn_u32)x;
+}
+
+/* The 63-bit Morton key of grid coordinates (ix, iy, iz). */
+BN_DEVICE bn_u64 bn_tree_morton(bn_u32 ix, bn_u32 iy, bn_u32 iz)
+{
+    return (bn_tree_dilate(ix) << 2) | (bn_tree_dilate(iy) << 1) | bn_tree_dilate(iz);
+}
+
+/* The key of a particle at p in the frame (lo, inv = 2^(21 - e)). */
+BN_DEVICE bn_u64 bn_tree_key(bn_f4 p, bn_f4 lo, float inv)
+{
+    return bn_tree_morton(bn_tree_grid_coord(p.x, lo.x, inv), bn_tree_grid_coord(p.y, lo.y, inv),
+                          bn_tree_grid_coord(p.z, lo.z, inv));
+}
+
+/* Number of low key bits below a cell of level L. */
+BN_DEVICE int bn_tree_level_shift(int level) { return 3 * (BANYAN_MAX_DEPTH - level); }
+
+/* The key of the level-L cell that holds @p key: its low 3 (21 - L) bits cleared. */
+BN_DEVICE bn_u64 bn_tree_cell_key(bn_u64 key, int level)
+{
+    const int s = bn_tree_level_shift(level); /* at most 63: the root's key is 0 */
+    return (key >> s) << s;
+}
+
+/* Geometric centre of a cell along one axis (0 = x, 1 = y, 2 = z), in double precision: its low corner plus half
+ * its span, in grid units, times the grid spacing side * 2^-21. Every step is exact but the final addition. */
+BN_DEVICE double bn_tree_cell_centre(bn_u64 cell_key, int level, float lo, float side, int axis)
+{
+    const bn_u32 corner = bn_tree_contract(cell_key >> (2 - axis));
+    const double span = (double)(1u << (BANYAN_MAX_DEPTH - level));
+    return (double)lo + ((double)corner + 0.5 * span) * ((double)side * (1.0 / (double)BANYAN_TREE_GRID));
+}
+
+BN_DEVICE int bn_tree_is_leaf(bn_u32 cell_count) { return (cell_count & BANYAN_TREE_LEAF_BIT) != 0u; }
+BN_DEVICE bn_u32 bn_tree_count(bn_u32 cell_count) { return cell_count & ~BANYAN_TREE_LEAF_BIT; }
+
+#endif /* BANYAN_TREE_SHARED_H */

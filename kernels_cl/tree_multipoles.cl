@@ -1,0 +1,126 @@
+/**
+ * @file tree_multipoles.cl
+ * @brief Cell properties for the walk (paper sections 3.2 and 3.3; driver: Octree::compute_multipoles in
+ *        core/octree.cpp): mass, centre of mass and quadrupole of every cell, leaves first from their particles,
+ *        then nodes one level at a time from the bottom up, in double precision; then single-precision storage with
+ *        each cell's geometric centre, size l and delta = |com - centre| for the opening test d > l / theta + delta.
+ *
+ * Moments while summing: moments[k * stride + c] for k = 0 mass, 1..3 centre of mass, 4..9 Qxx Qyy Qzz Qxy Qxz Qyz
+ * (about the centre of mass). A massless cell takes its geometric centre as centre of mass. Each sum runs in a
+ * fixed order in one work-item, so the result does not change from run to run. The CUDA twin is
+ * kernels_cu/tree_multipoles.cu.
+ */
+
+/* The centre of mass of a massless cell: its geometric centre. */
+inline void tree_centre(__global const bn_u64* cell_key, __global const bn_u32* cell_level,
+                        __global const bn_f4* frame, uint c, double* out)
+{
+    const bn_f4 f = frame[0];
+    const int level = (int)cell_level[c];
+    out[0] = bn_tree_cell_centre(cell_key[c], level, f.x, f.w, 0);
+    out[1] = bn_tree_cell_centre(cell_key[c], level, f.y, f.w, 1);
+    out[2] = bn_tree_cell_centre(cell_key[c], level, f.z, f.w, 2);
+}
+
+/* Moments of every leaf c < ncells from its particles: sums of m and m x, then Q about the centre of mass (a second
+ * pass, so nothing cancels). Work-group BANYAN_WG; no local memory. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void treeMultipoleLeaves(
+    __global const bn_f4* pos, __global const bn_u64* cell_key, __global const bn_u32* cell_level,
+    __global const bn_u32* cell_first, __global const bn_u32* cell_count, __global const bn_f4* frame,
+    bn_u32 ncells, bn_u32 stride, __global double* moments)
+{
+    const uint c = get_global_id(0);
+    if (c >= ncells || !bn_tree_is_leaf(cell_count[c])) return;
+    const bn_u32 b = cell_first[c], e = b + bn_tree_count(cell_count[c]);
+    double m = 0.0, sx = 0.0, sy = 0.0, sz = 0.0;
+    for (bn_u32 i = b; i < e; ++i) {
+        const bn_f4 p = pos[i];
+        const double w = p.w;
+        m += w;
+        sx += w * p.x;
+        sy += w * p.y;
+        sz += w * p.z;
+    }
+    double com[3];
+    if (m > 0.0) {
+        com[0] = sx / m, com[1] = sy / m, com[2] = sz / m;
+    } else {
+        tree_centre(cell_key, cell_level, frame, c, com);
+    }
+    double q[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    for (bn_u32 i = b; i < e; ++i) {
+        const bn_f4 p = pos[i];
+        const double w = p.w;
+        const double dx = p.x - com[0], dy = p.y - com[1], dz = p.z - com[2];
+        q[0] += w * dx * dx, q[1] += w * dy * dy, q[2] += w * dz * dz;
+        q[3] += w * dx * dy, q[4] += w * dx * dz, q[5] += w * dy * dz;
+    }
+    moments[c] = m;
+    for (int k = 0; k < 3; ++k) moments[(k + 1) * stride + c] = com[k];
+    for (int k = 0; k < 6; ++k) moments[(k + 4) * stride + c] = q[k];
+}
+
+/* Moments of the nodes among cells [begin, end) (one level) from their children, one level below and already
+ * done: masses add, centres of mass average, and Q_node = sum of (Q_child + m_child d d^T), d = com_child -
+ * com_node (the parallel-axis theorem, no cancellation). Work-group BANYAN_WG; no local memory. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void treeMultipoleNodes(
+    __global const bn_u64* cell_key, __global const bn_u32* cell_level, __global const bn_u32* cell_first,
+    __global const bn_u32* cell_count, __global const bn_f4* frame, bn_u32 begin, bn_u32 end, bn_u32 stride,
+    __global double* moments)
+{
+    const uint c = begin + get_global_id(0);
+    if (c >= end || bn_tree_is_leaf(cell_count[c])) return;
+    const bn_u32 b = cell_first[c], e = b + cell_count[c];
+    double m = 0.0, sx = 0.0, sy = 0.0, sz = 0.0;
+    for (bn_u32 ch = b; ch < e; ++ch) {
+        const double w = moments[ch];
+        m += w;
+        sx += w * moments[stride + ch];
+        sy += w * moments[2 * stride + ch];
+        sz += w * moments[3 * stride + ch];
+    }
+    double com[3];
+    if (m > 0.0) {
+        com[0] = sx / m, com[1] = sy / m, com[2] = sz / m;
+    } else {
+        tree_centre(cell_key, cell_level, frame, c, com);
+    }
+    double q[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    for (bn_u32 ch = b; ch < e; ++ch) {
+        const double w = moments[ch];
+        const double dx = moments[stride + ch] - com[0], dy = moments[2 * stride + ch] - com[1],
+                     dz = moments[3 * stride + ch] - com[2];
+        q[0] += moments[4 * stride + ch] + w * dx * dx;
+        q[1] += moments[5 * stride + ch] + w * dy * dy;
+        q[2] += moments[6 * stride + ch] + w * dz * dz;
+        q[3] += moments[7 * stride + ch] + w * dx * dy;
+        q[4] += moments[8 * stride + ch] + w * dx * dz;
+        q[5] += moments[9 * stride + ch] + w * dy * dz;
+    }
+    moments[c] = m;
+    for (int k = 0; k < 3; ++k) moments[(k + 1) * stride + c] = com[k];
+    for (int k = 0; k < 6; ++k) moments[(k + 4) * stride + c] = q[k];
+}
+
+/* Rounds the moments of cell c < ncells to single precision, with its geometry: cell_com = (com, mass),
+ * cell_quad0 = (Qxx, Qyy, Qzz, Qxy), cell_quad1 = (Qxz, Qyz, delta, l), cell_centre = (centre, l).
+ * Work-group BANYAN_WG; no local memory. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void treeMultipoleStore(
+    __global const double* moments, __global const bn_u64* cell_key, __global const bn_u32* cell_level,
+    __global const bn_f4* frame, bn_u32 ncells, bn_u32 stride, __global bn_f4* cell_com,
+    __global bn_f4* cell_quad0, __global bn_f4* cell_quad1, __global bn_f4* cell_centre)
+{
+    const uint c = get_global_id(0);
+    if (c >= ncells) return;
+    double centre[3];
+    tree_centre(cell_key, cell_level, frame, c, centre);
+    const double cx = moments[stride + c], cy = moments[2 * stride + c], cz = moments[3 * stride + c];
+    const double dx = cx - centre[0], dy = cy - centre[1], dz = cz - centre[2];
+    const float delta = (float)sqrt(dx * dx + dy * dy + dz * dz);
+    const float l = frame[0].w * bn_tree_pow2(-(int)cell_level[c]);
+    cell_com[c] = (float4)((float)cx, (float)cy, (float)cz, (float)moments[c]);
+    cell_quad0[c] = (float4)((float)moments[4 * stride + c], (float)moments[5 * stride + c],
+                             (float)moments[6 * stride + c], (float)moments[7 * stride + c]);
+    cell_quad1[c] = (float4)((float)moments[8 * stride + c], (float)moments[9 * stride + c], delta, l);
+    cell_centre[c] = (float4)((float)centre[0], (float)centre[1], (float)centre[2], l);
+}

@@ -1,0 +1,140 @@
+/**
+ * @file tree_multipoles.cu
+ * @brief Cell properties for the walk (paper sections 3.2 and 3.3; driver: Octree::compute_multipoles in
+ *        core/octree.cpp).
+ *
+ * The CUDA twin of kernels_cl/tree_multipoles.cl, which describes the moments layout: leaves from their particles,
+ * then nodes level by level from their children, in double precision; then single-precision storage with the
+ * geometric centre, size l and delta of every cell.
+ */
+#include "device_shared.h"
+
+#include "backend_cuda/kernel_registry.hpp"
+
+namespace {
+
+/// The centre of mass of a massless cell: its geometric centre.
+__device__ __forceinline__ void tree_centre(const bn_u64* __restrict__ cell_key,
+                                            const bn_u32* __restrict__ cell_level, const bn_f4* __restrict__ frame,
+                                            unsigned c, double* out)
+{
+    const bn_f4 f = frame[0];
+    const int level = static_cast<int>(cell_level[c]);
+    out[0] = bn_tree_cell_centre(cell_key[c], level, f.x, f.w, 0);
+    out[1] = bn_tree_cell_centre(cell_key[c], level, f.y, f.w, 1);
+    out[2] = bn_tree_cell_centre(cell_key[c], level, f.z, f.w, 2);
+}
+
+} // namespace
+
+/// Moments of every leaf c < ncells from its particles (m and m x, then Q about the centre of mass).
+/// Block BANYAN_WG; no shared memory.
+__global__ void __launch_bounds__(BANYAN_WG) treeMultipoleLeaves(const bn_f4* __restrict__ pos,
+                                                                 const bn_u64* __restrict__ cell_key,
+                                                                 const bn_u32* __restrict__ cell_level,
+                                                                 const bn_u32* __restrict__ cell_first,
+                                                                 const bn_u32* __restrict__ cell_count,
+                                                                 const bn_f4* __restrict__ frame, bn_u32 ncells,
+                                                                 bn_u32 stride, double* __restrict__ moments)
+{
+    const unsigned c = blockIdx.x * BANYAN_WG + threadIdx.x;
+    if (c >= ncells || !bn_tree_is_leaf(cell_count[c])) return;
+    const bn_u32 b = cell_first[c], e = b + bn_tree_count(cell_count[c]);
+    double m = 0.0, sx = 0.0, sy = 0.0, sz = 0.0;
+    for (bn_u32 i = b; i < e; ++i) {
+        const bn_f4 p = pos[i];
+        const double w = p.w;
+        m += w;
+        sx += w * p.x;
+        sy += w * p.y;
+        sz += w * p.z;
+    }
+    double com[3];
+    if (m > 0.0) {
+        com[0] = sx / m, com[1] = sy / m, com[2] = sz / m;
+    } else {
+        tree_centre(cell_key, cell_level, frame, c, com);
+    }
+    double q[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    for (bn_u32 i = b; i < e; ++i) {
+        const bn_f4 p = pos[i];
+        const double w = p.w;
+        const double dx = p.x - com[0], dy = p.y - com[1], dz = p.z - com[2];
+        q[0] += w * dx * dx, q[1] += w * dy * dy, q[2] += w * dz * dz;
+        q[3] += w * dx * dy, q[4] += w * dx * dz, q[5] += w * dy * dz;
+    }
+    moments[c] = m;
+    for (int k = 0; k < 3; ++k) moments[(k + 1) * stride + c] = com[k];
+    for (int k = 0; k < 6; ++k) moments[(k + 4) * stride + c] = q[k];
+}
+BANYAN_CUDA_KERNEL(treeMultipoleLeaves);
+
+/// Moments of the nodes among cells [begin, end) from their children (parallel-axis theorem).
+/// Block BANYAN_WG; no shared memory.
+__global__ void __launch_bounds__(BANYAN_WG) treeMultipoleNodes(const bn_u64* __restrict__ cell_key,
+                                                                const bn_u32* __restrict__ cell_level,
+                                                                const bn_u32* __restrict__ cell_first,
+                                                                const bn_u32* __restrict__ cell_count,
+                                                                const bn_f4* __restrict__ frame, bn_u32 begin,
+                                                                bn_u32 end, bn_u32 stride, double* moments)
+{
+    const unsigned c = begin + blockIdx.x * BANYAN_WG + threadIdx.x;
+    if (c >= end || bn_tree_is_leaf(cell_count[c])) return;
+    const bn_u32 b = cell_first[c], e = b + cell_count[c];
+    double m = 0.0, sx = 0.0, sy = 0.0, sz = 0.0;
+    for (bn_u32 ch = b; ch < e; ++ch) {
+        const double w = moments[ch];
+        m += w;
+        sx += w * moments[stride + ch];
+        sy += w * moments[2 * stride + ch];
+        sz += w * moments[3 * stride + ch];
+    }
+    double com[3];
+    if (m > 0.0) {
+        com[0] = sx / m, com[1] = sy / m, com[2] = sz / m;
+    } else {
+        tree_centre(cell_key, cell_level, frame, c, com);
+    }
+    double q[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    for (bn_u32 ch = b; ch < e; ++ch) {
+        const double w = moments[ch];
+        const double dx = moments[stride + ch] - com[0], dy = moments[2 * stride + ch] - com[1],
+                     dz = moments[3 * stride + ch] - com[2];
+        q[0] += moments[4 * stride + ch] + w * dx * dx;
+        q[1] += moments[5 * stride + ch] + w * dy * dy;
+        q[2] += moments[6 * stride + ch] + w * dz * dz;
+        q[3] += moments[7 * stride + ch] + w * dx * dy;
+        q[4] += moments[8 * stride + ch] + w * dx * dz;
+        q[5] += moments[9 * stride + ch] + w * dy * dz;
+    }
+    moments[c] = m;
+    for (int k = 0; k < 3; ++k) moments[(k + 1) * stride + c] = com[k];
+    for (int k = 0; k < 6; ++k) moments[(k + 4) * stride + c] = q[k];
+}
+BANYAN_CUDA_KERNEL(treeMultipoleNodes);
+
+/// Rounds the moments of cell c < ncells to single precision with its geometry (layout in tree_shared.h).
+/// Block BANYAN_WG; no shared memory.
+__global__ void __launch_bounds__(BANYAN_WG) treeMultipoleStore(
+    const double* __restrict__ moments, const bn_u64* __restrict__ cell_key, const bn_u32* __restrict__ cell_level,
+    const bn_f4* __restrict__ frame, bn_u32 ncells, bn_u32 stride, bn_f4* __restrict__ cell_com,
+    bn_f4* __restrict__ cell_quad0, bn_f4* __restrict__ cell_quad1, bn_f4* __restrict__ cell_centre)
+{
+    const unsigned c = blockIdx.x * BANYAN_WG + threadIdx.x;
+    if (c >= ncells) return;
+    double centre[3];
+    tree_centre(cell_key, cell_level, frame, c, centre);
+    const double cx = moments[stride + c], cy = moments[2 * stride + c], cz = moments[3 * stride + c];
+    const double dx = cx - centre[0], dy = cy - centre[1], dz = cz - centre[2];
+    const float delta = static_cast<float>(sqrt(dx * dx + dy * dy + dz * dz));
+    const float l = frame[0].w * bn_tree_pow2(-static_cast<int>(cell_level[c]));
+    cell_com[c] = make_float4(static_cast<float>(cx), static_cast<float>(cy), static_cast<float>(cz),
+                              static_cast<float>(moments[c]));
+    cell_quad0[c] = make_float4(static_cast<float>(moments[4 * stride + c]), static_cast<float>(moments[5 * stride + c]),
+                                static_cast<float>(moments[6 * stride + c]), static_cast<float>(moments[7 * stride + c]));
+    cell_quad1[c] = make_float4(static_cast<float>(moments[8 * stride + c]), static_cast<float>(moments[9 * stride + c]),
+                                delta, l);
+    cell_centre[c] = make_float4(static_cast<float>(centre[0]), static_cast<float>(centre[1]),
+                                 static_cast<float>(centre[2]), l);
+}
+BANYAN_CUDA_KERNEL(treeMultipoleStore);
