@@ -4,7 +4,8 @@
  *
  * Opens the backend's best device (for OpenCL: a GPU first); when the backend is not compiled in or has no device,
  * prints why and exits 77, which CTest reports as skipped. `--backend none` runs only the device-free test suite
- * "static" (source checks); a device backend runs everything else.
+ * "static" (source checks); `--backend cross` runs the suite "cross" on a CUDA device and an OpenCL GPU together
+ * (skipped unless both are present); a device backend runs everything else.
  */
 #define DOCTEST_CONFIG_IMPLEMENT
 #include "harness.hpp"
@@ -22,10 +23,12 @@
 namespace banyan::test {
 namespace {
 std::unique_ptr<Backend> g_backend;
+std::unique_ptr<Backend> g_other;
 std::mt19937_64 g_rng;
 } // namespace
 
 Backend& backend() { return *g_backend; }
+Backend& other_backend() { return *g_other; }
 
 bool on_gpu() { return g_backend->info().gpu; }
 
@@ -79,8 +82,8 @@ int main(int argc, char** argv)
         else if (a.rfind("--backend=", 0) == 0) which = a.substr(10);
         else rest.push_back(argv[i]);
     }
-    if (which != "cuda" && which != "opencl" && which != "none") {
-        fmt::print(stderr, "usage: banyan_tests --backend cuda|opencl|none [doctest options]\n");
+    if (which != "cuda" && which != "opencl" && which != "none" && which != "cross") {
+        fmt::print(stderr, "usage: banyan_tests --backend cuda|opencl|none|cross [doctest options]\n");
         return 2;
     }
     doctest::Context ctx;
@@ -89,12 +92,30 @@ int main(int argc, char** argv)
         ctx.applyCommandLine(static_cast<int>(rest.size()), rest.data());
         return ctx.run();
     }
-    ctx.setOption("test-suite-exclude", "static");
-    try {
-        banyan::test::g_backend = banyan::open_device(banyan::DeviceRequest{which, -1});
-    } catch (const std::exception& e) {
-        fmt::print("SKIPPED: backend {} is absent: {}\n", which, e.what());
-        return 77;
+    if (which == "cross") {
+        ctx.setOption("test-suite", "cross");
+        try {
+            banyan::test::g_backend = banyan::open_device(banyan::DeviceRequest{"cuda", -1});
+            banyan::test::g_other = banyan::open_device(banyan::DeviceRequest{"opencl", -1});
+        } catch (const std::exception& e) {
+            fmt::print("SKIPPED: cross-backend tests need a CUDA device and an OpenCL GPU: {}\n", e.what());
+            return 77;
+        }
+        if (!banyan::test::g_other->info().gpu) {
+            fmt::print("SKIPPED: cross-backend tests need an OpenCL GPU; the first OpenCL device is {}\n",
+                       banyan::test::g_other->info().name);
+            return 77;
+        }
+        fmt::print("cross-backend: CUDA {} and OpenCL {}\n", banyan::test::g_backend->info().name,
+                   banyan::test::g_other->info().name);
+    } else {
+        ctx.setOption("test-suite-exclude", "static,cross");
+        try {
+            banyan::test::g_backend = banyan::open_device(banyan::DeviceRequest{which, -1});
+        } catch (const std::exception& e) {
+            fmt::print("SKIPPED: backend {} is absent: {}\n", which, e.what());
+            return 77;
+        }
     }
     const auto& info = banyan::test::g_backend->info();
     std::uint64_t seed = 20261122;
@@ -106,6 +127,7 @@ int main(int argc, char** argv)
 
     ctx.applyCommandLine(static_cast<int>(rest.size()), rest.data());
     const int rc = ctx.run();
+    banyan::test::g_other.reset();
     banyan::test::g_backend.reset();
     return rc;
 }

@@ -16,6 +16,9 @@ namespace banyan::test {
 /// The device the suite runs on (chosen by --backend in main; the test binary exits 77 if it is absent).
 Backend& backend();
 
+/// In the "cross" suite (--backend cross): the OpenCL GPU beside the CUDA device that backend() returns.
+Backend& other_backend();
+
 /// True when the device is a GPU: sizes then go up to 2^24 instead of 2^20.
 bool on_gpu();
 
