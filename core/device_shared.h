@@ -133,6 +133,57 @@ BN_DEVICE bn_f4 bn_interact_pp(bn_f4 acc, float dx, float dy, float dz, float m,
     return acc;
 }
 
+/* Cell-particle interaction, monopole plus quadrupole (paper section 3.2), softened like bn_interact_pp: adds to
+ * acc the pull and potential of a cell of mass m whose centre of mass lies at offset r = (dx, dy, dz) from the
+ * target, with Q = (q0.x, q0.y, q0.z, q0.w, qxz, qyz) = (Qxx, Qyy, Qzz, Qxy, Qxz, Qyz) the second moment about the
+ * centre of mass (not trace-free) and trq = Qxx + Qyy + Qzz. With s^2 = r^2 + eps^2:
+ *     phi = -m / s - (3 r.Q.r / s^5 - trQ / s^3) / 2
+ *     a   = -grad_target phi = r (m / s^3 + 15/2 r.Q.r / s^7 - 3/2 trQ / s^5) - 3 Q.r / s^5
+ * (the Taylor expansion of sum m_k / |r + y_k| to second order; the dipole vanishes about the centre of mass; a is
+ * the exact gradient of phi, softened or not). The walk only accepts cells with r > 0; no guard for r = 0.
+ * 65 flops, the count the paper's benchmarks use. */
+BN_DEVICE bn_f4 bn_interact_pc(bn_f4 acc, float dx, float dy, float dz, float m, bn_f4 q0, float qxz, float qyz,
+                               float trq, float eps2)
+{
+    const float r2 = dx * dx + dy * dy + dz * dz + eps2;
+    const float rinv = BN_RSQRT(r2);
+    const float rinv2 = rinv * rinv;
+    const float rinv3 = rinv * rinv2;
+    const float rinv5 = rinv3 * rinv2;
+    const float qx = q0.x * dx + q0.w * dy + qxz * dz; /* Q.r */
+    const float qy = q0.w * dx + q0.y * dy + qyz * dz;
+    const float qz = qxz * dx + qyz * dy + q0.z * dz;
+    const float rqr = qx * dx + qy * dy + qz * dz;
+    const float mr = m * rinv;
+    const float a5 = rqr * rinv5;  /* r.Q.r / s^5 */
+    const float t3 = trq * rinv3; /* trQ / s^3 */
+    const float s = rinv2 * (mr + 7.5f * a5 - 1.5f * t3);
+    const float q5 = 3.0f * rinv5;
+    /* One accumulation per term, so that each becomes a fused multiply-add. */
+    acc.x += s * dx;
+    acc.x -= q5 * qx;
+    acc.y += s * dy;
+    acc.y -= q5 * qy;
+    acc.z += s * dz;
+    acc.z -= q5 * qz;
+    acc.w -= mr;
+    acc.w -= 1.5f * a5;
+    acc.w += 0.5f * t3;
+    return acc;
+}
+
+/* ---- The tree walk (paper section 2.2; core/forces.cpp, kernels_cu/walk.cu, kernels_cl/walk.cl) ------------ */
+/* Work-items of a walk work-group (one group of <= N_crit particles at a time; apart from BANYAN_WG, which the
+ * OpenCL programs vary). A power of two, N_crit <= it <= 256 (the walk packs per-chunk counts into 10-bit fields). */
+#define BANYAN_WALK_WG 128
+/* Entries of each level list (current and next) a walk work-group keeps in local memory; the rest of a longer
+ * list goes to its slice of a global spill buffer. */
+#define BANYAN_WALK_LIST 1024
+
+/* ---- Time integration (core/simulation.cpp, kernels_cu/integrate.cu, kernels_cl/integrate.cl) --------------- */
+/* Per-particle terms summed for the energy log: kinetic, potential, momentum (3), angular momentum (3). */
+#define BANYAN_ENERGY_TERMS 8
+
 /* ---- The octree's keys, cell order and layouts (the OpenCL embedding pastes the file in place) --------- */
 #include "tree_shared.h"
 

@@ -66,3 +66,44 @@ void directForcesF64(__global const bn_f4* pos_mass, bn_u32 n, double eps2, __gl
         acc_pot[4 * i + 3] = phi;
     }
 }
+
+/* As directForcesF64 for the targets listed in targets[0, ntargets) only (a sample, for accuracy measurements at
+ * large N): acc_pot[4 t ..] gets the forces on particle targets[t] from all n particles but itself. Work-group
+ * BANYAN_WG; local BANYAN_WG float4. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1)))
+void directForcesF64Targets(__global const bn_f4* pos_mass, bn_u32 n, __global const bn_u32* targets, bn_u32 ntargets,
+                            double eps2, __global double* acc_pot)
+{
+    __local bn_f4 tile[BANYAN_WG];
+    const bn_u32 t = (bn_u32)get_global_id(0);
+    const bn_u32 lid = (bn_u32)get_local_id(0);
+    const bn_u32 i = t < ntargets ? targets[t] : 0xFFFFFFFFu;
+    const bn_f4 me = t < ntargets ? pos_mass[i] : (bn_f4)(0.0f);
+    double ax = 0.0, ay = 0.0, az = 0.0, phi = 0.0;
+    for (bn_u32 base = 0; base < n; base += BANYAN_WG) {
+        const bn_u32 j = base + lid;
+        tile[lid] = j < n ? pos_mass[j] : (bn_f4)(0.0f);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const bn_u32 count = min((bn_u32)BANYAN_WG, n - base);
+        for (bn_u32 k = 0; k < count; ++k) {
+            const bn_f4 s = tile[k];
+            const double dx = (double)s.x - me.x, dy = (double)s.y - me.y, dz = (double)s.z - me.z;
+            const double r2 = dx * dx + dy * dy + dz * dz + eps2;
+            if (base + k == i || r2 == 0.0) continue;
+            const double rinv = 1.0 / sqrt(r2);
+            const double mrinv = s.w * rinv;
+            const double mrinv3 = mrinv * rinv * rinv;
+            ax += mrinv3 * dx;
+            ay += mrinv3 * dy;
+            az += mrinv3 * dz;
+            phi -= mrinv;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (t < ntargets) {
+        acc_pot[4 * t + 0] = ax;
+        acc_pot[4 * t + 1] = ay;
+        acc_pot[4 * t + 2] = az;
+        acc_pot[4 * t + 3] = phi;
+    }
+}

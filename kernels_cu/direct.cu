@@ -68,3 +68,45 @@ __global__ void __launch_bounds__(BANYAN_WG) directForcesF64(const bn_f4* pos_ma
     }
 }
 BANYAN_CUDA_KERNEL(directForcesF64);
+
+/* As directForcesF64 for the targets listed in targets[0, ntargets) only (a sample, for accuracy measurements at
+ * large N): acc_pot[4 t ..] gets the forces on particle targets[t] from all n particles but itself. Block
+ * BANYAN_WG; shared BANYAN_WG float4. */
+__global__ void __launch_bounds__(BANYAN_WG) directForcesF64Targets(const bn_f4* pos_mass, bn_u32 n,
+                                                                    const bn_u32* targets, bn_u32 ntargets,
+                                                                    double eps2, double* acc_pot)
+{
+    __shared__ bn_f4 tile[BANYAN_WG];
+    const bn_u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    const bn_u32 lid = threadIdx.x;
+    const bn_u32 i = t < ntargets ? targets[t] : 0xFFFFFFFFu;
+    const bn_f4 me = t < ntargets ? pos_mass[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+    double ax = 0.0, ay = 0.0, az = 0.0, phi = 0.0;
+    for (bn_u32 base = 0; base < n; base += BANYAN_WG) {
+        const bn_u32 j = base + lid;
+        tile[lid] = j < n ? pos_mass[j] : make_float4(0.f, 0.f, 0.f, 0.f);
+        __syncthreads();
+        const bn_u32 count = min(static_cast<bn_u32>(BANYAN_WG), n - base);
+        for (bn_u32 k = 0; k < count; ++k) {
+            const bn_f4 s = tile[k];
+            const double dx = double(s.x) - me.x, dy = double(s.y) - me.y, dz = double(s.z) - me.z;
+            const double r2 = dx * dx + dy * dy + dz * dz + eps2;
+            if (base + k == i || r2 == 0.0) continue;
+            const double rinv = 1.0 / sqrt(r2);
+            const double mrinv = s.w * rinv;
+            const double mrinv3 = mrinv * rinv * rinv;
+            ax += mrinv3 * dx;
+            ay += mrinv3 * dy;
+            az += mrinv3 * dz;
+            phi -= mrinv;
+        }
+        __syncthreads();
+    }
+    if (t < ntargets) {
+        acc_pot[4 * t + 0] = ax;
+        acc_pot[4 * t + 1] = ay;
+        acc_pot[4 * t + 2] = az;
+        acc_pot[4 * t + 3] = phi;
+    }
+}
+BANYAN_CUDA_KERNEL(directForcesF64Targets);

@@ -1,0 +1,180 @@
+/**
+ * @file cmd_accuracy.cpp
+ * @brief `banyan accuracy`: tree forces against double-precision direct summation on Plummer spheres, for a list
+ *        of particle numbers and opening angles (the paper's Figs. AccAccel and AccAccel2, section 4.2.1).
+ *
+ * For each N one Plummer sphere and one tree; the reference is direct summation in double precision on the device
+ * for a random sample of K targets (all particles when N <= K); for each theta one walk. Printed per (N, theta):
+ * median, 90th, 99th percentile and maximum of |a_tree - a_direct| / |a_direct| over the sample, and the mean
+ * numbers of particle-particle and particle-cell interactions over all particles.
+ */
+#include "bench_util.hpp"
+#include "cli.hpp"
+#include "error.hpp"
+
+#include "atomic_file.hpp"
+#include "forces.hpp"
+#include "plummer.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+namespace banyan::cli {
+
+namespace {
+
+/// Comma-separated numbers, e.g. "0.2,0.3,0.5".
+std::vector<double> number_list(const std::string& s, const std::string& what)
+{
+    std::vector<double> out;
+    std::size_t pos = 0;
+    while (pos <= s.size()) {
+        const std::size_t comma = s.find(',', pos);
+        const std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+        char* end = nullptr;
+        const double v = std::strtod(item.c_str(), &end);
+        if (item.empty() || *end != '\0' || !std::isfinite(v))
+            throw UsageError(fmt::format("accuracy: --{} expects comma-separated numbers, got '{}'", what, s));
+        out.push_back(v);
+        if (comma == std::string::npos) break;
+        pos = comma + 1;
+    }
+    return out;
+}
+
+/// Value at fraction @p q (0..1) of the sorted @p v (nearest rank).
+double at_fraction(const std::vector<double>& v, double q)
+{
+    if (v.empty()) return 0;
+    const auto i = static_cast<std::size_t>(std::llround(q * static_cast<double>(v.size() - 1)));
+    return v[std::min(i, v.size() - 1)];
+}
+
+/// The accuracy targets (Plummer, eps = 0): median and 99th percentile, for theta 0.5 and 0.75.
+std::string target_check(double theta, double eps, double median, double p99)
+{
+    if (eps != 0) return "";
+    double m = 0, p = 0;
+    if (std::abs(theta - 0.5) < 1e-9) m = 1.2e-4, p = 4e-4;
+    else if (std::abs(theta - 0.75) < 1e-9) m = 6e-4, p = 3e-3;
+    else return "";
+    return fmt::format("{} (<= {:.2g} / {:.2g})", median <= m && p99 <= p ? "ok" : "MISSED", m, p);
+}
+
+} // namespace
+
+int run_accuracy(const std::vector<std::string>& args)
+{
+    Options opt("accuracy",
+                "Tree forces against direct summation in double precision on Plummer spheres (N-body units, G = 1),\n"
+                "as in the paper's accuracy figures: for each N and theta, the median, 90th and 99th percentile and\n"
+                "the maximum of the relative acceleration error |a_tree - a_direct| / |a_direct| over K random\n"
+                "targets (all particles when N <= K), and the mean particle-particle (pp) and particle-cell (pc)\n"
+                "interactions per particle. The paper uses eps = 0.");
+    opt.device_options();
+    opt.value("n", "N1,N2,..", "particle numbers", "32768,131072,1048576");
+    opt.value("theta", "T1,T2,..", "opening angles in [0, 1]", "0.2,0.3,0.4,0.5,0.6,0.7,0.8");
+    opt.value("eps", "E", "Plummer softening, >= 0", "0");
+    opt.value("sample", "K", "targets of the direct reference per N (random, without repeats)", "16384");
+    opt.value("seed", "S", "seed of the Plummer spheres and of the sample", "1");
+    opt.value("csv", "FILE", "also write the table as CSV (temporary name, then renamed)");
+    if (!opt.parse(args)) return 0;
+
+    std::vector<std::size_t> sizes;
+    for (long long v : opt.integer_list("n")) {
+        if (v < 2 || v > (1ll << 28))
+            throw UsageError(fmt::format("accuracy: --n values must be in [2, 2^28], got {}", v));
+        sizes.push_back(static_cast<std::size_t>(v));
+    }
+    const std::vector<double> thetas = number_list(opt.str("theta"), "theta");
+    for (double t : thetas)
+        if (!(t >= 0 && t <= 1)) throw UsageError(fmt::format("accuracy: --theta values must be in [0, 1], got {}", t));
+    const double eps = opt.number("eps");
+    if (!(eps >= 0)) throw UsageError(fmt::format("accuracy: --eps must be >= 0, got {}", eps));
+    const long long k_opt = opt.integer("sample");
+    if (k_opt < 1) throw UsageError(fmt::format("accuracy: --sample must be at least 1, got {}", k_opt));
+    const auto seed = static_cast<std::uint64_t>(opt.integer("seed"));
+
+    auto be = open_device(opt.device_request());
+    const DeviceInfo& d = be->info();
+    fmt::print("device: {} #{}  {}  ({}); Plummer, eps {}, N_leaf {}, N_crit {}, reference: double-precision direct "
+               "summation\n\n",
+               to_string(d.backend), d.index, d.name, d.gpu ? "GPU" : "CPU", eps, BANYAN_N_LEAF, BANYAN_N_CRIT);
+    bench::Table table({{"N", 8, true},
+                        {"theta", 6, true},
+                        {"sample", 7, true},
+                        {"median", 10, true},
+                        {"90%", 10, true},
+                        {"99%", 10, true},
+                        {"max", 10, true},
+                        {"pp", 8, true},
+                        {"pc", 8, true},
+                        {"target", 0}});
+    table.print_header();
+    std::ostringstream csv;
+    csv << "n,theta,eps,sample,median,p90,p99,max,pp_mean,pc_mean\n";
+
+    Octree tree(*be);
+    TreeForces forces(*be);
+    for (std::size_t n : sizes) {
+        const Particles p = plummer(n, seed);
+        // The sample: K distinct random particles (all when N <= K), in increasing order.
+        std::vector<bn_u32> targets(n);
+        std::iota(targets.begin(), targets.end(), 0u);
+        const std::size_t k = std::min<std::size_t>(n, static_cast<std::size_t>(k_opt));
+        if (k < n) {
+            std::mt19937_64 g(seed * 7919 + n);
+            for (std::size_t i = 0; i < k; ++i) std::swap(targets[i], targets[i + g() % (n - i)]);
+            targets.resize(k);
+            std::sort(targets.begin(), targets.end());
+        }
+        auto pos = be->upload<bn_f4>(p.pos, "accuracy.pos");
+        auto tdev = be->upload<bn_u32>(targets, "accuracy.targets");
+        auto ref_dev = be->alloc<double>(4 * k, "accuracy.ref");
+        const auto t0 = std::chrono::steady_clock::now();
+        direct_forces_f64_targets(*be, pos, n, tdev, k, eps, ref_dev);
+        const std::vector<double> ref = ref_dev.download(4 * k);
+        const double direct_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+        tree.set_particles(p.pos);
+        tree.build();
+        auto acc_dev = be->alloc<bn_f4>(n, "accuracy.acc");
+        for (double theta : thetas) {
+            forces.compute(tree, static_cast<float>(theta), static_cast<float>(eps));
+            forces.to_input_order(tree, acc_dev);
+            const std::vector<bn_f4> acc = acc_dev.download(n);
+            std::vector<double> err(k);
+            for (std::size_t s = 0; s < k; ++s) {
+                const bn_f4 a = acc[targets[s]];
+                const double* r = &ref[4 * s];
+                const double dx = a.x - r[0], dy = a.y - r[1], dz = a.z - r[2];
+                err[s] = std::sqrt(dx * dx + dy * dy + dz * dz) / std::sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
+            }
+            std::sort(err.begin(), err.end());
+            const double med = at_fraction(err, 0.5), p90 = at_fraction(err, 0.9), p99 = at_fraction(err, 0.99);
+            const double mx = err.back();
+            const double pp = double(forces.totals().pp) / double(n), pc = double(forces.totals().pc) / double(n);
+            auto e = [](double v) { return fmt::format("{:.3e}", v); };
+            table.print_row({fmt::format("{}", n), fmt::format("{:.2f}", theta), fmt::format("{}", k), e(med), e(p90),
+                             e(p99), e(mx), fmt::format("{:.1f}", pp), fmt::format("{:.1f}", pc),
+                             target_check(theta, eps, med, p99)});
+            csv << fmt::format("{},{},{},{},{:.6e},{:.6e},{:.6e},{:.6e},{:.3f},{:.3f}\n", n, theta, eps, k, med, p90,
+                               p99, mx, pp, pc);
+        }
+        fmt::print("  (N = {}: direct reference on {} targets took {:.2f} s)\n", n, k, direct_s);
+    }
+    if (opt.has("csv")) {
+        const std::string text = csv.str();
+        write_file_atomically(opt.str("csv"), [&](std::ostream& f) { f << text; });
+        fmt::print("\nwrote {}\n", opt.str("csv"));
+    }
+    return 0;
+}
+
+} // namespace banyan::cli

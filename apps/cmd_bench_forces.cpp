@@ -1,0 +1,253 @@
+/**
+ * @file cmd_bench_forces.cpp
+ * @brief `banyan bench forces`: device time of one force evaluation by the tree on Plummer spheres of 2^min ..
+ *        2^max particles at the given opening angles: tree build, multipoles and walk (paper sections 2, 3 and
+ *        4.1), particles per second, interactions per particle and the flop rate (23 flops per particle-particle
+ *        and 65 per particle-cell interaction, the paper's counts).
+ *
+ * Each repetition builds the tree from the generator's (unsorted) order, uploaded again outside the timing, then
+ * walks it once; every figure is the median over the repetitions of device-event times, after untimed warm-up
+ * rounds (program builds, buffer growth and the walk's spill-buffer growth land there). A cheap check of the first
+ * and last walk of each row (interactions counted; finite accelerations and negative potentials on a sample of
+ * particles) guards against timing a wrong result; the conformance suite checks forces in full.
+ */
+#include "bench_util.hpp"
+#include "cli.hpp"
+#include "error.hpp"
+
+#include "atomic_file.hpp"
+#include "forces.hpp"
+#include "octree.hpp"
+#include "plummer.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace banyan::cli {
+
+namespace {
+
+struct Row {
+    std::size_t n = 0;
+    double theta = 0;
+    double tree_ms = 0, multipoles_ms = 0, walk_ms = 0, total_ms = 0;
+    double pp = 0, pc = 0; ///< per particle
+    std::size_t groups = 0, bytes = 0;
+    int retries = 0;
+    std::string error;
+
+    double flops() const { return 23.0 * pp + 65.0 * pc; } ///< per particle
+};
+
+std::vector<double> theta_list(const std::string& s)
+{
+    std::vector<double> out;
+    std::size_t pos = 0;
+    while (pos <= s.size()) {
+        const std::size_t comma = s.find(',', pos);
+        const std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+        char* end = nullptr;
+        const double v = std::strtod(item.c_str(), &end);
+        if (item.empty() || *end != '\0' || !(v >= 0 && v <= 1))
+            throw UsageError(
+                fmt::format("bench forces: --theta expects comma-separated numbers in [0, 1], got '{}'", s));
+        out.push_back(v);
+        if (comma == std::string::npos) break;
+        pos = comma + 1;
+    }
+    return out;
+}
+
+/// What is wrong with a walk in a few cheap checks (a sample of particles), or an empty string.
+std::string sanity(const TreeForces& f, std::size_t n)
+{
+    if (f.totals().pp + f.totals().pc == 0 && n > 1) return "no interactions";
+    const std::size_t step = std::max<std::size_t>(1, n / 1000);
+    for (std::size_t i = 0; i < n; i += step) {
+        const bn_f4 a = f.acc().at(i);
+        if (!(std::isfinite(a.x) && std::isfinite(a.y) && std::isfinite(a.z) && std::isfinite(a.w) && a.w < 0))
+            return fmt::format("particle {}: ({}, {}, {}, {})", i, a.x, a.y, a.z, a.w);
+    }
+    return {};
+}
+
+Row bench_one(Backend& be, Octree& tree, TreeForces& forces, const Particles& p, double theta, float eps,
+              int warmup, int reps)
+{
+    Row r;
+    r.n = p.size();
+    r.theta = theta;
+    try {
+        std::vector<double> tree_ms, mult_ms, walk_ms, total_ms;
+        for (int i = 0; i < warmup + reps; ++i) {
+            tree.set_particles(p.pos, p.vel);
+            be.synchronize();
+            TreeTimings t;
+            tree.build(&t);
+            double w = 0;
+            forces.compute(tree, static_cast<float>(theta), eps, &w);
+            if (i >= warmup) {
+                tree_ms.push_back(t.total - t.multipoles);
+                mult_ms.push_back(t.multipoles);
+                walk_ms.push_back(w);
+                total_ms.push_back(t.total + w);
+            }
+            if (i == 0 || i == warmup + reps - 1)
+                if (std::string bad = sanity(forces, r.n); !bad.empty())
+                    throw std::runtime_error("wrong forces: " + bad);
+        }
+        r.tree_ms = bench::median(tree_ms);
+        r.multipoles_ms = bench::median(mult_ms);
+        r.walk_ms = bench::median(walk_ms);
+        r.total_ms = bench::median(total_ms);
+        r.pp = double(forces.totals().pp) / double(r.n);
+        r.pc = double(forces.totals().pc) / double(r.n);
+        r.groups = tree.groups();
+        r.bytes = tree.device_bytes() + forces.device_bytes() + be.scratch_bytes();
+        r.retries = forces.retries();
+    } catch (const std::exception& e) {
+        r.error = e.what();
+        if (auto nl = r.error.find('\n'); nl != std::string::npos) r.error.resize(nl);
+    }
+    return r;
+}
+
+std::string json_report(const DeviceInfo& info, double eps, int warmup, int reps, const std::vector<Row>& rows)
+{
+    bench::JsonWriter j;
+    j.begin_object();
+    j.key("benchmark").string("forces");
+    j.key("backend").string(to_string(info.backend));
+    j.key("device").string(info.name);
+    j.key("gpu").boolean(info.gpu);
+    j.key("walk_work_group").integer(BANYAN_WALK_WG);
+    j.key("eps").number(eps);
+    j.key("warmup").integer(warmup);
+    j.key("reps").integer(reps);
+    j.key("results").begin_array();
+    for (const auto& r : rows) {
+        j.begin_object();
+        j.key("n").integer(static_cast<long long>(r.n));
+        j.key("theta").number(r.theta);
+        if (!r.error.empty()) {
+            j.key("error").string(r.error);
+        } else {
+            j.key("tree_ms").number(r.tree_ms);
+            j.key("multipoles_ms").number(r.multipoles_ms);
+            j.key("walk_ms").number(r.walk_ms);
+            j.key("total_ms").number(r.total_ms);
+            j.key("walk_particles_per_s").number(double(r.n) / (r.walk_ms * 1e-3));
+            j.key("pp_per_particle").number(r.pp);
+            j.key("pc_per_particle").number(r.pc);
+            j.key("walk_tflops").number(r.flops() * double(r.n) / (r.walk_ms * 1e-3) * 1e-12);
+            j.key("groups").integer(static_cast<long long>(r.groups));
+            j.key("device_bytes").integer(static_cast<long long>(r.bytes));
+            j.key("spill_retries").integer(r.retries);
+        }
+        j.end_object();
+    }
+    j.end_array();
+    j.end_object();
+    return j.text();
+}
+
+int bounded(const Options& opt, const std::string& name, long long lo, long long hi)
+{
+    const long long v = opt.integer(name);
+    if (v < lo || v > hi)
+        throw UsageError(fmt::format("bench forces: --{} must be in [{}, {}], got {}", name, lo, hi, v));
+    return static_cast<int>(v);
+}
+
+} // namespace
+
+int run_bench_forces(const std::vector<std::string>& args)
+{
+    Options opt("bench forces",
+                "Time one force evaluation by the tree (paper sections 2-4) on Plummer spheres of 2^min .. 2^max\n"
+                "particles: tree (keys, sort, move, build, link, groups), multipoles, walk and their total; median\n"
+                "device-event times in ms over --reps evaluations from unsorted particles, after --warmup untimed\n"
+                "ones. Also: walk particles/s, interactions per particle (pp, pc) and the walk's flop rate at 23\n"
+                "flops per pp and 65 per pc interaction.");
+    opt.device_options();
+    opt.value("min-log2", "K", "smallest size, 2^K particles (default: 18 on a GPU, 14 on a CPU device)");
+    opt.value("max-log2", "K", "largest size, 2^K particles (default: 24 on a GPU, 16 on a CPU device)");
+    opt.value("theta", "T1,T2", "opening angles", "0.5,0.75");
+    opt.value("eps", "E", "Plummer softening", "0");
+    opt.value("reps", "R", "timed evaluations per size and angle; the median is reported", "5");
+    opt.value("warmup", "W", "untimed evaluations first; at least 1", "1");
+    opt.value("seed", "S", "seed of the Plummer spheres (plus log2 of the size)", "1");
+    opt.value("groups-per-unit", "G", "persistent walk work-groups per compute unit (default: 16 GPU, 4 CPU)");
+    opt.value("json", "FILE", "also write the results as JSON to FILE (temporary name, then renamed)");
+    if (!opt.parse(args)) return 0;
+
+    auto be = open_device(opt.device_request());
+    const bool gpu = be->info().gpu;
+    const int min_log2 = opt.has("min-log2") ? bounded(opt, "min-log2", 1, 28) : (gpu ? 18 : 14);
+    const int max_log2 =
+        opt.has("max-log2") ? bounded(opt, "max-log2", min_log2, 28) : std::max(min_log2, gpu ? 24 : 16);
+    const std::vector<double> thetas = theta_list(opt.str("theta"));
+    const double eps = opt.number("eps");
+    if (!(eps >= 0)) throw UsageError(fmt::format("bench forces: --eps must be >= 0, got {}", eps));
+    const int reps = bounded(opt, "reps", 1, 100000);
+    const int warmup = bounded(opt, "warmup", 1, 100000);
+    const auto seed = static_cast<std::uint64_t>(opt.integer("seed"));
+
+    const DeviceInfo& i = be->info();
+    fmt::print("device: {} #{}  {}  ({}; {}, {} compute units); Plummer, eps {}, N_leaf {}, N_crit {}, walk "
+               "work-group {}\n",
+               to_string(i.backend), i.index, i.name, i.version, gpu ? "GPU" : "CPU", i.compute_units, eps,
+               BANYAN_N_LEAF, BANYAN_N_CRIT, BANYAN_WALK_WG);
+    bench::Table table({{"N", 5, true},
+                        {"theta", 6, true},
+                        {"tree", 8, true},
+                        {"multip", 8, true},
+                        {"walk", 9, true},
+                        {"total ms", 9, true},
+                        {"Mpart/s", 8, true},
+                        {"pp", 7, true},
+                        {"pc", 7, true},
+                        {"TFLOP/s", 8, true},
+                        {"MiB", 0}});
+    fmt::print("\n");
+    table.print_header();
+    Octree tree(*be);
+    TreeForces forces(*be);
+    if (opt.has("groups-per-unit"))
+        forces.set_groups_per_unit(static_cast<unsigned>(bounded(opt, "groups-per-unit", 1, 1024)));
+    std::vector<Row> rows;
+    bool ok = true;
+    for (int log2 = min_log2; log2 <= max_log2; ++log2) {
+        const Particles p = plummer(std::size_t{1} << log2, seed + static_cast<std::uint64_t>(log2));
+        for (double theta : thetas) {
+            Row r = bench_one(*be, tree, forces, p, theta, static_cast<float>(eps), warmup, reps);
+            const std::string n = fmt::format("2^{}", log2);
+            if (!r.error.empty()) {
+                ok = false;
+                table.print_row({n, fmt::format("{:.2f}", theta), "FAILED", "", "", "", "", "", "", "", r.error});
+            } else {
+                auto ms = [](double v) { return fmt::format("{:.3f}", v); };
+                table.print_row({n, fmt::format("{:.2f}", theta), ms(r.tree_ms), ms(r.multipoles_ms), ms(r.walk_ms),
+                                 ms(r.total_ms), fmt::format("{:.1f}", bench::mega_per_s(r.n, r.walk_ms)),
+                                 fmt::format("{:.0f}", r.pp), fmt::format("{:.0f}", r.pc),
+                                 fmt::format("{:.2f}", r.flops() * double(r.n) / (r.walk_ms * 1e-3) * 1e-12),
+                                 fmt::format("{:.1f}", double(r.bytes) / (1 << 20))});
+            }
+            rows.push_back(std::move(r));
+        }
+    }
+    fmt::print("\ntree = keys + sort + move + build + link + groups; Mpart/s = N / walk time; TFLOP/s of the walk at "
+               "23 flops per pp and 65 per pc interaction\n");
+    if (forces.retries())
+        fmt::print("(the walk's spill buffer grew {} times, during warm-up or first runs)\n", forces.retries());
+    if (opt.has("json")) {
+        const std::string text = json_report(be->info(), eps, warmup, reps, rows);
+        write_file_atomically(opt.str("json"), [&](std::ostream& f) { f << text; });
+        fmt::print("wrote {}\n", opt.str("json"));
+    }
+    if (!ok) fmt::print(stderr, "bench forces: some evaluations failed or gave wrong results\n");
+    return ok ? 0 : 1;
+}
+
+} // namespace banyan::cli

@@ -1,0 +1,97 @@
+/**
+ * @file cmd_forces.cpp
+ * @brief `banyan forces`: one force evaluation of the particles of a tipsy file, by the tree walk or by direct
+ *        summation, written as a float32 .npy array (N, 4) = (ax, ay, az, potential) in the file's particle order.
+ */
+#include "cli.hpp"
+#include "error.hpp"
+
+#include "direct.hpp"
+#include "forces.hpp"
+#include "npy.hpp"
+#include "tipsy.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+
+namespace banyan::cli {
+
+int run_forces(const std::vector<std::string>& args)
+{
+    Options opt("forces",
+                "One force evaluation of the particles in a tipsy file (standard big-endian or native little-endian;\n"
+                "gas, dark and star particles alike): accelerations and potentials by the tree walk (paper sections\n"
+                "2.2, 3.2, 3.3; monopole + quadrupole cells, opening test d > l / theta + delta) or, with --direct,\n"
+                "by direct summation in single precision. Writes a float32 .npy array of shape (N, 4): ax, ay, az,\n"
+                "potential, in the order of the particles in the file (G = 1, Plummer softening eps).");
+    opt.device_options();
+    opt.value("in", "FILE", "tipsy file to read");
+    opt.value("out", "OUT.npy", "where to write the (N, 4) float32 array (temporary name, then renamed)");
+    opt.value("theta", "T", "opening angle, 0 <= T <= 1 (0 opens every cell)", "0.75");
+    opt.value("eps", "E", "Plummer softening length, >= 0", "0");
+    opt.flag("direct", "direct O(N^2) summation instead of the tree");
+    if (!opt.parse(args)) return 0;
+
+    if (!opt.has("in")) throw UsageError("forces: --in FILE is required");
+    if (!opt.has("out")) throw UsageError("forces: --out OUT.npy is required");
+    const double theta = opt.number("theta");
+    const double eps = opt.number("eps");
+    if (!(theta >= 0.0 && theta <= 1.0))
+        throw UsageError(fmt::format("forces: --theta must be in [0, 1], got {}", theta));
+    if (!(eps >= 0.0 && eps <= 3.4e38)) throw UsageError(fmt::format("forces: --eps must be >= 0, got {}", eps));
+    const bool direct = opt.has("direct");
+
+    const std::string in = opt.str("in");
+    const Snapshot s = read_tipsy(in);
+    check_particles(s, in);
+    const std::size_t n = s.size();
+    std::vector<bn_f4> pos(n);
+    for (std::size_t i = 0; i < n; ++i) pos[i] = {s.pos[3 * i], s.pos[3 * i + 1], s.pos[3 * i + 2], s.mass[i]};
+
+    auto be = open_device(opt.device_request());
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<bn_f4> acc;
+    InteractionTotals totals;
+    if (direct) {
+        auto p = be->upload<bn_f4>(pos, "forces.pos");
+        auto a = be->alloc<bn_f4>(n, "forces.acc");
+        direct_forces(*be, p, n, static_cast<float>(eps), a);
+        acc = a.download(n);
+    } else {
+        ForceResult r = tree_forces(*be, pos, static_cast<float>(theta), static_cast<float>(eps));
+        acc = std::move(r.acc);
+        totals = r.totals;
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+    std::vector<float> out(4 * n);
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        out[4 * i] = acc[i].x, out[4 * i + 1] = acc[i].y, out[4 * i + 2] = acc[i].z, out[4 * i + 3] = acc[i].w;
+        bad += !(std::isfinite(acc[i].x) && std::isfinite(acc[i].y) && std::isfinite(acc[i].z) &&
+                 std::isfinite(acc[i].w));
+    }
+    write_npy(opt.str("out"), out, n, 4);
+
+    const DeviceInfo& d = be->info();
+    if (direct)
+        fmt::print("{} particles, direct summation, eps {}: {:.3f} s on {} #{} ({})\n", n, eps, seconds,
+                   to_string(d.backend), d.index, d.name);
+    else
+        fmt::print("{} particles, tree, theta {}, eps {}: {:.3f} s on {} #{} ({}); per particle {:.1f} "
+                   "particle-particle and {:.1f} particle-cell interactions\n",
+                   n, theta, eps, seconds, to_string(d.backend), d.index, d.name,
+                   double(totals.pp) / double(n), double(totals.pc) / double(n));
+    fmt::print("wrote {} ({} x 4 float32: ax, ay, az, potential)\n", opt.str("out"), n);
+    if (bad) {
+        // Float overflow: particles so close (or coordinates so large) that 1 / r^2 leaves float's range.
+        fmt::print(stderr, "forces: {} particles got non-finite results (float overflow: nearly coincident "
+                           "particles with --eps 0, or huge coordinates?)\n", bad);
+        return 1;
+    }
+    return 0;
+}
+
+} // namespace banyan::cli

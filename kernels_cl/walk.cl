@@ -1,0 +1,336 @@
+/**
+ * @file walk.cl
+ * @brief The tree walk (paper sections 2.2, 3.2, 3.3; driver: core/forces.cpp): accelerations and potentials of
+ *        every group of particles from the octree's cells and particles. The CUDA twin is kernels_cu/walk.cu.
+ *
+ * One work-group of BANYAN_WALK_WG work-items walks one group (<= N_crit particles) at a time, breadth-first: the
+ * cells of the current level are tested in chunks of BANYAN_WALK_WG (one per work-item) with the opening test
+ * d > l / theta + delta, d the distance from the group's bounding box to the cell's centre of mass. Accepted cells
+ * go to the cell list, opened leaves put their particles on the particle list, opened nodes put their children on
+ * the next-level list; positions in the lists come from one work-group scan per chunk. The lists are staged in
+ * local memory and evaluated in passes of BANYAN_WALK_WG entries as soon as they hold that many (Nyland et al.);
+ * what is left is evaluated at the end. The level lists keep BANYAN_WALK_LIST entries in local memory and the rest
+ * in the work-group's slice of a global spill buffer; a list longer than both is reported in status[0] (the host
+ * then walks again with a larger spill buffer), so no interaction is ever lost silently.
+ *
+ * When a group has n particles, k = BANYAN_WALK_WG / n work-items share each particle: work-item lid serves
+ * particle lid % n and takes every k-th entry of each pass, starting at lid / n (so that neighbouring work-items
+ * mostly read the same staged entry); the k partial sums are added at the end in a fixed order. A particle meets
+ * itself on the particle list once at most (its leaf is opened once); that entry is skipped by position, so that
+ * potentials match direct summation. Work-groups are persistent: each takes the next group from an atomic counter
+ * until none is left (no work-group ever waits for another). Nothing here assumes a warp or sub-group: every
+ * exchange through local memory is separated by a barrier.
+ *
+ * Why a cell that holds a particle of the group is never accepted (so r > 0 in bn_interact_pc and a particle's own
+ * leaf is always opened): for theta <= 1 (the driver refuses more), d <= |x - com| <= sqrt(3) / 2 l + delta
+ * < l / theta + delta for any particle x of the cell.
+ */
+
+#define WALK_WG BANYAN_WALK_WG
+#define WALK_LIST BANYAN_WALK_LIST
+#define WALK_NONE 0xFFFFFFFFu
+
+/* Per-cell data of one walk, for the opening test and the traversal: mac = (centre of mass, (l / theta + delta)^2)
+ * and link = (cell_first, cell_count), one 16-byte and one 8-byte load per tested cell. inv_theta may be +inf
+ * (theta = 0: every cell is opened). Work-group BANYAN_WG; no local memory. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void walkPrepare(
+    __global const bn_f4* cell_com, __global const bn_f4* cell_quad1, __global const bn_u32* cell_first,
+    __global const bn_u32* cell_count, bn_u32 ncells, float inv_theta, __global bn_f4* mac, __global uint2* link)
+{
+    const uint c = get_global_id(0);
+    if (c >= ncells) return;
+    const bn_f4 com = cell_com[c];
+    const bn_f4 q1 = cell_quad1[c];
+    const float r = q1.w * inv_theta + q1.z; /* l / theta + delta */
+    mac[c] = (bn_f4)(com.x, com.y, com.z, r * r);
+    link[c] = (uint2)(cell_first[c], cell_count[c]);
+}
+
+/* Exclusive prefix sum over the work-group of one 64-bit value per work-item; *total gets the sum of all.
+ * Hillis-Steele in local memory (buf: 2 WALK_WG entries, ping-pong), log2(WALK_WG) + 1 barriers. Two calls must be
+ * separated by a barrier (the walk always has one in between). */
+inline ulong walk_scan(ulong v, __local ulong* buf, uint lid, ulong* total)
+{
+    __local ulong* src = buf;
+    __local ulong* dst = buf + WALK_WG;
+    src[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint off = 1; off < WALK_WG; off <<= 1) {
+        ulong x = src[lid];
+        if (lid >= off) x += src[lid - off];
+        dst[lid] = x;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        __local ulong* t = src;
+        src = dst;
+        dst = t;
+    }
+    *total = src[WALK_WG - 1];
+    return src[lid] - v;
+}
+
+/* One pass over the first `count` (<= WALK_WG) accepted cells of clist (clist holds `fill` in all): each work-item
+ * stages one cell's multipole, then every work-item adds the cells of its share to its particle. Entries beyond
+ * WALK_WG move down to the front. One barrier; the caller's next barrier comes before cs_* or clist change. */
+inline bn_f4 walk_cell_pass(bn_f4 acc, bn_f4 me, uint lid, uint sub, uint k, int active, uint count, uint fill,
+                            float eps2, __global const bn_f4* cell_com, __global const bn_f4* cell_quad0,
+                            __global const bn_f4* cell_quad1, __local bn_u32* clist, __local bn_f4* cs_com,
+                            __local bn_f4* cs_q0, __local bn_f4* cs_q1)
+{
+    if (lid < count) {
+        const bn_u32 c = clist[lid];
+        const bn_f4 q0 = cell_quad0[c];
+        const bn_f4 q1 = cell_quad1[c];
+        cs_com[lid] = cell_com[c];
+        cs_q0[lid] = q0;
+        cs_q1[lid] = (bn_f4)(q1.x, q1.y, q0.x + q0.y + q0.z, 0.0f);
+    }
+    const int moves = WALK_WG + lid < fill;
+    const bn_u32 rest = moves ? clist[WALK_WG + lid] : 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (moves) clist[lid] = rest;
+    if (active) {
+        for (uint j = sub; j < count; j += k) {
+            const bn_f4 s = cs_com[j];
+            const bn_f4 q = cs_q1[j];
+            acc = bn_interact_pc(acc, s.x - me.x, s.y - me.y, s.z - me.z, s.w, cs_q0[j], q.x, q.y, q.z, eps2);
+        }
+    }
+    return acc;
+}
+
+/* One pass over the first `count` (<= WALK_WG) staged particles (pstage holds `fill`; its entry j is number
+ * done + j of the group's particle stream). The particle's own entry, if in this pass, is skipped by position
+ * (self_pos). Ends with a barrier, after which entries beyond WALK_WG move down to the front. */
+inline bn_f4 walk_particle_pass(bn_f4 acc, bn_f4 me, uint lid, uint slot, uint sub, uint k, int active, uint count,
+                                uint fill, uint done, float eps2, __local bn_f4* pstage, __local bn_u32* self_pos)
+{
+    const int moves = WALK_WG + lid < fill;
+    const bn_f4 rest = moves ? pstage[WALK_WG + lid] : (bn_f4)(0.0f);
+    if (active) {
+        const uint self = self_pos[slot] - done; /* huge when absent or in an earlier pass */
+        const int mine = self < count && self >= sub && (self - sub) % k == 0u;
+        const uint end = mine ? self : count;
+        for (uint j = sub; j < end; j += k) {
+            const bn_f4 s = pstage[j];
+            acc = bn_interact_pp(acc, s.x - me.x, s.y - me.y, s.z - me.z, s.w, eps2);
+        }
+        if (mine) {
+            for (uint j = self + k; j < count; j += k) {
+                const bn_f4 s = pstage[j];
+                acc = bn_interact_pp(acc, s.x - me.x, s.y - me.y, s.z - me.z, s.w, eps2);
+            }
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (moves) pstage[lid] = rest;
+    return acc;
+}
+
+/* The walk (see the file comment). Groups come from *next_group (0 before the launch). Per particle i of the tree
+ * order: acc_pot[i] = (ax, ay, az, phi), pp_count[i] / pc_count[i] = particles / cells it interacted with. totals
+ * gets the sums of both counts over all particles; status[0] the length a level list needed when it outgrew
+ * WALK_LIST + spill_cap (0 beforehand). spill holds 2 spill_cap entries per work-group.
+ * Work-group BANYAN_WALK_WG; local memory about 22 KiB (BANYAN_WALK_WG 128, BANYAN_WALK_LIST 1024): the two level
+ * lists, the staged cells and particles, the chunk's opened leaves and the scan. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkForces(
+    __global const bn_f4* restrict pos, __global const bn_f4* restrict mac, __global const uint2* restrict link,
+    __global const bn_f4* restrict cell_com, __global const bn_f4* restrict cell_quad0,
+    __global const bn_f4* restrict cell_quad1, __global const bn_u32* restrict group_first,
+    __global const bn_u32* restrict group_count, __global const bn_f4* restrict group_lo,
+    __global const bn_f4* restrict group_hi, bn_u32 ngroups, float eps2, __global bn_u32* next_group,
+    __global bn_u32* spill, bn_u32 spill_cap, __global bn_u32* status, __global bn_u64* totals,
+    __global bn_f4* acc_pot, __global bn_u32* pp_count, __global bn_u32* pc_count)
+{
+    __local bn_u32 list_a[WALK_LIST];
+    __local bn_u32 list_b[WALK_LIST];
+    __local bn_u32 clist[2 * WALK_WG];
+    __local bn_f4 cs_com[WALK_WG];
+    __local bn_f4 cs_q0[WALK_WG];
+    __local bn_f4 cs_q1[WALK_WG];
+    __local bn_f4 pstage[2 * WALK_WG];
+    __local bn_u32 leaf_first[WALK_WG];
+    __local bn_u32 leaf_start[WALK_WG];
+    __local bn_u32 self_pos[BANYAN_N_CRIT];
+    __local ulong scan_buf[2 * WALK_WG];
+    __local bn_u32 group_slot;
+
+    const uint lid = get_local_id(0);
+    __global bn_u32* const spill_a = spill + (ulong)get_group_id(0) * 2u * spill_cap;
+    __global bn_u32* const spill_b = spill_a + spill_cap;
+    const uint list_max = WALK_LIST + spill_cap;
+    ulong my_pp = 0, my_pc = 0; /* this work-item's share of the totals */
+
+    /* The loop over groups tests at its top only (PoCL 3.1 miscompiles an exit after a barrier mid-loop). */
+    if (lid == 0) group_slot = bn_atomic_add_u32(next_group, 1u);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint g = group_slot;
+    while (g < ngroups) {
+        const uint gfirst = group_first[g];
+        const uint n = group_count[g];
+        const bn_f4 glo = group_lo[g];
+        const bn_f4 ghi = group_hi[g];
+        const uint k = WALK_WG / n;
+        const uint sub = lid / n; /* work-items 0..n-1 take share 0 of particles 0..n-1, and so on, so that */
+        const uint slot = lid - sub * n; /* a warp or wavefront mostly reads one staged entry at a time */
+        const int active = sub < k;
+        const bn_f4 me = active ? pos[gfirst + slot] : (bn_f4)(0.0f);
+        bn_f4 acc = (bn_f4)(0.0f);
+        if (lid < n) self_pos[lid] = WALK_NONE;
+        if (lid == 0) list_a[0] = 0u; /* start at the root */
+        __local bn_u32* cur = list_a;
+        __local bn_u32* nxt = list_b;
+        __global bn_u32* cur_g = spill_a;
+        __global bn_u32* nxt_g = spill_b;
+        uint ncur = 1, cfill = 0, pfill = 0, pdone = 0, ccount = 0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+
+        while (ncur > 0) {
+            uint nnext = 0;
+            for (uint base = 0; base < ncur; base += WALK_WG) {
+                /* Test one cell per work-item. v packs what it adds: accepted cells (bits 0-9), opened leaves
+                 * (10-19), children (20-31), particles (32-63). */
+                const uint i = base + lid;
+                ulong v = 0;
+                uint cell = 0, first = 0, cnt = 0;
+                int accept = 0, leaf = 0, node = 0;
+                if (i < ncur) {
+                    cell = i < WALK_LIST ? cur[i] : cur_g[i - WALK_LIST];
+                    const bn_f4 m = mac[cell];
+                    const uint2 lk = link[cell];
+                    const float dx = fmax(fmax(glo.x - m.x, m.x - ghi.x), 0.0f);
+                    const float dy = fmax(fmax(glo.y - m.y, m.y - ghi.y), 0.0f);
+                    const float dz = fmax(fmax(glo.z - m.z, m.z - ghi.z), 0.0f);
+                    first = lk.x;
+                    cnt = bn_tree_count(lk.y);
+                    if (dx * dx + dy * dy + dz * dz > m.w) {
+                        accept = 1;
+                        v = 1ul;
+                    } else if (bn_tree_is_leaf(lk.y)) {
+                        leaf = 1;
+                        v = (1ul << 10) | ((ulong)cnt << 32);
+                    } else {
+                        node = 1;
+                        v = (ulong)cnt << 20;
+                    }
+                }
+                ulong total;
+                const ulong ex = walk_scan(v, scan_buf, lid, &total);
+                const uint ta = (uint)(total & 0x3FFu), tl = (uint)((total >> 10) & 0x3FFu);
+                const uint tc = (uint)((total >> 20) & 0xFFFu), tp = (uint)(total >> 32);
+                if (accept) {
+                    clist[cfill + (uint)(ex & 0x3FFu)] = cell;
+                } else if (leaf) {
+                    const uint o = (uint)((ex >> 10) & 0x3FFu);
+                    leaf_first[o] = first;
+                    leaf_start[o] = (uint)(ex >> 32);
+                } else if (node) {
+                    const uint o = nnext + (uint)((ex >> 20) & 0xFFFu);
+                    for (uint j = 0; j < cnt; ++j) {
+                        const uint q = o + j;
+                        if (q < WALK_LIST) nxt[q] = first + j;
+                        else if (q < list_max) nxt_g[q - WALK_LIST] = first + j;
+                    }
+                }
+                if (lid == 0 && nnext + tc > list_max) bn_atomic_max_u32(status, nnext + tc);
+                nnext += tc;
+                cfill += ta;
+                ccount += ta;
+                barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+
+                if (cfill >= WALK_WG) {
+                    acc = walk_cell_pass(acc, me, lid, sub, k, active, WALK_WG, cfill, eps2, cell_com, cell_quad0,
+                                         cell_quad1, clist, cs_com, cs_q0, cs_q1);
+                    cfill -= WALK_WG;
+                }
+                /* The opened leaves' particles, tp in all, onto the particle list in windows that fit it: entry q
+                 * of the chunk's stream belongs to the last leaf whose start is <= q (binary search). */
+                for (uint w = 0; w < tp;) {
+                    const uint take = min(2u * WALK_WG - pfill, tp - w);
+                    for (uint s = lid; s < take; s += WALK_WG) {
+                        const uint q = w + s;
+                        uint lo = 0, hi = tl - 1;
+                        while (lo < hi) {
+                            const uint mid = (lo + hi + 1) >> 1;
+                            if (leaf_start[mid] <= q) lo = mid;
+                            else hi = mid - 1;
+                        }
+                        const uint p = leaf_first[lo] + (q - leaf_start[lo]);
+                        pstage[pfill + s] = pos[p];
+                        if (p - gfirst < n) self_pos[p - gfirst] = pdone + pfill + s;
+                    }
+                    barrier(CLK_LOCAL_MEM_FENCE);
+                    pfill += take;
+                    w += take;
+                    if (pfill >= WALK_WG) {
+                        acc = walk_particle_pass(acc, me, lid, slot, sub, k, active, WALK_WG, pfill, pdone, eps2,
+                                                 pstage, self_pos);
+                        pfill -= WALK_WG;
+                        pdone += WALK_WG;
+                    }
+                }
+            }
+            __local bn_u32* t = cur;
+            cur = nxt;
+            nxt = t;
+            __global bn_u32* tg = cur_g;
+            cur_g = nxt_g;
+            nxt_g = tg;
+            ncur = min(nnext, list_max);
+        }
+
+        /* What is left on both lists, then the k partial sums of each particle, in order. */
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (cfill > 0)
+            acc = walk_cell_pass(acc, me, lid, sub, k, active, cfill, cfill, eps2, cell_com, cell_quad0, cell_quad1,
+                                 clist, cs_com, cs_q0, cs_q1);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (pfill > 0)
+            acc = walk_particle_pass(acc, me, lid, slot, sub, k, active, pfill, pfill, pdone, eps2, pstage,
+                                     self_pos);
+        pstage[lid] = acc;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (active && sub == 0) {
+            bn_f4 sum = pstage[lid];
+            for (uint j = 1; j < k; ++j) sum += pstage[lid + j * n];
+            const uint met_self = self_pos[slot] != WALK_NONE ? 1u : 0u;
+            const uint i = gfirst + slot;
+            acc_pot[i] = sum;
+            pp_count[i] = pdone + pfill - met_self;
+            pc_count[i] = ccount;
+            my_pp += pdone + pfill - met_self;
+            my_pc += ccount;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE); /* everyone has read group_slot */
+        if (lid == 0) group_slot = bn_atomic_add_u32(next_group, 1u);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        g = group_slot;
+    }
+
+    /* Totals: the work-group's sums, one atomic each per work-group. */
+    scan_buf[lid] = my_pp;
+    scan_buf[WALK_WG + lid] = my_pc;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0) {
+        ulong pp = 0, pc = 0;
+        for (uint j = 0; j < WALK_WG; ++j) {
+            pp += scan_buf[j];
+            pc += scan_buf[WALK_WG + j];
+        }
+        if (pp) bn_atomic_add_u64(totals, pp);
+        if (pc) bn_atomic_add_u64(totals + 1, pc);
+    }
+}
+
+/* Results from tree order back to the caller's order: out[ids[i]] = in[i] for the accelerations and both counts.
+ * Work-group BANYAN_WG; no local memory. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void walkScatter(
+    __global const bn_f4* acc_pot, __global const bn_u32* pp_count, __global const bn_u32* pc_count,
+    __global const bn_u32* ids, bn_u32 n, __global bn_f4* acc_out, __global bn_u32* pp_out, __global bn_u32* pc_out)
+{
+    const uint i = get_global_id(0);
+    if (i >= n) return;
+    const bn_u32 j = ids[i];
+    acc_out[j] = acc_pot[i];
+    pp_out[j] = pp_count[i];
+    pc_out[j] = pc_count[i];
+}

@@ -1,0 +1,339 @@
+/**
+ * @file walk.cu
+ * @brief The tree walk (paper sections 2.2, 3.2, 3.3; driver: core/forces.cpp): accelerations and potentials of
+ *        every group of particles from the octree's cells and particles. The OpenCL twin is kernels_cl/walk.cl,
+ *        whose file comment describes the algorithm; this file follows it step for step, so that both backends
+ *        build the same interaction lists in the same order. The only difference: the work-group scan uses warp
+ *        shuffles here (one barrier instead of log2(BANYAN_WALK_WG) + 1); its integer results are the same.
+ */
+#include "backend_cuda/kernel_registry.hpp"
+#include "device_shared.h"
+
+#define WALK_WG BANYAN_WALK_WG
+#define WALK_LIST BANYAN_WALK_LIST
+#define WALK_NONE 0xFFFFFFFFu
+#define WALK_WARPS (WALK_WG / 32)
+
+static_assert(WALK_WG % 32 == 0 && WALK_WG >= BANYAN_N_CRIT && WALK_WG <= 256 && (WALK_WG & (WALK_WG - 1)) == 0,
+              "the walk's work-group: a power of two of whole warps, N_crit <= it <= 256");
+
+/* Per-cell data of one walk: mac = (centre of mass, (l / theta + delta)^2), link = (cell_first, cell_count).
+ * inv_theta may be +inf (theta = 0: every cell is opened). Block BANYAN_WG; no shared memory. */
+__global__ void __launch_bounds__(BANYAN_WG)
+    walkPrepare(const bn_f4* cell_com, const bn_f4* cell_quad1, const bn_u32* cell_first, const bn_u32* cell_count,
+                bn_u32 ncells, float inv_theta, bn_f4* mac, uint2* link)
+{
+    const bn_u32 c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= ncells) return;
+    const bn_f4 com = cell_com[c];
+    const bn_f4 q1 = cell_quad1[c];
+    const float r = q1.w * inv_theta + q1.z; /* l / theta + delta */
+    mac[c] = make_float4(com.x, com.y, com.z, r * r);
+    link[c] = make_uint2(cell_first[c], cell_count[c]);
+}
+BANYAN_CUDA_KERNEL(walkPrepare);
+
+/* Exclusive prefix sum over the block of one 64-bit value per thread; *total gets the sum of all. Warp scans by
+ * shuffles, then each thread adds the totals of the warps before its own (WALK_WARPS values in shared memory).
+ * One barrier; two calls must be separated by a barrier (the walk always has one in between). */
+__device__ __forceinline__ bn_u64 walk_scan(bn_u64 v, bn_u64* warp_total, unsigned lid, bn_u64* total)
+{
+    const unsigned lane = lid & 31u, warp = lid >> 5;
+    bn_u64 x = v;
+#pragma unroll
+    for (unsigned off = 1; off < 32; off <<= 1) {
+        const bn_u64 y = __shfl_up_sync(0xFFFFFFFFu, x, off);
+        if (lane >= off) x += y;
+    }
+    if (lane == 31) warp_total[warp] = x;
+    __syncthreads();
+    bn_u64 before = 0, all = 0;
+#pragma unroll
+    for (unsigned w = 0; w < WALK_WARPS; ++w) {
+        const bn_u64 t = warp_total[w];
+        before += w < warp ? t : 0;
+        all += t;
+    }
+    *total = all;
+    return before + x - v;
+}
+
+/* One pass over the first `count` (<= WALK_WG) accepted cells of clist (see walk.cl). One barrier. */
+__device__ __forceinline__ bn_f4 walk_cell_pass(bn_f4 acc, bn_f4 me, unsigned lid, unsigned sub, unsigned k,
+                                                bool active, unsigned count, unsigned fill, float eps2,
+                                                const bn_f4* __restrict__ cell_com,
+                                                const bn_f4* __restrict__ cell_quad0,
+                                                const bn_f4* __restrict__ cell_quad1, bn_u32* clist, bn_f4* cs_com,
+                                                bn_f4* cs_q0, bn_f4* cs_q1)
+{
+    if (lid < count) {
+        const bn_u32 c = clist[lid];
+        const bn_f4 q0 = __ldg(&cell_quad0[c]);
+        const bn_f4 q1 = __ldg(&cell_quad1[c]);
+        cs_com[lid] = __ldg(&cell_com[c]);
+        cs_q0[lid] = q0;
+        cs_q1[lid] = make_float4(q1.x, q1.y, q0.x + q0.y + q0.z, 0.0f);
+    }
+    const bool moves = WALK_WG + lid < fill;
+    const bn_u32 rest = moves ? clist[WALK_WG + lid] : 0u;
+    __syncthreads();
+    if (moves) clist[lid] = rest;
+    if (active) {
+#pragma unroll 4
+        for (unsigned j = sub; j < count; j += k) {
+            const bn_f4 s = cs_com[j];
+            const bn_f4 q = cs_q1[j];
+            acc = bn_interact_pc(acc, s.x - me.x, s.y - me.y, s.z - me.z, s.w, cs_q0[j], q.x, q.y, q.z, eps2);
+        }
+    }
+    return acc;
+}
+
+/* One pass over the first `count` (<= WALK_WG) staged particles, skipping the particle's own entry by position
+ * (see walk.cl). Ends with a barrier, after which entries beyond WALK_WG move down to the front. */
+__device__ __forceinline__ bn_f4 walk_particle_pass(bn_f4 acc, bn_f4 me, unsigned lid, unsigned slot, unsigned sub,
+                                                    unsigned k, bool active, unsigned count, unsigned fill,
+                                                    unsigned done, float eps2, bn_f4* pstage,
+                                                    const bn_u32* self_pos)
+{
+    const bool moves = WALK_WG + lid < fill;
+    const bn_f4 rest = moves ? pstage[WALK_WG + lid] : make_float4(0.f, 0.f, 0.f, 0.f);
+    if (active) {
+        const unsigned self = self_pos[slot] - done; /* huge when absent or in an earlier pass */
+        const bool mine = self < count && self >= sub && (self - sub) % k == 0u;
+        const unsigned end = mine ? self : count;
+#pragma unroll 4
+        for (unsigned j = sub; j < end; j += k) {
+            const bn_f4 s = pstage[j];
+            acc = bn_interact_pp(acc, s.x - me.x, s.y - me.y, s.z - me.z, s.w, eps2);
+        }
+        if (mine) {
+            for (unsigned j = self + k; j < count; j += k) {
+                const bn_f4 s = pstage[j];
+                acc = bn_interact_pp(acc, s.x - me.x, s.y - me.y, s.z - me.z, s.w, eps2);
+            }
+        }
+    }
+    __syncthreads();
+    if (moves) pstage[lid] = rest;
+    return acc;
+}
+
+/* The walk (see walk.cl). Block BANYAN_WALK_WG; shared memory about 21 KiB (BANYAN_WALK_WG 128, BANYAN_WALK_LIST
+ * 1024): the two level lists, the staged cells and particles, the chunk's opened leaves and the scan. Launch
+ * bounds ask for 1024 resident threads per multiprocessor (at most 64 registers): without them ptxas spills. */
+__global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
+    walkForces(const bn_f4* __restrict__ pos, const bn_f4* __restrict__ mac, const uint2* __restrict__ link,
+               const bn_f4* __restrict__ cell_com, const bn_f4* __restrict__ cell_quad0,
+               const bn_f4* __restrict__ cell_quad1, const bn_u32* __restrict__ group_first,
+               const bn_u32* __restrict__ group_count, const bn_f4* __restrict__ group_lo,
+               const bn_f4* __restrict__ group_hi, bn_u32 ngroups, float eps2, bn_u32* next_group, bn_u32* spill,
+               bn_u32 spill_cap, bn_u32* status, bn_u64* totals, bn_f4* acc_pot, bn_u32* pp_count,
+               bn_u32* pc_count)
+{
+    __shared__ bn_u32 list_a[WALK_LIST];
+    __shared__ bn_u32 list_b[WALK_LIST];
+    __shared__ bn_u32 clist[2 * WALK_WG];
+    __shared__ bn_f4 cs_com[WALK_WG];
+    __shared__ bn_f4 cs_q0[WALK_WG];
+    __shared__ bn_f4 cs_q1[WALK_WG];
+    __shared__ bn_f4 pstage[2 * WALK_WG];
+    __shared__ bn_u32 leaf_first[WALK_WG];
+    __shared__ bn_u32 leaf_start[WALK_WG];
+    __shared__ bn_u32 self_pos[BANYAN_N_CRIT];
+    __shared__ bn_u64 warp_total[WALK_WARPS];
+    __shared__ bn_u64 sum_pp[WALK_WARPS], sum_pc[WALK_WARPS];
+    __shared__ bn_u32 group_slot;
+
+    const unsigned lid = threadIdx.x;
+    bn_u32* const spill_a = spill + static_cast<bn_u64>(blockIdx.x) * 2u * spill_cap;
+    bn_u32* const spill_b = spill_a + spill_cap;
+    const unsigned list_max = WALK_LIST + spill_cap;
+    bn_u64 my_pp = 0, my_pc = 0;
+
+    if (lid == 0) group_slot = bn_atomic_add_u32(next_group, 1u);
+    __syncthreads();
+    unsigned g = group_slot;
+    while (g < ngroups) {
+        const unsigned gfirst = group_first[g];
+        const unsigned n = group_count[g];
+        const bn_f4 glo = group_lo[g];
+        const bn_f4 ghi = group_hi[g];
+        const unsigned k = WALK_WG / n;
+        const unsigned sub = lid / n; /* threads 0..n-1 take share 0 of particles 0..n-1, and so on, so that */
+        const unsigned slot = lid - sub * n; /* a warp mostly reads one staged entry at a time (broadcast) */
+        const bool active = sub < k;
+        const bn_f4 me = active ? pos[gfirst + slot] : make_float4(0.f, 0.f, 0.f, 0.f);
+        bn_f4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (lid < n) self_pos[lid] = WALK_NONE;
+        if (lid == 0) list_a[0] = 0u; /* start at the root */
+        bn_u32* cur = list_a;
+        bn_u32* nxt = list_b;
+        bn_u32* cur_g = spill_a;
+        bn_u32* nxt_g = spill_b;
+        unsigned ncur = 1, cfill = 0, pfill = 0, pdone = 0, ccount = 0;
+        __syncthreads();
+
+        while (ncur > 0) {
+            unsigned nnext = 0;
+            for (unsigned base = 0; base < ncur; base += WALK_WG) {
+                /* Test one cell per thread; v packs accepted cells (bits 0-9), opened leaves (10-19), children
+                 * (20-31), particles (32-63). */
+                const unsigned i = base + lid;
+                bn_u64 v = 0;
+                unsigned cell = 0, first = 0, cnt = 0;
+                bool accept = false, leaf = false, node = false;
+                if (i < ncur) {
+                    cell = i < WALK_LIST ? cur[i] : cur_g[i - WALK_LIST];
+                    const bn_f4 m = __ldg(&mac[cell]);
+                    const uint2 lk = __ldg(&link[cell]);
+                    const float dx = fmaxf(fmaxf(glo.x - m.x, m.x - ghi.x), 0.0f);
+                    const float dy = fmaxf(fmaxf(glo.y - m.y, m.y - ghi.y), 0.0f);
+                    const float dz = fmaxf(fmaxf(glo.z - m.z, m.z - ghi.z), 0.0f);
+                    first = lk.x;
+                    cnt = bn_tree_count(lk.y);
+                    if (dx * dx + dy * dy + dz * dz > m.w) {
+                        accept = true;
+                        v = 1ull;
+                    } else if (bn_tree_is_leaf(lk.y)) {
+                        leaf = true;
+                        v = (1ull << 10) | (static_cast<bn_u64>(cnt) << 32);
+                    } else {
+                        node = true;
+                        v = static_cast<bn_u64>(cnt) << 20;
+                    }
+                }
+                bn_u64 total;
+                const bn_u64 ex = walk_scan(v, warp_total, lid, &total);
+                const unsigned ta = static_cast<unsigned>(total & 0x3FFu);
+                const unsigned tl = static_cast<unsigned>((total >> 10) & 0x3FFu);
+                const unsigned tc = static_cast<unsigned>((total >> 20) & 0xFFFu);
+                const unsigned tp = static_cast<unsigned>(total >> 32);
+                if (accept) {
+                    clist[cfill + static_cast<unsigned>(ex & 0x3FFu)] = cell;
+                } else if (leaf) {
+                    const unsigned o = static_cast<unsigned>((ex >> 10) & 0x3FFu);
+                    leaf_first[o] = first;
+                    leaf_start[o] = static_cast<unsigned>(ex >> 32);
+                } else if (node) {
+                    const unsigned o = nnext + static_cast<unsigned>((ex >> 20) & 0xFFFu);
+                    for (unsigned j = 0; j < cnt; ++j) {
+                        const unsigned q = o + j;
+                        if (q < WALK_LIST) nxt[q] = first + j;
+                        else if (q < list_max) nxt_g[q - WALK_LIST] = first + j;
+                    }
+                }
+                if (lid == 0 && nnext + tc > list_max) bn_atomic_max_u32(status, nnext + tc);
+                nnext += tc;
+                cfill += ta;
+                ccount += ta;
+                __syncthreads();
+
+                if (cfill >= WALK_WG) {
+                    acc = walk_cell_pass(acc, me, lid, sub, k, active, WALK_WG, cfill, eps2, cell_com, cell_quad0,
+                                         cell_quad1, clist, cs_com, cs_q0, cs_q1);
+                    cfill -= WALK_WG;
+                }
+                for (unsigned w = 0; w < tp;) {
+                    const unsigned take = min(2u * WALK_WG - pfill, tp - w);
+                    for (unsigned s = lid; s < take; s += WALK_WG) {
+                        const unsigned q = w + s;
+                        unsigned lo = 0, hi = tl - 1;
+                        while (lo < hi) {
+                            const unsigned mid = (lo + hi + 1) >> 1;
+                            if (leaf_start[mid] <= q) lo = mid;
+                            else hi = mid - 1;
+                        }
+                        const unsigned p = leaf_first[lo] + (q - leaf_start[lo]);
+                        pstage[pfill + s] = __ldg(&pos[p]);
+                        if (p - gfirst < n) self_pos[p - gfirst] = pdone + pfill + s;
+                    }
+                    __syncthreads();
+                    pfill += take;
+                    w += take;
+                    if (pfill >= WALK_WG) {
+                        acc = walk_particle_pass(acc, me, lid, slot, sub, k, active, WALK_WG, pfill, pdone, eps2,
+                                                 pstage, self_pos);
+                        pfill -= WALK_WG;
+                        pdone += WALK_WG;
+                    }
+                }
+            }
+            bn_u32* t = cur;
+            cur = nxt;
+            nxt = t;
+            bn_u32* tg = cur_g;
+            cur_g = nxt_g;
+            nxt_g = tg;
+            ncur = min(nnext, list_max);
+        }
+
+        __syncthreads();
+        if (cfill > 0)
+            acc = walk_cell_pass(acc, me, lid, sub, k, active, cfill, cfill, eps2, cell_com, cell_quad0, cell_quad1,
+                                 clist, cs_com, cs_q0, cs_q1);
+        __syncthreads();
+        if (pfill > 0)
+            acc = walk_particle_pass(acc, me, lid, slot, sub, k, active, pfill, pfill, pdone, eps2, pstage,
+                                     self_pos);
+        pstage[lid] = acc;
+        __syncthreads();
+        if (active && sub == 0) {
+            bn_f4 sum = pstage[lid];
+            for (unsigned j = 1; j < k; ++j) {
+                const bn_f4 o = pstage[lid + j * n];
+                sum.x += o.x;
+                sum.y += o.y;
+                sum.z += o.z;
+                sum.w += o.w;
+            }
+            const unsigned met_self = self_pos[slot] != WALK_NONE ? 1u : 0u;
+            const unsigned i = gfirst + slot;
+            acc_pot[i] = sum;
+            pp_count[i] = pdone + pfill - met_self;
+            pc_count[i] = ccount;
+            my_pp += pdone + pfill - met_self;
+            my_pc += ccount;
+        }
+        __syncthreads(); /* everyone has read group_slot */
+        if (lid == 0) group_slot = bn_atomic_add_u32(next_group, 1u);
+        __syncthreads();
+        g = group_slot;
+    }
+
+    /* Totals: the block's sums, one atomic each per block. */
+#pragma unroll
+    for (unsigned off = 16; off > 0; off >>= 1) {
+        my_pp += __shfl_down_sync(0xFFFFFFFFu, my_pp, off);
+        my_pc += __shfl_down_sync(0xFFFFFFFFu, my_pc, off);
+    }
+    if ((lid & 31u) == 0) {
+        sum_pp[lid >> 5] = my_pp;
+        sum_pc[lid >> 5] = my_pc;
+    }
+    __syncthreads();
+    if (lid == 0) {
+        bn_u64 pp = 0, pc = 0;
+        for (unsigned w = 0; w < WALK_WARPS; ++w) {
+            pp += sum_pp[w];
+            pc += sum_pc[w];
+        }
+        if (pp) bn_atomic_add_u64(totals, pp);
+        if (pc) bn_atomic_add_u64(totals + 1, pc);
+    }
+}
+BANYAN_CUDA_KERNEL(walkForces);
+
+/* Results from tree order back to the caller's order: out[ids[i]] = in[i]. Block BANYAN_WG; no shared memory. */
+__global__ void __launch_bounds__(BANYAN_WG)
+    walkScatter(const bn_f4* acc_pot, const bn_u32* pp_count, const bn_u32* pc_count, const bn_u32* ids, bn_u32 n,
+                bn_f4* acc_out, bn_u32* pp_out, bn_u32* pc_out)
+{
+    const bn_u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const bn_u32 j = ids[i];
+    acc_out[j] = acc_pot[i];
+    pp_out[j] = pp_count[i];
+    pc_out[j] = pc_count[i];
+}
+BANYAN_CUDA_KERNEL(walkScatter);
