@@ -19,6 +19,7 @@
 #include "forces.hpp"
 #include "octree.hpp"
 #include "plummer.hpp"
+#include "inputs.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -31,28 +32,13 @@
 #include <string>
 
 using namespace banyan;
+using test::cube_input;
+using test::plummer_input;
+using test::uniform01;
 
 namespace {
 
 // ---- Inputs ---------------------------------------------------------------------------------------------------
-
-double uniform01(std::mt19937_64& g) { return (static_cast<double>(g() >> 11) + 0.5) * 0x1.0p-53; }
-
-std::vector<bn_f4> plummer_input(std::size_t n, std::uint64_t seed) { return plummer(n, seed).pos; }
-
-/// Uniform in [-1, 1]^3, masses between 0.5 / n and 1.5 / n.
-std::vector<bn_f4> uniform_input(std::size_t n, std::uint64_t seed)
-{
-    std::mt19937_64 g(seed);
-    std::vector<bn_f4> p(n);
-    for (auto& q : p) {
-        q.x = static_cast<float>(2 * uniform01(g) - 1);
-        q.y = static_cast<float>(2 * uniform01(g) - 1);
-        q.z = static_cast<float>(2 * uniform01(g) - 1);
-        q.w = static_cast<float>((0.5 + uniform01(g)) / static_cast<double>(n));
-    }
-    return p;
-}
 
 /// Three Plummer spheres of different sizes and masses, far apart and overlapping in part: clustered, deep trees.
 std::vector<bn_f4> clustered_input(std::size_t n, std::uint64_t seed)
@@ -399,7 +385,7 @@ TEST_CASE("cell interaction: a trace added to Q changes nothing without softenin
 TEST_CASE("tree walk: the device builds the CPU walk's lists (counts exactly, forces to round-off)")
 {
     auto& be = test::backend();
-    const std::vector<Input> inputs{{"plummer", plummer_input}, {"uniform", uniform_input},
+    const std::vector<Input> inputs{{"plummer", plummer_input}, {"uniform", cube_input},
                                     {"clustered", clustered_input}};
     Octree tree(be);
     TreeForces forces(be);
@@ -435,7 +421,7 @@ TEST_CASE("tree forces against double-precision direct summation, tolerances set
         double loose; ///< factor on the bounds for theta > 0
     };
     const std::vector<Case> cases{{"plummer", plummer_input, 1u << 14, 0.0f, 1.0},
-                                  {"uniform", uniform_input, 1u << 13, 0.0f, 2.5},
+                                  {"uniform", cube_input, 1u << 13, 0.0f, 2.5},
                                   {"clustered", clustered_input, 1u << 13, 0.0f, 1.0},
                                   {"plummer, softened", plummer_input, 1u << 12, 0.01f, 1.0}};
     // theta, then the bounds on the median and the 99th percentile of the relative acceleration error.
@@ -541,7 +527,7 @@ TEST_CASE("tree walk: deterministic; spill buffer overflow is caught and the wal
 {
     auto& be = test::backend();
     const std::size_t n = 8192;
-    const auto p = uniform_input(n, 9);
+    const auto p = cube_input(n, 9);
     Octree tree(be);
     tree.set_particles(p);
     tree.build();

@@ -9,6 +9,7 @@
 
 #include "octree.hpp"
 #include "plummer.hpp"
+#include "inputs.hpp"
 #include "tree_shared.h"
 
 #include <doctest/doctest.h>
@@ -23,28 +24,13 @@
 #include <string>
 
 using namespace banyan;
+using test::cube_input;
+using test::plummer_input;
+using test::uniform01;
 
 namespace {
 
 // ---- Inputs ---------------------------------------------------------------------------------------------------
-
-double uniform01(std::mt19937_64& g) { return (static_cast<double>(g() >> 11) + 0.5) * 0x1.0p-53; }
-
-std::vector<bn_f4> plummer_input(std::size_t n, std::uint64_t seed) { return plummer(n, seed).pos; }
-
-/// Uniform in [-1, 1]^3 with masses between 0.5 / n and 1.5 / n.
-std::vector<bn_f4> cube_input(std::size_t n, std::uint64_t seed)
-{
-    std::mt19937_64 g(seed);
-    std::vector<bn_f4> p(n);
-    for (auto& q : p) {
-        q.x = static_cast<float>(2 * uniform01(g) - 1);
-        q.y = static_cast<float>(2 * uniform01(g) - 1);
-        q.z = static_cast<float>(2 * uniform01(g) - 1);
-        q.w = static_cast<float>((0.5 + uniform01(g)) / static_cast<double>(n));
-    }
-    return p;
-}
 
 /// Two Plummer spheres 1e-3 in size, 2e3 apart: the tree goes down to the maximal depth.
 std::vector<bn_f4> clusters_input(std::size_t n, std::uint64_t seed)
