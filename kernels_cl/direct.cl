@@ -29,16 +29,14 @@ void directForces(__global const bn_f4* pos_mass, bn_u32 n, float eps2, __global
     if (i < n) acc_pot[i] = acc;
 }
 
-/* As directForces, with differences, distances and sums in double precision (positions are read as stored, in
- * float). acc_pot holds 4 doubles per particle: ax, ay, az, potential. Work-group BANYAN_WG; local BANYAN_WG float4. */
-__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1)))
-void directForcesF64(__global const bn_f4* pos_mass, bn_u32 n, double eps2, __global double* acc_pot)
+/* The double-precision sum of both F64 kernels: (ax, ay, az, phi) on a target at `me` from all n particles but the
+ * one with index `self`. Every work-item of the group calls it (it stages sources through `tile`, BANYAN_WG float4,
+ * between barriers). */
+double4 direct_sum_f64(__global const bn_f4* pos_mass, bn_u32 n, bn_f4 me, bn_u32 self, double eps2,
+                       __local bn_f4* tile)
 {
-    __local bn_f4 tile[BANYAN_WG];
-    const bn_u32 i = (bn_u32)get_global_id(0);
     const bn_u32 lid = (bn_u32)get_local_id(0);
-    const bn_f4 me = i < n ? pos_mass[i] : (bn_f4)(0.0f);
-    double ax = 0.0, ay = 0.0, az = 0.0, phi = 0.0;
+    double4 acc = (double4)(0.0);
     for (bn_u32 base = 0; base < n; base += BANYAN_WG) {
         const bn_u32 j = base + lid;
         tile[lid] = j < n ? pos_mass[j] : (bn_f4)(0.0f);
@@ -48,23 +46,29 @@ void directForcesF64(__global const bn_f4* pos_mass, bn_u32 n, double eps2, __gl
             const bn_f4 s = tile[k];
             const double dx = (double)s.x - me.x, dy = (double)s.y - me.y, dz = (double)s.z - me.z;
             const double r2 = dx * dx + dy * dy + dz * dz + eps2;
-            if (base + k == i || r2 == 0.0) continue;
+            if (base + k == self || r2 == 0.0) continue;
             const double rinv = 1.0 / sqrt(r2);
             const double mrinv = s.w * rinv;
             const double mrinv3 = mrinv * rinv * rinv;
-            ax += mrinv3 * dx;
-            ay += mrinv3 * dy;
-            az += mrinv3 * dz;
-            phi -= mrinv;
+            acc.x += mrinv3 * dx;
+            acc.y += mrinv3 * dy;
+            acc.z += mrinv3 * dz;
+            acc.w -= mrinv;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    if (i < n) {
-        acc_pot[4 * i + 0] = ax;
-        acc_pot[4 * i + 1] = ay;
-        acc_pot[4 * i + 2] = az;
-        acc_pot[4 * i + 3] = phi;
-    }
+    return acc;
+}
+
+/* As directForces, with differences, distances and sums in double precision (positions are read as stored, in
+ * float). acc_pot holds 4 doubles per particle: ax, ay, az, potential. Work-group BANYAN_WG; local BANYAN_WG float4. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1)))
+void directForcesF64(__global const bn_f4* pos_mass, bn_u32 n, double eps2, __global double* acc_pot)
+{
+    __local bn_f4 tile[BANYAN_WG];
+    const bn_u32 i = (bn_u32)get_global_id(0);
+    const double4 acc = direct_sum_f64(pos_mass, n, i < n ? pos_mass[i] : (bn_f4)(0.0f), i, eps2, tile);
+    if (i < n) vstore4(acc, i, acc_pot);
 }
 
 /* As directForcesF64 for the targets listed in targets[0, ntargets) only (a sample, for accuracy measurements at
@@ -76,34 +80,7 @@ void directForcesF64Targets(__global const bn_f4* pos_mass, bn_u32 n, __global c
 {
     __local bn_f4 tile[BANYAN_WG];
     const bn_u32 t = (bn_u32)get_global_id(0);
-    const bn_u32 lid = (bn_u32)get_local_id(0);
     const bn_u32 i = t < ntargets ? targets[t] : 0xFFFFFFFFu;
-    const bn_f4 me = t < ntargets ? pos_mass[i] : (bn_f4)(0.0f);
-    double ax = 0.0, ay = 0.0, az = 0.0, phi = 0.0;
-    for (bn_u32 base = 0; base < n; base += BANYAN_WG) {
-        const bn_u32 j = base + lid;
-        tile[lid] = j < n ? pos_mass[j] : (bn_f4)(0.0f);
-        barrier(CLK_LOCAL_MEM_FENCE);
-        const bn_u32 count = min((bn_u32)BANYAN_WG, n - base);
-        for (bn_u32 k = 0; k < count; ++k) {
-            const bn_f4 s = tile[k];
-            const double dx = (double)s.x - me.x, dy = (double)s.y - me.y, dz = (double)s.z - me.z;
-            const double r2 = dx * dx + dy * dy + dz * dz + eps2;
-            if (base + k == i || r2 == 0.0) continue;
-            const double rinv = 1.0 / sqrt(r2);
-            const double mrinv = s.w * rinv;
-            const double mrinv3 = mrinv * rinv * rinv;
-            ax += mrinv3 * dx;
-            ay += mrinv3 * dy;
-            az += mrinv3 * dz;
-            phi -= mrinv;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (t < ntargets) {
-        acc_pot[4 * t + 0] = ax;
-        acc_pot[4 * t + 1] = ay;
-        acc_pot[4 * t + 2] = az;
-        acc_pot[4 * t + 3] = phi;
-    }
+    const double4 acc = direct_sum_f64(pos_mass, n, t < ntargets ? pos_mass[i] : (bn_f4)(0.0f), i, eps2, tile);
+    if (t < ntargets) vstore4(acc, t, acc_pot);
 }

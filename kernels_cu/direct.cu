@@ -30,6 +30,48 @@ __global__ void __launch_bounds__(BANYAN_WG) directForces(const bn_f4* pos_mass,
 }
 BANYAN_CUDA_KERNEL(directForces);
 
+/* The double-precision sum of both F64 kernels: (ax, ay, az, phi) on a target at `me` from all n particles but the
+ * one with index `self`. Every thread of the block calls it (it stages sources through `tile`, BANYAN_WG float4,
+ * between barriers). */
+struct DirectSumF64 {
+    double x, y, z, w; // ax, ay, az, phi (CUDA 13 deprecates double4)
+};
+
+__device__ DirectSumF64 direct_sum_f64(const bn_f4* pos_mass, bn_u32 n, bn_f4 me, bn_u32 self, double eps2, bn_f4* tile)
+{
+    const bn_u32 lid = threadIdx.x;
+    DirectSumF64 acc{0.0, 0.0, 0.0, 0.0};
+    for (bn_u32 base = 0; base < n; base += BANYAN_WG) {
+        const bn_u32 j = base + lid;
+        tile[lid] = j < n ? pos_mass[j] : make_float4(0.f, 0.f, 0.f, 0.f);
+        __syncthreads();
+        const bn_u32 count = min(static_cast<bn_u32>(BANYAN_WG), n - base);
+        for (bn_u32 k = 0; k < count; ++k) {
+            const bn_f4 s = tile[k];
+            const double dx = double(s.x) - me.x, dy = double(s.y) - me.y, dz = double(s.z) - me.z;
+            const double r2 = dx * dx + dy * dy + dz * dz + eps2;
+            if (base + k == self || r2 == 0.0) continue;
+            const double rinv = 1.0 / sqrt(r2);
+            const double mrinv = s.w * rinv;
+            const double mrinv3 = mrinv * rinv * rinv;
+            acc.x += mrinv3 * dx;
+            acc.y += mrinv3 * dy;
+            acc.z += mrinv3 * dz;
+            acc.w -= mrinv;
+        }
+        __syncthreads();
+    }
+    return acc;
+}
+
+__device__ void store_f64(double* out, const DirectSumF64& a)
+{
+    out[0] = a.x;
+    out[1] = a.y;
+    out[2] = a.z;
+    out[3] = a.w;
+}
+
 /* As directForces in double precision; acc_pot holds 4 doubles per particle. Block BANYAN_WG; shared BANYAN_WG
  * float4. */
 __global__ void __launch_bounds__(BANYAN_WG) directForcesF64(const bn_f4* pos_mass, bn_u32 n, double eps2,
@@ -37,76 +79,24 @@ __global__ void __launch_bounds__(BANYAN_WG) directForcesF64(const bn_f4* pos_ma
 {
     __shared__ bn_f4 tile[BANYAN_WG];
     const bn_u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    const bn_u32 lid = threadIdx.x;
-    const bn_f4 me = i < n ? pos_mass[i] : make_float4(0.f, 0.f, 0.f, 0.f);
-    double ax = 0.0, ay = 0.0, az = 0.0, phi = 0.0;
-    for (bn_u32 base = 0; base < n; base += BANYAN_WG) {
-        const bn_u32 j = base + lid;
-        tile[lid] = j < n ? pos_mass[j] : make_float4(0.f, 0.f, 0.f, 0.f);
-        __syncthreads();
-        const bn_u32 count = min(static_cast<bn_u32>(BANYAN_WG), n - base);
-        for (bn_u32 k = 0; k < count; ++k) {
-            const bn_f4 s = tile[k];
-            const double dx = double(s.x) - me.x, dy = double(s.y) - me.y, dz = double(s.z) - me.z;
-            const double r2 = dx * dx + dy * dy + dz * dz + eps2;
-            if (base + k == i || r2 == 0.0) continue;
-            const double rinv = 1.0 / sqrt(r2);
-            const double mrinv = s.w * rinv;
-            const double mrinv3 = mrinv * rinv * rinv;
-            ax += mrinv3 * dx;
-            ay += mrinv3 * dy;
-            az += mrinv3 * dz;
-            phi -= mrinv;
-        }
-        __syncthreads();
-    }
-    if (i < n) {
-        acc_pot[4 * i + 0] = ax;
-        acc_pot[4 * i + 1] = ay;
-        acc_pot[4 * i + 2] = az;
-        acc_pot[4 * i + 3] = phi;
-    }
+    const DirectSumF64 acc =
+        direct_sum_f64(pos_mass, n, i < n ? pos_mass[i] : make_float4(0.f, 0.f, 0.f, 0.f), i, eps2, tile);
+    if (i < n) store_f64(acc_pot + 4 * i, acc);
 }
 BANYAN_CUDA_KERNEL(directForcesF64);
 
 /* As directForcesF64 for the targets listed in targets[0, ntargets) only (a sample, for accuracy measurements at
- * large N): acc_pot[4 t ..] gets the forces on particle targets[t] from all n particles but itself. Block
- * BANYAN_WG; shared BANYAN_WG float4. */
+ * large N): acc_pot[4 t ..] gets the forces on particle targets[t] from all n particles but itself. Block BANYAN_WG;
+ * shared BANYAN_WG float4. */
 __global__ void __launch_bounds__(BANYAN_WG) directForcesF64Targets(const bn_f4* pos_mass, bn_u32 n,
                                                                     const bn_u32* targets, bn_u32 ntargets,
                                                                     double eps2, double* acc_pot)
 {
     __shared__ bn_f4 tile[BANYAN_WG];
     const bn_u32 t = blockIdx.x * blockDim.x + threadIdx.x;
-    const bn_u32 lid = threadIdx.x;
     const bn_u32 i = t < ntargets ? targets[t] : 0xFFFFFFFFu;
-    const bn_f4 me = t < ntargets ? pos_mass[i] : make_float4(0.f, 0.f, 0.f, 0.f);
-    double ax = 0.0, ay = 0.0, az = 0.0, phi = 0.0;
-    for (bn_u32 base = 0; base < n; base += BANYAN_WG) {
-        const bn_u32 j = base + lid;
-        tile[lid] = j < n ? pos_mass[j] : make_float4(0.f, 0.f, 0.f, 0.f);
-        __syncthreads();
-        const bn_u32 count = min(static_cast<bn_u32>(BANYAN_WG), n - base);
-        for (bn_u32 k = 0; k < count; ++k) {
-            const bn_f4 s = tile[k];
-            const double dx = double(s.x) - me.x, dy = double(s.y) - me.y, dz = double(s.z) - me.z;
-            const double r2 = dx * dx + dy * dy + dz * dz + eps2;
-            if (base + k == i || r2 == 0.0) continue;
-            const double rinv = 1.0 / sqrt(r2);
-            const double mrinv = s.w * rinv;
-            const double mrinv3 = mrinv * rinv * rinv;
-            ax += mrinv3 * dx;
-            ay += mrinv3 * dy;
-            az += mrinv3 * dz;
-            phi -= mrinv;
-        }
-        __syncthreads();
-    }
-    if (t < ntargets) {
-        acc_pot[4 * t + 0] = ax;
-        acc_pot[4 * t + 1] = ay;
-        acc_pot[4 * t + 2] = az;
-        acc_pot[4 * t + 3] = phi;
-    }
+    const DirectSumF64 acc =
+        direct_sum_f64(pos_mass, n, t < ntargets ? pos_mass[i] : make_float4(0.f, 0.f, 0.f, 0.f), i, eps2, tile);
+    if (t < ntargets) store_f64(acc_pot + 4 * t, acc);
 }
 BANYAN_CUDA_KERNEL(directForcesF64Targets);
