@@ -67,5 +67,6 @@ int run_bench_tree(const std::vector<std::string>& args);
 int run_forces(const std::vector<std::string>& args);
 int run_accuracy(const std::vector<std::string>& args);
 int run_bench_forces(const std::vector<std::string>& args);
+int run_run(const std::vector<std::string>& args);
 
 } // namespace banyan::cli

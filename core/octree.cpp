@@ -163,6 +163,14 @@ void Octree::set_particles(std::span<const bn_f4> pos, std::span<const bn_f4> ve
     depth_ = -1;
 }
 
+void Octree::set_particles(std::span<const bn_f4> pos, std::span<const bn_f4> vel, std::span<const bn_u32> ids)
+{
+    if (ids.size() != pos.size())
+        throw UsageError(fmt::format("tree: {} positions but {} ids", pos.size(), ids.size()));
+    set_particles(pos, vel);
+    id_.upload(ids);
+}
+
 void Octree::build(TreeTimings* timings)
 {
     PhaseClock clock(be_, timings);

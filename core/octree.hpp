@@ -41,6 +41,8 @@ public:
 
     /// Uploads @p pos (x, y, z, mass) and @p vel (may be empty: zeros); particle i gets id i.
     void set_particles(std::span<const bn_f4> pos, std::span<const bn_f4> vel = {});
+    /// As above with the ids given (ids[i] for particle i; a restart keeps each particle's identity and order).
+    void set_particles(std::span<const bn_f4> pos, std::span<const bn_f4> vel, std::span<const bn_u32> ids);
 
     /// Builds the whole tree from the particles on the device, reordering them (and their ids) into key order.
     /// @param[out] timings when given, the device time of each phase (adds device events; no other cost).

@@ -1,0 +1,308 @@
+/**
+ * @file cmd_run.cpp
+ * @brief `banyan run`: a whole simulation on the device (paper sections 3.1 and 4.2), with snapshots, an energy
+ *        log, checkpoints and restarts (core/run.hpp), a live progress line on a terminal and a summary at the end.
+ *
+ * Every option is checked, the input file read and the output folder made writable before the device is opened;
+ * the device memory a run needs is estimated before the particles are uploaded. SIGINT and SIGTERM set a flag that
+ * the step loop reads between steps: it writes a checkpoint and stops (a second signal ends the program at once).
+ */
+#include "cli.hpp"
+#include "error.hpp"
+
+#include "run.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <unistd.h>
+
+namespace banyan::cli {
+
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+
+extern "C" void on_stop_signal(int sig)
+{
+    if (g_stop) std::_Exit(128 + sig); // a second signal: no more waiting for the step to end
+    g_stop = sig;
+}
+
+std::string clock_text(double seconds)
+{
+    if (!(seconds >= 0) || !std::isfinite(seconds)) return "?";
+    const auto s = static_cast<long long>(seconds + 0.5);
+    return fmt::format("{}:{:02d}:{:02d}", s / 3600, (s / 60) % 60, s % 60);
+}
+
+/// Options that only a new run takes (a restart reads them from its checkpoint).
+const char* const run_only[] = {"ic", "in", "n", "seed", "theta", "eps", "dt", "log-every", "snapshot-every",
+                                "checkpoint-every", "out", "pericentre", "separation", "eccentricity",
+                                "bh-fraction", "direct"};
+
+} // namespace
+
+int run_run(const std::vector<std::string>& raw_args)
+{
+    Options opt("run",
+                "A whole N-body simulation on the device (paper sections 3.1, 4.2): shared-time-step leapfrog\n"
+                "(kick-drift-kick, Hut et al. 1995), the octree rebuilt and walked every step, energies and momenta\n"
+                "summed on the device. N-body units (G = 1). Writes to --out: snapshot_NNNNN.tipsy (standard\n"
+                "big-endian tipsy, particle i of the input is particle i of every snapshot), energy.csv (one line per\n"
+                "--log-every steps: energies, dE = (E0 - E) / E0 and its largest magnitude so far, momentum, angular\n"
+                "momentum; a merger adds the distance of the two central particles) and checkpoint.bin. Ctrl-C writes\n"
+                "a checkpoint and stops; `banyan run --restart DIR` continues bit for bit on the same device.");
+    opt.value("ic", "KIND",
+              "initial conditions: plummer, uniform (virialised uniform sphere), uniform-cold (cold collapse), "
+              "merger (two Plummer spheres 1:3 with central massive particles)",
+              "plummer");
+    opt.value("in", "FILE", "start from a tipsy file instead (either byte order; gas, dark and star particles)");
+    opt.value("n", "N", "number of particles (also -n)", "65536");
+    opt.value("seed", "S", "random seed of the initial conditions", "1");
+    opt.value("theta", "T", "opening angle, 0 < T <= 1", "0.75");
+    opt.value("eps", "E", "Plummer softening length, >= 0", "0.05");
+    opt.value("dt", "DT", "time step, > 0; a fraction such as 1/64 is fine", "1/64");
+    opt.value("t-end", "T", "end time (absolute; with --restart, extends or shortens the run)", "10");
+    opt.value("log-every", "STEPS", "steps between lines of the energy log", "16");
+    opt.value("snapshot-every", "T", "time between snapshots (0: at the start and the end only)", "1");
+    opt.value("checkpoint-every", "T", "time between checkpoints (0: start, end and Ctrl-C only)", "1");
+    opt.value("out", "DIR", "output folder (created; must not hold a run already)", "banyan-run");
+    opt.value("restart", "DIR", "continue the run whose checkpoint is in DIR (with --t-end, --backend, --device, "
+                                "--quiet only)");
+    opt.value("pericentre", "R", "merger: pericentre of the Kepler orbit of the two centres", "1");
+    opt.value("separation", "R", "merger: starting distance of the two centres", "10");
+    opt.value("eccentricity", "E", "merger: eccentricity of the orbit, 0 <= E < 1 (bound)", "0.9");
+    opt.value("bh-fraction", "F", "merger: mass of each central particle as a fraction of its galaxy's", "0.01");
+    opt.flag("direct", "direct O(N^2) summation instead of the tree (small N)");
+    opt.flag("quiet", "print nothing but errors");
+    opt.device_options();
+
+    // The parser takes --long options only: -n is --n.
+    std::vector<std::string> args = raw_args;
+    for (auto& a : args)
+        if (a == "-n") a = "--n";
+        else if (a.rfind("-n=", 0) == 0) a = "--n=" + a.substr(3);
+    if (!opt.parse(args)) return 0;
+
+    const bool quiet = opt.has("quiet");
+    const bool restart = opt.has("restart");
+    auto positive_count = [&](const char* name, long long min) {
+        const long long v = opt.integer(name);
+        if (v < min)
+            throw UsageError(fmt::format("run: {}{} must be at least {}, got {}", std::string(name) == "n" ? "-" : "--",
+                                         name, min, v));
+        return static_cast<std::uint64_t>(v);
+    };
+
+    RunOptions ro;
+    std::optional<double> t_end;
+    if (opt.has("t-end")) t_end = parse_time(opt.str("t-end"), "--t-end");
+    if (restart) {
+        for (const char* name : run_only)
+            if (opt.has(name))
+                throw UsageError(fmt::format("run: {}{} cannot be given with --restart (the checkpoint holds the "
+                                             "run's options; only --t-end, --backend, --device and --quiet may be)",
+                                             std::string(name) == "n" ? "-" : "--", name));
+        if (t_end && !std::isfinite(*t_end)) throw UsageError("run: --t-end must be finite");
+    } else {
+        if (opt.has("in") && opt.has("ic"))
+            throw UsageError("run: give either --ic or --in, not both (--in FILE takes the initial conditions from a "
+                             "file)");
+        if (opt.has("in") && opt.has("n"))
+            throw UsageError("run: -n cannot be given with --in (the file sets the number of particles)");
+        ro.ic = opt.has("in") ? "file" : opt.str("ic");
+        ro.in = opt.str("in");
+        ro.n = positive_count("n", 1);
+        const long long seed = opt.integer("seed");
+        if (seed < 0) throw UsageError(fmt::format("run: --seed must be 0 or more, got {}", seed));
+        ro.seed = static_cast<std::uint64_t>(seed);
+        ro.theta = opt.number("theta");
+        ro.eps = opt.number("eps");
+        ro.dt = parse_time(opt.str("dt"), "--dt");
+        ro.t_end = t_end ? *t_end : parse_time(opt.str("t-end"), "--t-end");
+        ro.log_every = positive_count("log-every", 1);
+        ro.snapshot_every = parse_time(opt.str("snapshot-every"), "--snapshot-every");
+        ro.checkpoint_every = parse_time(opt.str("checkpoint-every"), "--checkpoint-every");
+        ro.merger.pericentre = opt.number("pericentre");
+        ro.merger.separation = opt.number("separation");
+        ro.merger.eccentricity = opt.number("eccentricity");
+        ro.merger.bh_fraction = opt.number("bh-fraction");
+        ro.direct = opt.has("direct");
+        ro.out = opt.str("out");
+        ro.check();
+        if (ro.ic != "merger")
+            for (const char* name : {"pericentre", "separation", "eccentricity", "bh-fraction"})
+                if (opt.has(name)) throw UsageError(fmt::format("run: --{} is for --ic merger only", name));
+        if (ro.ic != "file" && !(ro.t_end > 0.0))
+            throw UsageError(fmt::format("run: --t-end must be after the start time 0, got {}", ro.t_end));
+    }
+
+    // Everything that can be judged without the device first: the input file, the output folder.
+    Snapshot ic;
+    if (!restart) {
+        if (ro.ic == "file") {
+            ic = initial_conditions(ro);
+            if (!(ro.t_end > ic.time))
+                throw UsageError(fmt::format("run: --t-end {} must be after the start time {} of {}", ro.t_end,
+                                             ic.time, ro.in));
+        }
+        prepare_output_dir(ro.out, true);
+    } else {
+        prepare_output_dir(opt.str("restart"), false);
+    }
+
+    // An output folder this command created and left empty goes again when the run cannot start.
+    auto discard_empty_out = [&] {
+        std::error_code ec;
+        if (std::filesystem::is_empty(ro.out, ec) && !ec) std::filesystem::remove(ro.out, ec);
+    };
+
+    auto be = open_device(opt.device_request());
+    const DeviceInfo& dev = be->info();
+    const std::string dev_text = fmt::format("{} #{} ({})", to_string(dev.backend), dev.index, dev.name);
+    const bool tty = !quiet && ::isatty(::fileno(stdout));
+
+    // Progress: a line redrawn in place on a terminal, plain lines per log interval otherwise.
+    Run* current = nullptr;
+    auto t_last_draw = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+    auto rate = [&](const Run& r) {
+        return r.session_steps() ? static_cast<double>(r.session_steps()) /
+                                       std::max(r.session_seconds(), 1e-9)
+                                 : 0.0;
+    };
+    auto status_text = [&](const Run& r) {
+        const double sps = rate(r);
+        const double left = sps > 0 ? static_cast<double>(r.end_step() - r.step()) / sps : -1;
+        std::string s = fmt::format("step {}/{}  t {:.4g}  dE/E {:+.2e} (max {:.2e})  {:.3g} particles/s  left {}",
+                                    r.step(), r.end_step(), r.simulation().time(), r.last_record().de,
+                                    r.last_record().max_de,
+                                    sps * static_cast<double>(r.simulation().size()), clock_text(left));
+        if (r.last_record().centre_distance >= 0)
+            s += fmt::format("  centres {:.4g} apart", r.last_record().centre_distance);
+        return s;
+    };
+    RunHooks hooks;
+    hooks.on_log = [&](const RunRecord&) {
+        if (!current || quiet) return;
+        if (tty) {
+            fmt::print("\r\033[K{}", status_text(*current));
+            std::fflush(stdout);
+            t_last_draw = std::chrono::steady_clock::now();
+        } else {
+            fmt::print("{}\n", status_text(*current));
+            std::fflush(stdout);
+        }
+    };
+    hooks.on_step = [&]() {
+        if (!tty || !current) return;
+        const auto now = std::chrono::steady_clock::now();
+        if (now - t_last_draw < std::chrono::milliseconds(200)) return;
+        t_last_draw = now;
+        fmt::print("\r\033[K{}", status_text(*current));
+        std::fflush(stdout);
+    };
+
+    std::unique_ptr<Run> run;
+    std::size_t n = 0;
+    try {
+        if (restart) {
+            const std::string dir = opt.str("restart");
+            run = Run::resume(*be, dir, t_end, hooks);
+            n = run->simulation().size();
+            if (!quiet) {
+                fmt::print("banyan run: continuing {} ({} particles) from step {} (t = {}) to step {} (t = {}) on {}\n",
+                           dir, n, run->step(), run->simulation().time(), run->end_step(), run->options().t_end,
+                           dev_text);
+                const std::string now = fmt::format("{} #{} {}", to_string(dev.backend), dev.index, dev.name);
+                if (run->checkpoint_device() != now)
+                    fmt::print("note: the checkpoint was written on {}; a continuation is bit for bit the same as an "
+                               "uninterrupted run only on the same device and backend\n",
+                               run->checkpoint_device());
+            }
+        } else {
+            n = ro.ic == "file" ? ic.size() : ro.n;
+            const std::size_t need = estimate_device_bytes(*be, n, ro.simulation());
+            if (need > dev.memory_bytes) {
+                discard_empty_out();
+                throw UsageError(fmt::format(
+                    "run: {} particles need about {:.1f} GiB of device memory ({:.0f} bytes per particle), more "
+                    "than the {:.1f} GiB of {}; use fewer particles or a larger device",
+                    n, double(need) / (1 << 30), double(need) / double(n), double(dev.memory_bytes) / (1 << 30),
+                    dev_text));
+            }
+            if (ro.ic != "file") ic = initial_conditions(ro);
+            if (!quiet) {
+                fmt::print("banyan run: {} particles ({}{}), theta {}, eps {}, dt {}, t = {} to {} ({} steps) on {}\n",
+                           n, ro.ic == "file" ? ro.in : ro.ic,
+                           ro.ic == "file" ? "" : fmt::format(", seed {}", ro.seed), ro.theta, ro.eps, ro.dt,
+                           ic.time, ro.t_end, steps_between(ic.time, ro.t_end, ro.dt), dev_text);
+                fmt::print("output: {}/ (energy.csv every {} steps, snapshot_NNNNN.tipsy every {}, checkpoint.bin "
+                           "every {})\n",
+                           ro.out, ro.log_every, ro.snapshot_every, ro.checkpoint_every);
+                std::fflush(stdout);
+            }
+            run = std::make_unique<Run>(*be, ro, std::move(ic), hooks);
+        }
+    } catch (const DeviceError& e) {
+        const std::string call = e.call();
+        const bool memory = call.find("alloc") != std::string::npos || call.find("Malloc") != std::string::npos ||
+                            call.find("CreateBuffer") != std::string::npos ||
+                            call.find("FillBuffer") != std::string::npos;
+        if (!memory) throw;
+        if (!restart) discard_empty_out();
+        throw UsageError(fmt::format("run: {} particles do not fit in the {:.1f} GiB of {} ({}); use fewer particles",
+                                     n, double(dev.memory_bytes) / (1 << 30), dev_text, e.what()));
+    }
+    current = run.get();
+    const PhaseTimes before = run->simulation().times();
+    const double output_before = run->output_seconds();
+    if (tty) {
+        fmt::print("{}", status_text(*run));
+        std::fflush(stdout);
+    }
+
+    g_stop = 0;
+    std::signal(SIGINT, on_stop_signal);
+    std::signal(SIGTERM, on_stop_signal);
+    const Run::Outcome outcome = run->run(&g_stop);
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+    if (tty) fmt::print("\n");
+
+    const Simulation& sim = run->simulation();
+    if (!quiet) {
+        const std::uint64_t steps = run->session_steps();
+        const double wall = run->session_seconds();
+        const double per = steps ? 1.0 / static_cast<double>(steps) : 0.0;
+        const PhaseTimes& t = sim.times();
+        const double output_ms = (run->output_seconds() - output_before) * 1e3;
+        if (outcome == Run::Outcome::stopped)
+            fmt::print("stopped by {} at step {} (t = {}): checkpoint written; continue with\n  banyan run --restart "
+                       "{}\n",
+                       g_stop == SIGTERM ? "SIGTERM" : "SIGINT", run->step(), sim.time(), run->options().out);
+        else if (steps == 0)
+            fmt::print("nothing to do: the run is at t = {} already (extend it with --t-end)\n", sim.time());
+        if (steps) {
+            fmt::print("{} steps in {:.2f} s: {:.2f} ms per step, {:.3g} particles per second\n", steps, wall,
+                       wall * 1e3 * per, double(sim.size()) * double(steps) / std::max(wall, 1e-9));
+            fmt::print("per step (device time; output on the host): build {:.2f} ms, forces {:.2f} ms, integrate "
+                       "{:.3f} ms, energies {:.3f} ms, output {:.2f} ms\n",
+                       (t.build - before.build) * per, (t.forces - before.forces) * per,
+                       (t.integrate - before.integrate) * per, (t.energies - before.energies) * per, output_ms * per);
+        }
+        fmt::print("energy: dE/E {:+.3e} at t = {}, worst |dE/E| {:.3e}", run->last_record().de,
+                   run->last_record().time, run->max_de());
+        if (run->last_record().centre_distance >= 0)
+            fmt::print("; central particles {:.4g} apart", run->last_record().centre_distance);
+        fmt::print("\nfiles: {0}/snapshot_*.tipsy, {0}/energy.csv, {0}/checkpoint.bin\n", run->options().out);
+    }
+    if (outcome == Run::Outcome::stopped) return g_stop == SIGTERM ? 143 : 130;
+    return 0;
+}
+
+} // namespace banyan::cli

@@ -1,0 +1,142 @@
+/**
+ * @file integrate.cl
+ * @brief Time integration on the device (paper section 3.1): the kick and drift of the shared-time-step leapfrog,
+ *        the per-group sums of energy, momentum and angular momentum, and the small kernels that take particles
+ *        back to the order of the input for output. Driver: core/simulation.cpp. Same kernels as
+ *        kernels_cu/integrate.cu.
+ *
+ * Kick and drift use fma() for every update, so that each component is rounded once on every device and compiler
+ * (no contraction left to the compiler's choice) and a CPU reference with std::fma reproduces them bit for bit.
+ */
+
+/* First half of a kick-drift-kick step (the predictor of Hut et al. 1995): v += a dt/2, then x += v dt, with the
+ * accelerations of the last force evaluation. pos.w (mass) and vel.w are left as they are. Work-group BANYAN_WG;
+ * no local memory. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1)))
+void integrateKickDrift(__global bn_f4* pos, __global bn_f4* vel, __global const bn_f4* acc, bn_u32 n, float half_dt,
+                        float dt)
+{
+    const bn_u32 i = (bn_u32)get_global_id(0);
+    if (i >= n) return;
+    const bn_f4 a = acc[i];
+    bn_f4 v = vel[i];
+    bn_f4 x = pos[i];
+    v.x = fma(a.x, half_dt, v.x);
+    v.y = fma(a.y, half_dt, v.y);
+    v.z = fma(a.z, half_dt, v.z);
+    x.x = fma(v.x, dt, x.x);
+    x.y = fma(v.y, dt, x.y);
+    x.z = fma(v.z, dt, x.z);
+    vel[i] = v;
+    pos[i] = x;
+}
+
+/* Second half of the step (the corrector): v += a dt/2 with the accelerations at the new positions. Work-group
+ * BANYAN_WG; no local memory. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1)))
+void integrateKick(__global bn_f4* vel, __global const bn_f4* acc, bn_u32 n, float half_dt)
+{
+    const bn_u32 i = (bn_u32)get_global_id(0);
+    if (i >= n) return;
+    const bn_f4 a = acc[i];
+    bn_f4 v = vel[i];
+    v.x = fma(a.x, half_dt, v.x);
+    v.y = fma(a.y, half_dt, v.y);
+    v.z = fma(a.z, half_dt, v.z);
+    vel[i] = v;
+}
+
+/* The BANYAN_ENERGY_TERMS terms of one particle, in double precision: kinetic energy m v^2 / 2, potential energy
+ * m phi / 2 (each pair counted from both ends), momentum m v, angular momentum m x cross v. */
+inline void integrate_energy_terms(bn_f4 p, bn_f4 v, float phi, double* t)
+{
+    const double m = p.w;
+    const double x = p.x, y = p.y, z = p.z;
+    const double vx = v.x, vy = v.y, vz = v.z;
+    t[0] = 0.5 * m * (vx * vx + vy * vy + vz * vz);
+    t[1] = 0.5 * m * (double)phi;
+    t[2] = m * vx;
+    t[3] = m * vy;
+    t[4] = m * vz;
+    t[5] = m * (y * vz - z * vy);
+    t[6] = m * (z * vx - x * vz);
+    t[7] = m * (x * vy - y * vx);
+}
+
+/* Per-group sums of the energy terms of particles [0, n): partials[BANYAN_ENERGY_TERMS * group + k]. Each
+ * work-item accumulates its particles with a grid stride, then the group adds the work-items' sums in a fixed tree
+ * (stride BANYAN_WG/2 down to 1), so the sums depend only on n, the grid and the work-group size: a restarted run
+ * logs the same energies as one that ran straight through. Work-group BANYAN_WG; local memory
+ * BANYAN_ENERGY_TERMS * BANYAN_WG doubles. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1)))
+void integrateEnergyPartials(__global const bn_f4* pos, __global const bn_f4* vel, __global const bn_f4* acc,
+                             bn_u32 n, __global double* partials)
+{
+    __local double s[BANYAN_ENERGY_TERMS * BANYAN_WG];
+    const bn_u32 lid = (bn_u32)get_local_id(0);
+    double sum[BANYAN_ENERGY_TERMS];
+    double t[BANYAN_ENERGY_TERMS];
+    for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) sum[k] = 0.0;
+    for (bn_u32 i = (bn_u32)get_group_id(0) * BANYAN_WG + lid; i < n; i += (bn_u32)get_num_groups(0) * BANYAN_WG) {
+        integrate_energy_terms(pos[i], vel[i], acc[i].w, t);
+        for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) sum[k] += t[k];
+    }
+    for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) s[k * BANYAN_WG + lid] = sum[k];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (bn_u32 stride = BANYAN_WG / 2; stride > 0; stride >>= 1) {
+        if (lid < stride)
+            for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) s[k * BANYAN_WG + lid] += s[k * BANYAN_WG + lid + stride];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid < BANYAN_ENERGY_TERMS) partials[BANYAN_ENERGY_TERMS * get_group_id(0) + lid] = s[lid * BANYAN_WG];
+}
+
+/* The totals of the per-group partials: out[k] = sum over groups of partials[BANYAN_ENERGY_TERMS * g + k], in a
+ * fixed order. Launched as one work-group. Work-group BANYAN_WG; local memory BANYAN_ENERGY_TERMS * BANYAN_WG
+ * doubles. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1)))
+void integrateEnergyTotals(__global const double* partials, bn_u32 groups, __global double* out)
+{
+    __local double s[BANYAN_ENERGY_TERMS * BANYAN_WG];
+    const bn_u32 lid = (bn_u32)get_local_id(0);
+    double sum[BANYAN_ENERGY_TERMS];
+    for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) sum[k] = 0.0;
+    for (bn_u32 g = lid; g < groups; g += BANYAN_WG)
+        for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) sum[k] += partials[BANYAN_ENERGY_TERMS * g + k];
+    for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) s[k * BANYAN_WG + lid] = sum[k];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (bn_u32 stride = BANYAN_WG / 2; stride > 0; stride >>= 1) {
+        if (lid < stride)
+            for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) s[k * BANYAN_WG + lid] += s[k * BANYAN_WG + lid + stride];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid < BANYAN_ENERGY_TERMS) out[lid] = s[lid * BANYAN_WG];
+}
+
+/* Particles from device (tree) order back to the order of the input, for snapshots: out[ids[i]] = in[i] for
+ * positions, velocities and accelerations with potentials. Work-group BANYAN_WG; no local memory. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1)))
+void integrateToInputOrder(__global const bn_f4* pos, __global const bn_f4* vel, __global const bn_f4* acc,
+                           __global const bn_u32* ids, bn_u32 n, __global bn_f4* pos_out, __global bn_f4* vel_out,
+                           __global bn_f4* acc_out)
+{
+    const bn_u32 i = (bn_u32)get_global_id(0);
+    if (i >= n) return;
+    const bn_u32 j = ids[i];
+    pos_out[j] = pos[i];
+    vel_out[j] = vel[i];
+    acc_out[j] = acc[i];
+}
+
+/* Positions of two particles picked by id (the central particles of a merger): out[0] = pos of id_a, out[1] = pos
+ * of id_b; entries of ids that are absent stay as they were. Work-group BANYAN_WG; no local memory. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1)))
+void integrateTrack(__global const bn_f4* pos, __global const bn_u32* ids, bn_u32 n, bn_u32 id_a, bn_u32 id_b,
+                    __global bn_f4* out)
+{
+    const bn_u32 i = (bn_u32)get_global_id(0);
+    if (i >= n) return;
+    const bn_u32 id = ids[i];
+    if (id == id_a) out[0] = pos[i];
+    if (id == id_b) out[1] = pos[i];
+}

@@ -1,0 +1,154 @@
+/**
+ * @file integrate.cu
+ * @brief Time integration on the device (paper section 3.1): the kick and drift of the shared-time-step leapfrog,
+ *        the per-block sums of energy, momentum and angular momentum, and the small kernels that take particles
+ *        back to the order of the input for output. Driver: core/simulation.cpp. Same kernels as
+ *        kernels_cl/integrate.cl.
+ *
+ * Kick and drift use fmaf() for every update, so that each component is rounded once whatever the compiler
+ * contracts, and a CPU reference with std::fma reproduces them bit for bit.
+ */
+#include "backend_cuda/kernel_registry.hpp"
+#include "device_shared.h"
+
+/* First half of a kick-drift-kick step (the predictor of Hut et al. 1995): v += a dt/2, then x += v dt, with the
+ * accelerations of the last force evaluation. pos.w (mass) and vel.w are left as they are. Block BANYAN_WG; no
+ * shared memory. */
+__global__ void __launch_bounds__(BANYAN_WG)
+    integrateKickDrift(bn_f4* pos, bn_f4* vel, const bn_f4* acc, bn_u32 n, float half_dt, float dt)
+{
+    const bn_u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const bn_f4 a = acc[i];
+    bn_f4 v = vel[i];
+    bn_f4 x = pos[i];
+    v.x = fmaf(a.x, half_dt, v.x);
+    v.y = fmaf(a.y, half_dt, v.y);
+    v.z = fmaf(a.z, half_dt, v.z);
+    x.x = fmaf(v.x, dt, x.x);
+    x.y = fmaf(v.y, dt, x.y);
+    x.z = fmaf(v.z, dt, x.z);
+    vel[i] = v;
+    pos[i] = x;
+}
+BANYAN_CUDA_KERNEL(integrateKickDrift);
+
+/* Second half of the step (the corrector): v += a dt/2 with the accelerations at the new positions. Block
+ * BANYAN_WG; no shared memory. */
+__global__ void __launch_bounds__(BANYAN_WG) integrateKick(bn_f4* vel, const bn_f4* acc, bn_u32 n, float half_dt)
+{
+    const bn_u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const bn_f4 a = acc[i];
+    bn_f4 v = vel[i];
+    v.x = fmaf(a.x, half_dt, v.x);
+    v.y = fmaf(a.y, half_dt, v.y);
+    v.z = fmaf(a.z, half_dt, v.z);
+    vel[i] = v;
+}
+BANYAN_CUDA_KERNEL(integrateKick);
+
+/* The BANYAN_ENERGY_TERMS terms of one particle, in double precision: kinetic energy m v^2 / 2, potential energy
+ * m phi / 2 (each pair counted from both ends), momentum m v, angular momentum m x cross v. */
+__device__ __forceinline__ void integrate_energy_terms(bn_f4 p, bn_f4 v, float phi, double* t)
+{
+    const double m = p.w;
+    const double x = p.x, y = p.y, z = p.z;
+    const double vx = v.x, vy = v.y, vz = v.z;
+    t[0] = 0.5 * m * (vx * vx + vy * vy + vz * vz);
+    t[1] = 0.5 * m * static_cast<double>(phi);
+    t[2] = m * vx;
+    t[3] = m * vy;
+    t[4] = m * vz;
+    t[5] = m * (y * vz - z * vy);
+    t[6] = m * (z * vx - x * vz);
+    t[7] = m * (x * vy - y * vx);
+}
+
+/* Per-block sums of the energy terms of particles [0, n): partials[BANYAN_ENERGY_TERMS * block + k]. Each thread
+ * accumulates its particles with a grid stride, then the block adds the threads' sums in a fixed tree (stride
+ * BANYAN_WG/2 down to 1), the order of the OpenCL kernel: the sums depend only on n and the grid. Block BANYAN_WG;
+ * shared memory BANYAN_ENERGY_TERMS * BANYAN_WG doubles. */
+__global__ void __launch_bounds__(BANYAN_WG)
+    integrateEnergyPartials(const bn_f4* pos, const bn_f4* vel, const bn_f4* acc, bn_u32 n, double* partials)
+{
+    __shared__ double s[BANYAN_ENERGY_TERMS * BANYAN_WG];
+    const bn_u32 lid = threadIdx.x;
+    double sum[BANYAN_ENERGY_TERMS];
+    double t[BANYAN_ENERGY_TERMS];
+#pragma unroll
+    for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) sum[k] = 0.0;
+    for (bn_u32 i = blockIdx.x * BANYAN_WG + lid; i < n; i += gridDim.x * BANYAN_WG) {
+        integrate_energy_terms(pos[i], vel[i], acc[i].w, t);
+#pragma unroll
+        for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) sum[k] += t[k];
+    }
+#pragma unroll
+    for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) s[k * BANYAN_WG + lid] = sum[k];
+    __syncthreads();
+    for (bn_u32 stride = BANYAN_WG / 2; stride > 0; stride >>= 1) {
+        if (lid < stride) {
+#pragma unroll
+            for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) s[k * BANYAN_WG + lid] += s[k * BANYAN_WG + lid + stride];
+        }
+        __syncthreads();
+    }
+    if (lid < BANYAN_ENERGY_TERMS) partials[BANYAN_ENERGY_TERMS * blockIdx.x + lid] = s[lid * BANYAN_WG];
+}
+BANYAN_CUDA_KERNEL(integrateEnergyPartials);
+
+/* The totals of the per-block partials: out[k] = sum over blocks of partials[BANYAN_ENERGY_TERMS * g + k], in a
+ * fixed order. Launched as one block. Block BANYAN_WG; shared memory BANYAN_ENERGY_TERMS * BANYAN_WG doubles. */
+__global__ void __launch_bounds__(BANYAN_WG)
+    integrateEnergyTotals(const double* partials, bn_u32 groups, double* out)
+{
+    __shared__ double s[BANYAN_ENERGY_TERMS * BANYAN_WG];
+    const bn_u32 lid = threadIdx.x;
+    double sum[BANYAN_ENERGY_TERMS];
+#pragma unroll
+    for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) sum[k] = 0.0;
+    for (bn_u32 g = lid; g < groups; g += BANYAN_WG) {
+#pragma unroll
+        for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) sum[k] += partials[BANYAN_ENERGY_TERMS * g + k];
+    }
+#pragma unroll
+    for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) s[k * BANYAN_WG + lid] = sum[k];
+    __syncthreads();
+    for (bn_u32 stride = BANYAN_WG / 2; stride > 0; stride >>= 1) {
+        if (lid < stride) {
+#pragma unroll
+            for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) s[k * BANYAN_WG + lid] += s[k * BANYAN_WG + lid + stride];
+        }
+        __syncthreads();
+    }
+    if (lid < BANYAN_ENERGY_TERMS) out[lid] = s[lid * BANYAN_WG];
+}
+BANYAN_CUDA_KERNEL(integrateEnergyTotals);
+
+/* Particles from device (tree) order back to the order of the input, for snapshots: out[ids[i]] = in[i] for
+ * positions, velocities and accelerations with potentials. Block BANYAN_WG; no shared memory. */
+__global__ void __launch_bounds__(BANYAN_WG)
+    integrateToInputOrder(const bn_f4* pos, const bn_f4* vel, const bn_f4* acc, const bn_u32* ids, bn_u32 n,
+                          bn_f4* pos_out, bn_f4* vel_out, bn_f4* acc_out)
+{
+    const bn_u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const bn_u32 j = ids[i];
+    pos_out[j] = pos[i];
+    vel_out[j] = vel[i];
+    acc_out[j] = acc[i];
+}
+BANYAN_CUDA_KERNEL(integrateToInputOrder);
+
+/* Positions of two particles picked by id (the central particles of a merger): out[0] = pos of id_a, out[1] = pos
+ * of id_b; entries of ids that are absent stay as they were. Block BANYAN_WG; no shared memory. */
+__global__ void __launch_bounds__(BANYAN_WG)
+    integrateTrack(const bn_f4* pos, const bn_u32* ids, bn_u32 n, bn_u32 id_a, bn_u32 id_b, bn_f4* out)
+{
+    const bn_u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const bn_u32 id = ids[i];
+    if (id == id_a) out[0] = pos[i];
+    if (id == id_b) out[1] = pos[i];
+}
+BANYAN_CUDA_KERNEL(integrateTrack);

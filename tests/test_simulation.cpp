@@ -1,0 +1,600 @@
+/**
+ * @file test_simulation.cpp
+ * @brief The simulation (core/simulation.hpp, core/run.hpp): one leapfrog step against a CPU reference to the bit;
+ *        energies and momenta against CPU sums; momentum and angular momentum conserved to round-off with direct
+ *        forces; energy conservation of a Plummer sphere (N = 4096, theta 0.5, eps 0.05, dt 1/64, 640 steps,
+ *        max |dE/E| <= 1e-4); a run stopped and restarted equals one that ran straight through, bit for bit
+ *        (particles, snapshots and energy log); initial conditions and options (device-free, suite "static").
+ */
+#include "harness.hpp"
+
+#include "direct.hpp"
+#include "error.hpp"
+#include "initial_conditions.hpp"
+#include "plummer.hpp"
+#include "run.hpp"
+#include "simulation.hpp"
+#include "tipsy.hpp"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <sstream>
+
+using namespace banyan;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+/// A fresh, empty folder under the system's temporary folder, removed at the end of the scope.
+struct TempDir {
+    fs::path path;
+    explicit TempDir(const std::string& name)
+        : path(fs::temp_directory_path() / fmt::format("banyan-test-{}-{}", ::getpid(), name))
+    {
+        fs::remove_all(path);
+    }
+    ~TempDir()
+    {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+    std::string str() const { return path.string(); }
+};
+
+std::string file_bytes(const fs::path& p)
+{
+    std::ifstream f(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+bool same_bits(const std::vector<bn_f4>& a, const std::vector<bn_f4>& b)
+{
+    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(bn_f4)) == 0);
+}
+
+/// Energies and momenta of a state on the CPU, in double precision (the device sums in another order).
+Energies cpu_energies(const SimulationState& s)
+{
+    Energies e;
+    for (std::size_t i = 0; i < s.pos.size(); ++i) {
+        const double m = s.pos[i].w, x = s.pos[i].x, y = s.pos[i].y, z = s.pos[i].z;
+        const double vx = s.vel[i].x, vy = s.vel[i].y, vz = s.vel[i].z;
+        e.kinetic += 0.5 * m * (vx * vx + vy * vy + vz * vz);
+        e.potential += 0.5 * m * s.acc[i].w;
+        e.momentum[0] += m * vx, e.momentum[1] += m * vy, e.momentum[2] += m * vz;
+        e.angular_momentum[0] += m * (y * vz - z * vy);
+        e.angular_momentum[1] += m * (z * vx - x * vz);
+        e.angular_momentum[2] += m * (x * vy - y * vx);
+    }
+    return e;
+}
+
+/// CPU direct summation in double precision of the accelerations of @p pos (x, y, z, m), self excluded.
+std::vector<std::array<double, 4>> cpu_direct(const std::vector<bn_f4>& pos, double eps)
+{
+    std::vector<std::array<double, 4>> out(pos.size(), {0, 0, 0, 0});
+    for (std::size_t i = 0; i < pos.size(); ++i)
+        for (std::size_t j = 0; j < pos.size(); ++j) {
+            if (i == j) continue;
+            const double dx = double(pos[j].x) - pos[i].x, dy = double(pos[j].y) - pos[i].y,
+                         dz = double(pos[j].z) - pos[i].z;
+            const double r2 = dx * dx + dy * dy + dz * dz + eps * eps;
+            if (r2 == 0) continue;
+            const double rinv = 1 / std::sqrt(r2), mr3 = pos[j].w * rinv * rinv * rinv;
+            out[i][0] += mr3 * dx, out[i][1] += mr3 * dy, out[i][2] += mr3 * dz, out[i][3] -= pos[j].w * rinv;
+        }
+    return out;
+}
+
+/// One step on the device against the CPU: kick and drift from the saved state to the bit, then the second kick
+/// with the device's new accelerations to the bit, and those accelerations against double-precision direct sums.
+void check_one_step(Backend& be, std::size_t n, bool direct, std::uint64_t seed)
+{
+    SimulationOptions o;
+    o.theta = 0.5f;
+    o.eps = 0.05f;
+    o.dt = 1.0 / 64;
+    o.direct = direct;
+    Simulation sim(be, o);
+    Particles p = plummer(n, seed);
+    sim.start(p.pos, p.vel, 0.0);
+    const SimulationState s0 = sim.save();
+    REQUIRE(s0.pos.size() == n);
+    // CPU predictor, by input id.
+    const float h = 1.0f / 128, dt = 1.0f / 64;
+    std::vector<bn_f4> x1(n), vh(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        const bn_f4 a = s0.acc[i];
+        bn_f4 v = s0.vel[i], x = s0.pos[i];
+        v.x = std::fma(a.x, h, v.x), v.y = std::fma(a.y, h, v.y), v.z = std::fma(a.z, h, v.z);
+        x.x = std::fma(v.x, dt, x.x), x.y = std::fma(v.y, dt, x.y), x.z = std::fma(v.z, dt, x.z);
+        x1[s0.ids[i]] = x;
+        vh[s0.ids[i]] = v;
+    }
+    sim.tree().poison(); // whatever the build writes must be written afresh
+    sim.step();
+    CHECK(sim.steps() == 1);
+    CHECK(sim.time() == 1.0 / 64);
+    const SimulationState s1 = sim.save();
+    std::vector<bn_f4> x1_dev(n);
+    std::size_t bad_x = 0, bad_v = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const bn_u32 id = s1.ids[i];
+        REQUIRE(id < n);
+        x1_dev[id] = s1.pos[i];
+        const bn_f4 a = s1.acc[i];
+        bn_f4 v = vh[id];
+        v.x = std::fma(a.x, h, v.x), v.y = std::fma(a.y, h, v.y), v.z = std::fma(a.z, h, v.z);
+        bad_x += std::memcmp(&s1.pos[i], &x1[id], sizeof(bn_f4)) != 0;
+        bad_v += std::memcmp(&s1.vel[i], &v, sizeof(bn_f4)) != 0;
+    }
+    CHECK(bad_x == 0);
+    CHECK(bad_v == 0);
+    // The new forces are those of the new positions.
+    const auto ref = cpu_direct(x1, 0.05);
+    std::vector<double> err(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        const bn_f4 a = s1.acc[i];
+        const auto& r = ref[s1.ids[i]];
+        const double d = std::hypot(a.x - r[0], a.y - r[1], a.z - r[2]);
+        const double mag = std::hypot(r[0], r[1], r[2]);
+        err[i] = mag > 0 ? d / mag : d;
+        CHECK(std::isfinite(a.w));
+    }
+    std::sort(err.begin(), err.end());
+    const double median = n ? err[n / 2] : 0.0;
+    const double worst = n ? err.back() : 0.0;
+    INFO("N " << n << (direct ? " direct" : " tree") << ": median " << median << ", max " << worst);
+    // Direct: float round-off; tree at theta 0.5: the walk's own tolerances (tests/test_forces.cpp).
+    CHECK(median <= (direct ? 2e-6 : 1.3e-4));
+    CHECK(worst <= (direct ? 5e-5 : 1e-2));
+}
+
+} // namespace
+
+TEST_CASE("simulation: one leapfrog step equals the CPU reference to the bit")
+{
+    auto& be = test::backend();
+    for (std::size_t n : {std::size_t{1}, std::size_t{2}, std::size_t{63}, std::size_t{257}, std::size_t{3000}}) {
+        for (bool direct : {true, false}) {
+            INFO("N = " << n << (direct ? " direct" : " tree"));
+            check_one_step(be, n, direct, 100 + n);
+        }
+    }
+    for (std::size_t wg : test::work_group_sizes()) {
+        if (wg == BANYAN_WG_DEFAULT) continue;
+        be.set_work_group_size(wg);
+        INFO("work-group " << wg);
+        check_one_step(be, 1000, false, 7);
+        check_one_step(be, 300, true, 8);
+    }
+    test::restore_work_group_size();
+}
+
+TEST_CASE("simulation: energies and momenta on the device equal CPU sums of the same state")
+{
+    auto& be = test::backend();
+    for (std::size_t n : {std::size_t{1}, std::size_t{255}, std::size_t{70000}}) {
+        INFO("N = " << n);
+        Simulation sim(be, SimulationOptions{});
+        Particles p = plummer(n, 3 * n);
+        // Give the sphere a spin and a drift, so that no sum is zero by symmetry.
+        for (std::size_t i = 0; i < n; ++i) {
+            p.vel[i].x += 0.3f * p.pos[i].y + 0.1f;
+            p.vel[i].y -= 0.3f * p.pos[i].x;
+        }
+        sim.start(p.pos, p.vel, 0.0);
+        sim.step();
+        const Energies d = sim.energies();
+        const Energies c = cpu_energies(sim.save());
+        auto close = [](double a, double b, double scale) { return std::fabs(a - b) <= 1e-12 * scale; };
+        CHECK(close(d.kinetic, c.kinetic, std::fabs(c.kinetic)));
+        CHECK(close(d.potential, c.potential, std::fabs(c.potential)));
+        CHECK(d.kinetic > 0);
+        if (n > 1) CHECK(d.potential < 0);
+        for (int k = 0; k < 3; ++k) {
+            CHECK(close(d.momentum[k], c.momentum[k], 1.0));
+            CHECK(close(d.angular_momentum[k], c.angular_momentum[k], 1.0));
+        }
+    }
+}
+
+TEST_CASE("simulation: snapshots in input order, tracked particles, save and restore")
+{
+    auto& be = test::backend();
+    const std::size_t n = 5000;
+    Merger m = galaxy_merger(n, 11);
+    Simulation sim(be, SimulationOptions{});
+    sim.start(m.particles.pos, m.particles.vel, 2.5);
+    for (int i = 0; i < 3; ++i) sim.step();
+    CHECK(sim.time() == 2.5 + 3.0 / 64);
+    const SimulationState s = sim.save();
+    std::vector<bn_f4> pos, vel, acc;
+    sim.input_order(pos, vel, acc);
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const bn_u32 id = s.ids[i];
+        bad += std::memcmp(&pos[id], &s.pos[i], 16) != 0 || std::memcmp(&vel[id], &s.vel[i], 16) != 0 ||
+               std::memcmp(&acc[id], &s.acc[i], 16) != 0;
+    }
+    CHECK(bad == 0);
+    // Masses stay with their particles: the central particles are the heavy ones.
+    CHECK(pos[m.centre_a].w == m.particles.pos[m.centre_a].w);
+    CHECK(pos[m.centre_b].w == m.particles.pos[m.centre_b].w);
+    const auto c = sim.track(m.centre_a, m.centre_b);
+    CHECK(std::memcmp(&c[0], &pos[m.centre_a], 16) == 0);
+    CHECK(std::memcmp(&c[1], &pos[m.centre_b], 16) == 0);
+
+    // A fresh simulation restored from the saved state goes on exactly as the original.
+    Simulation twin(be, SimulationOptions{});
+    twin.restore(s);
+    CHECK(twin.time() == sim.time());
+    for (int i = 0; i < 4; ++i) {
+        sim.step();
+        twin.step();
+    }
+    const SimulationState a = sim.save(), b = twin.save();
+    CHECK(same_bits(a.pos, b.pos));
+    CHECK(same_bits(a.vel, b.vel));
+    CHECK(same_bits(a.acc, b.acc));
+    CHECK(a.ids == b.ids);
+    CHECK(sim.energies().total() == twin.energies().total());
+
+    SimulationState broken = s;
+    broken.ids[0] = broken.ids[1];
+    CHECK_THROWS_AS(twin.restore(broken), UsageError);
+}
+
+TEST_CASE("simulation: momentum and angular momentum are conserved to round-off with direct forces")
+{
+    auto& be = test::backend();
+    SimulationOptions o;
+    o.direct = true;
+    o.eps = 0.05f;
+    Simulation sim(be, o);
+    const std::size_t n = 512;
+    Particles p = plummer(n, 5);
+    sim.start(p.pos, p.vel, 0.0);
+    const Energies e0 = sim.energies();
+    double scale_p = 0, scale_l = 0;
+    {
+        const SimulationState s = sim.save();
+        for (std::size_t i = 0; i < n; ++i) {
+            const double m = s.pos[i].w;
+            const double v = std::hypot(s.vel[i].x, s.vel[i].y, s.vel[i].z);
+            const double r = std::hypot(s.pos[i].x, s.pos[i].y, s.pos[i].z);
+            scale_p += m * v;
+            scale_l += m * r * v;
+        }
+    }
+    double worst_p = 0, worst_l = 0;
+    for (int step = 1; step <= 256; ++step) {
+        sim.step();
+        if (step % 16) continue;
+        const Energies e = sim.energies();
+        for (int k = 0; k < 3; ++k) {
+            worst_p = std::max(worst_p, std::fabs(e.momentum[k] - e0.momentum[k]) / scale_p);
+            worst_l = std::max(worst_l, std::fabs(e.angular_momentum[k] - e0.angular_momentum[k]) / scale_l);
+        }
+    }
+    INFO("relative momentum change " << worst_p << ", angular momentum " << worst_l);
+    // Pairwise forces cancel up to float round-off (~1e-7 of each term), as do their torques.
+    CHECK(worst_p <= 2e-7);
+    CHECK(worst_l <= 2e-6);
+}
+
+TEST_CASE("simulation: energy of a Plummer sphere (N 4096, theta 0.5, eps 0.05, dt 1/64, 640 steps)")
+{
+    auto& be = test::backend();
+    SimulationOptions o;
+    o.theta = 0.5f;
+    o.eps = 0.05f;
+    o.dt = 1.0 / 64;
+    Simulation sim(be, o);
+    Particles p = plummer(4096, 1);
+    const auto t0 = std::chrono::steady_clock::now();
+    sim.start(p.pos, p.vel, 0.0);
+    const double e0 = sim.energies().total();
+    double worst = 0;
+    for (int step = 1; step <= 640; ++step) {
+        sim.step();
+        if (step % 4 == 0) worst = std::max(worst, std::fabs((e0 - sim.energies().total()) / e0));
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    MESSAGE(fmt::format("Plummer N 4096, 640 steps to t = 10: max |dE/E| {:.3e} ({:.1f} s)", worst, seconds));
+    CHECK(sim.time() == 10.0);
+    CHECK(worst <= 1e-4);
+    CHECK(e0 < -0.24);
+    CHECK(e0 > -0.26);
+}
+
+TEST_CASE("run: stopped and restarted equals straight through, bit for bit (particles, snapshots, log)")
+{
+    auto& be = test::backend();
+    TempDir straight("run-straight"), stopped("run-stopped"), killed("run-killed");
+    RunOptions o;
+    o.ic = "merger";
+    o.n = 3000;
+    o.seed = 4;
+    o.theta = 0.6;
+    o.eps = 0.05;
+    o.dt = 1.0 / 32;
+    o.t_end = 1.5;           // 48 steps
+    o.log_every = 5;
+    o.snapshot_every = 0.25; // every 8 steps
+    o.checkpoint_every = 0.5;
+
+    auto make = [&](const TempDir& d) {
+        RunOptions x = o;
+        x.out = d.str();
+        return std::make_unique<Run>(be, x, initial_conditions(x));
+    };
+    {
+        auto r = make(straight);
+        CHECK(r->end_step() == 48);
+        CHECK(r->run() == Run::Outcome::finished);
+        CHECK(r->step() == 48);
+        CHECK(r->max_de() < 1e-3);
+        CHECK(r->last_record().centre_distance > 0);
+    }
+    // Stopped (as by Ctrl-C) at step 19, between grid points, then continued in a new Run.
+    {
+        volatile std::sig_atomic_t stop = 0;
+        RunOptions x = o;
+        x.out = stopped.str();
+        Run* self = nullptr;
+        RunHooks hooks;
+        hooks.on_step = [&] {
+            if (self->step() == 19) stop = 1;
+        };
+        Run r(be, x, initial_conditions(x), hooks);
+        self = &r;
+        CHECK(r.run(&stop) == Run::Outcome::stopped);
+        CHECK(r.step() == 19);
+    }
+    CHECK_THROWS_AS(make(stopped), UsageError); // a folder with a run in it is not overwritten
+    {
+        auto r = Run::resume(be, stopped.str(), std::nullopt);
+        CHECK(r->step() == 19);
+        CHECK(r->run() == Run::Outcome::finished);
+        CHECK(r->step() == 48);
+    }
+    // Killed (no checkpoint at the end of it) after step 30: the last checkpoint is from step 16 (t = 0.5); the
+    // log has lines past it and a cut last line, and a temporary file lies around.
+    {
+        RunOptions x = o;
+        x.out = killed.str();
+        volatile std::sig_atomic_t stop = 0;
+        Run* self = nullptr;
+        RunHooks hooks;
+        hooks.on_step = [&] {
+            if (self->step() == 30) throw std::runtime_error("killed");
+        };
+        Run r(be, x, initial_conditions(x), hooks);
+        self = &r;
+        CHECK_THROWS_WITH(r.run(&stop), "killed");
+        std::ofstream(killed.path / "energy.csv", std::ios::app) << "31,0.96875,0.2";
+        std::ofstream(killed.path / "snapshot_00004.tipsy.tmp.99999") << "half a file";
+    }
+    {
+        auto r = Run::resume(be, killed.str(), std::nullopt);
+        CHECK(r->step() == 16);
+        CHECK(r->run() == Run::Outcome::finished);
+    }
+    CHECK(!fs::exists(killed.path / "snapshot_00004.tipsy.tmp.99999"));
+
+    // Same files, byte for byte: 7 snapshots (t = 0, 0.25, ..., 1.5), the log, the final checkpoint's state.
+    for (int k = 0; k <= 6; ++k) {
+        const std::string name = fmt::format("snapshot_{:05d}.tipsy", k);
+        INFO(name);
+        REQUIRE(fs::exists(straight.path / name));
+        CHECK(file_bytes(straight.path / name) == file_bytes(stopped.path / name));
+        CHECK(file_bytes(straight.path / name) == file_bytes(killed.path / name));
+    }
+    CHECK(!fs::exists(straight.path / "snapshot_00007.tipsy"));
+    const std::string log = file_bytes(straight.path / "energy.csv");
+    CHECK(log == file_bytes(stopped.path / "energy.csv"));
+    CHECK(log == file_bytes(killed.path / "energy.csv"));
+    CHECK(std::count(log.begin(), log.end(), '\n') == 1 + 1 + 9 + 1); // header, step 0, steps 5..45, step 48
+
+    // The snapshots are standard tipsy files in the input order, with the merger's central particles in place.
+    const Snapshot first = read_tipsy((straight.path / "snapshot_00000.tipsy").string());
+    const Snapshot last = read_tipsy((straight.path / "snapshot_00006.tipsy").string());
+    const Snapshot ic = initial_conditions(o);
+    CHECK(first.time == 0.0);
+    CHECK(last.time == 1.5);
+    CHECK(first.pos == ic.pos);
+    CHECK(first.vel == ic.vel);
+    CHECK(last.mass == ic.mass);
+    CHECK(last.pos != ic.pos);
+
+    // Continuing a finished run further (--t-end) works from its final checkpoint.
+    {
+        auto r = Run::resume(be, straight.str(), 2.0);
+        CHECK(r->end_step() == 64);
+        CHECK(r->run() == Run::Outcome::finished);
+        CHECK(fs::exists(straight.path / "snapshot_00008.tipsy"));
+    }
+}
+
+TEST_CASE("run: damaged checkpoints and bad folders are refused clearly")
+{
+    auto& be = test::backend();
+    TempDir d("run-damaged");
+    RunOptions o;
+    o.n = 300;
+    o.t_end = 1.0 / 16;
+    o.out = d.str();
+    {
+        Run r(be, o, initial_conditions(o));
+        r.run();
+    }
+    const fs::path ck = d.path / "checkpoint.bin";
+    std::string bytes = file_bytes(ck);
+    bytes[bytes.size() / 2] ^= 1;
+    std::ofstream(ck, std::ios::binary | std::ios::trunc) << bytes;
+    CHECK_THROWS_AS(Run::resume(be, d.str(), std::nullopt), UsageError);
+    std::ofstream(ck, std::ios::binary | std::ios::trunc) << bytes.substr(0, 100);
+    CHECK_THROWS_AS(Run::resume(be, d.str(), std::nullopt), UsageError);
+    fs::remove(ck);
+    CHECK_THROWS_AS(Run::resume(be, d.str(), std::nullopt), UsageError);
+    // A path below a regular file cannot be a folder.
+    RunOptions bad = o;
+    bad.out = (d.path / "energy.csv" / "sub").string();
+    CHECK_THROWS_AS(Run(be, bad, initial_conditions(bad)), UsageError);
+}
+
+TEST_SUITE("static")
+{
+    TEST_CASE("initial conditions: uniform spheres, cold and virialised")
+    {
+        for (bool vir : {false, true}) {
+            const std::size_t n = 20000;
+            const Particles p = uniform_sphere(n, 9, vir);
+            const double radius = vir ? 1.2 : 2.4;
+            double m = 0, cx = 0, cv = 0, rmax = 0, v2 = 0;
+            for (std::size_t i = 0; i < n; ++i) {
+                m += p.pos[i].w;
+                cx += p.pos[i].w * p.pos[i].x;
+                cv += p.pos[i].w * p.vel[i].y;
+                rmax = std::max(rmax, double(std::hypot(p.pos[i].x, p.pos[i].y, p.pos[i].z)));
+                v2 += p.pos[i].w * (double(p.vel[i].x) * p.vel[i].x + double(p.vel[i].y) * p.vel[i].y +
+                                    double(p.vel[i].z) * p.vel[i].z);
+            }
+            CHECK(m == doctest::Approx(1.0).epsilon(1e-6));
+            CHECK(std::fabs(cx) < 1e-7);
+            CHECK(std::fabs(cv) < 1e-7);
+            CHECK(rmax <= radius * 1.01);
+            CHECK(rmax >= radius * 0.95);
+            // Kinetic energy: 0 (cold) or -W/2 = 3 / (10 R) = 1/4 (virialised), to sampling noise.
+            if (vir) CHECK(0.5 * v2 == doctest::Approx(0.25).epsilon(0.03));
+            else CHECK(v2 == 0.0);
+            const Particles again = uniform_sphere(n, 9, vir);
+            CHECK(std::memcmp(again.pos.data(), p.pos.data(), n * 16) == 0);
+        }
+        CHECK_THROWS_AS(uniform_sphere(0, 1, true), UsageError);
+    }
+
+    TEST_CASE("initial conditions: galaxy merger, 1:3 on a bound Kepler orbit with central particles")
+    {
+        MergerOptions o;
+        o.pericentre = 0.5;
+        o.separation = 4;
+        o.eccentricity = 0.8;
+        o.bh_fraction = 0.02;
+        const std::size_t n = 10001;
+        const Merger m = galaxy_merger(n, 3, o);
+        const auto& p = m.particles;
+        REQUIRE(p.size() == n);
+        CHECK(m.centre_a == 0);
+        CHECK(m.centre_b == n - n / 2);
+        double mass[2] = {0, 0}, com[2][3] = {}, mom[2][3] = {};
+        for (std::size_t i = 0; i < n; ++i) {
+            const int g = i < m.centre_b ? 0 : 1;
+            const double w = p.pos[i].w;
+            mass[g] += w;
+            const double x[3] = {p.pos[i].x, p.pos[i].y, p.pos[i].z}, v[3] = {p.vel[i].x, p.vel[i].y, p.vel[i].z};
+            for (int k = 0; k < 3; ++k) com[g][k] += w * x[k], mom[g][k] += w * v[k];
+        }
+        CHECK(mass[0] == doctest::Approx(0.75).epsilon(1e-5));
+        CHECK(mass[1] == doctest::Approx(0.25).epsilon(1e-5));
+        CHECK(p.pos[m.centre_a].w == doctest::Approx(0.02 * 0.75).epsilon(1e-6));
+        CHECK(p.pos[m.centre_b].w == doctest::Approx(0.02 * 0.25).epsilon(1e-6));
+        // Total momentum zero; the relative orbit of the galaxies' centres of mass is the Kepler orbit asked for.
+        double rel_x[3], rel_v[3];
+        for (int k = 0; k < 3; ++k) {
+            CHECK(std::fabs(mom[0][k] + mom[1][k]) < 1e-6);
+            rel_x[k] = com[1][k] / mass[1] - com[0][k] / mass[0];
+            rel_v[k] = mom[1][k] / mass[1] - mom[0][k] / mass[0];
+        }
+        const double r = std::hypot(rel_x[0], rel_x[1], rel_x[2]);
+        const double v2 = rel_v[0] * rel_v[0] + rel_v[1] * rel_v[1] + rel_v[2] * rel_v[2];
+        const double energy = 0.5 * v2 - 1.0 / r; // specific orbital energy, G M = 1
+        const double a = 0.5 / (1 - 0.8);
+        CHECK(r == doctest::Approx(4).epsilon(0.02));
+        CHECK(energy == doctest::Approx(-1 / (2 * a)).epsilon(0.05));
+        CHECK(rel_x[0] * rel_v[0] + rel_x[1] * rel_v[1] < 0); // approaching
+        // The central particles sit at their galaxies' centres.
+        CHECK(std::fabs(p.pos[m.centre_a].x - com[0][0] / mass[0]) < 0.05);
+        CHECK(std::fabs(p.pos[m.centre_b].x - com[1][0] / mass[1]) < 0.05);
+
+        CHECK_THROWS_AS(galaxy_merger(3, 1), UsageError);
+        MergerOptions bad = o;
+        bad.eccentricity = 1.0;
+        CHECK_THROWS_AS(check_merger_options(bad), UsageError);
+        bad = o;
+        bad.separation = 0.1;
+        CHECK_THROWS_AS(check_merger_options(bad), UsageError);
+        bad = o;
+        bad.separation = 100;
+        CHECK_THROWS_AS(check_merger_options(bad), UsageError);
+        bad = o;
+        bad.bh_fraction = 0;
+        CHECK_THROWS_AS(check_merger_options(bad), UsageError);
+    }
+
+    TEST_CASE("run options: checks, text round trip, times and step counts")
+    {
+        RunOptions o;
+        o.ic = "merger";
+        o.dt = 1.0 / 3;
+        o.theta = 0.1 + 0.2;
+        o.t_end = 12.345678901234567;
+        o.merger.separation = 7.25;
+        std::map<std::string, std::string> kv;
+        {
+            std::istringstream in(o.to_text());
+            std::string line;
+            while (std::getline(in, line)) kv[line.substr(0, line.find('='))] = line.substr(line.find('=') + 1);
+        }
+        const RunOptions back = RunOptions::from_text(kv);
+        CHECK(back.to_text() == o.to_text());
+        CHECK(back.theta == o.theta);
+        CHECK(back.t_end == o.t_end);
+        CHECK(back.dt == o.dt);
+
+        CHECK(parse_time("1/64", "--dt") == 1.0 / 64);
+        CHECK(parse_time("0.5", "--dt") == 0.5);
+        CHECK_THROWS_AS(parse_time("1/0", "--dt"), UsageError);
+        CHECK_THROWS_AS(parse_time("abc", "--dt"), UsageError);
+        CHECK_THROWS_AS(parse_time("1/x", "--dt"), UsageError);
+        CHECK(steps_between(0, 10, 1.0 / 64) == 640);
+        CHECK(steps_between(0, 1, 0.1) == 10); // 1 / 0.1 is 9.999999999999998
+        CHECK(steps_between(0, 1.01, 0.1) == 11);
+        CHECK(steps_between(2, 1, 0.1) == 0);
+
+        auto bad = [](auto change) {
+            RunOptions x;
+            change(x);
+            CHECK_THROWS_AS(x.check(), UsageError);
+        };
+        bad([](RunOptions& x) { x.dt = -1.0 / 64; });
+        bad([](RunOptions& x) { x.dt = 0; });
+        bad([](RunOptions& x) { x.theta = 0; });
+        bad([](RunOptions& x) { x.theta = 1.5; });
+        bad([](RunOptions& x) { x.eps = -1; });
+        bad([](RunOptions& x) { x.n = 0; });
+        bad([](RunOptions& x) { x.log_every = 0; });
+        bad([](RunOptions& x) { x.snapshot_every = -1; });
+        bad([](RunOptions& x) { x.snapshot_every = 1.0 / 128; }); // finer than the step
+        bad([](RunOptions& x) { x.checkpoint_every = 1e-9; });
+        bad([](RunOptions& x) { x.t_end = 1e300; });
+        bad([](RunOptions& x) { x.ic = "nonsense"; });
+        bad([](RunOptions& x) { x.ic = "file"; });
+        bad([](RunOptions& x) { x.t_end = std::nan(""); });
+        RunOptions fine;
+        CHECK_NOTHROW(fine.check());
+    }
+}
