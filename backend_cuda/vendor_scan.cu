@@ -23,7 +23,7 @@ namespace {
 /// a size query).
 void* cub_temp(Backend& be, std::size_t bytes)
 {
-    return device_ptr(be.scratch("cub.temp", std::max<std::size_t>(bytes, 16)));
+    return device_ptr(be.scratch_buffer<unsigned char>("cub.temp", std::max<std::size_t>(bytes, 16)));
 }
 
 } // namespace

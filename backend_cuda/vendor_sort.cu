@@ -35,7 +35,7 @@ void CudaBackend::sort_pairs(const Buffer<bn_u64>& keys_in, const Buffer<bn_u32>
     std::size_t bytes = 0;
     BANYAN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, d_keys_in, d_keys_out, d_values_in, d_values_out,
                                                       items, begin_bit, end_bit, stream()));
-    void* temp = device_ptr(scratch("cub.temp", std::max<std::size_t>(bytes, 16)));
+    void* temp = device_ptr(scratch_buffer<unsigned char>("cub.temp", std::max<std::size_t>(bytes, 16)));
     BANYAN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, bytes, d_keys_in, d_keys_out, d_values_in, d_values_out,
                                                       items, begin_bit, end_bit, stream()));
 }

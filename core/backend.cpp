@@ -18,21 +18,10 @@ void throw_buffer_range(std::size_t offset, std::size_t count, std::size_t size)
         fmt::format("buffer access [{}, {}) outside a buffer of {} elements", offset, offset + count, size));
 }
 
-RawBuffer& Backend::scratch(const std::string& slot, std::size_t bytes)
-{
-    auto& b = scratch_[slot];
-    if (!b || b->bytes() < bytes) {
-        b.reset(); // free first, so growing does not need both at once
-        b = alloc_raw(bytes + bytes / 4, "scratch:" + slot);
-    }
-    return *b;
-}
-
 std::size_t Backend::scratch_bytes() const
 {
     std::size_t total = 0;
     for (const auto& [slot, b] : scratch_) total += b ? b->bytes() : 0;
-    for (const auto& [slot, b] : typed_scratch_) total += b ? b->bytes() : 0;
     return total;
 }
 

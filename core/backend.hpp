@@ -37,13 +37,18 @@ concept KernelScalar = std::is_same_v<T, std::uint32_t> || std::is_same_v<T, std
                        std::is_same_v<T, std::uint64_t> || std::is_same_v<T, bn_u64> ||
                        std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, bn_f4>;
 
-template <class T>
-KernelArg kernel_arg(const Buffer<T>& b)
+inline KernelArg kernel_arg(const RawBuffer& b)
 {
     KernelArg a;
     a.kind = KernelArg::Kind::buffer;
-    a.buffer = &b.raw();
+    a.buffer = &b;
     return a;
+}
+
+template <class T>
+KernelArg kernel_arg(const Buffer<T>& b)
+{
+    return kernel_arg(b.raw());
 }
 
 template <KernelScalar T>
@@ -158,17 +163,13 @@ public:
     /// Device memory held by scratch buffers of the primitives (for the memory report of benchmarks).
     std::size_t scratch_bytes() const;
 
-    /// A scratch buffer of at least @p bytes, kept between calls under @p slot (grown, never shrunk), for the
-    /// primitives and phases in core/. Contents are undefined on return.
-    RawBuffer& scratch(const std::string& slot, std::size_t bytes);
-
-    /// scratch() as a typed Buffer of at least @p n elements (never 0), for scratch memory that goes to kernels
-    /// and to other primitives. Slots are apart from scratch()'s; one slot holds one type. The reference stays
-    /// valid until the next request for the same slot.
+    /// A scratch buffer of at least @p n elements (never 0) of @p T, kept between calls under @p slot (grown,
+    /// never shrunk; one slot holds one type), for the primitives and phases in core/. Contents are undefined on
+    /// return; the reference stays valid until the next request for the same slot.
     template <class T>
     Buffer<T>& scratch_buffer(const std::string& slot, std::size_t n)
     {
-        auto& s = typed_scratch_[slot];
+        auto& s = scratch_[slot];
         auto* typed = dynamic_cast<TypedScratch<T>*>(s.get());
         if (!typed || typed->buf.size() < n) {
             s.reset(); // free first, so growing does not need both at once
@@ -195,8 +196,7 @@ private:
         std::size_t bytes() const override { return buf.bytes(); }
     };
 
-    std::map<std::string, std::unique_ptr<RawBuffer>> scratch_;
-    std::map<std::string, std::unique_ptr<TypedScratchBase>> typed_scratch_;
+    std::map<std::string, std::unique_ptr<TypedScratchBase>> scratch_;
     bool vendor_primitives_ = true;
 };
 

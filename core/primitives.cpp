@@ -54,31 +54,11 @@ void check_capacity(const Buffer<T>& b, std::size_t n, const char* what, const c
         throw UsageError(fmt::format("{}: buffer '{}' holds {} items, {} are needed", what, name, b.size(), n));
 }
 
-// Launch arguments: typed buffers, the untyped scratch buffers and scalars.
-KernelArg arg(const RawBuffer& b)
-{
-    KernelArg a;
-    a.kind = KernelArg::Kind::buffer;
-    a.buffer = &b;
-    return a;
-}
-template <class T>
-KernelArg arg(const Buffer<T>& b)
-{
-    return kernel_arg(b);
-}
-template <KernelScalar T>
-KernelArg arg(const T& v)
-{
-    return kernel_arg(v);
-}
-
+/// Launches @p kernel over @p groups work-groups of the primitives' work-group size.
 template <class... A>
 void run(Backend& be, const char* kernel, std::size_t groups, const A&... args)
 {
-    if (groups == 0) return;
-    const std::array<KernelArg, sizeof...(A)> list{arg(args)...};
-    be.launch_raw(kernel, Grid{groups, be.work_group_size()}, list);
+    be.launch(kernel, Grid{groups, be.work_group_size()}, args...);
 }
 
 std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
@@ -87,8 +67,7 @@ bn_u32 u32(std::size_t n) { return static_cast<bn_u32>(n); }
 
 /// Scans in[0..n) into out (which may be in). With @p total, the grand total lands in total[0] on the device.
 /// @p level names the scratch buffer of this level's tile sums ("scan.partials.<level>").
-template <class In, class Out>
-void scan_levels(Backend& be, const In& in, Out& out, std::size_t n, bool inclusive, const Buffer<bn_u32>* total,
+void scan_levels(Backend& be, const Buffer<bn_u32>& in, Buffer<bn_u32>& out, std::size_t n, bool inclusive, const Buffer<bn_u32>* total,
                  int level)
 {
     if (n == 0) return;
@@ -101,7 +80,7 @@ void scan_levels(Backend& be, const In& in, Out& out, std::size_t n, bool inclus
         else run(be, "scanDownsweep", 1, in, out, u32(n), in, out, mode);
         return;
     }
-    RawBuffer& partials = be.scratch(fmt::format("scan.partials.{}", level), tiles * sizeof(bn_u32));
+    Buffer<bn_u32>& partials = be.scratch_buffer<bn_u32>(fmt::format("scan.partials.{}", level), tiles);
     run(be, "scanReduce", tiles, in, u32(n), partials, bn_u32{0});
     if (tiles <= tile) {
         // Few enough tile sums that each group adds up those before it: two launches, no scan of the sums.
@@ -135,7 +114,7 @@ void compact_or_split(Backend& be, const Buffer<bn_u32>& in, const Buffer<bn_u32
         run(be, "compactScatter", 1, in, flags, u32(n), flags, out, count, mode | compact_single);
         return;
     }
-    RawBuffer& offsets = be.scratch("compact.tiles", tiles * sizeof(bn_u32));
+    Buffer<bn_u32>& offsets = be.scratch_buffer<bn_u32>("compact.tiles", tiles);
     run(be, "scanReduce", tiles, flags, u32(n), offsets, scan_nonzero);
     if (tiles <= tile) {
         // Few enough tile counts that each group adds up what it needs: two launches, no scan of the counts.
@@ -176,7 +155,7 @@ void Backend::reduce_bounds(const Buffer<bn_f4>& in, std::size_t n, Buffer<bn_f4
         run(*this, "reduceBounds", 1, in, u32(n), bn_u32{0}, out);
         return;
     }
-    RawBuffer& partials = scratch("reduce.bounds", 2 * groups * sizeof(bn_f4));
+    Buffer<bn_f4>& partials = scratch_buffer<bn_f4>("reduce.bounds", 2 * groups);
     run(*this, "reduceBounds", groups, in, u32(n), bn_u32{0}, partials);
     run(*this, "reduceBounds", 1, partials, u32(groups), bn_u32{1}, out);
 }
@@ -192,7 +171,7 @@ void Backend::reduce_sum(const Buffer<double>& in, std::size_t n, Buffer<double>
         run(*this, "reduceSum", 1, in, u32(n), out); // n = 0 writes 0
         return;
     }
-    RawBuffer& partials = scratch("reduce.sum", groups * sizeof(double));
+    Buffer<double>& partials = scratch_buffer<double>("reduce.sum", groups);
     run(*this, "reduceSum", groups, in, u32(n), partials);
     run(*this, "reduceSum", 1, partials, u32(groups), out);
 }
