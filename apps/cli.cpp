@@ -87,6 +87,14 @@ long long Options::integer(const std::string& name) const
     return v;
 }
 
+int Options::integer_in(const std::string& name, long long lo, long long hi) const
+{
+    const long long v = integer(name);
+    if (v < lo || v > hi)
+        throw UsageError(fmt::format("{}: --{} must be in [{}, {}], got {}", command_, name, lo, hi, v));
+    return static_cast<int>(v);
+}
+
 double Options::number(const std::string& name) const
 {
     const std::string s = str(name);

@@ -33,6 +33,8 @@ public:
     bool has(const std::string& name) const;
     std::string str(const std::string& name) const;
     long long integer(const std::string& name) const;
+    /// integer(), refused with a UsageError naming the option unless it lies in [lo, hi].
+    int integer_in(const std::string& name, long long lo, long long hi) const;
     double number(const std::string& name) const;
     std::vector<long long> integer_list(const std::string& name) const;
     DeviceRequest device_request() const;

@@ -152,14 +152,6 @@ std::string json_report(const DeviceInfo& info, double eps, int warmup, int reps
     return j.text();
 }
 
-int bounded(const Options& opt, const std::string& name, long long lo, long long hi)
-{
-    const long long v = opt.integer(name);
-    if (v < lo || v > hi)
-        throw UsageError(fmt::format("bench forces: --{} must be in [{}, {}], got {}", name, lo, hi, v));
-    return static_cast<int>(v);
-}
-
 } // namespace
 
 int run_bench_forces(const std::vector<std::string>& args)
@@ -184,14 +176,14 @@ int run_bench_forces(const std::vector<std::string>& args)
 
     auto be = open_device(opt.device_request());
     const bool gpu = be->info().gpu;
-    const int min_log2 = opt.has("min-log2") ? bounded(opt, "min-log2", 1, 28) : (gpu ? 18 : 14);
+    const int min_log2 = opt.has("min-log2") ? opt.integer_in("min-log2", 1, 28) : (gpu ? 18 : 14);
     const int max_log2 =
-        opt.has("max-log2") ? bounded(opt, "max-log2", min_log2, 28) : std::max(min_log2, gpu ? 24 : 16);
+        opt.has("max-log2") ? opt.integer_in("max-log2", min_log2, 28) : std::max(min_log2, gpu ? 24 : 16);
     const std::vector<double> thetas = theta_list(opt.str("theta"));
     const double eps = opt.number("eps");
     if (!(eps >= 0)) throw UsageError(fmt::format("bench forces: --eps must be >= 0, got {}", eps));
-    const int reps = bounded(opt, "reps", 1, 100000);
-    const int warmup = bounded(opt, "warmup", 1, 100000);
+    const int reps = opt.integer_in("reps", 1, 100000);
+    const int warmup = opt.integer_in("warmup", 1, 100000);
     const auto seed = static_cast<std::uint64_t>(opt.integer("seed"));
 
     const DeviceInfo& i = be->info();
@@ -215,7 +207,7 @@ int run_bench_forces(const std::vector<std::string>& args)
     Octree tree(*be);
     TreeForces forces(*be);
     if (opt.has("groups-per-unit"))
-        forces.set_groups_per_unit(static_cast<unsigned>(bounded(opt, "groups-per-unit", 1, 1024)));
+        forces.set_groups_per_unit(static_cast<unsigned>(opt.integer_in("groups-per-unit", 1, 1024)));
     std::vector<Row> rows;
     bool ok = true;
     for (int log2 = min_log2; log2 <= max_log2; ++log2) {

@@ -446,14 +446,6 @@ std::string json_report(const Settings& s, const std::vector<DeviceReport>& devi
     return j.text();
 }
 
-int bounded(const Options& opt, const std::string& name, long long lo, long long hi)
-{
-    const long long v = opt.integer(name);
-    if (v < lo || v > hi)
-        throw UsageError(fmt::format("bench primitives: --{} must be in [{}, {}], got {}", name, lo, hi, v));
-    return static_cast<int>(v);
-}
-
 } // namespace
 
 int run_bench_primitives(const std::vector<std::string>& args)
@@ -481,12 +473,12 @@ int run_bench_primitives(const std::vector<std::string>& args)
     if (!opt.parse(args)) return 0;
 
     Settings s;
-    s.min_log2 = bounded(opt, "min-log2", 0, 30);
-    if (opt.has("max-log2")) s.max_log2 = bounded(opt, "max-log2", s.min_log2, 30);
-    s.reps = bounded(opt, "reps", 1, 100000);
-    s.warmup = bounded(opt, "warmup", 1, 100000);
-    s.boost_max_log2 = bounded(opt, "boost-max-log2", 0, 30);
-    s.boost_reps = bounded(opt, "boost-reps", 1, 100000);
+    s.min_log2 = opt.integer_in("min-log2", 0, 30);
+    if (opt.has("max-log2")) s.max_log2 = opt.integer_in("max-log2", s.min_log2, 30);
+    s.reps = opt.integer_in("reps", 1, 100000);
+    s.warmup = opt.integer_in("warmup", 1, 100000);
+    s.boost_max_log2 = opt.integer_in("boost-max-log2", 0, 30);
+    s.boost_reps = opt.integer_in("boost-reps", 1, 100000);
     {
         const std::string list = opt.str("primitives");
         std::size_t pos = 0;
@@ -502,7 +494,7 @@ int run_bench_primitives(const std::vector<std::string>& args)
             pos = comma + 1;
         }
     }
-    if (opt.has("work-group")) s.work_group = static_cast<std::size_t>(bounded(opt, "work-group", 32, 256));
+    if (opt.has("work-group")) s.work_group = static_cast<std::size_t>(opt.integer_in("work-group", 32, 256));
 
     std::vector<std::unique_ptr<Backend>> backends;
     if (opt.str("backend") == "all") {

@@ -130,13 +130,6 @@ std::string json_report(const DeviceInfo& info, std::size_t wg, int warmup, int 
     return j.text();
 }
 
-int bounded(const Options& opt, const std::string& name, long long lo, long long hi)
-{
-    const long long v = opt.integer(name);
-    if (v < lo || v > hi) throw UsageError(fmt::format("bench tree: --{} must be in [{}, {}], got {}", name, lo, hi, v));
-    return static_cast<int>(v);
-}
-
 } // namespace
 
 int run_bench_tree(const std::vector<std::string>& args)
@@ -158,16 +151,16 @@ int run_bench_tree(const std::vector<std::string>& args)
     if (!opt.parse(args)) return 0;
 
     auto be = open_device(opt.device_request());
-    const int min_log2 = bounded(opt, "min-log2", 0, 28);
-    const int max_log2 = opt.has("max-log2") ? bounded(opt, "max-log2", min_log2, 28)
+    const int min_log2 = opt.integer_in("min-log2", 0, 28);
+    const int max_log2 = opt.has("max-log2") ? opt.integer_in("max-log2", min_log2, 28)
                                              : std::max(min_log2, be->info().gpu ? 24 : 20);
-    const int reps = bounded(opt, "reps", 1, 100000);
-    const int warmup = bounded(opt, "warmup", 1, 100000);
+    const int reps = opt.integer_in("reps", 1, 100000);
+    const int warmup = opt.integer_in("warmup", 1, 100000);
     const auto seed = static_cast<std::uint64_t>(opt.integer("seed"));
     if (opt.has("work-group")) {
         if (be->info().backend != BackendKind::opencl)
             throw UsageError("bench tree: --work-group applies to OpenCL devices only");
-        be->set_work_group_size(static_cast<std::size_t>(bounded(opt, "work-group", 32, 256)));
+        be->set_work_group_size(static_cast<std::size_t>(opt.integer_in("work-group", 32, 256)));
     }
 
     const DeviceInfo& i = be->info();
