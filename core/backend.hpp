@@ -200,4 +200,14 @@ private:
     bool vendor_primitives_ = true;
 };
 
+/// Grows @p b to hold at least @p n elements (at least one; contents not kept), allocated on @p be under the name
+/// @p what; a buffer that is large enough already is left alone.
+template <class T>
+void ensure_size(Backend& be, Buffer<T>& b, std::size_t n, std::string_view what)
+{
+    if (b && b.size() >= n) return;
+    b = Buffer<T>(); // free first, so growing does not need both at once
+    b = be.alloc<T>(n < 1 ? 1 : n, what);
+}
+
 } // namespace banyan

@@ -30,15 +30,6 @@ Grid grid_for(const Backend& be, std::size_t items)
 
 bn_u32 u32(std::size_t n) { return static_cast<bn_u32>(n); }
 
-/// Grows @p b to at least @p n elements (contents not kept).
-template <class T>
-void ensure(Backend& be, Buffer<T>& b, std::size_t n, const char* what)
-{
-    if (b && b.size() >= n) return;
-    b = Buffer<T>();
-    b = be.alloc<T>(std::max<std::size_t>(n, 1), what);
-}
-
 } // namespace
 
 TreeForces::TreeForces(Backend& be) : be_(be), groups_per_unit_(be.info().gpu ? 16u : 4u)
@@ -58,9 +49,9 @@ std::size_t TreeForces::device_bytes() const noexcept
 
 void TreeForces::poison(std::size_t n)
 {
-    ensure(be_, acc_, n, "walk.acc");
-    ensure(be_, pp_, n, "walk.pp");
-    ensure(be_, pc_, n, "walk.pc");
+    ensure_size(be_, acc_, n, "walk.acc");
+    ensure_size(be_, pp_, n, "walk.pp");
+    ensure_size(be_, pc_, n, "walk.pc");
     const float nan = std::numeric_limits<float>::quiet_NaN();
     acc_.fill(bn_f4{nan, nan, nan, nan});
     pp_.fill(0xDEADBEEFu);
@@ -81,11 +72,11 @@ void TreeForces::compute(Octree& tree, float theta, float eps, double* walk_ms)
     const std::size_t ngroups = tree.groups();
     if (nc == 0 || ngroups == 0) throw std::logic_error("tree forces: the octree has not been built");
 
-    ensure(be_, acc_, n_, "walk.acc");
-    ensure(be_, pp_, n_, "walk.pp");
-    ensure(be_, pc_, n_, "walk.pc");
-    ensure(be_, mac_, nc, "walk.mac");
-    ensure(be_, link_, nc, "walk.link");
+    ensure_size(be_, acc_, n_, "walk.acc");
+    ensure_size(be_, pp_, n_, "walk.pp");
+    ensure_size(be_, pc_, n_, "walk.pc");
+    ensure_size(be_, mac_, nc, "walk.mac");
+    ensure_size(be_, link_, nc, "walk.link");
 
     // theta <= 1 < 2 / sqrt(3) keeps every cell that holds a particle of the group from being accepted for it:
     // d <= sqrt(3) / 2 l + delta < l / theta + delta.
@@ -100,7 +91,7 @@ void TreeForces::compute(Octree& tree, float theta, float eps, double* walk_ms)
         const std::size_t per_wg = 2 * spill_cap_ * sizeof(bn_u32);
         const std::size_t wgs =
             std::max<std::size_t>(1, std::min({ngroups, units * groups_per_unit_, budget / per_wg}));
-        ensure(be_, spill_, 2 * wgs * spill_cap_, "walk.spill");
+        ensure_size(be_, spill_, 2 * wgs * spill_cap_, "walk.spill");
         counter_.fill(0u);
         status_.fill(0u);
         totals_dev_.fill(bn_u64{0});

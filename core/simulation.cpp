@@ -29,14 +29,6 @@ bn_u32 u32(std::size_t n) { return static_cast<bn_u32>(n); }
 /// Most work-groups of the energy sums (the totals kernel then reduces that many partials in one group).
 constexpr std::size_t energy_max_groups = 256;
 
-template <class T>
-void ensure(Backend& be, Buffer<T>& b, std::size_t n, const char* what)
-{
-    if (b && b.size() >= n) return;
-    b = Buffer<T>();
-    b = be.alloc<T>(std::max<std::size_t>(n, 1), what);
-}
-
 } // namespace
 
 Simulation::Simulation(Backend& be, const SimulationOptions& options)
@@ -78,7 +70,7 @@ void Simulation::start(std::span<const bn_f4> pos, std::span<const bn_f4> vel, d
     step_ = 0;
     t_begin_ = t_begin;
     times_ = {};
-    ensure(be_, acc_, n_, "sim.acc");
+    ensure_size(be_, acc_, n_, "sim.acc");
     tree_.set_particles(pos, vel);
     compute_forces();
 }
@@ -100,7 +92,7 @@ void Simulation::restore(const SimulationState& s)
     step_ = s.step;
     t_begin_ = s.t_begin;
     times_ = {};
-    ensure(be_, acc_, n_, "sim.acc");
+    ensure_size(be_, acc_, n_, "sim.acc");
     tree_.set_particles(s.pos, s.vel, s.ids);
     acc_.upload(s.acc);
 }
@@ -173,9 +165,9 @@ Energies Simulation::energies()
 
 void Simulation::input_order(std::vector<bn_f4>& pos, std::vector<bn_f4>& vel, std::vector<bn_f4>& acc)
 {
-    ensure(be_, out_pos_, n_, "sim.out_pos");
-    ensure(be_, out_vel_, n_, "sim.out_vel");
-    ensure(be_, out_acc_, n_, "sim.out_acc");
+    ensure_size(be_, out_pos_, n_, "sim.out_pos");
+    ensure_size(be_, out_vel_, n_, "sim.out_vel");
+    ensure_size(be_, out_acc_, n_, "sim.out_acc");
     be_.launch("integrateToInputOrder", grid(n_), tree_.pos(), tree_.vel(), acc_, tree_.ids(), u32(n_), out_pos_,
                out_vel_, out_acc_);
     pos = out_pos_.download(n_);
