@@ -215,6 +215,25 @@ struct Collector {
     }
 };
 
+/// Times @p run with every implementation of @p be (ours; on CUDA also CUB) and records each row; when the inputs
+/// did not fit (@p alloc_error set), records that instead.
+void time_implementations(Backend& be, const Settings& s, Collector& c, const char* primitive, const char* unit,
+                          std::size_t n, const std::string& alloc_error, const std::function<void()>& poison,
+                          const std::function<void()>& run, const std::function<std::string()>& check)
+{
+    for (const Impl& impl : impls(be)) {
+        Result r = make_result(primitive, impl, n, unit);
+        if (alloc_error.empty()) {
+            be.set_vendor_primitives(impl.vendor);
+            measure(be, r, s.warmup, s.reps, poison, run, {}, check);
+            be.set_vendor_primitives(true);
+        } else {
+            r.error = alloc_error;
+        }
+        c.add(std::move(r));
+    }
+}
+
 void bench_sort(Backend& be, const Settings& s, int log2, Collector& c)
 {
     const std::size_t n = std::size_t{1} << log2;
@@ -239,25 +258,14 @@ void bench_sort(Backend& be, const Settings& s, int log2, Collector& c)
         } catch (const std::exception& e) {
             alloc_error = "inputs do not fit: " + first_line(e.what());
         }
-        for (const Impl& impl : impls(be)) {
-            Result r = make_result("sort", impl, n, "pairs");
-            if (!alloc_error.empty()) {
-                r.error = alloc_error;
-                c.add(std::move(r));
-                continue;
-            }
-            be.set_vendor_primitives(impl.vendor);
-            measure(
-                be, r, s.warmup, s.reps,
-                [&] {
-                    k_out.fill(~bn_u64{0});
-                    v_out.fill(~bn_u32{0});
-                },
-                [&] { be.sort_pairs(k_in, v_in, k_out, v_out, n, 0, 63); }, {},
-                [&] { return check_sort(keys, k_out.download(), v_out.download(), true); });
-            be.set_vendor_primitives(true);
-            c.add(std::move(r));
-        }
+        time_implementations(
+            be, s, c, "sort", "pairs", n, alloc_error,
+            [&] {
+                k_out.fill(~bn_u64{0});
+                v_out.fill(~bn_u32{0});
+            },
+            [&] { be.sort_pairs(k_in, v_in, k_out, v_out, n, 0, 63); },
+            [&] { return check_sort(keys, k_out.download(), v_out.download(), true); });
     } // frees our buffers before Boost.Compute allocates its own
 #ifdef BANYAN_HAVE_OPENCL
     if (boost_wanted) {
@@ -305,20 +313,9 @@ void bench_scan(Backend& be, const Settings& s, int log2, Collector& c)
     } catch (const std::exception& e) {
         alloc_error = "inputs do not fit: " + first_line(e.what());
     }
-    for (const Impl& impl : impls(be)) {
-        Result r = make_result("scan", impl, n, "items");
-        if (!alloc_error.empty()) {
-            r.error = alloc_error;
-            c.add(std::move(r));
-            continue;
-        }
-        be.set_vendor_primitives(impl.vendor);
-        measure(
-            be, r, s.warmup, s.reps, [&] { d_out.fill(0xdeadbeefu); }, [&] { be.exclusive_scan(d_in, d_out, n); }, {},
-            [&] { return check_equal(want, d_out.download(), "out"); });
-        be.set_vendor_primitives(true);
-        c.add(std::move(r));
-    }
+    time_implementations(
+        be, s, c, "scan", "items", n, alloc_error, [&] { d_out.fill(0xdeadbeefu); },
+        [&] { be.exclusive_scan(d_in, d_out, n); }, [&] { return check_equal(want, d_out.download(), "out"); });
 }
 
 void bench_compact(Backend& be, const Settings& s, int log2, Collector& c)
@@ -343,29 +340,18 @@ void bench_compact(Backend& be, const Settings& s, int log2, Collector& c)
     } catch (const std::exception& e) {
         alloc_error = "inputs do not fit: " + first_line(e.what());
     }
-    for (const Impl& impl : impls(be)) {
-        Result r = make_result("compact", impl, n, "items");
-        if (!alloc_error.empty()) {
-            r.error = alloc_error;
-            c.add(std::move(r));
-            continue;
-        }
-        be.set_vendor_primitives(impl.vendor);
-        measure(
-            be, r, s.warmup, s.reps,
-            [&] {
-                d_out.fill(0xdeadbeefu);
-                d_count.fill(0xffffffffu);
-            },
-            [&] { be.compact(d_in, d_flags, n, d_out, d_count); }, {},
-            [&]() -> std::string {
-                const bn_u32 count = d_count.at(0);
-                if (count != want.size()) return fmt::format("count {}, expected {}", count, want.size());
-                return check_equal(want, d_out.download(want.size()), "out");
-            });
-        be.set_vendor_primitives(true);
-        c.add(std::move(r));
-    }
+    time_implementations(
+        be, s, c, "compact", "items", n, alloc_error,
+        [&] {
+            d_out.fill(0xdeadbeefu);
+            d_count.fill(0xffffffffu);
+        },
+        [&] { be.compact(d_in, d_flags, n, d_out, d_count); },
+        [&]() -> std::string {
+            const bn_u32 count = d_count.at(0);
+            if (count != want.size()) return fmt::format("count {}, expected {}", count, want.size());
+            return check_equal(want, d_out.download(want.size()), "out");
+        });
 }
 
 /// Runs every selected primitive at every size on @p be; returns false when one of ours failed.
