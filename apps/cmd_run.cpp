@@ -8,6 +8,7 @@
  * the step loop reads between steps: it writes a checkpoint and stops (a second signal ends the program at once).
  */
 #include "cli.hpp"
+#include "devices.hpp"
 #include "error.hpp"
 
 #include "run.hpp"
@@ -162,7 +163,16 @@ int run_run(const std::vector<std::string>& raw_args)
         if (std::filesystem::is_empty(ro.out, ec) && !ec) std::filesystem::remove(ro.out, ec);
     };
 
-    auto be = open_device(opt.device_request());
+    // A restart continues on the device its checkpoint was written on (where it is bit for bit the same as an
+    // uninterrupted run) unless --backend, --device or the environment choose another.
+    DeviceRequest request = resolve_request(opt.device_request());
+    std::string written_on;
+    if (restart) {
+        written_on = checkpoint_device(opt.str("restart"));
+        if (request.backend == "auto" && request.device < 0)
+            if (auto same = find_device(written_on)) request = *same;
+    }
+    auto be = open_device(request);
     const DeviceInfo& dev = be->info();
     const std::string dev_text = fmt::format("{} #{} ({})", to_string(dev.backend), dev.index, dev.name);
     const bool tty = !quiet && ::isatty(::fileno(stdout));
@@ -218,11 +228,10 @@ int run_run(const std::vector<std::string>& raw_args)
                 fmt::print("banyan run: continuing {} ({} particles) from step {} (t = {}) to step {} (t = {}) on {}\n",
                            dir, n, run->step(), run->simulation().time(), run->end_step(), run->options().t_end,
                            dev_text);
-                const std::string now = fmt::format("{} #{} {}", to_string(dev.backend), dev.index, dev.name);
-                if (run->checkpoint_device() != now)
+                if (written_on != device_label(dev))
                     fmt::print("note: the checkpoint was written on {}; a continuation is bit for bit the same as an "
                                "uninterrupted run only on the same device and backend\n",
-                               run->checkpoint_device());
+                               written_on);
             }
         } else {
             n = ro.ic == "file" ? ic.size() : ro.n;

@@ -105,6 +105,19 @@ std::unique_ptr<Backend> open_device(const DeviceRequest& request)
                                  describe_present(all)));
 }
 
+std::string device_label(const DeviceInfo& d)
+{
+    return fmt::format("{} #{} {}", to_string(d.backend), d.index, d.name);
+}
+
+std::optional<DeviceRequest> find_device(std::string_view label)
+{
+    for (const auto& b : discover_devices())
+        for (const auto& d : b.devices)
+            if (device_label(d) == label) return DeviceRequest{std::string(to_string(b.backend)), d.index};
+    return std::nullopt;
+}
+
 std::vector<std::unique_ptr<Backend>> open_all_devices()
 {
     std::vector<std::unique_ptr<Backend>> out;

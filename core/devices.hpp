@@ -8,7 +8,9 @@
 #include "device_info.hpp"
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace banyan {
@@ -36,6 +38,13 @@ DeviceRequest resolve_request(DeviceRequest req);
 /// Opens the device @p req names. `auto` picks a CUDA GPU, else an OpenCL GPU, else an OpenCL CPU.
 /// Throws UsageError, listing what is present, when the backend or device does not exist.
 std::unique_ptr<Backend> open_device(const DeviceRequest& req);
+
+/// One line that names a device: "backend #index name" (e.g. "opencl #0 NVIDIA H200"), as checkpoints record it.
+std::string device_label(const DeviceInfo& d);
+
+/// The request that opens the device @p label names (device_label's form), when a device of that backend, index
+/// and name is present; nullopt otherwise (absent, or not a label).
+std::optional<DeviceRequest> find_device(std::string_view label);
 
 /// Opens every device of every backend present (for `--backend all` in benchmarks).
 std::vector<std::unique_ptr<Backend>> open_all_devices();

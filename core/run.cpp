@@ -11,6 +11,7 @@
 #include "run.hpp"
 
 #include "atomic_file.hpp"
+#include "devices.hpp"
 #include "error.hpp"
 
 #include <fmt/format.h>
@@ -161,10 +162,16 @@ void remove_stale_temporaries(const std::string& dir)
     }
 }
 
-std::string device_name(const Backend& be)
+/// The header of a checkpoint (magic, format, byte order, then its text of key=value lines), read by @p rd.
+std::map<std::string, std::string> read_header(Reader& rd, const std::string& path)
 {
-    const DeviceInfo& d = be.info();
-    return fmt::format("{} #{} {}", to_string(d.backend), d.index, d.name);
+    if (rd.left() < 32 || rd.text(sizeof checkpoint_magic) != std::string(checkpoint_magic, sizeof checkpoint_magic))
+        throw UsageError(fmt::format("{}: not a banyan checkpoint", path));
+    const auto version = rd.get<std::uint32_t>();
+    const auto bom = rd.get<std::uint32_t>();
+    if (version != checkpoint_version || bom != byte_order_mark)
+        throw UsageError(fmt::format("{}: checkpoint format {} of another version or byte order", path, version));
+    return parse_lines(rd.text(rd.get<std::uint64_t>()));
 }
 
 } // namespace
@@ -443,7 +450,7 @@ void Run::write_checkpoint()
                         "n_gas={}\nn_dark={}\nn_star={}\nlast_log_step={}\nlast_log_time={}\nlast_de={}\n"
                         "last_centre_distance={}\n",
                         checkpoint_version, st.pos.size(), st.step, st.t_begin, e0_, max_de_, next_snapshot_,
-                        snapshots_written_, next_checkpoint_, log_bytes_, be_.work_group_size(), device_name(be_),
+                        snapshots_written_, next_checkpoint_, log_bytes_, be_.work_group_size(), device_label(be_.info()),
                         template_.n_gas, template_.n_dark, template_.n_star, last_.step, last_.time, last_.de,
                         last_.centre_distance);
     std::string blob;
@@ -465,6 +472,19 @@ void Run::write_checkpoint()
     if (hooks_.on_file) hooks_.on_file(checkpoint_path());
 }
 
+std::string checkpoint_device(const std::string& dir)
+{
+    const std::string path = (fs::path(dir) / "checkpoint.bin").string();
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw UsageError(fmt::format("run: no checkpoint in {} ({} cannot be read)", dir, path));
+    std::string head(64 << 10, '\0'); // the header's text is a few hundred bytes
+    f.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<std::size_t>(f.gcount()));
+    Reader rd(head, head.size(), path);
+    const auto kv = read_header(rd, path);
+    return need(kv, "device");
+}
+
 std::unique_ptr<Run> Run::resume(Backend& be, const std::string& dir, std::optional<double> t_end, RunHooks hooks)
 {
     const std::string path = (fs::path(dir) / "checkpoint.bin").string();
@@ -483,12 +503,7 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& dir, std::optio
     if (sum != fnv1a(data.data(), data.size() - sizeof sum))
         throw UsageError(fmt::format("{}: the checksum does not match (a damaged file)", path));
     Reader rd(data, data.size() - sizeof sum, path);
-    rd.text(sizeof checkpoint_magic);
-    const auto version = rd.get<std::uint32_t>();
-    const auto bom = rd.get<std::uint32_t>();
-    if (version != checkpoint_version || bom != byte_order_mark)
-        throw UsageError(fmt::format("{}: checkpoint format {} of another version or byte order", path, version));
-    const auto kv = parse_lines(rd.text(rd.get<std::uint64_t>()));
+    const auto kv = read_header(rd, path);
 
     RunOptions opt = RunOptions::from_text(kv);
     opt.out = dir;
@@ -507,7 +522,6 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& dir, std::optio
     r.snapshots_written_ = u("snapshots_written");
     r.next_checkpoint_ = u("next_checkpoint");
     r.log_bytes_ = u("log_bytes");
-    r.stored_device_ = need(kv, "device");
     const std::size_t wg = u("work_group_size");
     Snapshot& tp = r.template_;
     tp.n_gas = u("n_gas"), tp.n_dark = u("n_dark"), tp.n_star = u("n_star");

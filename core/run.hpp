@@ -104,8 +104,6 @@ public:
     double session_seconds() const noexcept { return session_seconds_; }
     double output_seconds() const noexcept { return output_seconds_; }
     std::string checkpoint_path() const;
-    /// The device a resumed run's checkpoint was written on ("backend #index name"; empty for a new run).
-    const std::string& checkpoint_device() const noexcept { return stored_device_; }
     std::string log_path() const;
 
 private:
@@ -124,7 +122,6 @@ private:
     double e0_ = 0, max_de_ = 0;
     std::uint64_t next_snapshot_ = 0, next_checkpoint_ = 0; // indices on the time grids
     std::uint64_t snapshots_written_ = 0;                    // the number of the next snapshot file
-    std::string stored_device_;
     std::uint64_t log_bytes_ = 0;
     RunRecord last_;
     std::uint64_t session_steps_ = 0;
@@ -134,6 +131,10 @@ private:
 /// Creates @p dir if needed and checks that it is writable; with @p fresh, refuses a folder that holds a
 /// checkpoint (a run to continue with --restart, not to overwrite). Throws UsageError.
 void prepare_output_dir(const std::string& dir, bool fresh);
+
+/// The device the checkpoint in @p dir was written on, in device_label's form (core/devices.hpp), read from its
+/// header alone: a restart picks the same device by default, where a continuation is bit for bit.
+std::string checkpoint_device(const std::string& dir);
 
 /// Steps from @p t_begin to @p t_end at @p dt (rounded up; a ratio within 1e-9 of a whole number counts as it).
 std::uint64_t steps_between(double t_begin, double t_end, double dt);

@@ -4,6 +4,7 @@
  */
 #include "harness.hpp"
 
+#include "devices.hpp"
 #include "error.hpp"
 
 #include <doctest/doctest.h>
@@ -67,6 +68,20 @@ TEST_CASE("an allocation larger than the device names itself in the error")
     } catch (const DeviceError& e) {
         CHECK(std::string(e.what()).find("the impossible buffer") != std::string::npos);
     }
+}
+
+TEST_CASE("a device label names the device it came from (restarts find their device by it)")
+{
+    const DeviceInfo& info = test::backend().info();
+    const std::string label = device_label(info);
+    CHECK(label == std::string(to_string(info.backend)) + " #" + std::to_string(info.index) + " " + info.name);
+    const auto found = find_device(label);
+    REQUIRE(found.has_value());
+    CHECK(found->backend == to_string(info.backend));
+    CHECK(found->device == info.index);
+    CHECK_FALSE(find_device(std::string(to_string(info.backend)) + " #999 " + info.name).has_value());
+    CHECK_FALSE(find_device(label + " (another name)").has_value());
+    CHECK_FALSE(find_device("").has_value());
 }
 
 TEST_CASE("an unknown kernel name is a DeviceError naming it")

@@ -9,6 +9,7 @@
 #include "harness.hpp"
 
 #include "direct.hpp"
+#include "devices.hpp"
 #include "error.hpp"
 #include "initial_conditions.hpp"
 #include "plummer.hpp"
@@ -365,6 +366,7 @@ TEST_CASE("run: stopped and restarted equals straight through, bit for bit (part
         CHECK(r.step() == 19);
     }
     CHECK_THROWS_AS(make(stopped), UsageError); // a folder with a run in it is not overwritten
+    CHECK(checkpoint_device(stopped.str()) == device_label(be.info())); // where `banyan run --restart` goes
     {
         auto r = Run::resume(be, stopped.str(), std::nullopt);
         CHECK(r->step() == 19);
@@ -448,8 +450,12 @@ TEST_CASE("run: damaged checkpoints and bad folders are refused clearly")
     CHECK_THROWS_AS(Run::resume(be, d.str(), std::nullopt), UsageError);
     std::ofstream(ck, std::ios::binary | std::ios::trunc) << bytes.substr(0, 100);
     CHECK_THROWS_AS(Run::resume(be, d.str(), std::nullopt), UsageError);
+    CHECK_THROWS_AS(checkpoint_device(d.str()), UsageError); // the header is cut
+    std::ofstream(ck, std::ios::binary | std::ios::trunc) << "BNYNCKPT but nothing after it";
+    CHECK_THROWS_AS(checkpoint_device(d.str()), UsageError);
     fs::remove(ck);
     CHECK_THROWS_AS(Run::resume(be, d.str(), std::nullopt), UsageError);
+    CHECK_THROWS_AS(checkpoint_device(d.str()), UsageError);
     // A path below a regular file cannot be a folder.
     RunOptions bad = o;
     bad.out = (d.path / "energy.csv" / "sub").string();
