@@ -44,7 +44,7 @@ std::string clock_text(double seconds)
 /// Options that only a new run takes (a restart reads them from its checkpoint).
 const char* const run_only[] = {"ic", "in", "n", "seed", "theta", "eps", "dt", "log-every", "snapshot-every",
                                 "checkpoint-every", "out", "pericentre", "separation", "eccentricity",
-                                "bh-fraction", "direct", "rebuild-every"};
+                                "bh-fraction", "direct"};
 
 } // namespace
 
@@ -52,8 +52,8 @@ int run_run(const std::vector<std::string>& raw_args)
 {
     Options opt("run",
                 "A whole N-body simulation on the device (paper sections 3.1, 4.2): shared-time-step leapfrog\n"
-                "(kick-drift-kick, Hut et al. 1995), the octree rebuilt (or refitted) and walked every step, energies\n"
-                "and momenta summed on the device. N-body units (G = 1). Writes to --out: snapshot_NNNNN.tipsy (standard\n"
+                "(kick-drift-kick, Hut et al. 1995), the octree rebuilt and walked every step, energies and momenta\n"
+                "summed on the device. N-body units (G = 1). Writes to --out: snapshot_NNNNN.tipsy (standard\n"
                 "big-endian tipsy, particle i of the input is particle i of every snapshot), energy.csv (one line per\n"
                 "--log-every steps: energies, dE = (E0 - E) / E0 and its largest magnitude so far, momentum, angular\n"
                 "momentum; a merger adds the distance of the two central particles) and checkpoint.bin. Ctrl-C writes\n"
@@ -79,9 +79,6 @@ int run_run(const std::vector<std::string>& raw_args)
     opt.value("separation", "R", "merger: starting distance of the two centres", "10");
     opt.value("eccentricity", "E", "merger: eccentricity of the orbit, 0 <= E < 1 (bound)", "0.9");
     opt.value("bh-fraction", "F", "merger: mass of each central particle as a fraction of its galaxy's", "0.01");
-    opt.value("rebuild-every", "K", "build the tree anew every K steps and refit it in between (same cells, "
-                                    "multipoles from the moved particles); 1 to 1000",
-              "1");
     opt.flag("direct", "direct O(N^2) summation instead of the tree (small N)");
     opt.flag("quiet", "print nothing but errors");
     opt.device_options();
@@ -136,7 +133,6 @@ int run_run(const std::vector<std::string>& raw_args)
         ro.merger.separation = opt.number("separation");
         ro.merger.eccentricity = opt.number("eccentricity");
         ro.merger.bh_fraction = opt.number("bh-fraction");
-        ro.rebuild_every = positive_count("rebuild-every", 1);
         ro.direct = opt.has("direct");
         ro.out = opt.str("out");
         ro.check();

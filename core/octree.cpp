@@ -191,34 +191,6 @@ void Octree::build(TreeTimings* timings)
     clock.finish();
 }
 
-void Octree::refit(TreeTimings* timings)
-{
-    if (n_ > 0 && cells() == 0) throw std::logic_error("Octree::refit before build()");
-    if (timings) *timings = {};
-    const Event a = timings ? be_.record() : Event{};
-    group_boxes();
-    const Event b = timings ? be_.record() : Event{};
-    compute_multipoles();
-    if (!timings) return;
-    const Event c = be_.record();
-    timings->groups = be_.elapsed_ms(a, b);
-    timings->multipoles = be_.elapsed_ms(b, c);
-    timings->total = be_.elapsed_ms(a, c);
-}
-
-void Octree::restore_cells(std::span<const bn_u64> keys, const bn_f4& frame)
-{
-    if (keys.size() != n_)
-        throw UsageError(fmt::format("tree: {} keys for {} particles", keys.size(), n_));
-    if (n_ == 0) return;
-    keys_.upload(keys);
-    frame_.upload(std::span<const bn_f4>(&frame, 1));
-    build_levels();
-    link_cells();
-    make_groups();
-    compute_multipoles();
-}
-
 void Octree::compute_keys()
 {
     if (n_ == 0) return;
@@ -310,12 +282,6 @@ void Octree::make_groups()
     grow(be_, group_count_, n_groups_, 0, "tree.group_count");
     grow(be_, group_lo_, n_groups_, 0, "tree.group_lo");
     grow(be_, group_hi_, n_groups_, 0, "tree.group_hi");
-    group_boxes();
-}
-
-void Octree::group_boxes()
-{
-    if (n_groups_ == 0) return;
     be_.launch("treeGroupBoxes", grid(n_groups_), pos_, group_first_, u32(n_groups_), u32(n_), group_count_,
                group_lo_, group_hi_);
 }
@@ -325,7 +291,7 @@ void Octree::compute_multipoles()
     const std::size_t nc = cells();
     if (nc == 0) return;
     const std::size_t stride = cell_capacity_;
-    grow(be_, moments_, BANYAN_TREE_MOMENTS * stride, 0, "tree.moments");
+    grow(be_, moments_, 10 * stride, 0, "tree.moments");
     be_.launch("treeMultipoleLeaves", grid(nc), pos_, cell_key_, cell_level_, cell_first_, cell_count_, frame_,
                u32(nc), u32(stride), moments_);
     for (int level = depth_ - 1; level >= 0; --level) {

@@ -48,17 +48,6 @@ public:
     /// @param[out] timings when given, the device time of each phase (adds device events; no other cost).
     void build(TreeTimings* timings = nullptr);
 
-    /// Keeps the cells of the last build and brings them up to date with particles that have moved since (a drift,
-    /// in place, in the order of the build): the groups' boxes and the multipoles from the current positions, each
-    /// cell's l grown to hold its particles (tree_shared.h). No keys, sort or levels: several times cheaper than
-    /// build(); the walk stays as accurate, and opens more cells as the cells spread.
-    /// @param[out] timings when given: groups, multipoles and total (the other phases did not run).
-    void refit(TreeTimings* timings = nullptr);
-
-    /// Remakes the cells and groups of a build from its sorted @p keys and @p frame (as keys() and frame() gave them
-    /// then) over the particles now set, in the same order (a restart's tree), then the multipoles as refit() does.
-    void restore_cells(std::span<const bn_u64> keys, const bn_f4& frame);
-
     /// Reorders another per-particle array the way the last build reordered the particles (out-of-place through
     /// a scratch buffer; @p a must hold at least size() elements of 4, 8 or 16 bytes).
     template <class T>
@@ -122,7 +111,6 @@ public:
     void compute_multipoles();
 
 private:
-    void group_boxes();
     Grid grid(std::size_t items) const;
     void reserve_particles(std::size_t n);
     void reserve_cells(std::size_t n, std::size_t keep);
@@ -145,7 +133,7 @@ private:
     std::size_t cell_capacity_ = 0;
     Buffer<bn_u64> cell_key_;
     Buffer<bn_u32> cell_level_, cell_parent_, cell_first_, cell_count_, cell_pbegin_, cell_pcount_;
-    Buffer<double> moments_; // BANYAN_TREE_MOMENTS doubles per cell while the multipoles are summed
+    Buffer<double> moments_; // 10 doubles per cell while the multipoles are summed
     Buffer<bn_f4> cell_com_, cell_quad0_, cell_quad1_, cell_centre_;
     // Groups.
     Buffer<bn_u32> group_first_, group_count_, group_total_;

@@ -4,10 +4,9 @@
  *
  * Checkpoint format (host byte order; the same machine writes and reads it): "BNYNCKPT", u32 version, u32 byte-order
  * mark, u64 length of a text block of key=value lines (the options and the bookkeeping, doubles in shortest
- * round-trip form), the text, then the arrays pos, vel, acc (N float4 each), ids (N u32) in device order, then
- * (from format 2) u64 K and the tree's K sorted keys (u64; K = N, or 0 without a tree) and its frame (float4), then the
+ * round-trip form), the text, then the arrays pos, vel, acc (N float4 each), ids (N u32) in device order, then the
  * fields of the input that never change (eps for N, gas rho/temp/metals, star metals/tform), and last an FNV-1a
- * 64-bit checksum of everything before it. Format 1 (no tree) is still read.
+ * 64-bit checksum of everything before it.
  */
 #include "run.hpp"
 
@@ -35,7 +34,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr char checkpoint_magic[8] = {'B', 'N', 'Y', 'N', 'C', 'K', 'P', 'T'};
-constexpr std::uint32_t checkpoint_version = 2; // 2: the tree's keys and frame, for --rebuild-every
+constexpr std::uint32_t checkpoint_version = 1;
 constexpr std::uint32_t byte_order_mark = 0x01020304u;
 
 using Clock = std::chrono::steady_clock;
@@ -163,23 +162,16 @@ void remove_stale_temporaries(const std::string& dir)
     }
 }
 
-struct Header {
-    std::uint32_t version = 0;
-    std::map<std::string, std::string> kv;
-};
-
 /// The header of a checkpoint (magic, format, byte order, then its text of key=value lines), read by @p rd.
-Header read_header(Reader& rd, const std::string& path)
+std::map<std::string, std::string> read_header(Reader& rd, const std::string& path)
 {
     if (rd.left() < 32 || rd.text(sizeof checkpoint_magic) != std::string(checkpoint_magic, sizeof checkpoint_magic))
         throw UsageError(fmt::format("{}: not a banyan checkpoint", path));
-    Header h;
-    h.version = rd.get<std::uint32_t>();
+    const auto version = rd.get<std::uint32_t>();
     const auto bom = rd.get<std::uint32_t>();
-    if (h.version < 1 || h.version > checkpoint_version || bom != byte_order_mark)
-        throw UsageError(fmt::format("{}: checkpoint format {} of another version or byte order", path, h.version));
-    h.kv = parse_lines(rd.text(rd.get<std::uint64_t>()));
-    return h;
+    if (version != checkpoint_version || bom != byte_order_mark)
+        throw UsageError(fmt::format("{}: checkpoint format {} of another version or byte order", path, version));
+    return parse_lines(rd.text(rd.get<std::uint64_t>()));
 }
 
 } // namespace
@@ -204,8 +196,6 @@ void RunOptions::check() const
         throw UsageError(fmt::format("run: --dt {} is too small for single precision", dt));
     if (!std::isfinite(t_end)) throw UsageError(fmt::format("run: --t-end must be finite, got {}", t_end));
     if (log_every < 1) throw UsageError("run: --log-every must be at least 1 step");
-    if (rebuild_every < 1 || rebuild_every > 1000)
-        throw UsageError(fmt::format("run: --rebuild-every must be 1 to 1000 steps, got {}", rebuild_every));
     if (!(snapshot_every >= 0.0 && std::isfinite(snapshot_every)))
         throw UsageError(fmt::format("run: --snapshot-every must be >= 0 (0: start and end only), got {}",
                                      snapshot_every));
@@ -234,7 +224,7 @@ std::string RunOptions::to_text() const
     line("dt", dt), line("t_end", t_end), line("log_every", log_every), line("snapshot_every", snapshot_every);
     line("checkpoint_every", checkpoint_every), line("pericentre", merger.pericentre);
     line("separation", merger.separation), line("eccentricity", merger.eccentricity);
-    line("bh_fraction", merger.bh_fraction), line("direct", direct ? 1 : 0), line("rebuild_every", rebuild_every);
+    line("bh_fraction", merger.bh_fraction), line("direct", direct ? 1 : 0);
     return s;
 }
 
@@ -250,7 +240,6 @@ RunOptions RunOptions::from_text(const std::map<std::string, std::string>& kv)
     o.merger.pericentre = d("pericentre"), o.merger.separation = d("separation");
     o.merger.eccentricity = d("eccentricity"), o.merger.bh_fraction = d("bh_fraction");
     o.direct = u("direct") != 0;
-    if (kv.count("rebuild_every")) o.rebuild_every = u("rebuild_every"); // absent before checkpoint format 2
     return o;
 }
 
@@ -261,7 +250,6 @@ SimulationOptions RunOptions::simulation() const
     s.eps = static_cast<float>(eps);
     s.dt = dt;
     s.direct = direct;
-    s.rebuild_every = static_cast<std::uint32_t>(rebuild_every);
     return s;
 }
 
@@ -466,14 +454,13 @@ void Run::write_checkpoint()
                         template_.n_gas, template_.n_dark, template_.n_star, last_.step, last_.time, last_.de,
                         last_.centre_distance);
     std::string blob;
-    blob.reserve(96 + text.size() + st.pos.size() * 68 + template_.n_gas * 12 + template_.n_star * 8);
+    blob.reserve(64 + text.size() + st.pos.size() * 60 + template_.n_gas * 12 + template_.n_star * 8);
     blob.append(checkpoint_magic, sizeof checkpoint_magic);
     put(blob, checkpoint_version);
     put(blob, byte_order_mark);
     put(blob, static_cast<std::uint64_t>(text.size()));
     blob += text;
     put_array(blob, st.pos), put_array(blob, st.vel), put_array(blob, st.acc), put_array(blob, st.ids);
-    put(blob, static_cast<std::uint64_t>(st.tree_keys.size())), put_array(blob, st.tree_keys), put(blob, st.tree_frame);
     put_array(blob, template_.eps), put_array(blob, template_.gas_rho), put_array(blob, template_.gas_temp);
     put_array(blob, template_.gas_metals), put_array(blob, template_.star_metals);
     put_array(blob, template_.star_tform);
@@ -494,8 +481,8 @@ std::string checkpoint_device(const std::string& dir)
     f.read(head.data(), static_cast<std::streamsize>(head.size()));
     head.resize(static_cast<std::size_t>(f.gcount()));
     Reader rd(head, head.size(), path);
-    const Header h = read_header(rd, path);
-    return need(h.kv, "device");
+    const auto kv = read_header(rd, path);
+    return need(kv, "device");
 }
 
 std::unique_ptr<Run> Run::resume(Backend& be, const std::string& dir, std::optional<double> t_end, RunHooks hooks)
@@ -516,8 +503,7 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& dir, std::optio
     if (sum != fnv1a(data.data(), data.size() - sizeof sum))
         throw UsageError(fmt::format("{}: the checksum does not match (a damaged file)", path));
     Reader rd(data, data.size() - sizeof sum, path);
-    const Header header = read_header(rd, path);
-    const auto& kv = header.kv;
+    const auto kv = read_header(rd, path);
 
     RunOptions opt = RunOptions::from_text(kv);
     opt.out = dir;
@@ -542,12 +528,6 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& dir, std::optio
     if (tp.size() != n) rd.fail();
     st.pos = rd.array<bn_f4>(n), st.vel = rd.array<bn_f4>(n), st.acc = rd.array<bn_f4>(n);
     st.ids = rd.array<bn_u32>(n);
-    if (header.version >= 2) {
-        const auto keys = rd.get<std::uint64_t>();
-        if (keys != 0 && keys != n) rd.fail();
-        st.tree_keys = rd.array<bn_u64>(keys);
-        st.tree_frame = rd.get<bn_f4>();
-    }
     tp.eps = rd.array<float>(n);
     tp.gas_rho = rd.array<float>(tp.n_gas), tp.gas_temp = rd.array<float>(tp.n_gas);
     tp.gas_metals = rd.array<float>(tp.n_gas);

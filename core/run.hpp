@@ -44,7 +44,6 @@ struct RunOptions {
     double snapshot_every = 1;      ///< time between snapshots (0: only at the start and the end)
     double checkpoint_every = 1;    ///< time between checkpoints (0: only at the start, the end and when stopped)
     MergerOptions merger;
-    std::uint64_t rebuild_every = 1; ///< steps between tree builds, refits in between (SimulationOptions)
     bool direct = false; ///< direct summation instead of the tree (small N, tests)
     std::string out = "banyan-run";
 

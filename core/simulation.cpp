@@ -40,8 +40,6 @@ Simulation::Simulation(Backend& be, const SimulationOptions& options)
         throw UsageError(fmt::format("simulation: theta must be in (0, 1], got {}", options.theta));
     if (!(options.eps >= 0.0f && std::isfinite(options.eps)))
         throw UsageError(fmt::format("simulation: eps must be finite and >= 0, got {}", options.eps));
-    if (options.rebuild_every < 1)
-        throw UsageError("simulation: the tree must be rebuilt every 1 or more steps (rebuild_every >= 1)");
     partials_ = be_.alloc<double>(BANYAN_ENERGY_TERMS * energy_max_groups, "sim.energy_partials");
     totals_ = be_.alloc<double>(BANYAN_ENERGY_TERMS, "sim.energy_totals");
     tracked_ = be_.alloc<bn_f4>(2, "sim.tracked");
@@ -74,7 +72,7 @@ void Simulation::start(std::span<const bn_f4> pos, std::span<const bn_f4> vel, d
     times_ = {};
     ensure_size(be_, acc_, n_, "sim.acc");
     tree_.set_particles(pos, vel);
-    compute_forces(true);
+    compute_forces();
 }
 
 void Simulation::restore(const SimulationState& s)
@@ -97,8 +95,6 @@ void Simulation::restore(const SimulationState& s)
     ensure_size(be_, acc_, n_, "sim.acc");
     tree_.set_particles(s.pos, s.vel, s.ids);
     acc_.upload(s.acc);
-    // The cells a straight run would refit next: those of its last build, remade from that build's keys.
-    if (!s.tree_keys.empty() && !options_.direct) tree_.restore_cells(s.tree_keys, s.tree_frame);
 }
 
 SimulationState Simulation::save()
@@ -110,14 +106,10 @@ SimulationState Simulation::save()
     s.vel = tree_.vel().download(n_);
     s.acc = acc_.download(n_);
     s.ids = tree_.ids().download(n_);
-    if (tree_.cells() > 0) {
-        s.tree_keys = tree_.keys().download(n_);
-        s.tree_frame = tree_.frame().at(0);
-    }
     return s;
 }
 
-void Simulation::compute_forces(bool rebuild)
+void Simulation::compute_forces()
 {
     if (options_.direct) {
         const Event a = be_.record();
@@ -127,8 +119,7 @@ void Simulation::compute_forces(bool rebuild)
         return;
     }
     TreeTimings tt;
-    if (rebuild || tree_.cells() == 0) tree_.build(&tt);
-    else tree_.refit(&tt);
+    tree_.build(&tt);
     double walk_ms = 0;
     forces_.compute(tree_, options_.theta, options_.eps, &walk_ms);
     acc_.copy_from(forces_.acc(), n_);
@@ -144,7 +135,7 @@ void Simulation::step()
     const Event e0 = be_.record();
     be_.launch("integrateKickDrift", grid(n_), tree_.pos(), tree_.vel(), acc_, u32(n_), half, dt);
     const Event e1 = be_.record();
-    compute_forces((step_ + 1) % options_.rebuild_every == 0);
+    compute_forces();
     const Event e2 = be_.record();
     be_.launch("integrateKick", grid(n_), tree_.vel(), acc_, u32(n_), half);
     const Event e3 = be_.record();

@@ -28,10 +28,6 @@ struct SimulationOptions {
     /// Forces by direct summation (single precision, core/direct.hpp) instead of the tree; the particles then stay
     /// in their input order. For tests (momentum conservation, the integrator against a CPU reference).
     bool direct = false;
-    /// The tree is built anew at the start and for the positions after step s when s is a multiple of
-    /// rebuild_every, and refitted otherwise (Octree::refit: the same cells, multipoles from the current positions).
-    /// 1: built every step, as in the paper.
-    std::uint32_t rebuild_every = 1;
 };
 
 /// Energies and momenta of the particles on the device, summed in double precision.
@@ -45,7 +41,7 @@ struct Energies {
 
 /// Device time spent in each phase, in milliseconds, summed over steps.
 struct PhaseTimes {
-    double build = 0;     ///< the octree: keys, sort, levels, links, groups, multipoles (or its refit)
+    double build = 0;     ///< the octree: keys, sort, levels, links, groups, multipoles
     double forces = 0;    ///< the tree walk (or direct summation)
     double integrate = 0; ///< kick and drift
     double energies = 0;  ///< energy and momentum sums
@@ -59,10 +55,6 @@ struct SimulationState {
     std::vector<bn_f4> vel; ///< vx, vy, vz, 0
     std::vector<bn_f4> acc; ///< ax, ay, az, potential of the last force evaluation (at the current positions)
     std::vector<bn_u32> ids; ///< ids[i]: the input index of the particle at device position i
-    /// The tree's cells as of its last build, which refits keep: its sorted keys (device order) and frame. Empty
-    /// when there is no tree (direct forces); then the next step builds one.
-    std::vector<bn_u64> tree_keys;
-    bn_f4 tree_frame{0, 0, 0, 0};
 };
 
 class Simulation {
@@ -79,7 +71,7 @@ public:
     /// Downloads the exact device state.
     SimulationState save();
 
-    /// One kick-drift-kick step: v += a dt/2, x += v dt, rebuild (or refit) the tree, new forces, v += a dt/2.
+    /// One kick-drift-kick step: v += a dt/2, x += v dt, rebuild the tree, new forces, v += a dt/2.
     void step();
 
     /// Energies and momenta at the current time (velocities and positions are synchronised after every step).
@@ -107,7 +99,7 @@ public:
     const TreeForces& forces() const noexcept { return forces_; }
 
 private:
-    void compute_forces(bool rebuild);
+    void compute_forces();
     Grid grid(std::size_t items) const;
 
     Backend& be_;

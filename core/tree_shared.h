@@ -42,11 +42,6 @@
  *   cell_centre bn_f4   (geometric centre x, y, z, l)
  * Q_ij = sum over the cell's particles of m (x_i - com_i)(x_j - com_j): the second moment about the centre of mass
  * (not trace-free; the walk forms 3 Q_ij - delta_ij tr Q where it needs it). delta = |com - geometric centre|.
- * l is the side of the cube about the geometric centre that holds the cell's particles: the cell's own side
- * 2^-level * frame side, or, where particles have moved out of their cell since the build (a refit, Octree::refit),
- * twice the largest distance along an axis from the centre to a particle, whichever is larger. In double
- * precision, l = max(side, 2 max_k max(hi_k - centre_k, centre_k - lo_k)) with lo, hi the particles' bounding box,
- * then rounded to single.
  * Multipoles are accumulated in double precision and stored in single (section 3.2).
  *
  * Groups (for the walk, section 2.2). A cell with at most N_crit particles whose parent has more (or the root, when
@@ -71,7 +66,6 @@
 #define BANYAN_TREE_RETIRED_BIT 0x80000000u              /* build only: an active-list entry now in a leaf */
 #define BANYAN_TREE_MIN_EXP (-100)                       /* the side of the cube is 2^e, e in [-100, 127] */
 #define BANYAN_TREE_MAX_EXP 127
-#define BANYAN_TREE_MOMENTS 16 /* doubles per cell while multipoles are summed (layout: kernels_cl/tree_multipoles.cl) */
 
 #if defined(BANYAN_LANG_OPENCL)
 #define BN_TREE_U64(c) c##UL

@@ -4,11 +4,9 @@
  *        core/octree.cpp): mass, centre of mass and quadrupole of every cell, leaves first from their particles,
  *        then nodes one level at a time from the bottom up, in double precision; then single-precision storage with
  *        each cell's geometric centre, size l and delta = |com - centre| for the opening test d > l / theta + delta.
- *        The same kernels refit a tree whose particles have moved since it was built (Octree::refit).
  *
  * Moments while summing: moments[k * stride + c] for k = 0 mass, 1..3 centre of mass, 4..9 Qxx Qyy Qzz Qxy Qxz Qyz
- * (about the centre of mass), 10..12 and 13..15 the low and high corners of the particles' bounding box (for l,
- * tree_shared.h; BANYAN_TREE_MOMENTS in all). A massless cell takes its geometric centre as centre of mass. Each sum runs in a
+ * (about the centre of mass). A massless cell takes its geometric centre as centre of mass. Each sum runs in a
  * fixed order in one work-item, so the result does not change from run to run. The CUDA twin is
  * kernels_cu/tree_multipoles.cu.
  */
@@ -35,7 +33,6 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void treeMultipo
     if (c >= ncells || !bn_tree_is_leaf(cell_count[c])) return;
     const bn_u32 b = cell_first[c], e = b + bn_tree_count(cell_count[c]);
     double m = 0.0, sx = 0.0, sy = 0.0, sz = 0.0;
-    float3 lo = pos[b].xyz, hi = lo;
     for (bn_u32 i = b; i < e; ++i) {
         const bn_f4 p = pos[i];
         const double w = p.w;
@@ -43,8 +40,6 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void treeMultipo
         sx += w * p.x;
         sy += w * p.y;
         sz += w * p.z;
-        lo = fmin(lo, p.xyz);
-        hi = fmax(hi, p.xyz);
     }
     double com[3];
     if (m > 0.0) {
@@ -63,8 +58,6 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void treeMultipo
     moments[c] = m;
     for (int k = 0; k < 3; ++k) moments[(k + 1) * stride + c] = com[k];
     for (int k = 0; k < 6; ++k) moments[(k + 4) * stride + c] = q[k];
-    moments[10 * stride + c] = lo.x, moments[11 * stride + c] = lo.y, moments[12 * stride + c] = lo.z;
-    moments[13 * stride + c] = hi.x, moments[14 * stride + c] = hi.y, moments[15 * stride + c] = hi.z;
 }
 
 /* Moments of the nodes among cells [begin, end) (one level) from their children, one level below and already
@@ -107,20 +100,10 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void treeMultipo
     moments[c] = m;
     for (int k = 0; k < 3; ++k) moments[(k + 1) * stride + c] = com[k];
     for (int k = 0; k < 6; ++k) moments[(k + 4) * stride + c] = q[k];
-    for (int k = 10; k < 13; ++k) { /* the bounding box of the children's boxes */
-        double lo = moments[k * stride + b], hi = moments[(k + 3) * stride + b];
-        for (bn_u32 ch = b + 1; ch < e; ++ch) {
-            lo = fmin(lo, moments[k * stride + ch]);
-            hi = fmax(hi, moments[(k + 3) * stride + ch]);
-        }
-        moments[k * stride + c] = lo;
-        moments[(k + 3) * stride + c] = hi;
-    }
 }
 
 /* Rounds the moments of cell c < ncells to single precision, with its geometry: cell_com = (com, mass),
- * cell_quad0 = (Qxx, Qyy, Qzz, Qxy), cell_quad1 = (Qxz, Qyz, delta, l), cell_centre = (centre, l); l holds the
- * particles even where they have left their cell since the build (tree_shared.h).
+ * cell_quad0 = (Qxx, Qyy, Qzz, Qxy), cell_quad1 = (Qxz, Qyz, delta, l), cell_centre = (centre, l).
  * Work-group BANYAN_WG; no local memory. */
 __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void treeMultipoleStore(
     __global const double* moments, __global const bn_u64* cell_key, __global const bn_u32* cell_level,
@@ -134,12 +117,7 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void treeMultipo
     const double cx = moments[stride + c], cy = moments[2 * stride + c], cz = moments[3 * stride + c];
     const double dx = cx - centre[0], dy = cy - centre[1], dz = cz - centre[2];
     const float delta = (float)sqrt(dx * dx + dy * dy + dz * dz);
-    double reach = 0.0; /* the largest distance along an axis from the centre to one of the cell's particles */
-    for (int k = 0; k < 3; ++k) {
-        const double lo = moments[(10 + k) * stride + c], hi = moments[(13 + k) * stride + c];
-        reach = fmax(reach, fmax(hi - centre[k], centre[k] - lo));
-    }
-    const float l = (float)fmax((double)(frame[0].w * bn_tree_pow2(-(int)cell_level[c])), 2.0 * reach);
+    const float l = frame[0].w * bn_tree_pow2(-(int)cell_level[c]);
     cell_com[c] = (float4)((float)cx, (float)cy, (float)cz, (float)moments[c]);
     cell_quad0[c] = (float4)((float)moments[4 * stride + c], (float)moments[5 * stride + c],
                              (float)moments[6 * stride + c], (float)moments[7 * stride + c]);

@@ -5,7 +5,7 @@
  *
  * The CUDA twin of kernels_cl/tree_multipoles.cl, which describes the moments layout: leaves from their particles,
  * then nodes level by level from their children, in double precision; then single-precision storage with the
- * geometric centre, size l and delta of every cell. The same kernels refit a tree (Octree::refit).
+ * geometric centre, size l and delta of every cell.
  */
 #include "device_shared.h"
 
@@ -41,7 +41,6 @@ __global__ void __launch_bounds__(BANYAN_WG) treeMultipoleLeaves(const bn_f4* __
     if (c >= ncells || !bn_tree_is_leaf(cell_count[c])) return;
     const bn_u32 b = cell_first[c], e = b + bn_tree_count(cell_count[c]);
     double m = 0.0, sx = 0.0, sy = 0.0, sz = 0.0;
-    float lo[3] = {pos[b].x, pos[b].y, pos[b].z}, hi[3] = {lo[0], lo[1], lo[2]};
     for (bn_u32 i = b; i < e; ++i) {
         const bn_f4 p = pos[i];
         const double w = p.w;
@@ -49,8 +48,6 @@ __global__ void __launch_bounds__(BANYAN_WG) treeMultipoleLeaves(const bn_f4* __
         sx += w * p.x;
         sy += w * p.y;
         sz += w * p.z;
-        lo[0] = fminf(lo[0], p.x), lo[1] = fminf(lo[1], p.y), lo[2] = fminf(lo[2], p.z);
-        hi[0] = fmaxf(hi[0], p.x), hi[1] = fmaxf(hi[1], p.y), hi[2] = fmaxf(hi[2], p.z);
     }
     double com[3];
     if (m > 0.0) {
@@ -69,7 +66,6 @@ __global__ void __launch_bounds__(BANYAN_WG) treeMultipoleLeaves(const bn_f4* __
     moments[c] = m;
     for (int k = 0; k < 3; ++k) moments[(k + 1) * stride + c] = com[k];
     for (int k = 0; k < 6; ++k) moments[(k + 4) * stride + c] = q[k];
-    for (int k = 0; k < 3; ++k) moments[(10 + k) * stride + c] = lo[k], moments[(13 + k) * stride + c] = hi[k];
 }
 BANYAN_CUDA_KERNEL(treeMultipoleLeaves);
 
@@ -114,20 +110,10 @@ __global__ void __launch_bounds__(BANYAN_WG) treeMultipoleNodes(const bn_u64* __
     moments[c] = m;
     for (int k = 0; k < 3; ++k) moments[(k + 1) * stride + c] = com[k];
     for (int k = 0; k < 6; ++k) moments[(k + 4) * stride + c] = q[k];
-    for (int k = 10; k < 13; ++k) { // the bounding box of the children's boxes
-        double lo = moments[k * stride + b], hi = moments[(k + 3) * stride + b];
-        for (bn_u32 ch = b + 1; ch < e; ++ch) {
-            lo = fmin(lo, moments[k * stride + ch]);
-            hi = fmax(hi, moments[(k + 3) * stride + ch]);
-        }
-        moments[k * stride + c] = lo;
-        moments[(k + 3) * stride + c] = hi;
-    }
 }
 BANYAN_CUDA_KERNEL(treeMultipoleNodes);
 
-/// Rounds the moments of cell c < ncells to single precision with its geometry (layout in tree_shared.h; l holds the
-/// particles even where they have left their cell since the build).
+/// Rounds the moments of cell c < ncells to single precision with its geometry (layout in tree_shared.h).
 /// Block BANYAN_WG; no shared memory.
 __global__ void __launch_bounds__(BANYAN_WG) treeMultipoleStore(
     const double* __restrict__ moments, const bn_u64* __restrict__ cell_key, const bn_u32* __restrict__ cell_level,
@@ -141,13 +127,7 @@ __global__ void __launch_bounds__(BANYAN_WG) treeMultipoleStore(
     const double cx = moments[stride + c], cy = moments[2 * stride + c], cz = moments[3 * stride + c];
     const double dx = cx - centre[0], dy = cy - centre[1], dz = cz - centre[2];
     const float delta = static_cast<float>(sqrt(dx * dx + dy * dy + dz * dz));
-    double reach = 0.0; // the largest distance along an axis from the centre to one of the cell's particles
-    for (int k = 0; k < 3; ++k) {
-        const double lo = moments[(10 + k) * stride + c], hi = moments[(13 + k) * stride + c];
-        reach = fmax(reach, fmax(hi - centre[k], centre[k] - lo));
-    }
-    const float l = static_cast<float>(
-        fmax(static_cast<double>(frame[0].w * bn_tree_pow2(-static_cast<int>(cell_level[c]))), 2.0 * reach));
+    const float l = frame[0].w * bn_tree_pow2(-static_cast<int>(cell_level[c]));
     cell_com[c] = make_float4(static_cast<float>(cx), static_cast<float>(cy), static_cast<float>(cz),
                               static_cast<float>(moments[c]));
     cell_quad0[c] = make_float4(static_cast<float>(moments[4 * stride + c]), static_cast<float>(moments[5 * stride + c]),

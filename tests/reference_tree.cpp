@@ -85,81 +85,6 @@ bn_u64 reference_morton(bn_u32 ix, bn_u32 iy, bn_u32 iz)
 
 int RefTree::depth() const { return cell_level.empty() ? -1 : static_cast<int>(cell_level.back()); }
 
-void reference_refit(RefTree& t)
-{
-    // Group boxes: the componentwise min and max of the positions.
-    const std::size_t ng = t.group_first.size();
-    t.group_lo.assign(ng, bn_f4{});
-    t.group_hi.assign(ng, bn_f4{});
-    for (std::size_t g = 0; g < ng; ++g) {
-        bn_f4 gl{std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity(),
-                 std::numeric_limits<float>::infinity(), 0.0f};
-        bn_f4 gh{-gl.x, -gl.y, -gl.z, 0.0f};
-        for (bn_u32 i = t.group_first[g]; i < t.group_first[g] + t.group_count[g]; ++i) {
-            gl.x = std::min(gl.x, t.pos[i].x);
-            gl.y = std::min(gl.y, t.pos[i].y);
-            gl.z = std::min(gl.z, t.pos[i].z);
-            gh.x = std::max(gh.x, t.pos[i].x);
-            gh.y = std::max(gh.y, t.pos[i].y);
-            gh.z = std::max(gh.z, t.pos[i].z);
-        }
-        t.group_lo[g] = gl;
-        t.group_hi[g] = gh;
-    }
-
-    // Multipoles, directly from the particles of each cell, in double precision.
-    const std::size_t nc = t.cells();
-    t.multipole.assign(nc, RefMultipole{});
-    const double side = std::ldexp(1.0, t.exponent);
-    for (std::size_t i = 0; i < nc; ++i) {
-        RefMultipole& m = t.multipole[i];
-        const bn_u32 b = t.cell_pbegin[i], e = b + t.cell_pcount[i];
-        // Geometry from the cell key: low corner in grid units plus half the cell's span.
-        const int level = static_cast<int>(t.cell_level[i]);
-        const double span = std::ldexp(1.0, BANYAN_MAX_DEPTH - level); // grid units
-        const bn_u64 k = t.cell_key[i];
-        bn_u32 g[3] = {0, 0, 0};
-        for (int bit = 0; bit < BANYAN_MAX_DEPTH; ++bit) {
-            g[0] |= static_cast<bn_u32>((k >> (3 * bit + 2)) & 1u) << bit;
-            g[1] |= static_cast<bn_u32>((k >> (3 * bit + 1)) & 1u) << bit;
-            g[2] |= static_cast<bn_u32>((k >> (3 * bit)) & 1u) << bit;
-        }
-        const double unit = std::ldexp(side, -BANYAN_MAX_DEPTH);
-        for (int a = 0; a < 3; ++a) m.centre[a] = static_cast<double>(t.lo[a]) + (g[a] + 0.5 * span) * unit;
-
-        double sx = 0, sy = 0, sz = 0;
-        for (bn_u32 p = b; p < e; ++p) {
-            const double w = t.pos[p].w;
-            m.mass += w;
-            sx += w * t.pos[p].x;
-            sy += w * t.pos[p].y;
-            sz += w * t.pos[p].z;
-        }
-        if (m.mass > 0) m.com = {sx / m.mass, sy / m.mass, sz / m.mass};
-        else m.com = m.centre; // a massless cell: its geometric centre
-        for (bn_u32 p = b; p < e; ++p) {
-            const double w = t.pos[p].w;
-            const double d[3] = {t.pos[p].x - m.com[0], t.pos[p].y - m.com[1], t.pos[p].z - m.com[2]};
-            m.quad[0] += w * d[0] * d[0];
-            m.quad[1] += w * d[1] * d[1];
-            m.quad[2] += w * d[2] * d[2];
-            m.quad[3] += w * d[0] * d[1];
-            m.quad[4] += w * d[0] * d[2];
-            m.quad[5] += w * d[1] * d[2];
-        }
-        double d2 = 0;
-        for (int a = 0; a < 3; ++a) d2 += (m.com[a] - m.centre[a]) * (m.com[a] - m.centre[a]);
-        // The cell's side, or the cube about its centre that holds particles that have moved out of it.
-        double reach = 0;
-        for (bn_u32 p = b; p < e; ++p) {
-            const double x[3] = {t.pos[p].x, t.pos[p].y, t.pos[p].z};
-            for (int a = 0; a < 3; ++a) reach = std::max(reach, std::abs(x[a] - m.centre[a]));
-        }
-        m.size = std::max(std::ldexp(side, -level), 2 * reach);
-        m.delta = std::sqrt(d2);
-    }
-}
-
 RefTree build_reference_tree(std::span<const bn_f4> pos, std::span<const bn_f4> vel)
 {
     if (!vel.empty() && vel.size() != pos.size()) throw std::invalid_argument("pos and vel differ in size");
@@ -249,8 +174,21 @@ RefTree build_reference_tree(std::span<const bn_f4> pos, std::span<const bn_f4> 
 
     // Groups, depth first in key order, so they come out by increasing first particle.
     auto add_group = [&](bn_u32 first, bn_u32 count) {
+        bn_f4 gl{std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity(),
+                 std::numeric_limits<float>::infinity(), 0.0f};
+        bn_f4 gh{-gl.x, -gl.y, -gl.z, 0.0f};
+        for (bn_u32 i = first; i < first + count; ++i) {
+            gl.x = std::min(gl.x, t.pos[i].x);
+            gl.y = std::min(gl.y, t.pos[i].y);
+            gl.z = std::min(gl.z, t.pos[i].z);
+            gh.x = std::max(gh.x, t.pos[i].x);
+            gh.y = std::max(gh.y, t.pos[i].y);
+            gh.z = std::max(gh.z, t.pos[i].z);
+        }
         t.group_first.push_back(first);
         t.group_count.push_back(count);
+        t.group_lo.push_back(gl);
+        t.group_hi.push_back(gh);
     };
     auto groups = [&](auto&& self, std::size_t c) -> void {
         const Node& node = nodes[c];
@@ -265,7 +203,50 @@ RefTree build_reference_tree(std::span<const bn_f4> pos, std::span<const bn_f4> 
     };
     groups(groups, 0);
 
-    reference_refit(t);
+    // Multipoles, directly from the particles of each cell, in double precision.
+    const double side = std::ldexp(1.0, t.exponent);
+    t.multipole.resize(nc);
+    for (std::size_t i = 0; i < nc; ++i) {
+        RefMultipole& m = t.multipole[i];
+        const bn_u32 b = t.cell_pbegin[i], e = b + t.cell_pcount[i];
+        // Geometry from the cell key: low corner in grid units plus half the cell's span.
+        const int level = static_cast<int>(t.cell_level[i]);
+        const double span = std::ldexp(1.0, BANYAN_MAX_DEPTH - level); // grid units
+        const bn_u64 k = t.cell_key[i];
+        bn_u32 g[3] = {0, 0, 0};
+        for (int bit = 0; bit < BANYAN_MAX_DEPTH; ++bit) {
+            g[0] |= static_cast<bn_u32>((k >> (3 * bit + 2)) & 1u) << bit;
+            g[1] |= static_cast<bn_u32>((k >> (3 * bit + 1)) & 1u) << bit;
+            g[2] |= static_cast<bn_u32>((k >> (3 * bit)) & 1u) << bit;
+        }
+        const double unit = std::ldexp(side, -BANYAN_MAX_DEPTH);
+        for (int a = 0; a < 3; ++a) m.centre[a] = static_cast<double>(t.lo[a]) + (g[a] + 0.5 * span) * unit;
+
+        double sx = 0, sy = 0, sz = 0;
+        for (bn_u32 p = b; p < e; ++p) {
+            const double w = t.pos[p].w;
+            m.mass += w;
+            sx += w * t.pos[p].x;
+            sy += w * t.pos[p].y;
+            sz += w * t.pos[p].z;
+        }
+        if (m.mass > 0) m.com = {sx / m.mass, sy / m.mass, sz / m.mass};
+        else m.com = m.centre; // a massless cell: its geometric centre
+        for (bn_u32 p = b; p < e; ++p) {
+            const double w = t.pos[p].w;
+            const double d[3] = {t.pos[p].x - m.com[0], t.pos[p].y - m.com[1], t.pos[p].z - m.com[2]};
+            m.quad[0] += w * d[0] * d[0];
+            m.quad[1] += w * d[1] * d[1];
+            m.quad[2] += w * d[2] * d[2];
+            m.quad[3] += w * d[0] * d[1];
+            m.quad[4] += w * d[0] * d[2];
+            m.quad[5] += w * d[1] * d[2];
+        }
+        double d2 = 0;
+        for (int a = 0; a < 3; ++a) d2 += (m.com[a] - m.centre[a]) * (m.com[a] - m.centre[a]);
+        m.size = std::ldexp(side, -level);
+        m.delta = std::sqrt(d2);
+    }
     return t;
 }
 

@@ -23,7 +23,7 @@ struct RefMultipole {
     std::array<double, 3> com{};    ///< centre of mass
     std::array<double, 6> quad{};   ///< xx, yy, zz, xy, xz, yz about the centre of mass
     std::array<double, 3> centre{}; ///< geometric centre
-    double size = 0;                ///< side l: the cell's, or larger to hold particles moved out of it
+    double size = 0;                ///< side l
     double delta = 0;               ///< |com - centre|
 };
 
@@ -51,10 +51,6 @@ struct RefTree {
 
 /// Builds the reference tree of particles @p pos (w = mass) and @p vel (may be empty: then vel stays empty).
 RefTree build_reference_tree(std::span<const bn_f4> pos, std::span<const bn_f4> vel = {});
-
-/// Brings the group boxes and multipoles of @p t up to date with t.pos, keeping the cells (the device's
-/// Octree::refit): for particles moved after the build.
-void reference_refit(RefTree& t);
 
 /// The reference Morton key of grid coordinates, bit by bit.
 bn_u64 reference_morton(bn_u32 ix, bn_u32 iy, bn_u32 iz);

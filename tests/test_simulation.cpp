@@ -219,8 +219,7 @@ TEST_CASE("simulation: snapshots in input order, tracked particles, save and res
     Merger m = galaxy_merger(n, 11);
     Simulation sim(be, SimulationOptions{});
     sim.start(m.particles.pos, m.particles.vel, 2.5);
-    for (int i = 0; i < 3; ++i)
-        sim.step();
+    for (int i = 0; i < 3; ++i) sim.step();
     CHECK(sim.time() == 2.5 + 3.0 / 64);
     const SimulationState s = sim.save();
     std::vector<bn_f4> pos, vel, acc;
@@ -300,193 +299,135 @@ TEST_CASE("simulation: momentum and angular momentum are conserved to round-off 
 TEST_CASE("simulation: energy of a Plummer sphere (N 4096, theta 0.5, eps 0.05, dt 1/64, 640 steps)")
 {
     auto& be = test::backend();
-    // The tree built every step (the paper's scheme), and every 4th step with refits in between.
-    for (std::uint32_t rebuild_every : {1u, 4u}) {
-        INFO("tree rebuilt every " << rebuild_every << " steps");
-        SimulationOptions o;
-        o.theta = 0.5f;
-        o.eps = 0.05f;
-        o.dt = 1.0 / 64;
-        o.rebuild_every = rebuild_every;
-        Simulation sim(be, o);
-        Particles p = plummer(4096, 1);
-        const auto t0 = std::chrono::steady_clock::now();
-        sim.start(p.pos, p.vel, 0.0);
-        const double e0 = sim.energies().total();
-        double worst = 0;
-        for (int step = 1; step <= 640; ++step) {
-            sim.step();
-            if (step % 4 == 0) worst = std::max(worst, std::fabs((e0 - sim.energies().total()) / e0));
-        }
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        MESSAGE(fmt::format("Plummer N 4096, 640 steps to t = 10, tree rebuilt every {} steps: max |dE/E| {:.3e} "
-                            "({:.1f} s)",
-                            rebuild_every, worst, seconds));
-        CHECK(sim.time() == 10.0);
-        CHECK(worst <= 1e-4);
-        CHECK(e0 < -0.24);
-        CHECK(e0 > -0.26);
-    }
-}
-
-TEST_CASE("simulation: a tree refitted for 15 steps gives forces as accurate as a fresh one (rebuild_every 16)")
-{
-    auto& be = test::backend();
     SimulationOptions o;
     o.theta = 0.5f;
     o.eps = 0.05f;
-    o.rebuild_every = 16;
+    o.dt = 1.0 / 64;
     Simulation sim(be, o);
-    const std::size_t n = 4096;
-    const Particles p = plummer(n, 3);
+    Particles p = plummer(4096, 1);
+    const auto t0 = std::chrono::steady_clock::now();
     sim.start(p.pos, p.vel, 0.0);
-    for (int step = 1; step <= 15; ++step)
-        sim.step(); // steps 1..15 refit the tree of the start
-    CHECK(sim.tree().size() == n);
-
-    // Relative acceleration errors against double-precision direct summation at the same positions.
-    const auto pos = sim.tree().pos().download(n);
-    Buffer<double> exact = be.alloc<double>(4 * n, "test.exact");
-    direct_forces_f64(be, sim.tree().pos(), n, o.eps, exact);
-    const auto ex = exact.download(4 * n);
-    auto errors = [&](const std::vector<bn_f4>& acc) {
-        std::vector<double> e(n);
-        for (std::size_t i = 0; i < n; ++i) {
-            const double dx = acc[i].x - ex[4 * i], dy = acc[i].y - ex[4 * i + 1], dz = acc[i].z - ex[4 * i + 2];
-            const double a =
-                std::sqrt(ex[4 * i] * ex[4 * i] + ex[4 * i + 1] * ex[4 * i + 1] + ex[4 * i + 2] * ex[4 * i + 2]);
-            e[i] = std::sqrt(dx * dx + dy * dy + dz * dz) / a;
-        }
-        std::sort(e.begin(), e.end());
-        return std::pair{e[n / 2], e[n * 99 / 100]};
-    };
-    const auto [refit_median, refit_p99] = errors(sim.acc().download(n));
-    const auto [fresh_median, fresh_p99] = errors(tree_forces(be, pos, o.theta, o.eps).acc);
-    MESSAGE(fmt::format("refitted tree (15 steps old): median {:.2e}, 99th {:.2e}; fresh tree: {:.2e}, {:.2e}",
-                        refit_median, refit_p99, fresh_median, fresh_p99));
-    CHECK(refit_median <= 1.25 * fresh_median);
-    CHECK(refit_p99 <= 1.25 * fresh_p99);
-    CHECK(fresh_median < 1e-3); // the comparison itself is meaningful
-
-    // The cells of the start are still in use: a rebuild at step 16 changes them.
-    const auto keys_before = sim.tree().keys().download(n);
-    sim.step();
-    CHECK(sim.tree().keys().download(n) != keys_before);
+    const double e0 = sim.energies().total();
+    double worst = 0;
+    for (int step = 1; step <= 640; ++step) {
+        sim.step();
+        if (step % 4 == 0) worst = std::max(worst, std::fabs((e0 - sim.energies().total()) / e0));
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    MESSAGE(fmt::format("Plummer N 4096, 640 steps to t = 10: max |dE/E| {:.3e} ({:.1f} s)", worst, seconds));
+    CHECK(sim.time() == 10.0);
+    CHECK(worst <= 1e-4);
+    CHECK(e0 < -0.24);
+    CHECK(e0 > -0.26);
 }
 
 TEST_CASE("run: stopped and restarted equals straight through, bit for bit (particles, snapshots, log)")
 {
-    // With the tree built every step, and every third step: then the stop (step 19) and the checkpoint a kill goes
-    // back to (step 16) fall between two builds, and the restart must remake the refitted tree of the straight run.
-    for (std::uint64_t rebuild_every : {1u, 3u}) {
-        INFO("tree rebuilt every " << rebuild_every << " steps");
-        auto& be = test::backend();
-        TempDir straight("run-straight"), stopped("run-stopped"), killed("run-killed");
-        RunOptions o;
-        o.rebuild_every = rebuild_every;
-        o.ic = "merger";
-        o.n = 3000;
-        o.seed = 4;
-        o.theta = 0.6;
-        o.eps = 0.05;
-        o.dt = 1.0 / 32;
-        o.t_end = 1.5; // 48 steps
-        o.log_every = 5;
-        o.snapshot_every = 0.25; // every 8 steps
-        o.checkpoint_every = 0.5;
+    auto& be = test::backend();
+    TempDir straight("run-straight"), stopped("run-stopped"), killed("run-killed");
+    RunOptions o;
+    o.ic = "merger";
+    o.n = 3000;
+    o.seed = 4;
+    o.theta = 0.6;
+    o.eps = 0.05;
+    o.dt = 1.0 / 32;
+    o.t_end = 1.5;           // 48 steps
+    o.log_every = 5;
+    o.snapshot_every = 0.25; // every 8 steps
+    o.checkpoint_every = 0.5;
 
-        auto make = [&](const TempDir& d) {
-            RunOptions x = o;
-            x.out = d.str();
-            return std::make_unique<Run>(be, x, initial_conditions(x));
+    auto make = [&](const TempDir& d) {
+        RunOptions x = o;
+        x.out = d.str();
+        return std::make_unique<Run>(be, x, initial_conditions(x));
+    };
+    {
+        auto r = make(straight);
+        CHECK(r->end_step() == 48);
+        CHECK(r->run() == Run::Outcome::finished);
+        CHECK(r->step() == 48);
+        CHECK(r->max_de() < 1e-3);
+        CHECK(r->last_record().centre_distance > 0);
+    }
+    // Stopped (as by Ctrl-C) at step 19, between grid points, then continued in a new Run.
+    {
+        volatile std::sig_atomic_t stop = 0;
+        RunOptions x = o;
+        x.out = stopped.str();
+        Run* self = nullptr;
+        RunHooks hooks;
+        hooks.on_step = [&] {
+            if (self->step() == 19) stop = 1;
         };
-        {
-            auto r = make(straight);
-            CHECK(r->end_step() == 48);
-            CHECK(r->run() == Run::Outcome::finished);
-            CHECK(r->step() == 48);
-            CHECK(r->max_de() < 1e-3);
-            CHECK(r->last_record().centre_distance > 0);
-        }
-        // Stopped (as by Ctrl-C) at step 19, between grid points, then continued in a new Run.
-        {
-            volatile std::sig_atomic_t stop = 0;
-            RunOptions x = o;
-            x.out = stopped.str();
-            Run* self = nullptr;
-            RunHooks hooks;
-            hooks.on_step = [&] {
-                if (self->step() == 19) stop = 1;
-            };
-            Run r(be, x, initial_conditions(x), hooks);
-            self = &r;
-            CHECK(r.run(&stop) == Run::Outcome::stopped);
-            CHECK(r.step() == 19);
-        }
-        CHECK_THROWS_AS(make(stopped), UsageError); // a folder with a run in it is not overwritten
-        CHECK(checkpoint_device(stopped.str()) == device_label(be.info())); // where `banyan run --restart` goes
-        {
-            auto r = Run::resume(be, stopped.str(), std::nullopt);
-            CHECK(r->step() == 19);
-            CHECK(r->run() == Run::Outcome::finished);
-            CHECK(r->step() == 48);
-        }
-        // Killed (no checkpoint at the end of it) after step 30: the last checkpoint is from step 16 (t = 0.5); the
-        // log has lines past it and a cut last line, and a temporary file lies around.
-        {
-            RunOptions x = o;
-            x.out = killed.str();
-            volatile std::sig_atomic_t stop = 0;
-            Run* self = nullptr;
-            RunHooks hooks;
-            hooks.on_step = [&] {
-                if (self->step() == 30) throw std::runtime_error("killed");
-            };
-            Run r(be, x, initial_conditions(x), hooks);
-            self = &r;
-            CHECK_THROWS_WITH(r.run(&stop), "killed");
-            std::ofstream(killed.path / "energy.csv", std::ios::app) << "31,0.96875,0.2";
-            std::ofstream(killed.path / "snapshot_00004.tipsy.tmp.99999") << "half a file";
-        }
-        {
-            auto r = Run::resume(be, killed.str(), std::nullopt);
-            CHECK(r->step() == 16);
-            CHECK(r->run() == Run::Outcome::finished);
-        }
-        CHECK(!fs::exists(killed.path / "snapshot_00004.tipsy.tmp.99999"));
+        Run r(be, x, initial_conditions(x), hooks);
+        self = &r;
+        CHECK(r.run(&stop) == Run::Outcome::stopped);
+        CHECK(r.step() == 19);
+    }
+    CHECK_THROWS_AS(make(stopped), UsageError); // a folder with a run in it is not overwritten
+    CHECK(checkpoint_device(stopped.str()) == device_label(be.info())); // where `banyan run --restart` goes
+    {
+        auto r = Run::resume(be, stopped.str(), std::nullopt);
+        CHECK(r->step() == 19);
+        CHECK(r->run() == Run::Outcome::finished);
+        CHECK(r->step() == 48);
+    }
+    // Killed (no checkpoint at the end of it) after step 30: the last checkpoint is from step 16 (t = 0.5); the
+    // log has lines past it and a cut last line, and a temporary file lies around.
+    {
+        RunOptions x = o;
+        x.out = killed.str();
+        volatile std::sig_atomic_t stop = 0;
+        Run* self = nullptr;
+        RunHooks hooks;
+        hooks.on_step = [&] {
+            if (self->step() == 30) throw std::runtime_error("killed");
+        };
+        Run r(be, x, initial_conditions(x), hooks);
+        self = &r;
+        CHECK_THROWS_WITH(r.run(&stop), "killed");
+        std::ofstream(killed.path / "energy.csv", std::ios::app) << "31,0.96875,0.2";
+        std::ofstream(killed.path / "snapshot_00004.tipsy.tmp.99999") << "half a file";
+    }
+    {
+        auto r = Run::resume(be, killed.str(), std::nullopt);
+        CHECK(r->step() == 16);
+        CHECK(r->run() == Run::Outcome::finished);
+    }
+    CHECK(!fs::exists(killed.path / "snapshot_00004.tipsy.tmp.99999"));
 
-        // Same files, byte for byte: 7 snapshots (t = 0, 0.25, ..., 1.5), the log, the final checkpoint's state.
-        for (int k = 0; k <= 6; ++k) {
-            const std::string name = fmt::format("snapshot_{:05d}.tipsy", k);
-            INFO(name);
-            REQUIRE(fs::exists(straight.path / name));
-            CHECK(file_bytes(straight.path / name) == file_bytes(stopped.path / name));
-            CHECK(file_bytes(straight.path / name) == file_bytes(killed.path / name));
-        }
-        CHECK(!fs::exists(straight.path / "snapshot_00007.tipsy"));
-        const std::string log = file_bytes(straight.path / "energy.csv");
-        CHECK(log == file_bytes(stopped.path / "energy.csv"));
-        CHECK(log == file_bytes(killed.path / "energy.csv"));
-        CHECK(std::count(log.begin(), log.end(), '\n') == 1 + 1 + 9 + 1); // header, step 0, steps 5..45, step 48
+    // Same files, byte for byte: 7 snapshots (t = 0, 0.25, ..., 1.5), the log, the final checkpoint's state.
+    for (int k = 0; k <= 6; ++k) {
+        const std::string name = fmt::format("snapshot_{:05d}.tipsy", k);
+        INFO(name);
+        REQUIRE(fs::exists(straight.path / name));
+        CHECK(file_bytes(straight.path / name) == file_bytes(stopped.path / name));
+        CHECK(file_bytes(straight.path / name) == file_bytes(killed.path / name));
+    }
+    CHECK(!fs::exists(straight.path / "snapshot_00007.tipsy"));
+    const std::string log = file_bytes(straight.path / "energy.csv");
+    CHECK(log == file_bytes(stopped.path / "energy.csv"));
+    CHECK(log == file_bytes(killed.path / "energy.csv"));
+    CHECK(std::count(log.begin(), log.end(), '\n') == 1 + 1 + 9 + 1); // header, step 0, steps 5..45, step 48
 
-        // The snapshots are standard tipsy files in the input order, with the merger's central particles in place.
-        const Snapshot first = read_tipsy((straight.path / "snapshot_00000.tipsy").string());
-        const Snapshot last = read_tipsy((straight.path / "snapshot_00006.tipsy").string());
-        const Snapshot ic = initial_conditions(o);
-        CHECK(first.time == 0.0);
-        CHECK(last.time == 1.5);
-        CHECK(first.pos == ic.pos);
-        CHECK(first.vel == ic.vel);
-        CHECK(last.mass == ic.mass);
-        CHECK(last.pos != ic.pos);
+    // The snapshots are standard tipsy files in the input order, with the merger's central particles in place.
+    const Snapshot first = read_tipsy((straight.path / "snapshot_00000.tipsy").string());
+    const Snapshot last = read_tipsy((straight.path / "snapshot_00006.tipsy").string());
+    const Snapshot ic = initial_conditions(o);
+    CHECK(first.time == 0.0);
+    CHECK(last.time == 1.5);
+    CHECK(first.pos == ic.pos);
+    CHECK(first.vel == ic.vel);
+    CHECK(last.mass == ic.mass);
+    CHECK(last.pos != ic.pos);
 
-        // Continuing a finished run further (--t-end) works from its final checkpoint.
-        {
-            auto r = Run::resume(be, straight.str(), 2.0);
-            CHECK(r->end_step() == 64);
-            CHECK(r->run() == Run::Outcome::finished);
-            CHECK(fs::exists(straight.path / "snapshot_00008.tipsy"));
-        }
+    // Continuing a finished run further (--t-end) works from its final checkpoint.
+    {
+        auto r = Run::resume(be, straight.str(), 2.0);
+        CHECK(r->end_step() == 64);
+        CHECK(r->run() == Run::Outcome::finished);
+        CHECK(fs::exists(straight.path / "snapshot_00008.tipsy"));
     }
 }
 
@@ -544,10 +485,8 @@ TEST_SUITE("static")
             CHECK(rmax <= radius * 1.01);
             CHECK(rmax >= radius * 0.95);
             // Kinetic energy: 0 (cold) or -W/2 = 3 / (10 R) = 1/4 (virialised), to sampling noise.
-            if (vir)
-                CHECK(0.5 * v2 == doctest::Approx(0.25).epsilon(0.03));
-            else
-                CHECK(v2 == 0.0);
+            if (vir) CHECK(0.5 * v2 == doctest::Approx(0.25).epsilon(0.03));
+            else CHECK(v2 == 0.0);
             const Particles again = uniform_sphere(n, 9, vir);
             CHECK(std::memcmp(again.pos.data(), p.pos.data(), n * 16) == 0);
         }
@@ -573,8 +512,7 @@ TEST_SUITE("static")
             const double w = p.pos[i].w;
             mass[g] += w;
             const double x[3] = {p.pos[i].x, p.pos[i].y, p.pos[i].z}, v[3] = {p.vel[i].x, p.vel[i].y, p.vel[i].z};
-            for (int k = 0; k < 3; ++k)
-                com[g][k] += w * x[k], mom[g][k] += w * v[k];
+            for (int k = 0; k < 3; ++k) com[g][k] += w * x[k], mom[g][k] += w * v[k];
         }
         CHECK(mass[0] == doctest::Approx(0.75).epsilon(1e-5));
         CHECK(mass[1] == doctest::Approx(0.25).epsilon(1e-5));
@@ -621,22 +559,17 @@ TEST_SUITE("static")
         o.theta = 0.1 + 0.2;
         o.t_end = 12.345678901234567;
         o.merger.separation = 7.25;
-        o.rebuild_every = 5;
         std::map<std::string, std::string> kv;
         {
             std::istringstream in(o.to_text());
             std::string line;
-            while (std::getline(in, line))
-                kv[line.substr(0, line.find('='))] = line.substr(line.find('=') + 1);
+            while (std::getline(in, line)) kv[line.substr(0, line.find('='))] = line.substr(line.find('=') + 1);
         }
         const RunOptions back = RunOptions::from_text(kv);
         CHECK(back.to_text() == o.to_text());
         CHECK(back.theta == o.theta);
         CHECK(back.t_end == o.t_end);
         CHECK(back.dt == o.dt);
-        CHECK(back.rebuild_every == 5);
-        kv.erase("rebuild_every"); // a checkpoint of format 1 (before the option): the tree built every step
-        CHECK(RunOptions::from_text(kv).rebuild_every == 1);
 
         CHECK(parse_time("1/64", "--dt") == 1.0 / 64);
         CHECK(parse_time("0.5", "--dt") == 0.5);
@@ -660,8 +593,6 @@ TEST_SUITE("static")
         bad([](RunOptions& x) { x.eps = -1; });
         bad([](RunOptions& x) { x.n = 0; });
         bad([](RunOptions& x) { x.log_every = 0; });
-        bad([](RunOptions& x) { x.rebuild_every = 0; });
-        bad([](RunOptions& x) { x.rebuild_every = 1001; });
         bad([](RunOptions& x) { x.snapshot_every = -1; });
         bad([](RunOptions& x) { x.snapshot_every = 1.0 / 128; }); // finer than the step
         bad([](RunOptions& x) { x.checkpoint_every = 1e-9; });
