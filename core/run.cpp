@@ -450,9 +450,9 @@ void Run::write_checkpoint()
                         "n_gas={}\nn_dark={}\nn_star={}\nlast_log_step={}\nlast_log_time={}\nlast_de={}\n"
                         "last_centre_distance={}\n",
                         checkpoint_version, st.pos.size(), st.step, st.t_begin, e0_, max_de_, next_snapshot_,
-                        snapshots_written_, next_checkpoint_, log_bytes_, be_.work_group_size(), device_label(be_.info()),
-                        template_.n_gas, template_.n_dark, template_.n_star, last_.step, last_.time, last_.de,
-                        last_.centre_distance);
+                        snapshots_written_, next_checkpoint_, log_bytes_, be_.work_group_size(),
+                        device_label(be_.info()), template_.n_gas, template_.n_dark, template_.n_star, last_.step,
+                        last_.time, last_.de, last_.centre_distance);
     std::string blob;
     blob.reserve(64 + text.size() + st.pos.size() * 60 + template_.n_gas * 12 + template_.n_star * 8);
     blob.append(checkpoint_magic, sizeof checkpoint_magic);
