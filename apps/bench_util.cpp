@@ -2,9 +2,9 @@
  * @file bench_util.cpp
  * @brief Device-event timing, table printing and JSON text for the benchmarks.
  */
-#include "bench_util.hpp"
+#include "apps/bench_util.hpp"
 
-#include "error.hpp"
+#include "core/error.hpp"
 
 #include <fmt/format.h>
 

@@ -1,11 +1,11 @@
 /**
  * @file bench_util.hpp
  * @brief What every benchmark needs: device-event timing (warm-up, then timed repetitions, median), a plain
- *        fixed-width table printer and a small JSON writer (files are written with core/atomic_file.hpp).
+ *        fixed-width table printer and a small JSON writer (files are written with core/files/atomic_file.hpp).
  */
 #pragma once
 
-#include "backend.hpp"
+#include "core/device/backend.hpp"
 
 #include <cstddef>
 #include <cstdio>

@@ -2,9 +2,9 @@
  * @file cli.cpp
  * @brief Option parsing and help text shared by every subcommand.
  */
-#include "cli.hpp"
+#include "apps/cli.hpp"
 
-#include "error.hpp"
+#include "core/error.hpp"
 
 #include <fmt/format.h>
 

@@ -4,7 +4,7 @@
  */
 #pragma once
 
-#include "devices.hpp"
+#include "core/device/devices.hpp"
 
 #include <functional>
 #include <map>

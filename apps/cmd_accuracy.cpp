@@ -8,13 +8,13 @@
  * median, 90th, 99th percentile and maximum of |a_tree - a_direct| / |a_direct| over the sample, and the mean
  * numbers of particle-particle and particle-cell interactions over all particles.
  */
-#include "bench_util.hpp"
-#include "cli.hpp"
-#include "error.hpp"
+#include "apps/bench_util.hpp"
+#include "apps/cli.hpp"
+#include "core/error.hpp"
 
-#include "atomic_file.hpp"
-#include "forces.hpp"
-#include "plummer.hpp"
+#include "core/files/atomic_file.hpp"
+#include "core/gravity/forces.hpp"
+#include "core/simulation/plummer.hpp"
 
 #include <fmt/format.h>
 

@@ -11,14 +11,14 @@
  * and last walk of each row (interactions counted; finite accelerations and negative potentials on a sample of
  * particles) guards against timing a wrong result; the conformance suite checks forces in full.
  */
-#include "bench_util.hpp"
-#include "cli.hpp"
-#include "error.hpp"
+#include "apps/bench_util.hpp"
+#include "apps/cli.hpp"
+#include "core/error.hpp"
 
-#include "atomic_file.hpp"
-#include "forces.hpp"
-#include "octree.hpp"
-#include "plummer.hpp"
+#include "core/files/atomic_file.hpp"
+#include "core/gravity/forces.hpp"
+#include "core/tree/octree.hpp"
+#include "core/simulation/plummer.hpp"
 
 #include <fmt/format.h>
 

@@ -7,10 +7,10 @@
  * once per size (the same for every implementation and device); each implementation's result is checked on the
  * CPU once per size, and a wrong result posts no time.
  */
-#include "atomic_file.hpp"
-#include "bench_util.hpp"
-#include "cli.hpp"
-#include "error.hpp"
+#include "core/files/atomic_file.hpp"
+#include "apps/bench_util.hpp"
+#include "apps/cli.hpp"
+#include "core/error.hpp"
 
 #ifdef BANYAN_HAVE_OPENCL
 #include "backend_opencl/boost_reference.hpp"

@@ -8,13 +8,13 @@
  * warm-up builds (program builds and buffer growth land there). A cheap check of every build (root mass, groups
  * tile the particles) guards against timing a wrong result; the conformance suite checks the tree in full.
  */
-#include "bench_util.hpp"
-#include "cli.hpp"
-#include "error.hpp"
+#include "apps/bench_util.hpp"
+#include "apps/cli.hpp"
+#include "core/error.hpp"
 
-#include "atomic_file.hpp"
-#include "octree.hpp"
-#include "plummer.hpp"
+#include "core/files/atomic_file.hpp"
+#include "core/tree/octree.hpp"
+#include "core/simulation/plummer.hpp"
 
 #include <fmt/format.h>
 

@@ -3,13 +3,13 @@
  * @brief `banyan forces`: one force evaluation of the particles of a tipsy file, by the tree walk or by direct
  *        summation, written as a float32 .npy array (N, 4) = (ax, ay, az, potential) in the file's particle order.
  */
-#include "cli.hpp"
-#include "error.hpp"
+#include "apps/cli.hpp"
+#include "core/error.hpp"
 
-#include "direct.hpp"
-#include "forces.hpp"
-#include "npy.hpp"
-#include "tipsy.hpp"
+#include "core/gravity/direct.hpp"
+#include "core/gravity/forces.hpp"
+#include "core/files/npy.hpp"
+#include "core/files/tipsy.hpp"
 
 #include <fmt/format.h>
 

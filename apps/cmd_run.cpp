@@ -1,17 +1,17 @@
 /**
  * @file cmd_run.cpp
  * @brief `banyan run`: a whole simulation on the device (paper sections 3.1 and 4.2), with snapshots, an energy
- *        log, checkpoints and restarts (core/run.hpp), a live progress line on a terminal and a summary at the end.
+ *        log, checkpoints and restarts (core/simulation/run.hpp), a live progress line on a terminal and a summary at the end.
  *
  * Every option is checked, the input file read and the output folder made writable before the device is opened;
  * the device memory a run needs is estimated before the particles are uploaded. SIGINT and SIGTERM set a flag that
  * the step loop reads between steps: it writes a checkpoint and stops (a second signal ends the program at once).
  */
-#include "cli.hpp"
-#include "devices.hpp"
-#include "error.hpp"
+#include "apps/cli.hpp"
+#include "core/device/devices.hpp"
+#include "core/error.hpp"
 
-#include "run.hpp"
+#include "core/simulation/run.hpp"
 
 #include <fmt/format.h>
 

@@ -4,8 +4,8 @@
  *
  * Exit codes: 0 success, 1 device failure, 2 bad usage or bad input.
  */
-#include "cli.hpp"
-#include "error.hpp"
+#include "apps/cli.hpp"
+#include "core/error.hpp"
 
 #include <fmt/format.h>
 

@@ -2,11 +2,11 @@
  * @file cuda_backend.cpp
  * @brief CUDA devices, buffers, launch by name through the kernel registry, and event timing.
  */
-#include "cuda_backend.hpp"
+#include "backend_cuda/cuda_backend.hpp"
 
-#include "backend_registry.hpp"
-#include "cuda_check.hpp"
-#include "kernel_registry.hpp"
+#include "core/device/backend_registry.hpp"
+#include "backend_cuda/cuda_check.hpp"
+#include "backend_cuda/kernel_registry.hpp"
 
 #include <fmt/format.h>
 

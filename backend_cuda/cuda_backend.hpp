@@ -4,7 +4,7 @@
  */
 #pragma once
 
-#include "backend.hpp"
+#include "core/device/backend.hpp"
 
 #include <cuda_runtime_api.h>
 

@@ -4,7 +4,7 @@
  */
 #pragma once
 
-#include "error.hpp"
+#include "core/error.hpp"
 
 #include <cuda_runtime_api.h>
 

@@ -1,13 +1,13 @@
 /**
  * @file vendor_scan.cu
  * @brief CudaBackend's scans and compaction through CUB (single-pass decoupled look-back, faster than the portable
- *        reduce-then-scan), with the portable versions of core/primitives.cpp when vendor_primitives() is off.
+ *        reduce-then-scan), with the portable versions of core/device/primitives.cpp when vendor_primitives() is off.
  *
  * Everything runs on the backend's stream; CUB's temporary storage comes from Backend::scratch(), so it is
  * allocated once and reused. Nothing waits for the device: the compaction's count is written by CUB on the device.
  */
-#include "cuda_backend.hpp"
-#include "cuda_check.hpp"
+#include "backend_cuda/cuda_backend.hpp"
+#include "backend_cuda/cuda_check.hpp"
 
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>

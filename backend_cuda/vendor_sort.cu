@@ -1,14 +1,14 @@
 /**
  * @file vendor_sort.cu
  * @brief CudaBackend::sort_pairs through cub::DeviceRadixSort::SortPairs (onesweep, faster than the portable
- *        sort), with the portable version of core/radix_sort.cpp when vendor_primitives() is off.
+ *        sort), with the portable version of core/device/radix_sort.cpp when vendor_primitives() is off.
  *
  * CUB sorts by [begin_bit, end_bit) only, as ours does, so a 63-bit key costs 63 bits. It runs on the backend's
  * stream; its temporary storage (which holds its double buffers: the inputs are only read) comes from
  * Backend::scratch(), allocated once and reused. Nothing waits for the device.
  */
-#include "cuda_backend.hpp"
-#include "cuda_check.hpp"
+#include "backend_cuda/cuda_backend.hpp"
+#include "backend_cuda/cuda_check.hpp"
 
 #include <cub/device/device_radix_sort.cuh>
 

@@ -2,10 +2,10 @@
  * @file boost_reference.cpp
  * @brief Boost.Compute's sort_by_key as a benchmark reference, on the queue of an OpenCLBackend.
  */
-#include "boost_reference.hpp"
+#include "backend_opencl/boost_reference.hpp"
 
-#include "error.hpp"
-#include "opencl_backend.hpp"
+#include "core/error.hpp"
+#include "backend_opencl/opencl_backend.hpp"
 
 // Boost.Compute 1.74 takes the OpenCL version from the headers; the project's CL_TARGET_OPENCL_VERSION=120 keeps
 // it on the 1.2 API, which every driver (PoCL, NVIDIA, AMD, Intel) provides.

@@ -9,7 +9,7 @@
  */
 #pragma once
 
-#include "backend.hpp"
+#include "core/device/backend.hpp"
 
 #include <memory>
 #include <span>

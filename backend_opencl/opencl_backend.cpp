@@ -2,9 +2,9 @@
  * @file opencl_backend.cpp
  * @brief OpenCL devices, buffers, program cache, kernel launch and event timing.
  */
-#include "opencl_backend.hpp"
+#include "backend_opencl/opencl_backend.hpp"
 
-#include "backend_registry.hpp"
+#include "core/device/backend_registry.hpp"
 
 #include <fmt/format.h>
 

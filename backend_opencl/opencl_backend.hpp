@@ -4,8 +4,8 @@
  */
 #pragma once
 
-#include "backend.hpp"
-#include "cl_check.hpp"
+#include "core/device/backend.hpp"
+#include "backend_opencl/cl_check.hpp"
 
 #include <map>
 #include <string>

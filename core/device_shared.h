@@ -172,7 +172,7 @@ BN_DEVICE bn_f4 bn_interact_pc(bn_f4 acc, float dx, float dy, float dz, float m,
     return acc;
 }
 
-/* ---- The tree walk (paper section 2.2; core/forces.cpp, kernels_cu/walk.cu, kernels_cl/walk.cl) ------------ */
+/* ---- The tree walk (paper section 2.2; core/gravity/forces.cpp, kernels_cu/walk.cu, kernels_cl/walk.cl) ------------ */
 /* Work-items of a walk work-group (one group of <= N_crit particles at a time; apart from BANYAN_WG, which the
  * OpenCL programs vary). A power of two, N_crit <= it <= 256 (the walk packs per-chunk counts into 10-bit fields). */
 #define BANYAN_WALK_WG 128
@@ -180,7 +180,7 @@ BN_DEVICE bn_f4 bn_interact_pc(bn_f4 acc, float dx, float dy, float dz, float m,
  * list goes to its slice of a global spill buffer. */
 #define BANYAN_WALK_LIST 1024
 
-/* ---- Time integration (core/simulation.cpp, kernels_cu/integrate.cu, kernels_cl/integrate.cl) --------------- */
+/* ---- Time integration (core/simulation/simulation.cpp, kernels_cu/integrate.cu, kernels_cl/integrate.cl) --------------- */
 /* Per-particle terms summed for the energy log: kinetic, potential, momentum (3), angular momentum (3). */
 #define BANYAN_ENERGY_TERMS 8
 

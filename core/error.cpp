@@ -2,7 +2,7 @@
  * @file error.cpp
  * @brief Builds DeviceError messages (only when a call has failed).
  */
-#include "error.hpp"
+#include "core/error.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 /**
  * @file compact.cl
- * @brief Stream compaction and stable split of unsigned 32-bit items by nonzero flags (driver: core/primitives.cpp).
+ * @brief Stream compaction and stable split of unsigned 32-bit items by nonzero flags (driver: core/device/primitives.cpp).
  *
  * A tile is BANYAN_WG * BANYAN_SCAN_ITEMS items, as in scan.cl. One tile: compactScatter alone. More: the driver
  * counts the flagged items of each tile (scanReduce in SCAN_MODE_NONZERO), then compactScatter runs once; while
@@ -13,7 +13,7 @@
 #define COMPACT_PAD(i) ((i) + ((i) >> 5)) /* one padding word per 32: no bank conflicts, striped or blocked */
 #define COMPACT_LOCAL_WORDS COMPACT_PAD(COMPACT_TILE)
 
-/* Mode bits of compactScatter, same values in core/primitives.cpp. */
+/* Mode bits of compactScatter, same values in core/device/primitives.cpp. */
 #define COMPACT_MODE_SPLIT 1u  /* also write the unflagged items, after all flagged ones */
 #define COMPACT_MODE_SINGLE 2u /* one tile only: no offsets; the group writes count[0] itself */
 #define COMPACT_MODE_LOOKUP 4u /* offsets holds raw tile counts: each group adds up what it needs; tile 0 writes

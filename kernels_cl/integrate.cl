@@ -2,7 +2,7 @@
  * @file integrate.cl
  * @brief Time integration on the device (paper section 3.1): the kick and drift of the shared-time-step leapfrog,
  *        the per-group sums of energy, momentum and angular momentum, and the small kernels that take particles
- *        back to the order of the input for output. Driver: core/simulation.cpp. Same kernels as
+ *        back to the order of the input for output. Driver: core/simulation/simulation.cpp. Same kernels as
  *        kernels_cu/integrate.cu.
  *
  * Kick and drift use fma() for every update, so that each component is rounded once on every device and compiler

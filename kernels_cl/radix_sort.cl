@@ -2,7 +2,7 @@
  * @file radix_sort.cl
  * @brief Kernels of the stable LSD radix sort of (64-bit key, 32-bit value) pairs (Backend::sort_pairs).
  *
- * One pass sorts by one digit of BANYAN_RADIX_BITS bits, in three steps driven by core/radix_sort.cpp:
+ * One pass sorts by one digit of BANYAN_RADIX_BITS bits, in three steps driven by core/device/radix_sort.cpp:
  *   radixHistogram  counts each tile's digits into hist[digit * groups + group];
  *   (exclusive scan of hist, digit-major, gives each (digit, tile) its first output position);
  *   radixScatter    ranks its tile stably by digit in local memory and writes the pairs out in digit runs.

@@ -1,6 +1,6 @@
 /**
  * @file reduce.cl
- * @brief Reductions: componentwise bounds of float4 items and double-precision sums (driver: core/primitives.cpp).
+ * @brief Reductions: componentwise bounds of float4 items and double-precision sums (driver: core/device/primitives.cpp).
  *
  * Two passes: a grid of groups writes one partial per group, then one group reduces the partials with the same
  * kernel. Each work-item first accumulates its items with a grid stride (coalesced), then the group combines the

@@ -1,6 +1,6 @@
 /**
  * @file scan.cl
- * @brief Prefix sums of unsigned 32-bit integers, reduce-then-scan (driver: core/primitives.cpp).
+ * @brief Prefix sums of unsigned 32-bit integers, reduce-then-scan (driver: core/device/primitives.cpp).
  *
  * A tile is BANYAN_WG * BANYAN_SCAN_ITEMS items, one tile per work-group. One tile: scanDownsweep alone. More:
  * scanReduce writes one sum per tile, then scanDownsweep scans each tile and adds its tile's offset; while the tile
@@ -16,7 +16,7 @@
 #define SCAN_PAD(i) ((i) + ((i) >> 5))
 #define SCAN_LOCAL_WORDS SCAN_PAD(SCAN_TILE)
 
-/* Mode bits of scanReduce / scanDownsweep, same values in core/primitives.cpp. */
+/* Mode bits of scanReduce / scanDownsweep, same values in core/device/primitives.cpp. */
 #define SCAN_MODE_INCLUSIVE 1u   /* downsweep: inclusive instead of exclusive */
 #define SCAN_MODE_OFFSETS 2u     /* downsweep: add offsets[group] (a multi-tile level) */
 #define SCAN_MODE_TOTAL 4u       /* downsweep: the last tile's group writes the grand total to total[0] */

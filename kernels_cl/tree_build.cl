@@ -1,7 +1,7 @@
 /**
  * @file tree_build.cl
  * @brief One level of the level-by-level tree construction (paper section 2.1, Fig. 1; driver:
- *        Octree::build_levels in core/octree.cpp).
+ *        Octree::build_levels in core/tree/octree.cpp).
  *
  * The driver keeps a key-sorted list of particle indices ("active"). At level L, treeLevelFlags marks the live
  * entries where the masked key changes, a compaction of the entry indices by those flags lists where each cell

@@ -1,7 +1,7 @@
 /**
  * @file tree_groups.cl
  * @brief Groups of particles that walk the tree together (paper section 2.2; driver: Octree::make_groups in
- *        core/octree.cpp).
+ *        core/tree/octree.cpp).
  *
  * A group is a cell with at most N_crit particles whose parent has more (or the root, when it has at most N_crit),
  * or a piece of N_crit particles of a leaf that has more (only at the maximal depth). Groups tile the particles in

@@ -1,6 +1,6 @@
 /**
  * @file tree_keys.cl
- * @brief Morton keys of the particles in the tree's frame (paper section 2.1, appendix B; driver: core/octree.cpp).
+ * @brief Morton keys of the particles in the tree's frame (paper section 2.1, appendix B; driver: core/tree/octree.cpp).
  *
  * The frame and key conventions are in core/tree_shared.h; the CUDA twin is kernels_cu/tree_keys.cu.
  */

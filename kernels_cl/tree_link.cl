@@ -1,6 +1,6 @@
 /**
  * @file tree_link.cl
- * @brief Links the cells (paper section 2.1, Fig. 2; driver: Octree::link_cells in core/octree.cpp).
+ * @brief Links the cells (paper section 2.1, Fig. 2; driver: Octree::link_cells in core/tree/octree.cpp).
  *
  * One work-item per cell finds its parent and, for a node, its first child by binary search among the cells of
  * the level above and below (each level is sorted by key, tree_shared.h), and counts itself into its parent's

@@ -1,7 +1,7 @@
 /**
  * @file tree_multipoles.cl
  * @brief Cell properties for the walk (paper sections 3.2 and 3.3; driver: Octree::compute_multipoles in
- *        core/octree.cpp): mass, centre of mass and quadrupole of every cell, leaves first from their particles,
+ *        core/tree/octree.cpp): mass, centre of mass and quadrupole of every cell, leaves first from their particles,
  *        then nodes one level at a time from the bottom up, in double precision; then single-precision storage with
  *        each cell's geometric centre, size l and delta = |com - centre| for the opening test d > l / theta + delta.
  *

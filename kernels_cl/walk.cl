@@ -1,6 +1,6 @@
 /**
  * @file walk.cl
- * @brief The tree walk (paper sections 2.2, 3.2, 3.3; driver: core/forces.cpp): accelerations and potentials of
+ * @brief The tree walk (paper sections 2.2, 3.2, 3.3; driver: core/gravity/forces.cpp): accelerations and potentials of
  *        every group of particles from the octree's cells and particles. The CUDA twin is kernels_cu/walk.cu.
  *
  * One work-group of BANYAN_WALK_WG work-items walks one group (<= N_crit particles) at a time, breadth-first: the

@@ -5,7 +5,7 @@
  * The CUDA twin of kernels_cl/atomics_check.cl (see there for the layout of the counters); the hashes are
  * repeated in the test, keep the three copies identical.
  */
-#include "device_shared.h"
+#include "core/device_shared.h"
 
 #include "backend_cuda/kernel_registry.hpp"
 

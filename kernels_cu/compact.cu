@@ -1,11 +1,11 @@
 /**
  * @file compact.cu
- * @brief Stream compaction and stable split of unsigned 32-bit items by nonzero flags (driver: core/primitives.cpp).
+ * @brief Stream compaction and stable split of unsigned 32-bit items by nonzero flags (driver: core/device/primitives.cpp).
  *
  * The CUDA twin of kernels_cl/compact.cl (see there for the passes). Order is kept on both sides of a split: the
  * tree build relies on it.
  */
-#include "device_shared.h"
+#include "core/device_shared.h"
 
 #include "backend_cuda/kernel_registry.hpp"
 
@@ -19,7 +19,7 @@ static_assert(BANYAN_WG % 32 == 0 && BANYAN_WG <= 1024, "whole warps, at most 32
 __device__ __forceinline__ unsigned compact_pad(unsigned i) { return i + (i >> 5); }
 constexpr unsigned compact_local_words = compact_tile + compact_tile / 32;
 
-// Mode bits, same values in core/primitives.cpp and kernels_cl/compact.cl.
+// Mode bits, same values in core/device/primitives.cpp and kernels_cl/compact.cl.
 constexpr bn_u32 mode_split = 1;
 constexpr bn_u32 mode_single = 2;
 constexpr bn_u32 mode_lookup = 4; // offsets holds raw tile counts; each block adds up what it needs

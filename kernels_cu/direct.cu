@@ -4,7 +4,7 @@
  *        the tree walk). Same kernels as kernels_cl/direct.cl.
  */
 #include "backend_cuda/kernel_registry.hpp"
-#include "device_shared.h"
+#include "core/device_shared.h"
 
 /* One thread per target; sources pass through shared memory in tiles of BANYAN_WG. Block BANYAN_WG; shared
  * BANYAN_WG float4. The self-pair is skipped by index. */

@@ -2,14 +2,14 @@
  * @file integrate.cu
  * @brief Time integration on the device (paper section 3.1): the kick and drift of the shared-time-step leapfrog,
  *        the per-block sums of energy, momentum and angular momentum, and the small kernels that take particles
- *        back to the order of the input for output. Driver: core/simulation.cpp. Same kernels as
+ *        back to the order of the input for output. Driver: core/simulation/simulation.cpp. Same kernels as
  *        kernels_cl/integrate.cl.
  *
  * Kick and drift use fmaf() for every update, so that each component is rounded once whatever the compiler
  * contracts, and a CPU reference with std::fma reproduces them bit for bit.
  */
 #include "backend_cuda/kernel_registry.hpp"
-#include "device_shared.h"
+#include "core/device_shared.h"
 
 /* First half of a kick-drift-kick step (the predictor of Hut et al. 1995): v += a dt/2, then x += v dt, with the
  * accelerations of the last force evaluation. pos.w (mass) and vel.w are left as they are. Block BANYAN_WG; no

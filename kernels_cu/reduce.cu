@@ -1,6 +1,6 @@
 /**
  * @file reduce.cu
- * @brief Reductions: componentwise bounds of float4 items and double-precision sums (driver: core/primitives.cpp).
+ * @brief Reductions: componentwise bounds of float4 items and double-precision sums (driver: core/device/primitives.cpp).
  *
  * The CUDA twin of kernels_cl/reduce.cl. Two passes: a grid of blocks writes one partial per block, then one
  * block reduces the partials with the same kernel. Each thread accumulates its items with a grid stride, then the
@@ -8,7 +8,7 @@
  * steps by shuffles, which pair lane i with lane i + stride just as the shared-memory steps do), so a sum is
  * identical on both backends for the same n.
  */
-#include "device_shared.h"
+#include "core/device_shared.h"
 
 #include "backend_cuda/kernel_registry.hpp"
 

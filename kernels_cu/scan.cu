@@ -1,12 +1,12 @@
 /**
  * @file scan.cu
- * @brief Prefix sums of unsigned 32-bit integers, reduce-then-scan (driver: core/primitives.cpp).
+ * @brief Prefix sums of unsigned 32-bit integers, reduce-then-scan (driver: core/device/primitives.cpp).
  *
  * The CUDA twin of kernels_cl/scan.cl (see there for the passes): same names, arguments, tiles and results. No
  * block waits for another. Block-wide scans use warp shuffles here (local memory in OpenCL); sums wrap modulo 2^32,
  * so the results are identical.
  */
-#include "device_shared.h"
+#include "core/device_shared.h"
 
 #include "backend_cuda/kernel_registry.hpp"
 
@@ -20,7 +20,7 @@ static_assert(BANYAN_WG % 32 == 0 && BANYAN_WG <= 1024, "whole warps, at most 32
 __device__ __forceinline__ unsigned scan_pad(unsigned i) { return i + (i >> 5); }
 constexpr unsigned scan_local_words = scan_tile + scan_tile / 32;
 
-// Mode bits, same values in core/primitives.cpp and kernels_cl/scan.cl.
+// Mode bits, same values in core/device/primitives.cpp and kernels_cl/scan.cl.
 constexpr bn_u32 mode_inclusive = 1;
 constexpr bn_u32 mode_offsets = 2;
 constexpr bn_u32 mode_total = 4;

@@ -1,11 +1,11 @@
 /**
  * @file tree_build.cu
  * @brief One level of the level-by-level tree construction (paper section 2.1, Fig. 1; driver:
- *        Octree::build_levels in core/octree.cpp).
+ *        Octree::build_levels in core/tree/octree.cpp).
  *
  * The CUDA twin of kernels_cl/tree_build.cl, which describes the steps and the retired entries of the list.
  */
-#include "device_shared.h"
+#include "core/device_shared.h"
 
 #include "backend_cuda/kernel_registry.hpp"
 

@@ -1,11 +1,11 @@
 /**
  * @file tree_groups.cu
  * @brief Groups of particles that walk the tree together (paper section 2.2; driver: Octree::make_groups in
- *        core/octree.cpp).
+ *        core/tree/octree.cpp).
  *
  * The CUDA twin of kernels_cl/tree_groups.cl, which gives the rules.
  */
-#include "device_shared.h"
+#include "core/device_shared.h"
 
 #include "backend_cuda/kernel_registry.hpp"
 

@@ -1,11 +1,11 @@
 /**
  * @file tree_link.cu
- * @brief Links the cells (paper section 2.1, Fig. 2; driver: Octree::link_cells in core/octree.cpp).
+ * @brief Links the cells (paper section 2.1, Fig. 2; driver: Octree::link_cells in core/tree/octree.cpp).
  *
  * The CUDA twin of kernels_cl/tree_link.cl: parent and first child by binary search within the neighbouring
  * levels, child counts by atomic adds (whose sum does not depend on their order).
  */
-#include "device_shared.h"
+#include "core/device_shared.h"
 
 #include "backend_cuda/kernel_registry.hpp"
 

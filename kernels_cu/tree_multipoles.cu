@@ -1,13 +1,13 @@
 /**
  * @file tree_multipoles.cu
  * @brief Cell properties for the walk (paper sections 3.2 and 3.3; driver: Octree::compute_multipoles in
- *        core/octree.cpp).
+ *        core/tree/octree.cpp).
  *
  * The CUDA twin of kernels_cl/tree_multipoles.cl, which describes the moments layout: leaves from their particles,
  * then nodes level by level from their children, in double precision; then single-precision storage with the
  * geometric centre, size l and delta of every cell.
  */
-#include "device_shared.h"
+#include "core/device_shared.h"
 
 #include "backend_cuda/kernel_registry.hpp"
 

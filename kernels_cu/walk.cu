@@ -1,13 +1,13 @@
 /**
  * @file walk.cu
- * @brief The tree walk (paper sections 2.2, 3.2, 3.3; driver: core/forces.cpp): accelerations and potentials of
+ * @brief The tree walk (paper sections 2.2, 3.2, 3.3; driver: core/gravity/forces.cpp): accelerations and potentials of
  *        every group of particles from the octree's cells and particles. The OpenCL twin is kernels_cl/walk.cl,
  *        whose file comment describes the algorithm; this file follows it step for step, so that both backends
  *        build the same interaction lists in the same order. The only difference: the work-group scan uses warp
  *        shuffles here (one barrier instead of log2(BANYAN_WALK_WG) + 1); its integer results are the same.
  */
 #include "backend_cuda/kernel_registry.hpp"
-#include "device_shared.h"
+#include "core/device_shared.h"
 
 #define WALK_WG BANYAN_WALK_WG
 #define WALK_LIST BANYAN_WALK_LIST

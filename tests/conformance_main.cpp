@@ -8,10 +8,10 @@
  * (skipped unless both are present); a device backend runs everything else.
  */
 #define DOCTEST_CONFIG_IMPLEMENT
-#include "harness.hpp"
+#include "tests/harness.hpp"
 
-#include "devices.hpp"
-#include "error.hpp"
+#include "core/device/devices.hpp"
+#include "core/error.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

@@ -5,7 +5,7 @@
  */
 #pragma once
 
-#include "backend.hpp"
+#include "core/device/backend.hpp"
 
 #include <cstdint>
 #include <random>

@@ -2,7 +2,7 @@
  * @file reference_tree.cpp
  * @brief The CPU reference octree: recursive subdivision of the key-sorted particles, then storage order.
  */
-#include "reference_tree.hpp"
+#include "tests/reference_tree.hpp"
 
 #include <algorithm>
 #include <cmath>

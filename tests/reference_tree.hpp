@@ -9,7 +9,7 @@
  */
 #pragma once
 
-#include "tree_shared.h"
+#include "core/tree_shared.h"
 
 #include <array>
 #include <cstddef>

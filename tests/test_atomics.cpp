@@ -7,7 +7,7 @@
  * sums, minima and maxima of hashes of the ids, tickets from add and from CAS loops (each set a permutation), and a
  * CAS-filled hash table holding every id once.
  */
-#include "harness.hpp"
+#include "tests/harness.hpp"
 
 #include <doctest/doctest.h>
 

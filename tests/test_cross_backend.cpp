@@ -5,10 +5,10 @@
  * Test suite "cross": run by `banyan_tests --backend cross` (CTest: cross_backend), which needs a CUDA device and an
  * OpenCL GPU in one process and is reported as skipped when either is absent.
  */
-#include "harness.hpp"
+#include "tests/harness.hpp"
 
-#include "octree.hpp"
-#include "plummer.hpp"
+#include "core/tree/octree.hpp"
+#include "core/simulation/plummer.hpp"
 
 #include <doctest/doctest.h>
 

@@ -2,10 +2,10 @@
  * @file test_device_api.cpp
  * @brief Buffers, transfers, fill, copy, errors and timers of the device API, on the backend under test.
  */
-#include "harness.hpp"
+#include "tests/harness.hpp"
 
-#include "devices.hpp"
-#include "error.hpp"
+#include "core/device/devices.hpp"
+#include "core/error.hpp"
 
 #include <doctest/doctest.h>
 

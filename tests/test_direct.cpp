@@ -2,9 +2,9 @@
  * @file test_direct.cpp
  * @brief Direct summation on the device against a CPU double-precision reference.
  */
-#include "harness.hpp"
+#include "tests/harness.hpp"
 
-#include "direct.hpp"
+#include "core/gravity/direct.hpp"
 
 #include <doctest/doctest.h>
 

@@ -3,9 +3,9 @@
  * @brief Tipsy and .npy files: bit-exact round trips in both byte orders, and clear refusals of bad files and values.
  *        Device-free (test suite "static").
  */
-#include "error.hpp"
-#include "npy.hpp"
-#include "tipsy.hpp"
+#include "core/error.hpp"
+#include "core/files/npy.hpp"
+#include "core/files/tipsy.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

@@ -12,14 +12,14 @@
  * these for theta > 0. Potentials: median relative error below a fifth of the acceleration's median bound.
  * Measured on PoCL (Plummer, N = 2^14, eps 0): theta 0.5: 1.24e-4 / 6.0e-4; theta 0.75: 5.5e-4 / 3.3e-3.
  */
-#include "harness.hpp"
+#include "tests/harness.hpp"
 
-#include "direct.hpp"
-#include "error.hpp"
-#include "forces.hpp"
-#include "octree.hpp"
-#include "plummer.hpp"
-#include "inputs.hpp"
+#include "core/gravity/direct.hpp"
+#include "core/error.hpp"
+#include "core/gravity/forces.hpp"
+#include "core/tree/octree.hpp"
+#include "core/simulation/plummer.hpp"
+#include "tests/inputs.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

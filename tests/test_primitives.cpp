@@ -10,9 +10,9 @@
  * on CUDA in both vendor modes. Outputs are poisoned first and have a few slack elements after n that must stay
  * poisoned, so that writes that are missing or out of bounds show.
  */
-#include "harness.hpp"
+#include "tests/harness.hpp"
 
-#include "error.hpp"
+#include "core/error.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

@@ -1,21 +1,21 @@
 /**
  * @file test_simulation.cpp
- * @brief The simulation (core/simulation.hpp, core/run.hpp): one leapfrog step against a CPU reference to the bit;
+ * @brief The simulation (core/simulation/simulation.hpp, core/simulation/run.hpp): one leapfrog step against a CPU reference to the bit;
  *        energies and momenta against CPU sums; momentum and angular momentum conserved to round-off with direct
  *        forces; energy conservation of a Plummer sphere (N = 4096, theta 0.5, eps 0.05, dt 1/64, 640 steps,
  *        max |dE/E| <= 1e-4); a run stopped and restarted equals one that ran straight through, bit for bit
  *        (particles, snapshots and energy log); initial conditions and options (device-free, suite "static").
  */
-#include "harness.hpp"
+#include "tests/harness.hpp"
 
-#include "direct.hpp"
-#include "devices.hpp"
-#include "error.hpp"
-#include "initial_conditions.hpp"
-#include "plummer.hpp"
-#include "run.hpp"
-#include "simulation.hpp"
-#include "tipsy.hpp"
+#include "core/gravity/direct.hpp"
+#include "core/device/devices.hpp"
+#include "core/error.hpp"
+#include "core/simulation/initial_conditions.hpp"
+#include "core/simulation/plummer.hpp"
+#include "core/simulation/run.hpp"
+#include "core/simulation/simulation.hpp"
+#include "core/files/tipsy.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

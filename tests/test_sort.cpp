@@ -7,9 +7,9 @@
  * an unwritten element shows. "sort timing" (skipped unless asked for: -tc='sort timing' --no-skip) prints the
  * device time of 63-bit sorts at 2^20 and 2^24 (GPU) pairs.
  */
-#include "harness.hpp"
+#include "tests/harness.hpp"
 
-#include "error.hpp"
+#include "core/error.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

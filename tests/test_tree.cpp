@@ -4,13 +4,13 @@
  *        tree (core/octree) compared against the reference: keys, permutation, cells, links, groups exactly;
  *        multipoles within 1e-6 relative.
  */
-#include "harness.hpp"
-#include "reference_tree.hpp"
+#include "tests/harness.hpp"
+#include "tests/reference_tree.hpp"
 
-#include "octree.hpp"
-#include "plummer.hpp"
-#include "inputs.hpp"
-#include "tree_shared.h"
+#include "core/tree/octree.hpp"
+#include "core/simulation/plummer.hpp"
+#include "tests/inputs.hpp"
+#include "core/tree_shared.h"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

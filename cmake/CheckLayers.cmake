@@ -1,0 +1,98 @@
+# Script mode (cmake -DROOT=<source tree> -P CheckLayers.cmake): checks who may include whom, and fails naming each
+# include that breaks the order. The CTest test `layers` runs it on the source tree.
+#
+# core/ is arranged in layers, bottom to top; a file may include its own layer and the layers below, never above:
+#   core/ (its own files)  the headers C++, CUDA and OpenCL C all include (device_shared.h, tree_shared.h), errors
+#   core/device/           the device API (Backend, Buffer, devices) and the parallel primitives
+#   core/files/            file formats: tipsy, .npy, key=value text, atomic writes
+#   core/tree/             the octree: build, link, groups, multipoles
+#   core/gravity/          forces: the tree walk and direct summation
+#   core/simulation/       initial conditions, the integrator, runs, checkpoints
+# Beside them: backend_cuda/ and backend_opencl/ implement core/device (they include core/ and core/device/ only,
+# never each other); kernels_cu/ include the shared headers and backend_cuda/kernel_registry.hpp; kernels_cl/ include
+# nothing (the program text is pasted together). apps/ and tests/ stand on top and may include anything.
+# Every quoted include names its file from the repository root (one include path, no hidden search paths); only the
+# shared .h headers include each other by bare name, since the OpenCL program pastes them from their own folder.
+# core/ never includes a vendor header (CUDA, OpenCL, CUB, Boost.Compute).
+cmake_minimum_required(VERSION 3.25)
+if(NOT ROOT)
+  message(FATAL_ERROR "usage: cmake -DROOT=<source tree> -P CheckLayers.cmake")
+endif()
+
+set(layers core core/device core/files core/tree core/gravity core/simulation)
+set(vendor_headers "^(cuda|cub/|thrust/|CL/|boost/compute|hip/|nvrtc|cuda_runtime)")
+
+# The folder of a file, relative to ROOT.
+function(folder_of path out)
+  get_filename_component(dir "${path}" DIRECTORY)
+  set(${out} "${dir}" PARENT_SCOPE)
+endfunction()
+
+set(problems "")
+set(checked 0)
+file(GLOB_RECURSE sources RELATIVE "${ROOT}" "${ROOT}/core/*" "${ROOT}/backend_cuda/*" "${ROOT}/backend_opencl/*"
+     "${ROOT}/kernels_cu/*" "${ROOT}/kernels_cl/*" "${ROOT}/apps/*")
+file(GLOB tests RELATIVE "${ROOT}" "${ROOT}/tests/*") # not tests/layers_fixture, the bad tree of layers_detect
+list(APPEND sources ${tests})
+foreach(file ${sources})
+  if(NOT file MATCHES "\\.(h|hpp|cpp|cu|cl)$")
+    continue()
+  endif()
+  math(EXPR checked "${checked} + 1")
+  folder_of("${file}" dir)
+  list(FIND layers "${dir}" rank)
+  if(dir MATCHES "^core" AND rank EQUAL -1)
+    string(APPEND problems "  ${file}: core/ has no layer ${dir} (the layers are listed in cmake/CheckLayers.cmake)\n")
+  endif()
+  file(STRINGS "${ROOT}/${file}" lines REGEX "^[ \t]*#[ \t]*include")
+  foreach(line ${lines})
+    if(line MATCHES "#[ \t]*include[ \t]*\"([^\"]+)\"")
+      set(inc "${CMAKE_MATCH_1}")
+      if(dir STREQUAL "kernels_cl")
+        string(APPEND problems "  ${file}: includes ${inc} (OpenCL programs are pasted together; they include nothing)\n")
+        continue()
+      endif()
+      if(NOT inc MATCHES "/")
+        # A bare name: only the shared headers of core/, each other.
+        if(dir STREQUAL "core" AND file MATCHES "\\.h$" AND inc MATCHES "\\.h$" AND EXISTS "${ROOT}/core/${inc}")
+          continue()
+        endif()
+        string(APPEND problems "  ${file}: includes \"${inc}\" by a bare name; name it from the repository root\n")
+        continue()
+      endif()
+      if(NOT EXISTS "${ROOT}/${inc}")
+        string(APPEND problems "  ${file}: includes ${inc}, which is not a file of the repository\n")
+        continue()
+      endif()
+      folder_of("${inc}" inc_dir)
+      list(FIND layers "${inc_dir}" inc_rank)
+      if(dir MATCHES "^core")
+        if(inc_rank EQUAL -1 OR inc_rank GREATER rank)
+          string(APPEND problems "  ${file}: includes ${inc}, from a layer above ${dir}\n")
+        endif()
+      elseif(dir MATCHES "^backend_")
+        if(NOT (inc_dir STREQUAL dir OR inc_dir STREQUAL "core" OR inc_dir STREQUAL "core/device"))
+          string(APPEND problems "  ${file}: includes ${inc}; a backend includes core/, core/device/ and itself only\n")
+        endif()
+      elseif(dir STREQUAL "kernels_cu")
+        if(NOT (inc_dir STREQUAL "core" OR inc STREQUAL "backend_cuda/kernel_registry.hpp"))
+          string(APPEND problems "  ${file}: includes ${inc}; a CUDA kernel includes the shared headers of core/ and "
+                                 "backend_cuda/kernel_registry.hpp only\n")
+        endif()
+      endif()
+    elseif(line MATCHES "#[ \t]*include[ \t]*<([^>]+)>")
+      set(inc "${CMAKE_MATCH_1}")
+      if(dir MATCHES "^core" AND inc MATCHES "${vendor_headers}")
+        string(APPEND problems "  ${file}: includes the vendor header <${inc}>; core/ is backend-agnostic\n")
+      endif()
+    endif()
+  endforeach()
+endforeach()
+
+if(checked EQUAL 0)
+  message(FATAL_ERROR "layers: no source files found under ${ROOT}")
+endif()
+if(problems)
+  message(FATAL_ERROR "layers: includes that break the layering:\n${problems}")
+endif()
+message(STATUS "layers: ${checked} files checked, every include in order")

@@ -1,0 +1,28 @@
+/**
+ * @file backend.cpp
+ * @brief Backend-independent parts of the device API: scratch buffers, names, range errors.
+ */
+#include "core/device/backend.hpp"
+
+#include "core/error.hpp"
+
+#include <fmt/format.h>
+
+namespace banyan {
+
+std::string_view to_string(BackendKind b) noexcept { return b == BackendKind::cuda ? "cuda" : "opencl"; }
+
+void throw_buffer_range(std::size_t offset, std::size_t count, std::size_t size)
+{
+    throw std::out_of_range(
+        fmt::format("buffer access [{}, {}) outside a buffer of {} elements", offset, offset + count, size));
+}
+
+std::size_t Backend::scratch_bytes() const
+{
+    std::size_t total = 0;
+    for (const auto& [slot, b] : scratch_) total += b ? b->bytes() : 0;
+    return total;
+}
+
+} // namespace banyan

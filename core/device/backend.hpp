@@ -1,0 +1,213 @@
+/**
+ * @file backend.hpp
+ * @brief The device API: one Backend per opened device, with buffers, kernel launch, events and primitives.
+ *
+ * core/ sees devices only through this interface; backend_cuda/ and backend_opencl/ implement it. Kernels are
+ * launched by name with typed arguments: the same name and the same argument list reach the CUDA kernel in
+ * kernels_cu/ and the OpenCL kernel in kernels_cl/, so the host logic that drives them is written once.
+ */
+#pragma once
+
+#include "core/device/buffer.hpp"
+#include "core/device/device_info.hpp"
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace banyan {
+
+/// One kernel argument: a device buffer or a scalar passed by value.
+struct KernelArg {
+    enum class Kind { buffer, scalar };
+    Kind kind = Kind::scalar;
+    const RawBuffer* buffer = nullptr;
+    std::array<unsigned char, 16> value{};
+    std::size_t size = 0;
+};
+
+/// Scalars that mean the same in host C++, CUDA and OpenCL C (never size_t: its width differs on devices).
+template <class T>
+concept KernelScalar = std::is_same_v<T, std::uint32_t> || std::is_same_v<T, std::int32_t> ||
+                       std::is_same_v<T, std::uint64_t> || std::is_same_v<T, bn_u64> ||
+                       std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, bn_f4>;
+
+inline KernelArg kernel_arg(const RawBuffer& b)
+{
+    KernelArg a;
+    a.kind = KernelArg::Kind::buffer;
+    a.buffer = &b;
+    return a;
+}
+
+template <class T>
+KernelArg kernel_arg(const Buffer<T>& b)
+{
+    return kernel_arg(b.raw());
+}
+
+template <KernelScalar T>
+KernelArg kernel_arg(const T& v)
+{
+    KernelArg a;
+    a.kind = KernelArg::Kind::scalar;
+    std::memcpy(a.value.data(), &v, sizeof(T));
+    a.size = sizeof(T);
+    return a;
+}
+
+/// How many work-groups of how many work-items (1-D). OpenCL's global size is groups * local.
+struct Grid {
+    std::size_t groups = 0;
+    std::size_t local = 0;
+};
+
+/// A point in a backend's command stream, for device-side timing.
+class EventImpl {
+public:
+    virtual ~EventImpl() = default;
+};
+using Event = std::shared_ptr<EventImpl>;
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+    Backend() = default;
+    Backend(const Backend&) = delete;
+    Backend& operator=(const Backend&) = delete;
+
+    virtual const DeviceInfo& info() const = 0;
+
+    // ---- memory ---------------------------------------------------------------------------------------
+    /// @param what names the allocation in the error raised when the device is out of memory.
+    virtual std::unique_ptr<RawBuffer> alloc_raw(std::size_t bytes, std::string_view what) = 0;
+
+    template <class T>
+    Buffer<T> alloc(std::size_t n, std::string_view what)
+    {
+        return Buffer<T>(alloc_raw(n * sizeof(T), what), n);
+    }
+    template <class T>
+    Buffer<T> upload(std::span<const T> host, std::string_view what)
+    {
+        auto b = alloc<T>(host.size(), what);
+        b.upload(host);
+        return b;
+    }
+
+    // ---- kernels --------------------------------------------------------------------------------------
+    /// Launches kernel @p name of kernels_cu/ or kernels_cl/ over @p grid with @p args in order.
+    /// A grid of zero groups launches nothing.
+    template <class... A>
+    void launch(std::string_view name, Grid grid, const A&... args)
+    {
+        if (grid.groups == 0) return;
+        const std::array<KernelArg, sizeof...(A)> list{kernel_arg(args)...};
+        launch_raw(name, grid, list);
+    }
+    virtual void launch_raw(std::string_view name, Grid grid, std::span<const KernelArg> args) = 0;
+
+    /// Work-group size of the primitive kernels (BANYAN_WG in device_shared.h). OpenCL can rebuild its programs
+    /// for 32, 64, 128 or 256; CUDA supports only BANYAN_WG_DEFAULT and throws UsageError for another.
+    std::size_t work_group_size() const noexcept { return work_group_size_; }
+    virtual void set_work_group_size(std::size_t wg) = 0;
+
+    /// Blocks until every command issued so far has finished.
+    virtual void synchronize() = 0;
+
+    // ---- timing ---------------------------------------------------------------------------------------
+    /// Records a point in the command stream. elapsed_ms(a, b) waits for b and returns device time a -> b.
+    virtual Event record() = 0;
+    virtual double elapsed_ms(const Event& start, const Event& stop) = 0;
+
+    // ---- primitives (core/device/primitives.cpp has the portable versions; CUDA may override with CUB) -----------
+    /// out[i] = in[0] + ... + in[i-1]. @p out may be @p in. n may be 0.
+    virtual void exclusive_scan(const Buffer<bn_u32>& in, Buffer<bn_u32>& out, std::size_t n);
+    /// out[i] = in[0] + ... + in[i]. @p out may be @p in.
+    virtual void inclusive_scan(const Buffer<bn_u32>& in, Buffer<bn_u32>& out, std::size_t n);
+    /// out[0] = componentwise minimum, out[1] = componentwise maximum of in[0..n), all four components. n >= 1.
+    virtual void reduce_bounds(const Buffer<bn_f4>& in, std::size_t n, Buffer<bn_f4>& out);
+    /// out[0] = sum of in[0..n) in double precision (0 for n = 0).
+    virtual void reduce_sum(const Buffer<double>& in, std::size_t n, Buffer<double>& out);
+    /// Keeps in[i] where flags[i] != 0, in order, at the front of @p out; count[0] = how many were kept.
+    virtual void compact(const Buffer<bn_u32>& in, const Buffer<bn_u32>& flags, std::size_t n, Buffer<bn_u32>& out,
+                         Buffer<bn_u32>& count);
+    /// Stable partition: items with flags[i] != 0 first, then the others, order kept on both sides;
+    /// count[0] = how many were flagged.
+    virtual void split(const Buffer<bn_u32>& in, const Buffer<bn_u32>& flags, std::size_t n, Buffer<bn_u32>& out,
+                       Buffer<bn_u32>& count);
+    /// Stable LSD radix sort of (key, value) pairs by bits [begin_bit, end_bit) of the keys. The inputs are left
+    /// as they were; outputs must not alias inputs.
+    virtual void sort_pairs(const Buffer<bn_u64>& keys_in, const Buffer<bn_u32>& values_in, Buffer<bn_u64>& keys_out,
+                            Buffer<bn_u32>& values_out, std::size_t n, int begin_bit, int end_bit);
+    /// out[i] = in[perm[i]] for i < n. T must be 4, 8 or 16 bytes.
+    template <class T>
+    void gather(const Buffer<T>& in, const Buffer<bn_u32>& perm, std::size_t n, Buffer<T>& out)
+    {
+        static_assert(sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16, "gather moves 4, 8 or 16 bytes");
+        gather_raw(in.raw(), perm, n, out.raw(), sizeof(T));
+    }
+    virtual void gather_raw(const RawBuffer& in, const Buffer<bn_u32>& perm, std::size_t n, RawBuffer& out,
+                            std::size_t elem_bytes);
+
+    /// Whether primitives may use the vendor library (CUB on CUDA) where one is faster. On by default; the
+    /// conformance suite turns it off to check our own kernels on CUDA too. No effect on OpenCL.
+    void set_vendor_primitives(bool on) noexcept { vendor_primitives_ = on; }
+    bool vendor_primitives() const noexcept { return vendor_primitives_; }
+
+    /// Device memory held by scratch buffers of the primitives (for the memory report of benchmarks).
+    std::size_t scratch_bytes() const;
+
+    /// A scratch buffer of at least @p n elements (never 0) of @p T, kept between calls under @p slot (grown,
+    /// never shrunk; one slot holds one type), for the primitives and phases in core/. Contents are undefined on
+    /// return; the reference stays valid until the next request for the same slot.
+    template <class T>
+    Buffer<T>& scratch_buffer(const std::string& slot, std::size_t n)
+    {
+        auto& s = scratch_[slot];
+        auto* typed = dynamic_cast<TypedScratch<T>*>(s.get());
+        if (!typed || typed->buf.size() < n) {
+            s.reset(); // free first, so growing does not need both at once
+            auto fresh = std::make_unique<TypedScratch<T>>();
+            const std::size_t m = n < 1 ? 1 : n;
+            fresh->buf = alloc<T>(m + m / 4, "scratch:" + slot);
+            typed = fresh.get();
+            s = std::move(fresh);
+        }
+        return typed->buf;
+    }
+
+protected:
+    std::size_t work_group_size_ = BANYAN_WG_DEFAULT;
+
+private:
+    struct TypedScratchBase {
+        virtual ~TypedScratchBase() = default;
+        virtual std::size_t bytes() const = 0;
+    };
+    template <class T>
+    struct TypedScratch final : TypedScratchBase {
+        Buffer<T> buf;
+        std::size_t bytes() const override { return buf.bytes(); }
+    };
+
+    std::map<std::string, std::unique_ptr<TypedScratchBase>> scratch_;
+    bool vendor_primitives_ = true;
+};
+
+/// Grows @p b to hold at least @p n elements (at least one; contents not kept), allocated on @p be under the name
+/// @p what; a buffer that is large enough already is left alone.
+template <class T>
+void ensure_size(Backend& be, Buffer<T>& b, std::size_t n, std::string_view what)
+{
+    if (b && b.size() >= n) return;
+    b = Buffer<T>(); // free first, so growing does not need both at once
+    b = be.alloc<T>(n < 1 ? 1 : n, what);
+}
+
+} // namespace banyan

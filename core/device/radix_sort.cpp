@@ -1,0 +1,87 @@
+/**
+ * @file radix_sort.cpp
+ * @brief The portable host driver of the stable LSD radix sort of (64-bit key, 32-bit value) pairs.
+ *
+ * Backend's default sort_pairs (CUDA overrides it with CUB while vendor primitives are on, see
+ * backend_cuda/vendor_sort.cu). One pass per BANYAN_RADIX_BITS-bit digit of [begin_bit, end_bit), the last one
+ * masked to the bits left; each pass is histogram -> exclusive scan -> scatter (kernels_cu/ and kernels_cl/
+ * radix_sort), with tiles of work_group_size() * BANYAN_SORT_ITEMS pairs. The passes ping-pong between the
+ * outputs and two scratch buffers, arranged so that the last pass lands in the outputs and the inputs are only
+ * read. Nothing waits for the device.
+ */
+#include "core/device/backend.hpp"
+#include "core/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace banyan {
+
+namespace {
+
+// Items are indexed with 32-bit unsigned integers on the device; keep a tile of headroom below 2^32.
+constexpr std::size_t sort_max_items = std::size_t{0xF0000000u};
+
+template <class T> void check_capacity(const Buffer<T>& b, std::size_t n, const char* name)
+{
+    if (b.size() < n)
+        throw UsageError(fmt::format("sort_pairs: buffer '{}' holds {} items, {} are needed", name, b.size(), n));
+}
+
+} // namespace
+
+void Backend::sort_pairs(const Buffer<bn_u64>& keys_in, const Buffer<bn_u32>& values_in, Buffer<bn_u64>& keys_out,
+                         Buffer<bn_u32>& values_out, std::size_t n, int begin_bit, int end_bit)
+{
+    if (begin_bit < 0 || end_bit > 64 || begin_bit >= end_bit)
+        throw UsageError(
+            fmt::format("sort_pairs: bit range [{}, {}) needs 0 <= begin_bit < end_bit <= 64", begin_bit, end_bit));
+    if (n > sort_max_items)
+        throw UsageError(fmt::format("sort_pairs: {} items is more than the {} supported", n, sort_max_items));
+    check_capacity(keys_in, n, "keys_in");
+    check_capacity(values_in, n, "values_in");
+    check_capacity(keys_out, n, "keys_out");
+    check_capacity(values_out, n, "values_out");
+    if (n == 0) return;
+    if (&keys_in.raw() == &keys_out.raw() || &values_in.raw() == &values_out.raw())
+        throw UsageError("sort_pairs: the outputs must not alias the inputs");
+
+    const std::size_t wg = work_group_size();
+    const std::size_t tile = wg * BANYAN_SORT_ITEMS;
+    const std::size_t groups = (n + tile - 1) / tile;
+    const int passes = (end_bit - begin_bit + BANYAN_RADIX_BITS - 1) / BANYAN_RADIX_BITS;
+
+    // hist[digit * groups + group]: the counts, then (scanned in place) the first output position of each.
+    Buffer<bn_u32>& hist = scratch_buffer<bn_u32>("sort.hist", std::size_t{BANYAN_RADIX_DIGITS} * groups);
+    Buffer<bn_u64>* tmp_keys = nullptr;
+    Buffer<bn_u32>* tmp_values = nullptr;
+    if (passes > 1) {
+        tmp_keys = &scratch_buffer<bn_u64>("sort.keys", n);
+        tmp_values = &scratch_buffer<bn_u32>("sort.values", n);
+    }
+
+    const Buffer<bn_u64>* src_keys = &keys_in;
+    const Buffer<bn_u32>* src_values = &values_in;
+    for (int pass = 0; pass < passes; ++pass) {
+        const int shift = begin_bit + pass * BANYAN_RADIX_BITS;
+        const int bits = std::min(BANYAN_RADIX_BITS, end_bit - shift);
+        const bn_u32 mask = (1u << bits) - 1u;
+        const std::size_t hist_len = std::size_t{mask + 1} * groups;
+        // Odd distance from the last pass: the scratch pair; even: the outputs.
+        const bool to_out = (passes - 1 - pass) % 2 == 0;
+        Buffer<bn_u64>& dst_keys = to_out ? keys_out : *tmp_keys;
+        Buffer<bn_u32>& dst_values = to_out ? values_out : *tmp_values;
+
+        const Grid grid{groups, wg};
+        launch("radixHistogram", grid, *src_keys, static_cast<bn_u32>(n), static_cast<bn_u32>(shift), mask, hist,
+               static_cast<bn_u32>(groups));
+        exclusive_scan(hist, hist, hist_len);
+        launch("radixScatter", grid, *src_keys, *src_values, dst_keys, dst_values, static_cast<bn_u32>(n),
+               static_cast<bn_u32>(shift), mask, hist, static_cast<bn_u32>(groups));
+        src_keys = &dst_keys;
+        src_values = &dst_values;
+    }
+}
+
+} // namespace banyan

@@ -1,0 +1,222 @@
+/**
+ * @file tipsy.cpp
+ * @brief Tipsy reader and writer (see tipsy.hpp for the layout).
+ */
+#include "core/files/tipsy.hpp"
+
+#include "core/files/atomic_file.hpp"
+#include "core/error.hpp"
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+namespace banyan {
+
+namespace {
+
+constexpr std::size_t header_bytes = 32;
+constexpr std::size_t gas_floats = 12, dark_floats = 9, star_floats = 11;
+
+std::uint32_t swap32(std::uint32_t v) { return __builtin_bswap32(v); }
+std::uint64_t swap64(std::uint64_t v) { return __builtin_bswap64(v); }
+
+bool native_is(Endian e) { return (std::endian::native == std::endian::little) == (e == Endian::little); }
+
+struct Header {
+    double time;
+    std::int32_t nbodies, ndim, nsph, ndark, nstar;
+};
+
+Header decode_header(const unsigned char* p, Endian e)
+{
+    std::uint64_t t;
+    std::uint32_t v[5];
+    std::memcpy(&t, p, 8);
+    std::memcpy(v, p + 8, 20);
+    if (!native_is(e)) {
+        t = swap64(t);
+        for (auto& x : v) x = swap32(x);
+    }
+    Header h;
+    std::memcpy(&h.time, &t, 8);
+    h.nbodies = static_cast<std::int32_t>(v[0]);
+    h.ndim = static_cast<std::int32_t>(v[1]);
+    h.nsph = static_cast<std::int32_t>(v[2]);
+    h.ndark = static_cast<std::int32_t>(v[3]);
+    h.nstar = static_cast<std::int32_t>(v[4]);
+    return h;
+}
+
+bool plausible(const Header& h)
+{
+    return h.ndim == 3 && h.nsph >= 0 && h.ndark >= 0 && h.nstar >= 0 &&
+           static_cast<std::int64_t>(h.nsph) + h.ndark + h.nstar == h.nbodies;
+}
+
+std::uint64_t expected_size(const Header& h)
+{
+    return header_bytes + 4 * (gas_floats * std::uint64_t(h.nsph) + dark_floats * std::uint64_t(h.ndark) +
+                               star_floats * std::uint64_t(h.nstar));
+}
+
+} // namespace
+
+Snapshot Snapshot::dark(std::size_t n)
+{
+    Snapshot s;
+    s.n_dark = n;
+    s.mass.assign(n, 0.f);
+    s.pos.assign(3 * n, 0.f);
+    s.vel.assign(3 * n, 0.f);
+    s.eps.assign(n, 0.f);
+    s.phi.assign(n, 0.f);
+    return s;
+}
+
+Snapshot read_tipsy(const std::string& path, Endian* detected)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw UsageError(fmt::format("{}: cannot open file", path));
+    const std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (bytes.size() < header_bytes)
+        throw UsageError(fmt::format("{}: not a tipsy file ({} bytes is shorter than a tipsy header)", path,
+                                     bytes.size()));
+    Endian order = Endian::big;
+    Header h = decode_header(bytes.data(), Endian::big);
+    if (!plausible(h)) {
+        order = Endian::little;
+        h = decode_header(bytes.data(), Endian::little);
+    }
+    if (!plausible(h))
+        throw UsageError(fmt::format("{}: not a tipsy file (no byte order gives ndim = 3 and counts that add up)",
+                                     path));
+    const std::uint64_t want = expected_size(h);
+    if (bytes.size() < want)
+        throw UsageError(fmt::format("{}: truncated tipsy file: its header promises {} gas, {} dark and {} star "
+                                     "particles ({} bytes) but the file has {} bytes",
+                                     path, h.nsph, h.ndark, h.nstar, want, bytes.size()));
+    if (bytes.size() > want)
+        throw UsageError(fmt::format("{}: tipsy header counts ({} gas, {} dark, {} star = {} bytes) disagree with "
+                                     "the file size of {} bytes",
+                                     path, h.nsph, h.ndark, h.nstar, want, bytes.size()));
+    if (detected) *detected = order;
+
+    // Every record field is a 4-byte float: byte-swap all of them at once.
+    const std::size_t nfloat = (bytes.size() - header_bytes) / 4;
+    std::vector<float> f(nfloat);
+    std::memcpy(f.data(), bytes.data() + header_bytes, nfloat * 4);
+    if (!native_is(order))
+        for (auto& x : f) x = std::bit_cast<float>(swap32(std::bit_cast<std::uint32_t>(x)));
+
+    Snapshot s;
+    s.time = h.time;
+    s.n_gas = static_cast<std::size_t>(h.nsph);
+    s.n_dark = static_cast<std::size_t>(h.ndark);
+    s.n_star = static_cast<std::size_t>(h.nstar);
+    const std::size_t n = s.size();
+    s.mass.resize(n);
+    s.pos.resize(3 * n);
+    s.vel.resize(3 * n);
+    s.eps.resize(n);
+    s.phi.resize(n);
+    const float* r = f.data();
+    std::size_t i = 0;
+    auto common = [&](const float* rec) {
+        s.mass[i] = rec[0];
+        for (int k = 0; k < 3; ++k) {
+            s.pos[3 * i + k] = rec[1 + k];
+            s.vel[3 * i + k] = rec[4 + k];
+        }
+    };
+    for (std::size_t g = 0; g < s.n_gas; ++g, ++i, r += gas_floats) {
+        common(r);
+        s.gas_rho.push_back(r[7]);
+        s.gas_temp.push_back(r[8]);
+        s.eps[i] = r[9];
+        s.gas_metals.push_back(r[10]);
+        s.phi[i] = r[11];
+    }
+    for (std::size_t d = 0; d < s.n_dark; ++d, ++i, r += dark_floats) {
+        common(r);
+        s.eps[i] = r[7];
+        s.phi[i] = r[8];
+    }
+    for (std::size_t t = 0; t < s.n_star; ++t, ++i, r += star_floats) {
+        common(r);
+        s.star_metals.push_back(r[7]);
+        s.star_tform.push_back(r[8]);
+        s.eps[i] = r[9];
+        s.phi[i] = r[10];
+    }
+    return s;
+}
+
+void write_tipsy(const std::string& path, const Snapshot& s, Endian order)
+{
+    const std::size_t n = s.size();
+    if (s.mass.size() != n || s.pos.size() != 3 * n || s.vel.size() != 3 * n || s.eps.size() != n ||
+        s.phi.size() != n || s.gas_rho.size() != s.n_gas || s.gas_temp.size() != s.n_gas ||
+        s.gas_metals.size() != s.n_gas || s.star_metals.size() != s.n_star || s.star_tform.size() != s.n_star)
+        throw std::invalid_argument("write_tipsy: snapshot arrays disagree with its particle counts");
+    if (n > 0x7fffffffu) throw UsageError(fmt::format("{}: tipsy cannot hold {} particles", path, n));
+
+    std::vector<float> f;
+    f.reserve(gas_floats * s.n_gas + dark_floats * s.n_dark + star_floats * s.n_star);
+    std::size_t i = 0;
+    auto common = [&] {
+        f.push_back(s.mass[i]);
+        for (int k = 0; k < 3; ++k) f.push_back(s.pos[3 * i + k]);
+        for (int k = 0; k < 3; ++k) f.push_back(s.vel[3 * i + k]);
+    };
+    for (std::size_t g = 0; g < s.n_gas; ++g, ++i) {
+        common();
+        f.insert(f.end(), {s.gas_rho[g], s.gas_temp[g], s.eps[i], s.gas_metals[g], s.phi[i]});
+    }
+    for (std::size_t d = 0; d < s.n_dark; ++d, ++i) {
+        common();
+        f.insert(f.end(), {s.eps[i], s.phi[i]});
+    }
+    for (std::size_t t = 0; t < s.n_star; ++t, ++i) {
+        common();
+        f.insert(f.end(), {s.star_metals[t], s.star_tform[t], s.eps[i], s.phi[i]});
+    }
+    std::uint64_t time_bits = std::bit_cast<std::uint64_t>(s.time);
+    std::uint32_t head[6] = {static_cast<std::uint32_t>(n), 3u, static_cast<std::uint32_t>(s.n_gas),
+                             static_cast<std::uint32_t>(s.n_dark), static_cast<std::uint32_t>(s.n_star), 0u};
+    if (!native_is(order)) {
+        time_bits = swap64(time_bits);
+        for (auto& x : head) x = swap32(x);
+        for (auto& x : f) x = std::bit_cast<float>(swap32(std::bit_cast<std::uint32_t>(x)));
+    }
+    write_file_atomically(path, [&](std::ostream& out) {
+        out.write(reinterpret_cast<const char*>(&time_bits), 8);
+        out.write(reinterpret_cast<const char*>(head), sizeof head);
+        out.write(reinterpret_cast<const char*>(f.data()), static_cast<std::streamsize>(f.size() * 4));
+    });
+}
+
+void check_particles(const Snapshot& s, const std::string& what)
+{
+    const std::size_t n = s.size();
+    if (n == 0) throw UsageError(fmt::format("{}: no particles (N = 0); at least one is needed", what));
+    for (std::size_t i = 0; i < n; ++i) {
+        if (!(std::isfinite(s.mass[i]) && s.mass[i] > 0.f))
+            throw UsageError(fmt::format("{}: particle {} has mass {}; masses must be positive and finite", what, i,
+                                         s.mass[i]));
+        for (int k = 0; k < 3; ++k) {
+            if (!std::isfinite(s.pos[3 * i + k]))
+                throw UsageError(fmt::format("{}: particle {} has a non-finite coordinate ({}, {}, {})", what, i,
+                                             s.pos[3 * i], s.pos[3 * i + 1], s.pos[3 * i + 2]));
+            if (!std::isfinite(s.vel[3 * i + k]))
+                throw UsageError(fmt::format("{}: particle {} has a non-finite velocity ({}, {}, {})", what, i,
+                                             s.vel[3 * i], s.vel[3 * i + 1], s.vel[3 * i + 2]));
+        }
+    }
+}
+
+} // namespace banyan

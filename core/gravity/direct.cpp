@@ -1,0 +1,38 @@
+/**
+ * @file direct.cpp
+ * @brief Launches the direct-summation kernels (kernels_cu/direct.cu, kernels_cl/direct.cl).
+ */
+#include "core/gravity/direct.hpp"
+
+#include "core/error.hpp"
+
+#include <fmt/format.h>
+
+namespace banyan {
+
+namespace {
+
+Grid grid_for(const Backend& be, std::size_t n)
+{
+    if (n >= (std::size_t{1} << 32)) throw UsageError(fmt::format("direct summation of {} particles: too many", n));
+    const std::size_t wg = be.work_group_size();
+    return Grid{(n + wg - 1) / wg, wg};
+}
+
+} // namespace
+
+void direct_forces(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n, float eps, Buffer<bn_f4>& acc_pot)
+{
+    if (pos_mass.size() < n || acc_pot.size() < n) throw std::invalid_argument("direct_forces: buffers too small");
+    be.launch("directForces", grid_for(be, n), pos_mass, static_cast<bn_u32>(n), eps * eps, acc_pot);
+}
+
+void direct_forces_f64(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n, double eps,
+                       Buffer<double>& acc_pot)
+{
+    if (pos_mass.size() < n || acc_pot.size() < 4 * n)
+        throw std::invalid_argument("direct_forces_f64: buffers too small");
+    be.launch("directForcesF64", grid_for(be, n), pos_mass, static_cast<bn_u32>(n), eps * eps, acc_pot);
+}
+
+} // namespace banyan

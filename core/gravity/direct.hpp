@@ -1,0 +1,19 @@
+/**
+ * @file direct.hpp
+ * @brief Direct O(N^2) summation on the device, in single and in double precision (the tree's reference).
+ */
+#pragma once
+
+#include "core/device/backend.hpp"
+
+namespace banyan {
+
+/// acc_pot[i] = (ax, ay, az, potential) of particle i from all others, softening @p eps (0 allowed), single
+/// precision. @p pos_mass holds x, y, z, m. Both buffers hold at least @p n elements.
+void direct_forces(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n, float eps, Buffer<bn_f4>& acc_pot);
+
+/// As direct_forces, with differences and sums in double precision; acc_pot holds 4 doubles per particle.
+void direct_forces_f64(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n, double eps,
+                       Buffer<double>& acc_pot);
+
+} // namespace banyan

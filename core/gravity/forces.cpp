@@ -1,0 +1,169 @@
+/**
+ * @file forces.cpp
+ * @brief Drives the tree walk: per-walk cell data, one launch of persistent work-groups over all groups, the check
+ *        that no level list outgrew its spill buffer, and the way back to the caller's particle order.
+ */
+#include "core/gravity/forces.hpp"
+
+#include "core/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace banyan {
+
+namespace {
+
+static_assert(BANYAN_WALK_WG >= BANYAN_N_CRIT && BANYAN_WALK_WG <= 256 &&
+                  (BANYAN_WALK_WG & (BANYAN_WALK_WG - 1)) == 0,
+              "the walk's work-group: a power of two, N_crit <= it <= 256 (10-bit count fields)");
+static_assert(BANYAN_WALK_LIST >= 1, "the walk needs a local level list");
+
+Grid grid_for(const Backend& be, std::size_t items)
+{
+    const std::size_t wg = be.work_group_size();
+    return Grid{(items + wg - 1) / wg, wg};
+}
+
+bn_u32 u32(std::size_t n) { return static_cast<bn_u32>(n); }
+
+} // namespace
+
+TreeForces::TreeForces(Backend& be) : be_(be), groups_per_unit_(be.info().gpu ? 16u : 4u)
+{
+    counter_ = be_.alloc<bn_u32>(1, "walk.counter");
+    status_ = be_.alloc<bn_u32>(1, "walk.status");
+    totals_dev_ = be_.alloc<bn_u64>(2, "walk.totals");
+}
+
+std::size_t TreeForces::device_bytes() const noexcept
+{
+    std::size_t total = 0;
+    auto add = [&](const auto& b) { total += b ? b.bytes() : 0; };
+    add(acc_), add(mac_), add(link_), add(totals_dev_), add(pp_), add(pc_), add(spill_), add(counter_), add(status_);
+    return total;
+}
+
+void TreeForces::poison(std::size_t n)
+{
+    ensure_size(be_, acc_, n, "walk.acc");
+    ensure_size(be_, pp_, n, "walk.pp");
+    ensure_size(be_, pc_, n, "walk.pc");
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    acc_.fill(bn_f4{nan, nan, nan, nan});
+    pp_.fill(0xDEADBEEFu);
+    pc_.fill(0xDEADBEEFu);
+}
+
+void TreeForces::compute(Octree& tree, float theta, float eps, double* walk_ms)
+{
+    if (!(theta >= 0.0f && theta <= 1.0f))
+        throw UsageError(fmt::format("tree forces: the opening angle theta must be in [0, 1], got {}", theta));
+    if (!(eps >= 0.0f && std::isfinite(eps)))
+        throw UsageError(fmt::format("tree forces: the softening eps must be finite and >= 0, got {}", eps));
+    n_ = tree.size();
+    totals_ = {};
+    if (walk_ms) *walk_ms = 0;
+    if (n_ == 0) return;
+    const std::size_t nc = tree.cells();
+    const std::size_t ngroups = tree.groups();
+    if (nc == 0 || ngroups == 0) throw std::logic_error("tree forces: the octree has not been built");
+
+    ensure_size(be_, acc_, n_, "walk.acc");
+    ensure_size(be_, pp_, n_, "walk.pp");
+    ensure_size(be_, pc_, n_, "walk.pc");
+    ensure_size(be_, mac_, nc, "walk.mac");
+    ensure_size(be_, link_, nc, "walk.link");
+
+    // theta <= 1 < 2 / sqrt(3) keeps every cell that holds a particle of the group from being accepted for it:
+    // d <= sqrt(3) / 2 l + delta < l / theta + delta.
+    const float inv_theta = theta > 0.0f ? 1.0f / theta : std::numeric_limits<float>::infinity();
+    const std::size_t units = std::max<unsigned>(be_.info().compute_units, 1);
+    // The spill buffer is 2 spill_cap_ entries per work-group: when very long level lists (theta near 0 at large
+    // N) would make it bigger than an eighth of the device (at most 2 GiB), fewer work-groups walk.
+    const std::size_t budget =
+        std::max<std::size_t>(std::min<std::size_t>(be_.info().memory_bytes / 8, std::size_t{2} << 30), 1 << 20);
+
+    for (int attempt = 0;; ++attempt) {
+        const std::size_t per_wg = 2 * spill_cap_ * sizeof(bn_u32);
+        const std::size_t wgs =
+            std::max<std::size_t>(1, std::min({ngroups, units * groups_per_unit_, budget / per_wg}));
+        ensure_size(be_, spill_, 2 * wgs * spill_cap_, "walk.spill");
+        counter_.fill(0u);
+        status_.fill(0u);
+        totals_dev_.fill(bn_u64{0});
+        Event start, stop;
+        if (walk_ms) start = be_.record();
+        be_.launch("walkPrepare", grid_for(be_, nc), tree.cell_com(), tree.cell_quad1(), tree.cell_first(),
+                   tree.cell_count(), u32(nc), inv_theta, mac_, link_);
+        be_.launch("walkForces", Grid{wgs, BANYAN_WALK_WG}, tree.pos(), mac_, link_, tree.cell_com(),
+                   tree.cell_quad0(), tree.cell_quad1(), tree.group_first(), tree.group_count(), tree.group_lo(),
+                   tree.group_hi(), u32(ngroups), eps * eps, counter_, spill_, u32(spill_cap_), status_,
+                   totals_dev_, acc_, pp_, pc_);
+        if (walk_ms) stop = be_.record();
+        const bn_u32 needed = status_.at(0);
+        if (needed == 0) {
+            if (walk_ms) *walk_ms = be_.elapsed_ms(start, stop);
+            break;
+        }
+        // A level list outgrew BANYAN_WALK_LIST + spill_cap_ entries: the walk is incomplete. Walk again with
+        // room for what was asked for (a level after a truncated one may ask for more; hence the loop).
+        if (attempt >= 16) throw std::runtime_error("tree forces: level lists keep outgrowing the spill buffer");
+        const std::size_t want = needed > BANYAN_WALK_LIST ? needed - BANYAN_WALK_LIST : 1;
+        spill_cap_ = std::max(2 * spill_cap_, want + want / 2);
+        ++retries_;
+    }
+    const auto t = totals_dev_.download(2);
+    totals_.pp = t[0];
+    totals_.pc = t[1];
+}
+
+void TreeForces::to_input_order(const Octree& tree, Buffer<bn_f4>& acc, Buffer<bn_u32>* pp, Buffer<bn_u32>* pc)
+{
+    if (n_ == 0) return;
+    if (tree.size() != n_ || acc.size() < n_ || (pp && pp->size() < n_) || (pc && pc->size() < n_))
+        throw std::invalid_argument("TreeForces::to_input_order: sizes do not match");
+    // Unwanted counts go to a scratch buffer, so that the kernel has one form.
+    Buffer<bn_u32>* sink = nullptr;
+    if (!pp || !pc) sink = &be_.scratch_buffer<bn_u32>("walk.sink", n_);
+    be_.launch("walkScatter", grid_for(be_, n_), acc_, pp_, pc_, tree.ids(), u32(n_), acc, pp ? *pp : *sink,
+               pc ? *pc : *sink);
+}
+
+ForceResult tree_forces(Backend& be, std::span<const bn_f4> pos, float theta, float eps)
+{
+    ForceResult r;
+    const std::size_t n = pos.size();
+    if (n == 0) return r;
+    Octree tree(be);
+    tree.set_particles(pos);
+    tree.build();
+    TreeForces forces(be);
+    forces.compute(tree, theta, eps);
+    auto acc = be.alloc<bn_f4>(n, "forces.acc");
+    auto pp = be.alloc<bn_u32>(n, "forces.pp");
+    auto pc = be.alloc<bn_u32>(n, "forces.pc");
+    forces.to_input_order(tree, acc, &pp, &pc);
+    r.acc = acc.download(n);
+    r.pp = pp.download(n);
+    r.pc = pc.download(n);
+    r.totals = forces.totals();
+    return r;
+}
+
+void direct_forces_f64_targets(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n,
+                               const Buffer<bn_u32>& targets, std::size_t ntargets, double eps,
+                               Buffer<double>& acc_pot)
+{
+    if (n >= (std::size_t{1} << 32) || ntargets >= (std::size_t{1} << 32))
+        throw UsageError(fmt::format("direct summation of {} particles on {} targets: too many", n, ntargets));
+    if (pos_mass.size() < n || targets.size() < ntargets || acc_pot.size() < 4 * ntargets)
+        throw std::invalid_argument("direct_forces_f64_targets: buffers too small");
+    be.launch("directForcesF64Targets", grid_for(be, ntargets), pos_mass, u32(n), targets, u32(ntargets), eps * eps,
+              acc_pot);
+}
+
+} // namespace banyan

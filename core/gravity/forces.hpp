@@ -1,0 +1,98 @@
+/**
+ * @file forces.hpp
+ * @brief Gravitational forces by the tree walk (paper sections 2.2, 3.2, 3.3) on either backend, and the
+ *        conveniences around it: results in the caller's particle order, a one-call host function, and direct
+ *        summation on a sample of targets (the accuracy reference at large N).
+ *
+ * The walk itself is kernels_cu/walk.cu and kernels_cl/walk.cl (one launch: every work-group walks whole groups);
+ * the cell and particle interactions are bn_interact_pc and bn_interact_pp in device_shared.h.
+ */
+#pragma once
+
+#include "core/device/backend.hpp"
+#include "core/tree/octree.hpp"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace banyan {
+
+/// Interactions of one force evaluation, summed over all particles.
+struct InteractionTotals {
+    std::uint64_t pp = 0; ///< particle-particle (23 flops each)
+    std::uint64_t pc = 0; ///< particle-cell (65 flops each)
+};
+
+/// Accelerations and potentials by the tree walk, with per-particle interaction counts. Owns its result buffers
+/// and the walk's scratch (a spill buffer for long level lists), reused from call to call.
+class TreeForces {
+public:
+    explicit TreeForces(Backend& be);
+    TreeForces(const TreeForces&) = delete;
+    TreeForces& operator=(const TreeForces&) = delete;
+
+    /// One walk over @p tree (built: cells, groups and multipoles), opening angle @p theta in [0, 1] (0: every cell
+    /// is opened, i.e. direct summation) and Plummer softening @p eps >= 0. Afterwards acc()[i] = (ax, ay, az, phi)
+    /// of the particle at tree position i, pp_counts()[i] / pc_counts()[i] the particles / cells it met (itself
+    /// excluded), totals() their sums. Blocks until the walk has finished: it reads back whether a level list
+    /// outgrew the spill buffer, and if one did walks again with a larger one (results are never incomplete).
+    /// @param[out] walk_ms when given, the device time of the (last, complete) walk, cell preparation included.
+    /// @throws UsageError for theta outside [0, 1] or eps negative or not finite.
+    void compute(Octree& tree, float theta, float eps, double* walk_ms = nullptr);
+
+    const Buffer<bn_f4>& acc() const noexcept { return acc_; }
+    const Buffer<bn_u32>& pp_counts() const noexcept { return pp_; }
+    const Buffer<bn_u32>& pc_counts() const noexcept { return pc_; }
+    const InteractionTotals& totals() const noexcept { return totals_; }
+    /// Number of particles of the last compute().
+    std::size_t size() const noexcept { return n_; }
+
+    /// The last results in the order the particles had when given to Octree::set_particles (out[ids[i]] = x[i]).
+    /// Buffers hold at least size() elements; @p pp and @p pc may be null.
+    void to_input_order(const Octree& tree, Buffer<bn_f4>& acc, Buffer<bn_u32>* pp = nullptr,
+                        Buffer<bn_u32>* pc = nullptr);
+
+    /// Walks that had to be repeated with a larger spill buffer, since construction.
+    int retries() const noexcept { return retries_; }
+    /// Work-groups launched per compute unit (persistent work-groups; default 16 on a GPU, 4 on a CPU).
+    void set_groups_per_unit(unsigned g) noexcept { groups_per_unit_ = g ? g : 1; }
+    /// Level-list entries per work-group kept in the global spill buffer beyond BANYAN_WALK_LIST (it grows by
+    /// itself when a walk needs more; tests set it small to exercise that path).
+    void set_spill_capacity(std::size_t entries) noexcept { spill_cap_ = entries ? entries : 1; }
+    std::size_t spill_capacity() const noexcept { return spill_cap_; }
+    /// For tests: fills the result buffers (whole capacity) with NaN and 0xDEADBEEF, so that a particle the walk
+    /// misses shows.
+    void poison(std::size_t n);
+    /// Device memory of the results and the walk's own buffers.
+    std::size_t device_bytes() const noexcept;
+
+private:
+    Backend& be_;
+    std::size_t n_ = 0;
+    unsigned groups_per_unit_;
+    std::size_t spill_cap_ = 4096; // level-list entries per work-group and list beyond BANYAN_WALK_LIST
+    int retries_ = 0;
+    InteractionTotals totals_;
+    Buffer<bn_f4> acc_, mac_;
+    Buffer<bn_u64> link_, totals_dev_;
+    Buffer<bn_u32> pp_, pc_, spill_, counter_, status_;
+};
+
+/// Host results of one force evaluation, in the order of the input particles.
+struct ForceResult {
+    std::vector<bn_f4> acc;     ///< ax, ay, az, phi
+    std::vector<bn_u32> pp, pc; ///< interaction counts (empty for direct summation)
+    InteractionTotals totals;
+};
+
+/// Tree forces of @p pos (x, y, z, mass) in one call: builds the octree, walks it, returns results in input order.
+ForceResult tree_forces(Backend& be, std::span<const bn_f4> pos, float theta, float eps);
+
+/// Direct summation in double precision for the targets listed in @p targets only: acc_pot[4 t .. 4 t + 3] =
+/// (ax, ay, az, phi) of particle targets[t] from all @p n particles but itself (kernel directForcesF64Targets).
+void direct_forces_f64_targets(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n,
+                               const Buffer<bn_u32>& targets, std::size_t ntargets, double eps,
+                               Buffer<double>& acc_pot);
+
+} // namespace banyan

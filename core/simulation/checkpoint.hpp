@@ -1,0 +1,41 @@
+/**
+ * @file checkpoint.hpp
+ * @brief The checkpoint file of a run: the exact device state and the run's bookkeeping, enough to continue it bit
+ *        for bit.
+ *
+ * Format (host byte order; the same machine writes and reads it): "BNYNCKPT", u32 version, u32 byte-order mark,
+ * u64 length of a text block of key=value lines (the options and the bookkeeping, doubles in shortest round-trip
+ * form), the text, then the arrays pos, vel, acc (N float4 each), ids (N u32) in device order, then the fields of
+ * the input that never change (eps for N, gas rho/temp/metals, star metals/tform), and last an FNV-1a 64-bit
+ * checksum of everything before it.
+ */
+#pragma once
+
+#include "core/files/key_values.hpp"
+#include "core/files/tipsy.hpp"
+#include "core/simulation/simulation.hpp"
+
+#include <string>
+
+namespace banyan {
+
+struct Checkpoint {
+    KeyValues header;      ///< the text block: the writer's lines, and particles, n_gas, n_dark, n_star
+    SimulationState state; ///< the exact device state
+    Snapshot fields;       ///< counts and the fields the simulation never changes (eps, gas and star fields);
+                           ///< mass, pos, vel and phi are zero-filled
+};
+
+/// Writes a checkpoint to @p path through a temporary name and a rename. @p header_text holds the caller's
+/// key=value lines; the particle counts are added here.
+void write_checkpoint(const std::string& path, const std::string& header_text, const SimulationState& state,
+                      const Snapshot& fields);
+
+/// Reads a whole checkpoint. Throws UsageError naming @p path for a missing, foreign, damaged (checksum),
+/// truncated or inconsistent file.
+Checkpoint read_checkpoint(const std::string& path);
+
+/// Reads only the header of the checkpoint at @p path (its text block; the checksum is not verified).
+KeyValues read_checkpoint_header(const std::string& path);
+
+} // namespace banyan

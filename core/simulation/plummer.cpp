@@ -1,0 +1,81 @@
+/**
+ * @file plummer.cpp
+ * @brief Plummer sphere generator (Aarseth, Henon & Wielen 1974, A&A 37, 183).
+ */
+#include "core/simulation/plummer.hpp"
+
+#include "core/error.hpp"
+
+#include <cmath>
+#include <numbers>
+#include <random>
+
+namespace banyan {
+
+namespace {
+
+/// A double uniform in the open interval (0, 1), from the top 53 bits (the same on every standard library).
+double uniform(std::mt19937_64& rng) { return (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53; }
+
+/// A random point on the sphere of radius @p r.
+void isotropic(std::mt19937_64& rng, double r, double out[3])
+{
+    const double z = (1.0 - 2.0 * uniform(rng)) * r;
+    const double phi = 2.0 * std::numbers::pi * uniform(rng);
+    const double rxy = std::sqrt(std::max(r * r - z * z, 0.0));
+    out[0] = rxy * std::cos(phi);
+    out[1] = rxy * std::sin(phi);
+    out[2] = z;
+}
+
+} // namespace
+
+Particles plummer(std::size_t n, std::uint64_t seed, const PlummerOptions& options)
+{
+    if (!(options.cutoff > 0.0)) throw UsageError("plummer: the radius cut-off must be positive");
+    std::mt19937_64 rng(seed);
+    const double length = 3.0 * std::numbers::pi / 16.0; // Plummer scale radius in N-body units
+    const double speed = 1.0 / std::sqrt(length);
+    std::vector<double> x(3 * n), v(3 * n);
+    double cx[3] = {0, 0, 0}, cv[3] = {0, 0, 0};
+    for (std::size_t i = 0; i < n; ++i) {
+        // Radius: the mass inside r is r^3 / (1 + r^2)^(3/2) = X, so r = (X^(-2/3) - 1)^(-1/2).
+        double r;
+        do {
+            r = 1.0 / std::sqrt(std::pow(uniform(rng), -2.0 / 3.0) - 1.0);
+        } while (!(r <= options.cutoff));
+        // Speed: q = v / v_escape has density proportional to q^2 (1 - q^2)^(7/2), whose maximum is below 0.1.
+        double q;
+        for (;;) {
+            q = uniform(rng);
+            const double g = q * q * std::pow(1.0 - q * q, 3.5);
+            if (0.1 * uniform(rng) < g) break;
+        }
+        const double ve = std::sqrt(2.0) * std::pow(1.0 + r * r, -0.25);
+        isotropic(rng, r * length, &x[3 * i]);
+        isotropic(rng, q * ve * speed, &v[3 * i]);
+        for (int k = 0; k < 3; ++k) {
+            cx[k] += x[3 * i + k];
+            cv[k] += v[3 * i + k];
+        }
+    }
+    Particles p;
+    p.pos.resize(n);
+    p.vel.resize(n);
+    const float m = n ? static_cast<float>(1.0 / static_cast<double>(n)) : 0.0f;
+    for (int k = 0; k < 3; ++k) {
+        cx[k] /= static_cast<double>(n ? n : 1);
+        cv[k] /= static_cast<double>(n ? n : 1);
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        const double* xi = &x[3 * i];
+        const double* vi = &v[3 * i];
+        p.pos[i] = bn_f4{static_cast<float>(xi[0] - cx[0]), static_cast<float>(xi[1] - cx[1]),
+                         static_cast<float>(xi[2] - cx[2]), m};
+        p.vel[i] = bn_f4{static_cast<float>(vi[0] - cv[0]), static_cast<float>(vi[1] - cv[1]),
+                         static_cast<float>(vi[2] - cv[2]), 0.0f};
+    }
+    return p;
+}
+
+} // namespace banyan

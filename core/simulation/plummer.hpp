@@ -1,0 +1,41 @@
+/**
+ * @file plummer.hpp
+ * @brief Plummer spheres in N-body units (G = 1, total mass 1, energy -1/4), positions and velocities in virial
+ *        equilibrium, by the recipe of Aarseth, Henon & Wielen (1974), seeded and reproducible on every platform.
+ */
+#pragma once
+
+#include "core/device_shared.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace banyan {
+
+/// Particles on the host in the layout the device holds them: pos = (x, y, z, mass), vel = (vx, vy, vz, 0).
+struct Particles {
+    std::vector<bn_f4> pos;
+    std::vector<bn_f4> vel;
+    std::size_t size() const noexcept { return pos.size(); }
+};
+
+struct PlummerOptions {
+    /// Radius cut-off in Plummer scale radii (before scaling to N-body units): radii beyond it are drawn again.
+    /// 22.8042468 holds 99.9% of the mass of the untruncated sphere (13.43 N-body length units).
+    double cutoff = 22.8042468;
+};
+
+/**
+ * @brief N equal-mass (1/N) particles of a Plummer sphere.
+ *
+ * Radii from the inverted cumulative mass, isotropic directions, speeds by von Neumann rejection from
+ * g(q) = q^2 (1 - q^2)^(7/2) times the local escape speed; then scaled to N-body units (lengths by 3 pi / 16,
+ * speeds by sqrt(16 / (3 pi))) and moved so that centre of mass and total momentum are zero (in double precision,
+ * before the values are rounded to float). The same (n, seed) gives the same particles on every platform (up to the
+ * last bit of the C library's pow, sin and cos): random numbers come from std::mt19937_64 turned into doubles by
+ * our own bit arithmetic, not by a standard distribution, whose results differ between standard libraries.
+ */
+Particles plummer(std::size_t n, std::uint64_t seed, const PlummerOptions& options = {});
+
+} // namespace banyan

@@ -1,0 +1,291 @@
+/**
+ * @file run.cpp
+ * @brief The run loop of `banyan run`: outputs on time grids, the energy log, checkpoints and restarts.
+ */
+#include "core/simulation/run.hpp"
+
+#include "core/device/devices.hpp"
+#include "core/error.hpp"
+#include "core/simulation/checkpoint.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+namespace banyan {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+/// Grid time k of a grid starting at @p t0 with spacing @p every.
+double grid_time(double t0, std::uint64_t k, double every) { return t0 + static_cast<double>(k) * every; }
+
+/// Whether grid point @p k lies at or before the step at time @p t (half a step of slack against rounding).
+bool due(double t0, std::uint64_t k, double every, double t, double dt)
+{
+    return every > 0 && grid_time(t0, k, every) <= t + 0.5 * dt;
+}
+
+/// Removes leftovers of atomic writes interrupted by a kill ("<name>.tmp.<pid>").
+void remove_stale_temporaries(const std::string& dir)
+{
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+        const std::string name = e.path().filename().string();
+        const bool ours = name.rfind("snapshot_", 0) == 0 || name.rfind("checkpoint.bin", 0) == 0;
+        if (ours && name.find(".tmp.") != std::string::npos) fs::remove(e.path(), ec);
+    }
+}
+
+} // namespace
+
+// ---- Output folder --------------------------------------------------------------------------------------------
+
+void prepare_output_dir(const std::string& dir, bool fresh)
+{
+    std::error_code ec;
+    if (!fresh && !fs::exists(fs::path(dir) / "checkpoint.bin"))
+        throw UsageError(fmt::format("run: no checkpoint to continue from in {} ({} is missing)", dir,
+                                     (fs::path(dir) / "checkpoint.bin").string()));
+    fs::create_directories(dir, ec);
+    if (ec || !fs::is_directory(dir))
+        throw UsageError(fmt::format("run: cannot create the output folder {}: {}", dir,
+                                     ec ? ec.message() : "it exists and is not a folder"));
+    const std::string probe = fmt::format("{}/.banyan-write-test.{}", dir, ::getpid());
+    {
+        std::ofstream f(probe);
+        if (!f || !(f << "x") || !f.flush())
+            throw UsageError(fmt::format("run: the output folder {} is not writable: {}", dir, std::strerror(errno)));
+    }
+    fs::remove(probe, ec);
+    if (fresh && fs::exists(fs::path(dir) / "checkpoint.bin"))
+        throw UsageError(fmt::format("run: {} holds a run already (checkpoint.bin): continue it with "
+                                     "`banyan run --restart {}`, or choose another --out",
+                                     dir, dir));
+}
+
+// ---- The run --------------------------------------------------------------------------------------------------
+
+Run::Run(Backend& be, const RunOptions& options, RunHooks hooks) : be_(be), opt_(options), hooks_(std::move(hooks)) {}
+
+Run::Run(Backend& be, const RunOptions& options, Snapshot ic, RunHooks hooks) : Run(be, options, std::move(hooks))
+{
+    opt_.check();
+    check_particles(ic, opt_.ic == "file" ? opt_.in : "initial conditions");
+    if (opt_.ic != "file" && ic.size() != opt_.n)
+        throw UsageError(fmt::format("run: {} particles given for -n {}", ic.size(), opt_.n));
+    if (!(opt_.t_end > ic.time))
+        throw UsageError(fmt::format("run: --t-end {} must be later than the start time {}", opt_.t_end, ic.time));
+    prepare_output_dir(opt_.out, true);
+    const std::size_t n = ic.size();
+    std::vector<bn_f4> pos(n), vel(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        pos[i] = {ic.pos[3 * i], ic.pos[3 * i + 1], ic.pos[3 * i + 2], ic.mass[i]};
+        vel[i] = {ic.vel[3 * i], ic.vel[3 * i + 1], ic.vel[3 * i + 2], 0.0f};
+    }
+    template_ = std::move(ic);
+    end_step_ = steps_between(template_.time, opt_.t_end, opt_.dt);
+    sim_ = std::make_unique<Simulation>(be_, opt_.simulation());
+    sim_->start(pos, vel, template_.time);
+
+    // Step 0: a fresh log, the first snapshot and a checkpoint, so that a kill from now on loses nothing.
+    const auto t0 = Clock::now();
+    std::error_code ec;
+    fs::resize_file(log_path(), 0, ec); // an energy.csv of an earlier, checkpoint-less attempt
+    log_bytes_ = 0;
+    output_seconds_ += seconds_since(t0);
+    log_energies();
+    const double t = sim_->time();
+    next_snapshot_ = next_checkpoint_ = 1; // grid point 0 is now
+    while (due(t, next_snapshot_, opt_.snapshot_every, t, opt_.dt)) ++next_snapshot_;
+    while (due(t, next_checkpoint_, opt_.checkpoint_every, t, opt_.dt)) ++next_checkpoint_;
+    write_snapshot();
+    write_checkpoint();
+}
+
+std::string Run::checkpoint_path() const { return (fs::path(opt_.out) / "checkpoint.bin").string(); }
+std::string Run::log_path() const { return (fs::path(opt_.out) / "energy.csv").string(); }
+
+void Run::log_energies()
+{
+    const Energies e = sim_->energies();
+    const auto t0 = Clock::now();
+    if (sim_->steps() == 0) e0_ = e.total();
+    RunRecord r;
+    r.step = sim_->steps();
+    r.time = sim_->time();
+    r.energies = e;
+    r.de = e0_ != 0.0 ? (e0_ - e.total()) / e0_ + 0.0 : 0.0; // + 0.0: no "-0" in the log
+    max_de_ = std::max(max_de_, std::fabs(r.de));
+    r.max_de = max_de_;
+    if (tracked()) {
+        const std::uint32_t b = static_cast<std::uint32_t>(sim_->size() - sim_->size() / 2);
+        const auto c = sim_->track(0, b);
+        const double dx = double(c[1].x) - c[0].x, dy = double(c[1].y) - c[0].y, dz = double(c[1].z) - c[0].z;
+        r.centre_distance = std::sqrt(dx * dx + dy * dy + dz * dz);
+    }
+    std::string text;
+    if (log_bytes_ == 0) {
+        text = "step,time,kinetic,potential,total,dE,max_abs_dE,px,py,pz,Lx,Ly,Lz";
+        text += tracked() ? ",centre_distance\n" : "\n";
+    }
+    const auto& p = e.momentum;
+    const auto& l = e.angular_momentum;
+    text += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}", r.step, r.time, e.kinetic, e.potential, e.total(),
+                        r.de, r.max_de, p[0], p[1], p[2], l[0], l[1], l[2]);
+    text += tracked() ? fmt::format(",{}\n", r.centre_distance) : "\n";
+    // One write of whole lines, appended: a kill leaves at most a cut last line, which a restart truncates away.
+    const int fd = ::open(log_path().c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd < 0) throw std::runtime_error(fmt::format("cannot open {}: {}", log_path(), std::strerror(errno)));
+    std::size_t done = 0;
+    while (done < text.size()) {
+        const ssize_t w = ::write(fd, text.data() + done, text.size() - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            const int err = errno;
+            ::close(fd);
+            throw std::runtime_error(fmt::format("writing {} failed: {}", log_path(), std::strerror(err)));
+        }
+        done += static_cast<std::size_t>(w);
+    }
+    ::close(fd);
+    log_bytes_ += text.size();
+    last_ = r;
+    output_seconds_ += seconds_since(t0);
+    if (hooks_.on_log) hooks_.on_log(r);
+}
+
+void Run::write_snapshot()
+{
+    const auto t0 = Clock::now();
+    std::vector<bn_f4> pos, vel, acc;
+    sim_->input_order(pos, vel, acc);
+    Snapshot& s = template_;
+    s.time = sim_->time();
+    for (std::size_t i = 0; i < pos.size(); ++i) {
+        s.mass[i] = pos[i].w;
+        s.pos[3 * i] = pos[i].x, s.pos[3 * i + 1] = pos[i].y, s.pos[3 * i + 2] = pos[i].z;
+        s.vel[3 * i] = vel[i].x, s.vel[3 * i + 1] = vel[i].y, s.vel[3 * i + 2] = vel[i].z;
+        s.phi[i] = acc[i].w;
+    }
+    const std::string path = (fs::path(opt_.out) / fmt::format("snapshot_{:05d}.tipsy", snapshots_written_)).string();
+    write_tipsy(path, s, Endian::big);
+    ++snapshots_written_;
+    output_seconds_ += seconds_since(t0);
+    if (hooks_.on_file) hooks_.on_file(path);
+}
+
+void Run::write_checkpoint()
+{
+    const auto t0 = Clock::now();
+    const SimulationState st = sim_->save();
+    const std::string text =
+        opt_.to_text() + fmt::format("step={}\nt_begin={}\ne0={}\nmax_de={}\nnext_snapshot={}\nsnapshots_written={}\n"
+                                     "next_checkpoint={}\nlog_bytes={}\nwork_group_size={}\ndevice={}\n"
+                                     "last_log_step={}\nlast_log_time={}\nlast_de={}\nlast_centre_distance={}\n",
+                                     st.step, st.t_begin, e0_, max_de_, next_snapshot_, snapshots_written_,
+                                     next_checkpoint_, log_bytes_, be_.work_group_size(), device_label(be_.info()),
+                                     last_.step, last_.time, last_.de, last_.centre_distance);
+    banyan::write_checkpoint(checkpoint_path(), text, st, template_);
+    output_seconds_ += seconds_since(t0);
+    if (hooks_.on_file) hooks_.on_file(checkpoint_path());
+}
+
+std::string checkpoint_device(const std::string& dir)
+{
+    const std::string path = (fs::path(dir) / "checkpoint.bin").string();
+    return value_of(read_checkpoint_header(path), "device", path);
+}
+
+std::unique_ptr<Run> Run::resume(Backend& be, const std::string& dir, std::optional<double> t_end, RunHooks hooks)
+{
+    const std::string path = (fs::path(dir) / "checkpoint.bin").string();
+    if (!fs::exists(path))
+        throw UsageError(fmt::format("run: no checkpoint to continue from in {} ({} is missing)", dir, path));
+    Checkpoint c = read_checkpoint(path);
+    const KeyValues& kv = c.header;
+    RunOptions opt = RunOptions::from_text(kv);
+    opt.out = dir;
+    if (t_end) opt.t_end = *t_end;
+    auto run = std::unique_ptr<Run>(new Run(be, opt, std::move(hooks)));
+    Run& r = *run;
+    auto u = [&](const char* k) { return u64_of(kv, k, path); };
+    auto d = [&](const char* k) { return double_of(kv, k, path); };
+    SimulationState& st = c.state;
+    st.step = u("step");
+    st.t_begin = d("t_begin");
+    r.e0_ = d("e0");
+    r.max_de_ = d("max_de");
+    r.next_snapshot_ = u("next_snapshot");
+    r.snapshots_written_ = u("snapshots_written");
+    r.next_checkpoint_ = u("next_checkpoint");
+    r.log_bytes_ = u("log_bytes");
+    const std::size_t wg = u("work_group_size");
+    r.template_ = std::move(c.fields);
+    r.template_.time = st.t_begin;
+
+    opt.check();
+    if (t_end && !(*t_end > st.t_begin + static_cast<double>(st.step) * opt.dt - 0.5 * opt.dt))
+        throw UsageError(fmt::format("run: --t-end {} is before the checkpoint's time {}", *t_end,
+                                     st.t_begin + static_cast<double>(st.step) * opt.dt));
+    prepare_output_dir(dir, false);
+    // Bit-for-bit continuation needs the kernels of the same work-group size (OpenCL may vary it).
+    if (wg != be.work_group_size()) be.set_work_group_size(wg);
+    r.end_step_ = steps_between(st.t_begin, opt.t_end, opt.dt);
+    r.sim_ = std::make_unique<Simulation>(be, opt.simulation());
+    r.sim_->restore(st);
+    r.last_.step = u("last_log_step");
+    r.last_.time = d("last_log_time");
+    r.last_.de = d("last_de");
+    r.last_.max_de = r.max_de_;
+    r.last_.centre_distance = d("last_centre_distance");
+
+    // Lines logged after the checkpoint (and a line cut by a kill) go: the steps they came from run again.
+    remove_stale_temporaries(dir);
+    std::error_code ec;
+    const auto size = fs::file_size(r.log_path(), ec);
+    if (!ec && size > r.log_bytes_) fs::resize_file(r.log_path(), r.log_bytes_, ec);
+    if (ec || size < r.log_bytes_) r.log_bytes_ = ec ? 0 : size; // a log removed or cut by hand: start it afresh
+    return run;
+}
+
+Run::Outcome Run::run(const volatile std::sig_atomic_t* stop)
+{
+    const double t_begin = sim_->t_begin();
+    while (sim_->steps() < end_step_) {
+        if (stop && *stop) {
+            write_checkpoint();
+            return Outcome::stopped;
+        }
+        const auto t0 = Clock::now();
+        sim_->step();
+        const std::uint64_t s = sim_->steps();
+        const double t = sim_->time();
+        const bool last = s == end_step_;
+        if (s % opt_.log_every == 0 || last) log_energies();
+        const bool snap = due(t_begin, next_snapshot_, opt_.snapshot_every, t, opt_.dt);
+        while (due(t_begin, next_snapshot_, opt_.snapshot_every, t, opt_.dt)) ++next_snapshot_;
+        if (snap || last) write_snapshot();
+        const bool ckpt = due(t_begin, next_checkpoint_, opt_.checkpoint_every, t, opt_.dt);
+        while (due(t_begin, next_checkpoint_, opt_.checkpoint_every, t, opt_.dt)) ++next_checkpoint_;
+        if (ckpt || last) write_checkpoint();
+        ++session_steps_;
+        session_seconds_ += seconds_since(t0);
+        if (hooks_.on_step) hooks_.on_step();
+    }
+    return Outcome::finished;
+}
+
+} // namespace banyan

@@ -1,0 +1,106 @@
+/**
+ * @file run.hpp
+ * @brief A simulation run as `banyan run` drives it: initial conditions, the step loop, the energy log, snapshots
+ *        in the order of the input, checkpoints and restarts.
+ *
+ * Files in the output folder:
+ *   energy.csv            one line per log interval (CSV, header first), appended in whole lines
+ *   snapshot_NNNNN.tipsy  standard (big-endian) tipsy snapshots, every snapshot_every time units and at the end;
+ *                         particle i of the input is particle i of every snapshot
+ *   checkpoint.bin        the exact device state and the run's bookkeeping (every checkpoint_every time units, at
+ *                         the end and when stopped), enough to continue bit for bit
+ * Snapshots and checkpoints are written to a temporary name and renamed, so a run killed at any moment leaves only
+ * whole files. A restart truncates energy.csv to its length at the checkpoint, and the steps it repeats write the
+ * same lines and snapshots again (every phase is deterministic on one device and backend).
+ */
+#pragma once
+
+#include "core/device/backend.hpp"
+#include "core/files/tipsy.hpp"
+#include "core/simulation/run_options.hpp"
+#include "core/simulation/simulation.hpp"
+
+#include <csignal>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace banyan {
+
+/// One line of the energy log.
+struct RunRecord {
+    std::uint64_t step = 0;
+    double time = 0;
+    Energies energies;
+    double de = 0;     ///< (E0 - E) / E0, the paper's relative energy error
+    double max_de = 0; ///< the largest |de| so far
+    double centre_distance = -1; ///< merger: distance of the two central particles (-1 otherwise)
+};
+
+struct RunHooks {
+    std::function<void(const RunRecord&)> on_log; ///< after each line of the energy log
+    std::function<void()> on_step;                ///< after each step (and its outputs)
+    std::function<void(const std::string& path)> on_file; ///< after each snapshot or checkpoint
+};
+
+class Run {
+public:
+    /// Starts a new run in options.out (created; it must not hold a checkpoint already) from @p ic: first forces,
+    /// then the outputs of step 0 (log line, snapshot 0, checkpoint).
+    Run(Backend& be, const RunOptions& options, Snapshot ic, RunHooks hooks = {});
+    /// Continues the run whose checkpoint is in @p dir (which becomes its output folder); @p t_end, when given,
+    /// replaces the stored end time (to extend a run).
+    static std::unique_ptr<Run> resume(Backend& be, const std::string& dir, std::optional<double> t_end,
+                                       RunHooks hooks = {});
+
+    enum class Outcome { finished, stopped };
+    /// Steps until the end time, or until *stop is nonzero (checked between steps; then a checkpoint is written).
+    Outcome run(const volatile std::sig_atomic_t* stop = nullptr);
+
+    const RunOptions& options() const noexcept { return opt_; }
+    Simulation& simulation() noexcept { return *sim_; }
+    const Simulation& simulation() const noexcept { return *sim_; }
+    std::uint64_t step() const noexcept { return sim_->steps(); }
+    std::uint64_t end_step() const noexcept { return end_step_; }
+    const RunRecord& last_record() const noexcept { return last_; }
+    double max_de() const noexcept { return max_de_; }
+    /// Steps taken in this process, wall seconds they took (outputs included), and seconds spent writing outputs.
+    std::uint64_t session_steps() const noexcept { return session_steps_; }
+    double session_seconds() const noexcept { return session_seconds_; }
+    double output_seconds() const noexcept { return output_seconds_; }
+    std::string checkpoint_path() const;
+    std::string log_path() const;
+
+private:
+    Run(Backend& be, const RunOptions& options, RunHooks hooks);
+    void log_energies();
+    void write_snapshot();
+    void write_checkpoint();
+    bool tracked() const noexcept { return opt_.ic == "merger"; }
+
+    Backend& be_;
+    RunOptions opt_;
+    RunHooks hooks_;
+    std::unique_ptr<Simulation> sim_;
+    Snapshot template_; // the fields of the input that the simulation does not change
+    std::uint64_t end_step_ = 0;
+    double e0_ = 0, max_de_ = 0;
+    std::uint64_t next_snapshot_ = 0, next_checkpoint_ = 0; // indices on the time grids
+    std::uint64_t snapshots_written_ = 0;                    // the number of the next snapshot file
+    std::uint64_t log_bytes_ = 0;
+    RunRecord last_;
+    std::uint64_t session_steps_ = 0;
+    double session_seconds_ = 0, output_seconds_ = 0;
+};
+
+/// Creates @p dir if needed and checks that it is writable; with @p fresh, refuses a folder that holds a
+/// checkpoint (a run to continue with --restart, not to overwrite). Throws UsageError.
+void prepare_output_dir(const std::string& dir, bool fresh);
+
+/// The device the checkpoint in @p dir was written on, in device_label's form (core/device/devices.hpp), read from its
+/// header alone: a restart picks the same device by default, where a continuation is bit for bit.
+std::string checkpoint_device(const std::string& dir);
+
+} // namespace banyan

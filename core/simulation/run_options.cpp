@@ -1,0 +1,143 @@
+/**
+ * @file run_options.cpp
+ * @brief Checks and text form of a run's options, its initial conditions, times and step counts.
+ */
+#include "core/simulation/run_options.hpp"
+
+#include "core/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+namespace banyan {
+
+void RunOptions::check() const
+{
+    const bool file = ic == "file";
+    if (!(file || ic == "plummer" || ic == "uniform" || ic == "uniform-cold" || ic == "merger"))
+        throw UsageError(fmt::format("run: --ic must be plummer, uniform, uniform-cold or merger, got '{}'", ic));
+    if (file && in.empty()) throw UsageError("run: initial conditions from a file need --in FILE");
+    if (!file) {
+        if (n < 1) throw UsageError("run: -n must be at least 1");
+        if (n > 0x7FFFFFFFull) throw UsageError(fmt::format("run: -n {} is more than the 2^31 - 1 supported", n));
+        if (ic == "merger" && n < 4) throw UsageError(fmt::format("run: a merger needs -n 4 or more, got {}", n));
+    }
+    if (!(theta > 0.0 && theta <= 1.0)) throw UsageError(fmt::format("run: --theta must be in (0, 1], got {}", theta));
+    if (!(eps >= 0.0 && eps < 1e30)) throw UsageError(fmt::format("run: --eps must be >= 0 and finite, got {}", eps));
+    if (!(dt > 0.0 && dt < 1e30)) throw UsageError(fmt::format("run: --dt must be positive and finite, got {}", dt));
+    if (static_cast<float>(dt) == 0.0f || static_cast<float>(0.5 * dt) == 0.0f)
+        throw UsageError(fmt::format("run: --dt {} is too small for single precision", dt));
+    if (!std::isfinite(t_end)) throw UsageError(fmt::format("run: --t-end must be finite, got {}", t_end));
+    if (log_every < 1) throw UsageError("run: --log-every must be at least 1 step");
+    if (!(snapshot_every >= 0.0 && std::isfinite(snapshot_every)))
+        throw UsageError(fmt::format("run: --snapshot-every must be >= 0 (0: start and end only), got {}",
+                                     snapshot_every));
+    if (!(checkpoint_every >= 0.0 && std::isfinite(checkpoint_every)))
+        throw UsageError(fmt::format("run: --checkpoint-every must be >= 0 (0: start, end and stops only), got {}",
+                                     checkpoint_every));
+    // A grid finer than the step would only repeat the same step's output.
+    if (snapshot_every > 0 && snapshot_every < dt)
+        throw UsageError(fmt::format("run: --snapshot-every {} is shorter than the time step {} (0: start and end "
+                                     "only)",
+                                     snapshot_every, dt));
+    if (checkpoint_every > 0 && checkpoint_every < dt)
+        throw UsageError(fmt::format("run: --checkpoint-every {} is shorter than the time step {}", checkpoint_every,
+                                     dt));
+    if (std::fabs(t_end) / dt > 1e15)
+        throw UsageError(fmt::format("run: --t-end {} at --dt {} is more than 10^15 steps", t_end, dt));
+    if (ic == "merger") check_merger_options(merger);
+    if (out.empty()) throw UsageError("run: --out must name a folder");
+}
+
+std::string RunOptions::to_text() const
+{
+    std::string s;
+    auto line = [&](const char* k, const auto& v) { s += fmt::format("{}={}\n", k, v); };
+    line("ic", ic), line("in", in), line("n", n), line("seed", seed), line("theta", theta), line("eps", eps);
+    line("dt", dt), line("t_end", t_end), line("log_every", log_every), line("snapshot_every", snapshot_every);
+    line("checkpoint_every", checkpoint_every), line("pericentre", merger.pericentre);
+    line("separation", merger.separation), line("eccentricity", merger.eccentricity);
+    line("bh_fraction", merger.bh_fraction), line("direct", direct ? 1 : 0);
+    return s;
+}
+
+RunOptions RunOptions::from_text(const KeyValues& kv)
+{
+    RunOptions o;
+    auto d = [&](const char* k) { return double_of(kv, k, "checkpoint"); };
+    auto u = [&](const char* k) { return u64_of(kv, k, "checkpoint"); };
+    o.ic = value_of(kv, "ic", "checkpoint");
+    o.in = value_of(kv, "in", "checkpoint");
+    o.n = u("n"), o.seed = u("seed"), o.theta = d("theta"), o.eps = d("eps"), o.dt = d("dt"), o.t_end = d("t_end");
+    o.log_every = u("log_every"), o.snapshot_every = d("snapshot_every"), o.checkpoint_every = d("checkpoint_every");
+    o.merger.pericentre = d("pericentre"), o.merger.separation = d("separation");
+    o.merger.eccentricity = d("eccentricity"), o.merger.bh_fraction = d("bh_fraction");
+    o.direct = u("direct") != 0;
+    return o;
+}
+
+SimulationOptions RunOptions::simulation() const
+{
+    SimulationOptions s;
+    s.theta = static_cast<float>(theta);
+    s.eps = static_cast<float>(eps);
+    s.dt = dt;
+    s.direct = direct;
+    return s;
+}
+
+double parse_time(const std::string& text, const std::string& option)
+{
+    auto number = [&](const std::string& s) {
+        char* end = nullptr;
+        const double v = std::strtod(s.c_str(), &end);
+        if (s.empty() || *end != '\0' || !std::isfinite(v))
+            throw UsageError(fmt::format("run: {} expects a number or a fraction such as 1/64, got '{}'", option,
+                                         text));
+        return v;
+    };
+    const auto slash = text.find('/');
+    if (slash == std::string::npos) return number(text);
+    const double a = number(text.substr(0, slash)), b = number(text.substr(slash + 1));
+    if (b == 0.0) throw UsageError(fmt::format("run: {} divides by zero: '{}'", option, text));
+    return a / b;
+}
+
+std::uint64_t steps_between(double t_begin, double t_end, double dt)
+{
+    if (!(t_end > t_begin)) return 0;
+    const double q = (t_end - t_begin) / dt;
+    const double r = std::round(q);
+    if (std::fabs(q - r) <= 1e-9 * std::max(1.0, q)) return static_cast<std::uint64_t>(r);
+    return static_cast<std::uint64_t>(std::ceil(q));
+}
+
+Snapshot initial_conditions(const RunOptions& o)
+{
+    if (o.ic == "file") {
+        Snapshot s = read_tipsy(o.in);
+        check_particles(s, o.in);
+        if (s.size() > 0x7FFFFFFFull)
+            throw UsageError(fmt::format("{}: {} particles is more than the 2^31 - 1 supported", o.in, s.size()));
+        return s;
+    }
+    Particles p;
+    if (o.ic == "plummer") p = plummer(o.n, o.seed);
+    else if (o.ic == "uniform") p = uniform_sphere(o.n, o.seed, true);
+    else if (o.ic == "uniform-cold") p = uniform_sphere(o.n, o.seed, false);
+    else if (o.ic == "merger") p = galaxy_merger(o.n, o.seed, o.merger).particles;
+    else throw UsageError(fmt::format("run: unknown initial conditions '{}'", o.ic));
+    Snapshot s = Snapshot::dark(p.size());
+    for (std::size_t i = 0; i < p.size(); ++i) {
+        s.mass[i] = p.pos[i].w;
+        s.pos[3 * i] = p.pos[i].x, s.pos[3 * i + 1] = p.pos[i].y, s.pos[3 * i + 2] = p.pos[i].z;
+        s.vel[3 * i] = p.vel[i].x, s.vel[3 * i + 1] = p.vel[i].y, s.vel[3 * i + 2] = p.vel[i].z;
+        s.eps[i] = static_cast<float>(o.eps);
+    }
+    return s;
+}
+
+} // namespace banyan

@@ -1,0 +1,53 @@
+/**
+ * @file run_options.hpp
+ * @brief What defines a run of `banyan run` (its options, stored in every checkpoint), its initial conditions, and
+ *        the arithmetic of its time grid.
+ */
+#pragma once
+
+#include "core/files/key_values.hpp"
+#include "core/files/tipsy.hpp"
+#include "core/simulation/initial_conditions.hpp"
+#include "core/simulation/simulation.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace banyan {
+
+/// Everything that defines a run (stored in its checkpoints).
+struct RunOptions {
+    std::string ic = "plummer"; ///< plummer | uniform | uniform-cold | merger | file
+    std::string in;             ///< the tipsy file of ic == "file"
+    std::uint64_t n = 65536;    ///< particles (ic != "file")
+    std::uint64_t seed = 1;
+    double theta = 0.75;
+    double eps = 0.05;
+    double dt = 1.0 / 64;
+    double t_end = 10;
+    std::uint64_t log_every = 16;   ///< steps between lines of the energy log
+    double snapshot_every = 1;      ///< time between snapshots (0: only at the start and the end)
+    double checkpoint_every = 1;    ///< time between checkpoints (0: only at the start, the end and when stopped)
+    MergerOptions merger;
+    bool direct = false; ///< direct summation instead of the tree (small N, tests)
+    std::string out = "banyan-run";
+
+    /// Throws UsageError naming the first bad option (as banyan run spells it).
+    void check() const;
+    /// key=value lines; from_text(to_text()) gives the same options, doubles to the bit (all but out: a run is
+    /// continued in the folder its checkpoint is in, wherever that has moved).
+    std::string to_text() const;
+    static RunOptions from_text(const KeyValues& kv);
+    SimulationOptions simulation() const;
+};
+
+/// The initial particles of @p options as a tipsy snapshot (generated, or read from options.in and checked).
+Snapshot initial_conditions(const RunOptions& options);
+
+/// Parses a time step or time such as "0.015625" or "1/64" (a fraction of two numbers). Throws UsageError.
+double parse_time(const std::string& text, const std::string& option);
+
+/// Steps from @p t_begin to @p t_end at @p dt (rounded up; a ratio within 1e-9 of a whole number counts as it).
+std::uint64_t steps_between(double t_begin, double t_end, double dt);
+
+} // namespace banyan

@@ -1,0 +1,219 @@
+/**
+ * @file simulation.cpp
+ * @brief Drives one simulation on the device: the leapfrog's kernels around the tree build and walk, the energy
+ *        sums, the way back to the input order, and saving and restoring the exact state.
+ *
+ * Determinism: every phase is a fixed function of the device arrays in their current order (the sort is stable,
+ * the walk's sums and the energy sums run in a fixed order), so restoring the arrays of a saved state in the same
+ * order continues the run bit for bit on the same device and backend.
+ */
+#include "core/simulation/simulation.hpp"
+
+#include "core/gravity/direct.hpp"
+#include "core/error.hpp"
+#include "core/simulation/plummer.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace banyan {
+
+namespace {
+
+std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+bn_u32 u32(std::size_t n) { return static_cast<bn_u32>(n); }
+
+/// Most work-groups of the energy sums (the totals kernel then reduces that many partials in one group).
+constexpr std::size_t energy_max_groups = 256;
+
+} // namespace
+
+Simulation::Simulation(Backend& be, const SimulationOptions& options)
+    : be_(be), options_(options), tree_(be), forces_(be)
+{
+    if (!(options.dt > 0.0 && std::isfinite(options.dt)))
+        throw UsageError(fmt::format("simulation: the time step must be positive and finite, got {}", options.dt));
+    if (!(options.theta > 0.0f && options.theta <= 1.0f))
+        throw UsageError(fmt::format("simulation: theta must be in (0, 1], got {}", options.theta));
+    if (!(options.eps >= 0.0f && std::isfinite(options.eps)))
+        throw UsageError(fmt::format("simulation: eps must be finite and >= 0, got {}", options.eps));
+    partials_ = be_.alloc<double>(BANYAN_ENERGY_TERMS * energy_max_groups, "sim.energy_partials");
+    totals_ = be_.alloc<double>(BANYAN_ENERGY_TERMS, "sim.energy_totals");
+    tracked_ = be_.alloc<bn_f4>(2, "sim.tracked");
+}
+
+Grid Simulation::grid(std::size_t items) const
+{
+    const std::size_t wg = be_.work_group_size();
+    return Grid{ceil_div(items, wg), wg};
+}
+
+std::size_t Simulation::device_bytes() const noexcept
+{
+    std::size_t total = tree_.device_bytes() + forces_.device_bytes();
+    auto add = [&](const auto& b) { total += b ? b.bytes() : 0; };
+    add(acc_), add(partials_), add(totals_), add(out_pos_), add(out_vel_), add(out_acc_), add(tracked_);
+    return total;
+}
+
+void Simulation::start(std::span<const bn_f4> pos, std::span<const bn_f4> vel, double t_begin)
+{
+    if (pos.empty()) throw UsageError("simulation: no particles");
+    if (vel.size() != pos.size())
+        throw UsageError(fmt::format("simulation: {} positions but {} velocities", pos.size(), vel.size()));
+    if (pos.size() > 0x7FFFFFFFu)
+        throw UsageError(fmt::format("simulation: {} particles is more than the 2^31 - 1 supported", pos.size()));
+    n_ = pos.size();
+    step_ = 0;
+    t_begin_ = t_begin;
+    times_ = {};
+    ensure_size(be_, acc_, n_, "sim.acc");
+    tree_.set_particles(pos, vel);
+    compute_forces();
+}
+
+void Simulation::restore(const SimulationState& s)
+{
+    const std::size_t n = s.pos.size();
+    if (n == 0 || s.vel.size() != n || s.acc.size() != n || s.ids.size() != n)
+        throw UsageError(fmt::format("simulation: a saved state with {} positions, {} velocities, {} accelerations "
+                                     "and {} ids",
+                                     n, s.vel.size(), s.acc.size(), s.ids.size()));
+    // Each id once: otherwise snapshots in input order would lose particles.
+    std::vector<unsigned char> seen(n, 0);
+    for (bn_u32 id : s.ids) {
+        if (id >= n || seen[id]) throw UsageError("simulation: the saved particle ids are not a permutation");
+        seen[id] = 1;
+    }
+    n_ = n;
+    step_ = s.step;
+    t_begin_ = s.t_begin;
+    times_ = {};
+    ensure_size(be_, acc_, n_, "sim.acc");
+    tree_.set_particles(s.pos, s.vel, s.ids);
+    acc_.upload(s.acc);
+}
+
+SimulationState Simulation::save()
+{
+    SimulationState s;
+    s.step = step_;
+    s.t_begin = t_begin_;
+    s.pos = tree_.pos().download(n_);
+    s.vel = tree_.vel().download(n_);
+    s.acc = acc_.download(n_);
+    s.ids = tree_.ids().download(n_);
+    return s;
+}
+
+void Simulation::compute_forces()
+{
+    if (options_.direct) {
+        const Event a = be_.record();
+        direct_forces(be_, tree_.pos(), n_, options_.eps, acc_);
+        const Event b = be_.record();
+        times_.forces += be_.elapsed_ms(a, b);
+        return;
+    }
+    TreeTimings tt;
+    tree_.build(&tt);
+    double walk_ms = 0;
+    forces_.compute(tree_, options_.theta, options_.eps, &walk_ms);
+    acc_.copy_from(forces_.acc(), n_);
+    times_.build += tt.total;
+    times_.forces += walk_ms;
+}
+
+void Simulation::step()
+{
+    if (n_ == 0) throw std::logic_error("Simulation::step before start() or restore()");
+    const float dt = static_cast<float>(options_.dt);
+    const float half = static_cast<float>(0.5 * options_.dt);
+    const Event e0 = be_.record();
+    be_.launch("integrateKickDrift", grid(n_), tree_.pos(), tree_.vel(), acc_, u32(n_), half, dt);
+    const Event e1 = be_.record();
+    compute_forces();
+    const Event e2 = be_.record();
+    be_.launch("integrateKick", grid(n_), tree_.vel(), acc_, u32(n_), half);
+    const Event e3 = be_.record();
+    times_.integrate += be_.elapsed_ms(e0, e1) + be_.elapsed_ms(e2, e3);
+    ++step_;
+}
+
+Energies Simulation::energies()
+{
+    Energies e;
+    if (n_ == 0) return e;
+    const std::size_t wg = be_.work_group_size();
+    const std::size_t groups = std::min(ceil_div(n_, wg), energy_max_groups);
+    const Event a = be_.record();
+    be_.launch("integrateEnergyPartials", Grid{groups, wg}, tree_.pos(), tree_.vel(), acc_, u32(n_), partials_);
+    be_.launch("integrateEnergyTotals", Grid{1, wg}, partials_, u32(groups), totals_);
+    const Event b = be_.record();
+    double t[BANYAN_ENERGY_TERMS];
+    totals_.download(std::span<double>(t, BANYAN_ENERGY_TERMS));
+    times_.energies += be_.elapsed_ms(a, b);
+    e.kinetic = t[0];
+    e.potential = t[1];
+    e.momentum = {t[2], t[3], t[4]};
+    e.angular_momentum = {t[5], t[6], t[7]};
+    return e;
+}
+
+void Simulation::input_order(std::vector<bn_f4>& pos, std::vector<bn_f4>& vel, std::vector<bn_f4>& acc)
+{
+    ensure_size(be_, out_pos_, n_, "sim.out_pos");
+    ensure_size(be_, out_vel_, n_, "sim.out_vel");
+    ensure_size(be_, out_acc_, n_, "sim.out_acc");
+    be_.launch("integrateToInputOrder", grid(n_), tree_.pos(), tree_.vel(), acc_, tree_.ids(), u32(n_), out_pos_,
+               out_vel_, out_acc_);
+    pos = out_pos_.download(n_);
+    vel = out_vel_.download(n_);
+    acc = out_acc_.download(n_);
+}
+
+std::array<bn_f4, 2> Simulation::track(bn_u32 a, bn_u32 b)
+{
+    if (a >= n_ || b >= n_)
+        throw UsageError(fmt::format("simulation: cannot track particles {} and {} of {}", a, b, n_));
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    tracked_.fill(bn_f4{nan, nan, nan, nan});
+    be_.launch("integrateTrack", grid(n_), tree_.pos(), tree_.ids(), u32(n_), a, b, tracked_);
+    const auto v = tracked_.download(2);
+    return {v[0], v[1]};
+}
+
+std::size_t estimate_device_bytes(Backend& be, std::size_t n, const SimulationOptions& options)
+{
+    constexpr std::size_t probe_n = 16384;
+    if (n <= 4 * probe_n) return 0;
+    // Memory that grows with N, measured on a probe: the tree's and the integrator's arrays, the primitives'
+    // scratch (sort buffers), the walk's per-particle and per-cell arrays. The walk's spill buffer does not grow
+    // with N (persistent work-groups): it is bounded separately by what the walk allows it, an eighth of the
+    // device up to 2 GiB.
+    const std::size_t scratch_before = be.scratch_bytes();
+    std::size_t probe_bytes = 0;
+    {
+        SimulationOptions o = options;
+        o.direct = false;
+        Simulation probe(be, o);
+        const Particles p = plummer(probe_n, 12345);
+        probe.start(p.pos, p.vel, 0.0);
+        std::vector<bn_f4> a, b, c;
+        probe.input_order(a, b, c);
+        // The walk's arrays without its spill buffer: results and counts per particle, opening data per cell.
+        const std::size_t walk = probe_n * (sizeof(bn_f4) + 2 * sizeof(bn_u32)) + probe.tree().cells() * 24;
+        probe_bytes = probe.device_bytes() - probe.forces().device_bytes() + walk;
+    }
+    const std::size_t scratch = be.scratch_bytes() > scratch_before ? be.scratch_bytes() : scratch_before;
+    const double per_particle = static_cast<double>(probe_bytes + scratch) / static_cast<double>(probe_n);
+    const std::size_t spill =
+        std::max<std::size_t>(std::min<std::size_t>(be.info().memory_bytes / 8, std::size_t{2} << 30), 1 << 20);
+    // A margin of a quarter for deeper, more clustered trees than a Plummer sphere's.
+    return static_cast<std::size_t>(per_particle * 1.25 * static_cast<double>(n)) + spill;
+}
+
+} // namespace banyan

@@ -1,0 +1,122 @@
+/**
+ * @file simulation.hpp
+ * @brief A whole N-body simulation on the device (paper sections 3.1 and 4.2): shared-time-step leapfrog, the tree
+ *        rebuilt and walked every step, energies and momenta summed on the device, and the exact device state for
+ *        checkpoints.
+ *
+ * The host touches particle data only to upload the initial conditions, to download outputs (snapshots, in the
+ * order of the input) and to save or restore the exact device state. The kernels are kernels_cu/integrate.cu and
+ * kernels_cl/integrate.cl; forces come from core/gravity/forces.hpp (or core/gravity/direct.hpp, for tests).
+ */
+#pragma once
+
+#include "core/device/backend.hpp"
+#include "core/gravity/forces.hpp"
+#include "core/tree/octree.hpp"
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace banyan {
+
+struct SimulationOptions {
+    float theta = 0.75f; ///< opening angle of the tree walk, in (0, 1]
+    float eps = 0.05f;   ///< Plummer softening
+    double dt = 1.0 / 64; ///< the shared time step, > 0
+    /// Forces by direct summation (single precision, core/gravity/direct.hpp) instead of the tree; the particles then stay
+    /// in their input order. For tests (momentum conservation, the integrator against a CPU reference).
+    bool direct = false;
+};
+
+/// Energies and momenta of the particles on the device, summed in double precision.
+struct Energies {
+    double kinetic = 0;   ///< sum m v^2 / 2
+    double potential = 0; ///< sum m phi / 2 (phi from the last force evaluation)
+    double total() const noexcept { return kinetic + potential; }
+    std::array<double, 3> momentum{};         ///< sum m v
+    std::array<double, 3> angular_momentum{}; ///< sum m x cross v
+};
+
+/// Device time spent in each phase, in milliseconds, summed over steps.
+struct PhaseTimes {
+    double build = 0;     ///< the octree: keys, sort, levels, links, groups, multipoles
+    double forces = 0;    ///< the tree walk (or direct summation)
+    double integrate = 0; ///< kick and drift
+    double energies = 0;  ///< energy and momentum sums
+};
+
+/// The exact state of a simulation on the device, in device order: enough to continue it bit for bit.
+struct SimulationState {
+    std::uint64_t step = 0; ///< steps taken since time t_begin
+    double t_begin = 0;     ///< time of step 0
+    std::vector<bn_f4> pos; ///< x, y, z, mass
+    std::vector<bn_f4> vel; ///< vx, vy, vz, 0
+    std::vector<bn_f4> acc; ///< ax, ay, az, potential of the last force evaluation (at the current positions)
+    std::vector<bn_u32> ids; ///< ids[i]: the input index of the particle at device position i
+};
+
+class Simulation {
+public:
+    Simulation(Backend& be, const SimulationOptions& options);
+    Simulation(const Simulation&) = delete;
+    Simulation& operator=(const Simulation&) = delete;
+
+    /// Starts from particles in input order (particle i gets id i) at time @p t_begin: uploads them, builds the
+    /// tree and computes the first forces.
+    void start(std::span<const bn_f4> pos, std::span<const bn_f4> vel, double t_begin);
+    /// Continues from a saved state exactly (no force evaluation: the saved accelerations are used).
+    void restore(const SimulationState& state);
+    /// Downloads the exact device state.
+    SimulationState save();
+
+    /// One kick-drift-kick step: v += a dt/2, x += v dt, rebuild the tree, new forces, v += a dt/2.
+    void step();
+
+    /// Energies and momenta at the current time (velocities and positions are synchronised after every step).
+    Energies energies();
+
+    /// Positions, velocities and accelerations (with potentials) in the order of the input (particle id order).
+    void input_order(std::vector<bn_f4>& pos, std::vector<bn_f4>& vel, std::vector<bn_f4>& acc);
+
+    /// Positions of the particles with ids @p a and @p b (both < size()).
+    std::array<bn_f4, 2> track(bn_u32 a, bn_u32 b);
+
+    std::size_t size() const noexcept { return n_; }
+    std::uint64_t steps() const noexcept { return step_; }
+    double t_begin() const noexcept { return t_begin_; }
+    /// t_begin + steps * dt, computed afresh (no sum of rounded steps drifts).
+    double time() const noexcept { return t_begin_ + static_cast<double>(step_) * options_.dt; }
+    const SimulationOptions& options() const noexcept { return options_; }
+    const PhaseTimes& times() const noexcept { return times_; }
+    /// Device memory of the particles, the tree, the walk and the integrator's own buffers.
+    std::size_t device_bytes() const noexcept;
+
+    // For tests: the device arrays (device order).
+    Octree& tree() noexcept { return tree_; }
+    const Buffer<bn_f4>& acc() const noexcept { return acc_; }
+    const TreeForces& forces() const noexcept { return forces_; }
+
+private:
+    void compute_forces();
+    Grid grid(std::size_t items) const;
+
+    Backend& be_;
+    SimulationOptions options_;
+    Octree tree_;
+    TreeForces forces_;
+    std::size_t n_ = 0;
+    std::uint64_t step_ = 0;
+    double t_begin_ = 0;
+    PhaseTimes times_;
+    Buffer<bn_f4> acc_;                      // accelerations and potentials, device order
+    Buffer<double> partials_, totals_;       // energy sums
+    Buffer<bn_f4> out_pos_, out_vel_, out_acc_, tracked_; // outputs in input order
+};
+
+/// An estimate of the device memory a simulation of @p n particles needs, from the memory of a small probe run
+/// on @p be (a Plummer sphere) scaled to @p n, with a margin. 0 when @p n is small enough not to matter.
+std::size_t estimate_device_bytes(Backend& be, std::size_t n, const SimulationOptions& options);
+
+} // namespace banyan
