@@ -61,6 +61,13 @@ double mega_per_s(std::size_t n, double ms)
     return ms > 0 ? double(n) / (ms * 1e3) : 0.0;
 }
 
+std::string figure(double v)
+{
+    if (v == 0 || !std::isfinite(v)) return fmt::format("{}", v);
+    const int decimals = std::clamp(2 - static_cast<int>(std::floor(std::log10(std::fabs(v)))), 0, 9);
+    return fmt::format("{:.{}f}", v, decimals);
+}
+
 // ---- Table ----------------------------------------------------------------------------------------------
 
 void Table::print_header() const

@@ -41,6 +41,10 @@ Timing time_on_device(Backend& be, int warmup, int reps, const std::function<voi
 /// Items per second, in millions, for @p n items in @p ms milliseconds (0 when @p ms is not positive).
 double mega_per_s(std::size_t n, double ms);
 
+/// @p v with three significant digits and no exponent (240, 23.1, 0.0123), so that a rate of a CPU is as readable
+/// as that of a GPU.
+std::string figure(double v);
+
 /// A plain text table with fixed column widths, printed row by row as results come in (so that a long run
 /// shows progress). A cell wider than its column widens that row only; the last column is never padded.
 class Table {

@@ -56,17 +56,6 @@ double at_fraction(const std::vector<double>& v, double q)
     return v[std::min(i, v.size() - 1)];
 }
 
-/// The accuracy targets (Plummer, eps = 0): median and 99th percentile, for theta 0.5 and 0.75.
-std::string target_check(double theta, double eps, double median, double p99)
-{
-    if (eps != 0) return "";
-    double m = 0, p = 0;
-    if (std::abs(theta - 0.5) < 1e-9) m = 1.2e-4, p = 4e-4;
-    else if (std::abs(theta - 0.75) < 1e-9) m = 6e-4, p = 3e-3;
-    else return "";
-    return fmt::format("{} (<= {:.2g} / {:.2g})", median <= m && p99 <= p ? "ok" : "MISSED", m, p);
-}
-
 } // namespace
 
 int run_accuracy(const std::vector<std::string>& args)
@@ -114,8 +103,7 @@ int run_accuracy(const std::vector<std::string>& args)
                         {"99%", 10, true},
                         {"max", 10, true},
                         {"pp", 8, true},
-                        {"pc", 8, true},
-                        {"target", 0}});
+                        {"pc", 0}});
     table.print_header();
     std::ostringstream csv;
     csv << "n,theta,eps,sample,median,p90,p99,max,pp_mean,pc_mean\n";
@@ -162,8 +150,7 @@ int run_accuracy(const std::vector<std::string>& args)
             const double pp = double(forces.totals().pp) / double(n), pc = double(forces.totals().pc) / double(n);
             auto e = [](double v) { return fmt::format("{:.3e}", v); };
             table.print_row({fmt::format("{}", n), fmt::format("{:.2f}", theta), fmt::format("{}", k), e(med), e(p90),
-                             e(p99), e(mx), fmt::format("{:.1f}", pp), fmt::format("{:.1f}", pc),
-                             target_check(theta, eps, med, p99)});
+                             e(p99), e(mx), fmt::format("{:.1f}", pp), fmt::format("{:.1f}", pc)});
             csv << fmt::format("{},{},{},{},{:.6e},{:.6e},{:.6e},{:.6e},{:.3f},{:.3f}\n", n, theta, eps, k, med, p90,
                                p99, mx, pp, pc);
         }

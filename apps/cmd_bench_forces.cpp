@@ -16,6 +16,7 @@
 #include "core/error.hpp"
 
 #include "core/files/atomic_file.hpp"
+#include "core/version.hpp"
 #include "core/gravity/forces.hpp"
 #include "core/tree/octree.hpp"
 #include "core/simulation/plummer.hpp"
@@ -118,6 +119,7 @@ std::string json_report(const DeviceInfo& info, double eps, int warmup, int reps
     bench::JsonWriter j;
     j.begin_object();
     j.key("benchmark").string("forces");
+    j.key("banyan_version").string(version);
     j.key("backend").string(to_string(info.backend));
     j.key("device").string(info.name);
     j.key("gpu").boolean(info.gpu);
@@ -221,9 +223,9 @@ int run_bench_forces(const std::vector<std::string>& args)
             } else {
                 auto ms = [](double v) { return fmt::format("{:.3f}", v); };
                 table.print_row({n, fmt::format("{:.2f}", theta), ms(r.tree_ms), ms(r.multipoles_ms), ms(r.walk_ms),
-                                 ms(r.total_ms), fmt::format("{:.1f}", bench::mega_per_s(r.n, r.walk_ms)),
+                                 ms(r.total_ms), bench::figure(bench::mega_per_s(r.n, r.walk_ms)),
                                  fmt::format("{:.0f}", r.pp), fmt::format("{:.0f}", r.pc),
-                                 fmt::format("{:.2f}", r.flops() * double(r.n) / (r.walk_ms * 1e-3) * 1e-12),
+                                 bench::figure(r.flops() * double(r.n) / (r.walk_ms * 1e-3) * 1e-12),
                                  fmt::format("{:.1f}", double(r.bytes) / (1 << 20))});
             }
             rows.push_back(std::move(r));

@@ -8,6 +8,7 @@
  * CPU once per size, and a wrong result posts no time.
  */
 #include "core/files/atomic_file.hpp"
+#include "core/version.hpp"
 #include "apps/bench_util.hpp"
 #include "apps/cli.hpp"
 #include "core/error.hpp"
@@ -160,7 +161,7 @@ public:
         std::string ms, rate, ratio, note = r.note;
         if (r.timing) {
             ms = fmt::format("{:.4f}", r.timing->median_ms);
-            rate = fmt::format("{:.1f} M{}/s", bench::mega_per_s(r.n, r.timing->median_ms), r.unit);
+            rate = fmt::format("{} M{}/s", bench::figure(bench::mega_per_s(r.n, r.timing->median_ms)), r.unit);
             if (r.ours_over_ref) ratio = fmt::format("{:.2f}x", *r.ours_over_ref);
         } else {
             ms = r.failed ? "FAILED" : "n/a";
@@ -379,6 +380,7 @@ std::string json_report(const Settings& s, const std::vector<DeviceReport>& devi
     bench::JsonWriter j;
     j.begin_object();
     j.key("benchmark").string("primitives");
+    j.key("banyan_version").string(version);
     j.key("warmup").integer(s.warmup);
     j.key("reps").integer(s.reps);
     j.key("boost_reps").integer(std::min(s.reps, s.boost_reps));

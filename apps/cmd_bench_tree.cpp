@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 
 #include "core/files/atomic_file.hpp"
+#include "core/version.hpp"
 #include "core/tree/octree.hpp"
 #include "core/simulation/plummer.hpp"
 
@@ -95,6 +96,7 @@ std::string json_report(const DeviceInfo& info, std::size_t wg, int warmup, int 
     bench::JsonWriter j;
     j.begin_object();
     j.key("benchmark").string("tree");
+    j.key("banyan_version").string(version);
     j.key("backend").string(to_string(info.backend));
     j.key("device").string(info.name);
     j.key("gpu").boolean(info.gpu);

@@ -30,22 +30,23 @@ int run_forces(const std::vector<std::string>& args)
     opt.value("in", "FILE", "tipsy file to read");
     opt.value("out", "OUT.npy", "where to write the (N, 4) float32 array (temporary name, then renamed)");
     opt.value("theta", "T", "opening angle, 0 <= T <= 1 (0 opens every cell)", "0.75");
-    opt.value("eps", "E", "Plummer softening length, >= 0", "0");
+    opt.value("eps", "E", "Plummer softening length, >= 0 (default: the softening the file's dark and star "
+                          "particles carry, when they all carry the same one)");
     opt.flag("direct", "direct O(N^2) summation instead of the tree");
     if (!opt.parse(args)) return 0;
 
     if (!opt.has("in")) throw UsageError("forces: --in FILE is required");
     if (!opt.has("out")) throw UsageError("forces: --out OUT.npy is required");
     const double theta = opt.number("theta");
-    const double eps = opt.number("eps");
     if (!(theta >= 0.0 && theta <= 1.0))
         throw UsageError(fmt::format("forces: --theta must be in [0, 1], got {}", theta));
-    if (!(eps >= 0.0 && eps <= 3.4e38)) throw UsageError(fmt::format("forces: --eps must be >= 0, got {}", eps));
     const bool direct = opt.has("direct");
 
     const std::string in = opt.str("in");
     const Snapshot s = read_tipsy(in);
     check_particles(s, in);
+    const double eps = opt.has("eps") ? opt.number("eps") : file_softening(s, in, "forces", true);
+    if (!(eps >= 0.0 && eps <= 3.4e38)) throw UsageError(fmt::format("forces: --eps must be >= 0, got {}", eps));
     const std::size_t n = s.size();
     std::vector<bn_f4> pos(n);
     for (std::size_t i = 0; i < n; ++i) pos[i] = {s.pos[3 * i], s.pos[3 * i + 1], s.pos[3 * i + 2], s.mass[i]};
@@ -77,12 +78,12 @@ int run_forces(const std::vector<std::string>& args)
 
     const DeviceInfo& d = be->info();
     if (direct)
-        fmt::print("{} particles, direct summation, eps {}: {:.3f} s on {} #{} ({})\n", n, eps, seconds,
+        fmt::print("{} particles, direct summation, eps {}: {:.3f} s on {} #{} ({})\n", n, float(eps), seconds,
                    to_string(d.backend), d.index, d.name);
     else
         fmt::print("{} particles, tree, theta {}, eps {}: {:.3f} s on {} #{} ({}); per particle {:.1f} "
                    "particle-particle and {:.1f} particle-cell interactions\n",
-                   n, theta, eps, seconds, to_string(d.backend), d.index, d.name,
+                   n, theta, float(eps), seconds, to_string(d.backend), d.index, d.name,
                    double(totals.pp) / double(n), double(totals.pc) / double(n));
     fmt::print("wrote {} ({} x 4 float32: ax, ay, az, potential)\n", opt.str("out"), n);
     if (bad) {

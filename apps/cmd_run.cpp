@@ -66,7 +66,8 @@ int run_run(const std::vector<std::string>& raw_args)
     opt.value("n", "N", "number of particles (also -n)", "65536");
     opt.value("seed", "S", "random seed of the initial conditions", "1");
     opt.value("theta", "T", "opening angle, 0 < T <= 1", "0.75");
-    opt.value("eps", "E", "Plummer softening length, >= 0", "0.05");
+    opt.value("eps", "E", "Plummer softening length, >= 0 (with --in, default: the softening the file's dark and "
+                          "star particles carry)", "0.05");
     opt.value("dt", "DT", "time step, > 0; a fraction such as 1/64 is fine", "1/64");
     opt.value("t-end", "T", "end time (absolute; with --restart, extends or shortens the run)", "10");
     opt.value("log-every", "STEPS", "steps between lines of the energy log", "16");
@@ -91,6 +92,7 @@ int run_run(const std::vector<std::string>& raw_args)
     if (!opt.parse(args)) return 0;
 
     const bool quiet = opt.has("quiet");
+    if (quiet) set_notice_handler(nullptr);
     const bool restart = opt.has("restart");
     auto positive_count = [&](const char* name, long long min) {
         const long long v = opt.integer(name);
@@ -148,6 +150,10 @@ int run_run(const std::vector<std::string>& raw_args)
     if (!restart) {
         if (ro.ic == "file") {
             ic = initial_conditions(ro);
+            if (!opt.has("eps")) {
+                ro.eps = file_softening(ic, ro.in, "run", !quiet);
+                ro.check();
+            }
             if (!(ro.t_end > ic.time))
                 throw UsageError(fmt::format("run: --t-end {} must be after the start time {} of {}", ro.t_end,
                                              ic.time, ro.in));

@@ -2,10 +2,13 @@
  * @file main.cpp
  * @brief The banyan program: dispatches to subcommands and turns errors into messages and exit codes.
  *
- * Exit codes: 0 success, 1 device failure, 2 bad usage or bad input.
+ * Exit codes: 0 success, 1 device failure or another error at run time, 2 bad usage or bad input; `banyan run`
+ * stopped by SIGINT or SIGTERM: 130 or 143.
  */
 #include "apps/cli.hpp"
+#include "core/device/backend.hpp"
 #include "core/error.hpp"
+#include "core/version.hpp"
 
 #include <fmt/format.h>
 
@@ -36,11 +39,22 @@ namespace {
 
 void print_usage()
 {
-    fmt::print("banyan: a gravitational N-body tree-code that runs entirely on the GPU (CUDA and OpenCL)\n\n"
-               "usage: banyan <command> [options]    banyan <command> --help\n\ncommands:\n");
+    fmt::print("banyan {}: a gravitational N-body tree-code that runs entirely on the GPU (CUDA and OpenCL)\n\n"
+               "usage: banyan <command> [options]    banyan <command> --help    banyan --version\n\ncommands:\n",
+               banyan::version);
     for (const auto& c : banyan::cli::commands()) fmt::print("  {:<20} {}\n", c.name, c.summary);
     fmt::print("\nenvironment: BANYAN_BACKEND, BANYAN_DEVICE (device selection), BANYAN_CL_DIR (read OpenCL\n"
                "kernels from this folder instead of the embedded copy)\n");
+}
+
+/// The commands whose first word is @p word and which have more words ("bench" -> "bench primitives", ...).
+std::vector<const banyan::cli::Command*> group_of(const std::string& word)
+{
+    std::vector<const banyan::cli::Command*> group;
+    for (const auto& c : banyan::cli::commands())
+        if (c.name.size() > word.size() && c.name.compare(0, word.size(), word) == 0 && c.name[word.size()] == ' ')
+            group.push_back(&c);
+    return group;
 }
 
 } // namespace
@@ -52,6 +66,14 @@ int main(int argc, char** argv)
         print_usage();
         return args.empty() ? 2 : 0;
     }
+    if (args[0] == "--version" || args[0] == "-V") {
+        fmt::print("banyan {}\n", banyan::version);
+        return 0;
+    }
+    banyan::set_notice_handler([](const std::string& text) {
+        fmt::print(stderr, "banyan: {}\n", text);
+        std::fflush(stderr);
+    });
     try {
         // Longest match of the command words ("bench primitives" before "bench").
         const banyan::cli::Command* best = nullptr;
@@ -68,6 +90,16 @@ int main(int argc, char** argv)
                 best = &c;
                 best_words = words.size();
             }
+        }
+        if (!best && !group_of(args[0]).empty()) {
+            // "banyan bench" or "banyan bench --help": the commands of the group.
+            const bool help = args.size() > 1 && (args[1] == "--help" || args[1] == "-h");
+            std::FILE* out = help ? stdout : stderr;
+            if (!help && args.size() > 1)
+                fmt::print(out, "banyan: unknown command '{} {}'\n\n", args[0], args[1]);
+            fmt::print(out, "usage: banyan {} <what> [options]    banyan {} <what> --help\n\n", args[0], args[0]);
+            for (const auto* c : group_of(args[0])) fmt::print(out, "  {:<20} {}\n", c->name, c->summary);
+            return help ? 0 : 2;
         }
         if (!best) {
             fmt::print(stderr, "banyan: unknown command '{}'\n\n", fmt::join(args.begin(), args.begin() + 1, " "));

@@ -205,14 +205,23 @@ BackendDevices cuda_discover()
     BackendDevices out{BackendKind::cuda, {}, {}};
     int count = 0;
     const cudaError_t rc = cudaGetDeviceCount(&count);
-    if (rc != cudaSuccess) {
-        cudaGetLastError();
-        out.unavailable_reason = fmt::format("{}: {}", cudaGetErrorName(rc), cudaGetErrorString(rc));
-        return out;
-    }
     int runtime = 0, driver = 0;
     cudaRuntimeGetVersion(&runtime);
-    cudaDriverGetVersion(&driver);
+    cudaDriverGetVersion(&driver); // 0 when no NVIDIA driver is installed
+    if (rc != cudaSuccess) {
+        cudaGetLastError();
+        // The runtime calls a missing driver "insufficient"; say what the user has to look for instead.
+        if (driver == 0 || rc == cudaErrorNoDevice)
+            out.unavailable_reason = "no NVIDIA GPU or driver found";
+        else if (rc == cudaErrorInsufficientDriver)
+            out.unavailable_reason =
+                fmt::format("the NVIDIA driver supports CUDA {}.{}, older than the CUDA {}.{} banyan was built with: "
+                            "update the driver",
+                            driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
+        else
+            out.unavailable_reason = fmt::format("{}: {}", cudaGetErrorName(rc), cudaGetErrorString(rc));
+        return out;
+    }
     for (int i = 0; i < count; ++i) {
         cudaDeviceProp p{};
         BANYAN_CUDA_CHECK(cudaGetDeviceProperties(&p, i));

@@ -217,6 +217,21 @@ static std::string paste_includes(const std::string& body, const std::filesystem
     return out + body.substr(done);
 }
 
+/// The stamp file that says banyan's kernels of this text and options were compiled for this device before, so the
+/// driver's cache holds them: "<cache>/banyan/opencl-<hash>"; empty when there is no cache folder.
+static std::string compile_stamp(const DeviceInfo& info, const std::string& source, const std::string& options)
+{
+    const char* xdg = std::getenv("XDG_CACHE_HOME");
+    const char* home = std::getenv("HOME");
+    std::filesystem::path dir;
+    if (xdg && *xdg) dir = std::filesystem::path(xdg) / "banyan";
+    else if (home && *home) dir = std::filesystem::path(home) / ".cache" / "banyan";
+    else return {};
+    const std::size_t h = std::hash<std::string>{}(info.name + '\n' + info.vendor + '\n' + info.version + '\n' +
+                                                   options + '\n' + source);
+    return (dir / fmt::format("opencl-{:016x}", h)).string();
+}
+
 std::string program_source()
 {
     const char* dir = std::getenv("BANYAN_CL_DIR");
@@ -256,6 +271,16 @@ OpenCLBackend::OpenCLBackend(cl_platform_id platform, cl_device_id device, Devic
     work_group_size_ = std::min<std::size_t>(BANYAN_WG_DEFAULT, info_.max_work_group);
 }
 
+OpenCLBackend::~OpenCLBackend()
+{
+    // Kernels have been compiled (and used) by now: later processes need no notice. A failed stamp costs a notice.
+    for (const auto& stamp : new_stamps_) {
+        std::error_code ec;
+        std::filesystem::create_directories(std::filesystem::path(stamp).parent_path(), ec);
+        std::ofstream(stamp) << "banyan OpenCL kernels compiled for " << info_.name << "\n";
+    }
+}
+
 std::unique_ptr<RawBuffer> OpenCLBackend::alloc_raw(std::size_t bytes, std::string_view what)
 {
     // OpenCL refuses zero-sized buffers; an empty Buffer still owns a small allocation.
@@ -291,6 +316,13 @@ cl_program OpenCLBackend::program()
     Program prog(clCreateProgramWithSource(context_.get(), 1, &text, nullptr, &rc));
     BANYAN_CL_CHECK(rc);
     const std::string options = fmt::format("-cl-std=CL1.2 -DBANYAN_WG={}", work_group_size_);
+    // The driver compiles the kernels on first use (PoCL: at their first launches, about 20 s on a CPU) and caches
+    // them; say so the first time, since nothing else is printed meanwhile. The stamp is written once they ran.
+    const std::string stamp = compile_stamp(info_, src, options);
+    if (stamp.empty() || !std::filesystem::exists(stamp)) {
+        notice(fmt::format("compiling the OpenCL kernels for {} (first use; cached for later runs)", info_.name));
+        if (!stamp.empty()) new_stamps_.push_back(stamp);
+    }
     rc = clBuildProgram(prog.get(), 1, &device_, options.c_str(), nullptr, nullptr);
     if (rc != CL_SUCCESS) {
         std::size_t n = 0;

@@ -50,6 +50,7 @@ using EventHandle = Handle<cl_event, clReleaseEvent>;
 class OpenCLBackend final : public Backend {
 public:
     OpenCLBackend(cl_platform_id platform, cl_device_id device, DeviceInfo info);
+    ~OpenCLBackend() override;
 
     const DeviceInfo& info() const override { return info_; }
     std::unique_ptr<RawBuffer> alloc_raw(std::size_t bytes, std::string_view what) override;
@@ -77,6 +78,7 @@ private:
     Queue queue_;
     std::map<std::size_t, Program> programs_;                        // by work-group size
     std::map<std::pair<std::size_t, std::string>, Kernel, std::less<>> kernels_; // by (wg, name)
+    std::vector<std::string> new_stamps_; // first-compile stamps to write once the kernels have run (see program())
 };
 
 /// The embedded program text, or the files of $BANYAN_CL_DIR when that is set (development).

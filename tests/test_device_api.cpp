@@ -9,9 +9,11 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <numeric>
 
 using namespace banyan;
+namespace fs = std::filesystem;
 
 TEST_CASE("buffers round-trip, fill and copy")
 {
@@ -107,4 +109,36 @@ TEST_CASE("event timers measure non-negative, ordered intervals")
     const double ab = be.elapsed_ms(a, b), ac = be.elapsed_ms(a, c);
     CHECK(ab >= 0.0);
     CHECK(ac >= ab);
+}
+
+TEST_SUITE("static")
+{
+    TEST_CASE("every backend is listed, and one without devices says why in words a user can act on")
+    {
+        const auto all = discover_devices();
+        REQUIRE(all.size() == 2);
+        CHECK(all[0].backend == BackendKind::cuda);
+        CHECK(all[1].backend == BackendKind::opencl);
+        for (const auto& b : all) {
+            INFO("backend ", to_string(b.backend), ": ", b.unavailable_reason);
+            if (b.devices.empty()) CHECK(!b.unavailable_reason.empty());
+        }
+        // Without an NVIDIA driver the CUDA runtime calls the driver "insufficient"; banyan must not repeat that.
+        if (!fs::exists("/proc/driver/nvidia/version") && all[0].devices.empty()) {
+            CHECK(all[0].unavailable_reason.find("insufficient") == std::string::npos);
+#ifdef BANYAN_HAVE_CUDA
+            CHECK(all[0].unavailable_reason == "no NVIDIA GPU or driver found");
+#endif
+        }
+    }
+
+    TEST_CASE("notices reach the handler that is set, and nowhere once it is cleared")
+    {
+        std::vector<std::string> seen;
+        set_notice_handler([&](const std::string& t) { seen.push_back(t); });
+        notice("compiling");
+        set_notice_handler(nullptr);
+        notice("dropped");
+        CHECK(seen == std::vector<std::string>{"compiling"});
+    }
 }

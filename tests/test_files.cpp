@@ -149,6 +149,22 @@ TEST_SUITE("static")
         CHECK(error_of(path).find("cannot open") != std::string::npos);
     }
 
+    TEST_CASE("the common softening of a snapshot: dark and star particles alike, gas smoothing lengths aside")
+    {
+        Snapshot s = Snapshot::dark(4);
+        for (auto& e : s.eps) e = 0.05f;
+        CHECK(common_softening(s) == 0.05f);
+        s.eps[2] = 0.1f;
+        CHECK(!common_softening(s)); // two softenings: the caller must ask for --eps
+        Snapshot mixed = Snapshot::dark(3);
+        mixed.n_gas = 1, mixed.n_dark = 1, mixed.n_star = 1;
+        mixed.eps = {0.7f, 0.02f, 0.02f}; // the gas record's field is hsmooth
+        CHECK(common_softening(mixed) == 0.02f);
+        Snapshot gas = Snapshot::dark(2);
+        gas.n_gas = 2, gas.n_dark = 0;
+        CHECK(!common_softening(gas));
+    }
+
     TEST_CASE("particle checks refuse N = 0, bad masses and non-finite coordinates")
     {
         CHECK_THROWS_AS(check_particles(Snapshot{}, "input"), UsageError);

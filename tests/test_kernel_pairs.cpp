@@ -3,7 +3,7 @@
  * @brief kernels_cu/ and kernels_cl/ stay in step: every kernel has a partner of the same name and the same
  *        number of arguments on the other side, and every CUDA kernel is registered for launch by name.
  *
- * Device-free (test suite "static"): runs as the CTest test `kernel_pairs`, on every machine.
+ * Device-free (test suite "static"): runs as part of the CTest test `device_free`, on every machine.
  */
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
 /**
  * @file backend.cpp
- * @brief Backend-independent parts of the device API: scratch buffers, names, range errors.
+ * @brief Backend-independent parts of the device API: scratch buffers, names, range errors, notices.
  */
 #include "core/device/backend.hpp"
 
@@ -8,7 +8,26 @@
 
 #include <fmt/format.h>
 
+#include <mutex>
+
 namespace banyan {
+
+namespace {
+std::mutex notice_mutex;
+std::function<void(const std::string&)> notice_handler;
+} // namespace
+
+void set_notice_handler(std::function<void(const std::string&)> handler)
+{
+    std::lock_guard lock(notice_mutex);
+    notice_handler = std::move(handler);
+}
+
+void notice(const std::string& text)
+{
+    std::lock_guard lock(notice_mutex);
+    if (notice_handler) notice_handler(text);
+}
 
 std::string_view to_string(BackendKind b) noexcept { return b == BackendKind::cuda ? "cuda" : "opencl"; }
 

@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -73,6 +74,12 @@ public:
     virtual ~EventImpl() = default;
 };
 using Event = std::shared_ptr<EventImpl>;
+
+/// Where notices go: one-line messages for the user while the device does something slow and silent (compiling
+/// kernels on first use). Nowhere by default; the banyan program sends them to stderr.
+void set_notice_handler(std::function<void(const std::string&)> handler);
+/// Passes @p text to the notice handler, if one is set.
+void notice(const std::string& text);
 
 class Backend {
 public:

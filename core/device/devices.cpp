@@ -15,12 +15,17 @@ namespace banyan {
 
 std::vector<BackendDevices> discover_devices()
 {
+    // Every backend has an entry; one that is not compiled in says so (and has no devices).
     std::vector<BackendDevices> all;
 #ifdef BANYAN_HAVE_CUDA
     all.push_back(cuda_discover());
+#else
+    all.push_back({BackendKind::cuda, {}, "not compiled into this build (no CUDA compiler, or built without it)"});
 #endif
 #ifdef BANYAN_HAVE_OPENCL
     all.push_back(opencl_discover());
+#else
+    all.push_back({BackendKind::opencl, {}, "not compiled into this build"});
 #endif
     return all;
 }
@@ -54,7 +59,6 @@ std::string describe_present(const std::vector<BackendDevices>& all)
         if (b.devices.empty()) s += "no devices (" + b.unavailable_reason + ")";
         for (const auto& d : b.devices) s += fmt::format("[{}] {}{}  ", d.index, d.name, d.gpu ? " (GPU)" : "");
     }
-    if (all.empty()) s = "\n  no backend was compiled in";
     return s;
 }
 
@@ -101,7 +105,7 @@ std::unique_ptr<Backend> open_device(const DeviceRequest& request)
                                          describe_present(all)));
         return open_on(kind, index);
     }
-    throw UsageError(fmt::format("backend {} is not compiled into this build. Present:{}", req.backend,
+    throw UsageError(fmt::format("backend {} is unknown to this build. Present:{}", req.backend,
                                  describe_present(all)));
 }
 

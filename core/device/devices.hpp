@@ -22,7 +22,7 @@ struct BackendDevices {
     std::string unavailable_reason; ///< why there are no devices (no driver, no platform, ...)
 };
 
-/// Every backend compiled in, in order of preference (CUDA first).
+/// Every backend, in order of preference (CUDA first); one not compiled in has no devices and says so.
 std::vector<BackendDevices> discover_devices();
 
 /// What the user asked for: --backend auto|cuda|opencl and --device N (-1: the best on that backend).

@@ -200,6 +200,15 @@ void write_tipsy(const std::string& path, const Snapshot& s, Endian order)
     });
 }
 
+std::optional<float> common_softening(const Snapshot& s)
+{
+    if (s.n_dark + s.n_star == 0) return std::nullopt;
+    const float first = s.eps[s.n_gas];
+    for (std::size_t i = s.n_gas; i < s.size(); ++i)
+        if (s.eps[i] != first) return std::nullopt;
+    return first;
+}
+
 void check_particles(const Snapshot& s, const std::string& what)
 {
     const std::size_t n = s.size();

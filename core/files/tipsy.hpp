@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,10 @@ Snapshot read_tipsy(const std::string& path, Endian* detected = nullptr);
 
 /// Writes a tipsy file (standard big-endian by default) through a temporary name and a rename.
 void write_tipsy(const std::string& path, const Snapshot& s, Endian order = Endian::big);
+
+/// The softening that every dark and star particle of @p s carries, when they all carry the same one; nothing when
+/// they differ or there are none (gas records carry a smoothing length, not a softening).
+std::optional<float> common_softening(const Snapshot& s);
 
 /// Refuses particle data no simulation can start from: N = 0, NaN or infinite positions or velocities, masses that
 /// are not positive and finite. Throws UsageError naming @p what, the first bad particle and its value.

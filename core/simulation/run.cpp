@@ -7,6 +7,7 @@
 #include "core/device/devices.hpp"
 #include "core/error.hpp"
 #include "core/simulation/checkpoint.hpp"
+#include "core/version.hpp"
 
 #include <fmt/format.h>
 
@@ -192,12 +193,13 @@ void Run::write_checkpoint()
     const auto t0 = Clock::now();
     const SimulationState st = sim_->save();
     const std::string text =
-        opt_.to_text() + fmt::format("step={}\nt_begin={}\ne0={}\nmax_de={}\nnext_snapshot={}\nsnapshots_written={}\n"
-                                     "next_checkpoint={}\nlog_bytes={}\nwork_group_size={}\ndevice={}\n"
-                                     "last_log_step={}\nlast_log_time={}\nlast_de={}\nlast_centre_distance={}\n",
-                                     st.step, st.t_begin, e0_, max_de_, next_snapshot_, snapshots_written_,
-                                     next_checkpoint_, log_bytes_, be_.work_group_size(), device_label(be_.info()),
-                                     last_.step, last_.time, last_.de, last_.centre_distance);
+        opt_.to_text() +
+        fmt::format("banyan_version={}\nstep={}\nt_begin={}\ne0={}\nmax_de={}\nnext_snapshot={}\n"
+                    "snapshots_written={}\nnext_checkpoint={}\nlog_bytes={}\nwork_group_size={}\ndevice={}\n"
+                    "last_log_step={}\nlast_log_time={}\nlast_de={}\nlast_centre_distance={}\n",
+                    version, st.step, st.t_begin, e0_, max_de_, next_snapshot_, snapshots_written_, next_checkpoint_,
+                    log_bytes_, be_.work_group_size(), device_label(be_.info()), last_.step, last_.time, last_.de,
+                    last_.centre_distance);
     banyan::write_checkpoint(checkpoint_path(), text, st, template_);
     output_seconds_ += seconds_since(t0);
     if (hooks_.on_file) hooks_.on_file(checkpoint_path());
