@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <new>
 #include <utility>
 
 namespace banyan::bench {
@@ -59,6 +60,14 @@ Timing time_on_device(Backend& be, int warmup, int reps, const std::function<voi
 double mega_per_s(std::size_t n, double ms)
 {
     return ms > 0 ? double(n) / (ms * 1e3) : 0.0;
+}
+
+std::string row_error(const std::exception& e, std::size_t n)
+{
+    if (dynamic_cast<const std::bad_alloc*>(&e)) return fmt::format("out of host memory for {} particles", n);
+    std::string text = e.what();
+    if (auto nl = text.find('\n'); nl != std::string::npos) text.resize(nl);
+    return text;
 }
 
 std::string figure(double v)

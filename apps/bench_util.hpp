@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdio>
+#include <exception>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -40,6 +41,10 @@ Timing time_on_device(Backend& be, int warmup, int reps, const std::function<voi
 
 /// Items per second, in millions, for @p n items in @p ms milliseconds (0 when @p ms is not positive).
 double mega_per_s(std::size_t n, double ms);
+
+/// The first line of @p e's message for a row of a benchmark table of @p n particles; std::bad_alloc, whose own
+/// message names nothing, becomes "out of host memory for N particles".
+std::string row_error(const std::exception& e, std::size_t n);
 
 /// @p v with three significant digits and no exponent (240, 23.1, 0.0123), so that a rate of a CPU is as readable
 /// as that of a GPU.

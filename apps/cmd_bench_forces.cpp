@@ -108,8 +108,7 @@ Row bench_one(Backend& be, Octree& tree, TreeForces& forces, const Particles& p,
         r.bytes = tree.device_bytes() + forces.device_bytes() + be.scratch_bytes();
         r.retries = forces.retries();
     } catch (const std::exception& e) {
-        r.error = e.what();
-        if (auto nl = r.error.find('\n'); nl != std::string::npos) r.error.resize(nl);
+        r.error = bench::row_error(e, r.n);
     }
     return r;
 }

@@ -85,8 +85,7 @@ Row bench_size(Backend& be, Octree& tree, int log2, int warmup, int reps, std::u
         r.tree_bytes = tree.device_bytes();
         r.scratch_bytes = be.scratch_bytes();
     } catch (const std::exception& e) {
-        r.error = e.what();
-        if (auto nl = r.error.find('\n'); nl != std::string::npos) r.error.resize(nl);
+        r.error = bench::row_error(e, r.n);
     }
     return r;
 }

@@ -8,11 +8,13 @@
 
 #include "core/gravity/direct.hpp"
 #include "core/gravity/forces.hpp"
+#include "core/gravity/precision.hpp"
 #include "core/files/npy.hpp"
 #include "core/files/tipsy.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -46,34 +48,51 @@ int run_forces(const std::vector<std::string>& args)
     const Snapshot s = read_tipsy(in);
     check_particles(s, in);
     const double eps = opt.has("eps") ? opt.number("eps") : file_softening(s, in, "forces", true);
-    if (!(eps >= 0.0 && eps <= 3.4e38)) throw UsageError(fmt::format("forces: --eps must be >= 0, got {}", eps));
+    if (!(eps >= 0.0)) throw UsageError(fmt::format("forces: --eps must be >= 0, got {}", eps));
     const std::size_t n = s.size();
     std::vector<bn_f4> pos(n);
     for (std::size_t i = 0; i < n; ++i) pos[i] = {s.pos[3 * i], s.pos[3 * i + 1], s.pos[3 * i + 2], s.mass[i]};
+    check_precision_range(pos, eps, in);
 
     auto be = open_device(opt.device_request());
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<bn_f4> acc;
     InteractionTotals totals;
+    std::size_t out_of_range = 0;
     if (direct) {
-        auto p = be->upload<bn_f4>(pos, "forces.pos");
+        const InternalUnits units = InternalUnits::for_system(pos); // as tree_forces does
+        std::vector<bn_f4> internal = pos;
+        units.to_internal(internal);
+        auto p = be->upload<bn_f4>(internal, "forces.pos");
         auto a = be->alloc<bn_f4>(n, "forces.acc");
-        direct_forces(*be, p, n, static_cast<float>(eps), a);
+        direct_forces(*be, p, n, static_cast<float>(units.length_to_internal(eps)), a);
         acc = a.download(n);
+        out_of_range = units.forces_from_internal(acc);
     } else {
         ForceResult r = tree_forces(*be, pos, static_cast<float>(theta), static_cast<float>(eps));
         acc = std::move(r.acc);
         totals = r.totals;
+        out_of_range = r.out_of_range;
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-    std::vector<float> out(4 * n);
-    std::size_t bad = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-        out[4 * i] = acc[i].x, out[4 * i + 1] = acc[i].y, out[4 * i + 2] = acc[i].z, out[4 * i + 3] = acc[i].w;
-        bad += !(std::isfinite(acc[i].x) && std::isfinite(acc[i].y) && std::isfinite(acc[i].z) &&
-                 std::isfinite(acc[i].w));
+    // Results that left float's range are never written: a file of NaN would pass for results downstream.
+    if (out_of_range)
+        throw NumericalError(fmt::format(
+            "forces: {} accelerations or potentials lie beyond float's range (1.2e-38 .. 3.4e38) in the units of {}; "
+            "nothing was written to {}. Give the particles in units where G M / r^2 and G M / r fit a float",
+            out_of_range, in, opt.str("out")));
+    if (const std::size_t first = first_non_finite(acc); first < n) {
+        const auto bad =
+            std::count_if(acc.begin(), acc.end(), [](const bn_f4& a) { return first_non_finite({&a, 1}) == 0; });
+        throw NumericalError(fmt::format(
+            "forces: {} of {} particles got non-finite results (the first, particle {}: {}, {}, {}, potential {}); "
+            "nothing was written to {}. Nearly coincident particles with --eps 0? (README, \"Limits\")",
+            bad, n, first, acc[first].x, acc[first].y, acc[first].z, acc[first].w, opt.str("out")));
     }
+    std::vector<float> out(4 * n);
+    for (std::size_t i = 0; i < n; ++i)
+        out[4 * i] = acc[i].x, out[4 * i + 1] = acc[i].y, out[4 * i + 2] = acc[i].z, out[4 * i + 3] = acc[i].w;
     write_npy(opt.str("out"), out, n, 4);
 
     const DeviceInfo& d = be->info();
@@ -86,12 +105,6 @@ int run_forces(const std::vector<std::string>& args)
                    n, theta, float(eps), seconds, to_string(d.backend), d.index, d.name,
                    double(totals.pp) / double(n), double(totals.pc) / double(n));
     fmt::print("wrote {} ({} x 4 float32: ax, ay, az, potential)\n", opt.str("out"), n);
-    if (bad) {
-        // Float overflow: particles so close (or coordinates so large) that 1 / r^2 leaves float's range.
-        fmt::print(stderr, "forces: {} particles got non-finite results (float overflow: nearly coincident "
-                           "particles with --eps 0, or huge coordinates?)\n", bad);
-        return 1;
-    }
     return 0;
 }
 

@@ -154,9 +154,7 @@ int run_run(const std::vector<std::string>& raw_args)
                 ro.eps = file_softening(ic, ro.in, "run", !quiet);
                 ro.check();
             }
-            if (!(ro.t_end > ic.time))
-                throw UsageError(fmt::format("run: --t-end {} must be after the start time {} of {}", ro.t_end,
-                                             ic.time, ro.in));
+            check_initial_conditions(ic, ro);
         }
         prepare_output_dir(ro.out, true);
     } else {

@@ -2,8 +2,9 @@
  * @file main.cpp
  * @brief The banyan program: dispatches to subcommands and turns errors into messages and exit codes.
  *
- * Exit codes: 0 success, 1 device failure or another error at run time, 2 bad usage or bad input; `banyan run`
- * stopped by SIGINT or SIGTERM: 130 or 143.
+ * Exit codes: 0 success, 1 device failure or another error at run time, 2 bad usage or bad input, 3 numbers
+ * that left single precision's range (NaN or infinity: the results are not written); `banyan run` stopped by
+ * SIGINT or SIGTERM: 130 or 143.
  */
 #include "apps/cli.hpp"
 #include "core/device/backend.hpp"
@@ -14,6 +15,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <new>
 
 namespace banyan::cli {
 
@@ -110,6 +112,12 @@ int main(int argc, char** argv)
     } catch (const banyan::UsageError& e) {
         fmt::print(stderr, "banyan: {}\n", e.what());
         return 2;
+    } catch (const banyan::NumericalError& e) {
+        fmt::print(stderr, "banyan: {}\n", e.what());
+        return 3;
+    } catch (const std::bad_alloc&) {
+        fmt::print(stderr, "banyan: out of host memory (the particles' arrays on the host do not fit)\n");
+        return 1;
     } catch (const banyan::DeviceError& e) {
         fmt::print(stderr, "banyan: device failure: {}\n", e.what());
         return 1;

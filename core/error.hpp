@@ -33,4 +33,11 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+/// Numbers that left single precision's range during a computation (NaN or infinity in forces, energies or the
+/// state): the computation stops rather than go on silently wrong.
+class NumericalError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
 } // namespace banyan

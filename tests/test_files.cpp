@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -163,6 +164,32 @@ TEST_SUITE("static")
         Snapshot gas = Snapshot::dark(2);
         gas.n_gas = 2, gas.n_dark = 0;
         CHECK(!common_softening(gas));
+    }
+
+    TEST_CASE("what is not a regular file, or has an impossible time, is refused at once (no hang)")
+    {
+        const fs::path dir = fs::temp_directory_path() / fmt::format("banyan-files-{}", ::getpid());
+        fs::create_directories(dir);
+        const fs::path fifo = dir / "fifo";
+        REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0); // no writer: reading it would block for ever
+        for (const fs::path& p : {fifo, dir, fs::path("/dev/zero"), dir / "missing.tipsy"}) {
+            INFO(p.string());
+            try {
+                read_tipsy(p.string());
+                FAIL("read");
+            } catch (const UsageError& e) {
+                CHECK(std::string(e.what()).find(p.string()) != std::string::npos); // names the path
+            }
+        }
+        Snapshot s = Snapshot::dark(2);
+        s.mass = {0.5f, 0.5f};
+        s.pos = {0, 0, 0, 1, 0, 0};
+        for (double t : {-std::numeric_limits<double>::infinity(), std::nan("")}) {
+            s.time = t;
+            write_tipsy((dir / "t.tipsy").string(), s);
+            CHECK_THROWS_AS(read_tipsy((dir / "t.tipsy").string()), UsageError);
+        }
+        fs::remove_all(dir);
     }
 
     TEST_CASE("particle checks refuse N = 0, bad masses and non-finite coordinates")

@@ -17,6 +17,7 @@
 #include "core/gravity/direct.hpp"
 #include "core/error.hpp"
 #include "core/gravity/forces.hpp"
+#include "core/gravity/precision.hpp"
 #include "core/tree/octree.hpp"
 #include "core/simulation/plummer.hpp"
 #include "tests/inputs.hpp"
@@ -27,6 +28,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <string>
@@ -523,6 +525,73 @@ TEST_CASE("tree forces: one particle, two, coincident particles, no particles, b
     }
 }
 
+TEST_CASE("tree forces at any absolute scale equal those of N-body units, scaled")
+{
+    // The tree is scale-free: a system scaled by S in length and M in mass has the same interactions, and forces
+    // M/S^2 and potentials M/S times those at S = M = 1. Internal units (precision.hpp) keep that true far beyond
+    // float's own range for r^2, m / r^2 and the quadrupole terms: by powers of two, to rounding; by powers of ten,
+    // to the tree's error (the rounded input moves particles across cell boundaries).
+    auto& be = test::backend();
+    const std::vector<bn_f4> unit = plummer(4096, 77).pos;
+    const float eps = 0.01f;
+    const auto ref = tree_forces(be, unit, 0.75f, eps);
+    struct Scale {
+        double length, mass, tolerance;
+    };
+    for (const Scale sc : {Scale{std::ldexp(1.0, 70), std::ldexp(1.0, 120), 1e-6},
+                           Scale{std::ldexp(1.0, -60), std::ldexp(1.0, -100), 1e-6}, Scale{1e20, 1e30, 1e-2},
+                           Scale{1e-15, 1e-20, 1e-2}, Scale{1e-10, 1e-38, 1e-2}}) {
+        INFO("length x ", sc.length, ", mass x ", sc.mass);
+        std::vector<bn_f4> p = unit;
+        for (auto& q : p)
+            q = {float(q.x * sc.length), float(q.y * sc.length), float(q.z * sc.length), float(q.w * sc.mass)};
+        REQUIRE_NOTHROW(check_precision_range(p, eps * sc.length, "scaled"));
+        const auto r = tree_forces(be, p, 0.75f, float(eps * sc.length));
+        CHECK(r.out_of_range == 0);
+        const double fa = sc.mass / (sc.length * sc.length), fp = sc.mass / sc.length;
+        std::vector<double> err(p.size());
+        for (std::size_t i = 0; i < p.size(); ++i) {
+            const bn_f4 a = r.acc[i], b = ref.acc[i];
+            const double dx = a.x / fa - b.x, dy = a.y / fa - b.y, dz = a.z / fa - b.z;
+            err[i] = std::sqrt(dx * dx + dy * dy + dz * dz) / std::sqrt(double(b.x) * b.x + double(b.y) * b.y +
+                                                                         double(b.z) * b.z);
+            if (i % 64 == 0) CHECK(std::fabs(a.w / fp - b.w) <= std::max(1e-4, sc.tolerance) * std::fabs(b.w));
+        }
+        std::sort(err.begin(), err.end());
+        CHECK(err[err.size() * 99 / 100] <= sc.tolerance); // mass x 1e-38: the input's masses are denormal floats
+        if (sc.tolerance == 1e-6) CHECK(r.totals.pp == ref.totals.pp); // exact scaling: the same tree
+    }
+}
+
+TEST_CASE("tree forces: particles closer than the tree resolves give a warning, and still the right forces")
+{
+    auto& be = test::backend();
+    std::vector<bn_f4> p = plummer(1000, 5).pos;
+    p[0] = {1e10f, 0.0f, 0.0f, p[0].w}; // one far outlier: the rest fall into one leaf at the deepest level
+    std::vector<std::string> seen;
+    set_notice_handler([&](const std::string& t) { seen.push_back(t); });
+    const auto r = tree_forces(be, p, 0.75f, 0.01f);
+    set_notice_handler(nullptr);
+    REQUIRE(seen.size() == 1);
+    CHECK(seen[0].find("deepest level (21) with 999 particles in one leaf") != std::string::npos);
+    auto pd = be.upload<bn_f4>(p, "p");
+    auto ad = be.alloc<bn_f4>(p.size(), "a");
+    direct_forces(be, pd, p.size(), 0.01f, ad);
+    const auto direct = ad.download();
+    for (std::size_t i = 1; i < p.size(); ++i) {
+        const double d = std::hypot(r.acc[i].x - direct[i].x, r.acc[i].y - direct[i].y, r.acc[i].z - direct[i].z);
+        CHECK(d <= 1e-4 * std::hypot(direct[i].x, direct[i].y, direct[i].z));
+    }
+    // An outlier 1e20 away: no units serve both the cluster and the whole, refused before any result.
+    p[0] = {1e20f, 0.0f, 0.0f, p[0].w};
+    CHECK_THROWS_AS(tree_forces(be, p, 0.75f, 0.01f), UsageError);
+    // A well-spread system warns of nothing.
+    set_notice_handler([&](const std::string& t) { seen.push_back(t); });
+    tree_forces(be, plummer(1000, 5).pos, 0.75f, 0.01f);
+    set_notice_handler(nullptr);
+    CHECK(seen.size() == 1);
+}
+
 TEST_CASE("tree walk: deterministic; spill buffer overflow is caught and the walk repeated; input order")
 {
     auto& be = test::backend();
@@ -648,4 +717,48 @@ TEST_CASE("direct summation on sampled targets equals the full double-precision 
         }
     }
     test::restore_work_group_size();
+}
+
+TEST_SUITE("static")
+{
+    TEST_CASE("internal units: powers of two that bring extent and mass near 1, identity near 1 already")
+    {
+        const std::vector<bn_f4> p = plummer(1000, 3).pos; // extent about 25, mass 1
+        CHECK(InternalUnits::for_system(p).identity());
+        for (const auto& [length, mass] : {std::pair{1e20, 1.0}, std::pair{1e-30, 1e-30}, std::pair{1.0, 1e30}}) {
+            std::vector<bn_f4> q = p;
+            for (auto& x : q) x = {float(x.x * length), float(x.y * length), float(x.z * length), float(x.w * mass)};
+            const InternalUnits u = InternalUnits::for_system(q);
+            INFO(length, " ", mass, ": k ", u.k, ", j ", u.j);
+            CHECK((3 * u.k - u.j) % 2 == 0); // G = 1 in both needs a time unit that is a power of two
+            std::vector<bn_f4> r = q;
+            u.to_internal(r);
+            double lo = INFINITY, hi = -INFINITY, m = 0;
+            for (const auto& x : r) lo = std::min<double>(lo, x.x), hi = std::max<double>(hi, x.x), m += x.w;
+            CHECK(hi - lo >= 1.0 / 16); // near 1 in internal units
+            CHECK(hi - lo <= 64);
+            CHECK(m >= 0.25);
+            CHECK(m <= 4);
+            u.from_internal(r);
+            CHECK(std::memcmp(r.data(), q.data(), q.size() * sizeof(bn_f4)) == 0); // exact both ways
+        }
+    }
+
+    TEST_CASE("what no choice of units brings into range is refused, with the limit named")
+    {
+        std::vector<bn_f4> p{{0, 0, 0, 0.5f}, {1, 0, 0, 0.25f}, {0, 2, 0, 0.25f}};
+        CHECK_NOTHROW(check_precision_range(p, 0.05, "ok"));
+        auto refused = [&](std::vector<bn_f4> q, double eps, const char* words) {
+            try {
+                check_precision_range(q, eps, "f");
+                FAIL("accepted");
+            } catch (const UsageError& e) {
+                INFO(e.what());
+                CHECK(std::string(e.what()).find(words) != std::string::npos);
+            }
+        };
+        refused({{0, 0, 0, 1}, {1, 0, 0, 1e-31f}}, 0, "less than 1e-30 of the total mass"); // both in one float
+        refused(p, 1e20, "times the extent");                                                  // eps^2 / r^2
+        CHECK_NOTHROW(check_precision_range(std::vector<bn_f4>{{1e30f, 2, 3, 1e-40f}}, 1e20, "one particle"));
+    }
 }

@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/simulation/initial_conditions.hpp"
 #include "core/simulation/plummer.hpp"
+#include "core/simulation/checkpoint.hpp"
 #include "core/simulation/run.hpp"
 #include "core/simulation/simulation.hpp"
 #include "core/files/tipsy.hpp"
@@ -29,6 +30,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -182,6 +184,47 @@ TEST_CASE("simulation: one leapfrog step equals the CPU reference to the bit")
         check_one_step(be, 300, true, 8);
     }
     test::restore_work_group_size();
+}
+
+TEST_CASE("simulation: the same run in any units, through internal units (exact powers of two)")
+{
+    // A Plummer sphere in N-body units, and the same sphere in units 2^40 times larger in length and 2^-30 in
+    // mass (time 2^75, as G = 1): far outside what float serves directly (masses 2^-40, accelerations 2^-110).
+    // Internal units bring both near 1 by powers of two, so both runs compute the same numbers.
+    auto& be = test::backend();
+    const Particles p = plummer(1000, 21);
+    const int lk = 40, mk = -30, tk = (3 * lk - mk) / 2, vk = lk - tk;
+    std::vector<bn_f4> pos = p.pos, vel = p.vel;
+    for (auto& x : pos) x = {std::ldexp(x.x, lk), std::ldexp(x.y, lk), std::ldexp(x.z, lk), std::ldexp(x.w, mk)};
+    for (auto& v : vel) v = {std::ldexp(v.x, vk), std::ldexp(v.y, vk), std::ldexp(v.z, vk), 0.0f};
+    SimulationOptions unit_options;
+    unit_options.eps = 0.05f;
+    SimulationOptions big = unit_options;
+    big.eps = std::ldexp(0.05f, lk);
+    big.dt = std::ldexp(unit_options.dt, tk);
+    Simulation a(be, unit_options), b(be, big);
+    a.start(p.pos, p.vel, 0.0);
+    b.start(pos, vel, 0.0);
+    for (int i = 0; i < 16; ++i) a.step(), b.step();
+    std::vector<bn_f4> pa, va, aa, pb, vb, ab;
+    a.input_order(pa, va, aa);
+    CHECK(b.input_order(pb, vb, ab) == 0); // every result fits a float in the large units too
+    for (std::size_t i = 0; i < pa.size(); i += 7) {
+        INFO("particle ", i);
+        CHECK(std::ldexp(pb[i].x, -lk) == doctest::Approx(pa[i].x).epsilon(1e-5));
+        CHECK(std::ldexp(vb[i].y, -vk) == doctest::Approx(va[i].y).epsilon(1e-5));
+        CHECK(std::ldexp(ab[i].z, 2 * lk - mk) == doctest::Approx(aa[i].z).epsilon(1e-4));
+        CHECK(std::ldexp(ab[i].w, lk - mk) == doctest::Approx(aa[i].w).epsilon(1e-5));
+    }
+    const Energies ea = a.energies(), eb = b.energies();
+    CHECK(std::ldexp(eb.total(), lk - 2 * mk) == doctest::Approx(ea.total()).epsilon(1e-6));
+    // And through a checkpoint: the units travel with the state.
+    const SimulationState st = b.save();
+    CHECK(st.units.k == 44); // extent about 25 * 2^40: internal lengths are 2^44 of the input's
+    Simulation c(be, big);
+    c.restore(st);
+    c.step(), b.step();
+    CHECK(same_bits(c.save().pos, b.save().pos));
 }
 
 TEST_CASE("simulation: energies and momenta on the device equal CPU sums of the same state")
@@ -460,6 +503,84 @@ TEST_CASE("run: damaged checkpoints and bad folders are refused clearly")
     RunOptions bad = o;
     bad.out = (d.path / "energy.csv" / "sub").string();
     CHECK_THROWS_AS(Run(be, bad, initial_conditions(bad)), UsageError);
+}
+
+TEST_CASE("run: a run that goes NaN stops with an error and keeps its last good outputs untouched")
+{
+    auto& be = test::backend();
+    // Found by the energy check of a log line (no output due), or by the check before a snapshot.
+    for (const bool at_snapshot : {false, true}) {
+        INFO("caught ", std::string(at_snapshot ? "before a snapshot" : "at a log line"));
+        TempDir d("run-nan");
+        RunOptions o;
+        o.n = 300;
+        o.t_end = 1.0;
+        o.log_every = at_snapshot ? 1000 : 4;
+        o.snapshot_every = at_snapshot ? 0.25 : 0;
+        o.checkpoint_every = 0;
+        o.out = d.str();
+        Run r(be, o, initial_conditions(o));
+        while (r.step() < 14) r.simulation().step(); // the Run writes nothing for these steps
+        const std::string checkpoint = file_bytes(d.path / "checkpoint.bin");
+        const std::string log = file_bytes(d.path / "energy.csv");
+        const auto listing = [&] {
+            std::vector<std::string> names;
+            for (const auto& e : fs::directory_iterator(d.path)) names.push_back(e.path().filename().string());
+            std::sort(names.begin(), names.end());
+            return names;
+        };
+        const auto files = listing();
+        SimulationState st = r.simulation().save(); // as an overflow would leave it
+        st.vel[7].x = std::nanf("");
+        r.simulation().restore(st);
+        try {
+            r.run();
+            FAIL("a NaN state ran to the end");
+        } catch (const NumericalError& e) {
+            const std::string what = e.what();
+            INFO(what);
+            CHECK(what.find("non-finite at step 16 ") != std::string::npos); // log line and snapshot both due there
+            // The NaN velocity has moved its particle to NaN by then, and through the tree others too.
+            CHECK(what.find(at_snapshot ? "has the position and mass (nan" : "kinetic energy nan") != std::string::npos);
+            CHECK(what.find("checkpoint of step 0 ") != std::string::npos);
+        }
+        CHECK(file_bytes(d.path / "checkpoint.bin") == checkpoint); // never overwritten with NaN
+        CHECK(file_bytes(d.path / "energy.csv") == log);
+        CHECK(listing() == files);
+    }
+}
+
+TEST_CASE("run: checkpoints with a NaN particle or an impossible time are refused")
+{
+    auto& be = test::backend();
+    TempDir d("run-crafted");
+    RunOptions o;
+    o.n = 200;
+    o.t_end = 1.0 / 16;
+    o.out = d.str();
+    {
+        Run r(be, o, initial_conditions(o));
+        r.run();
+    }
+    const fs::path ck = d.path / "checkpoint.bin";
+    Checkpoint c = read_checkpoint(ck.string());
+    std::string text;
+    for (const auto& [k, v] : c.header)
+        if (k != "format" && k != "particles" && k != "n_gas" && k != "n_dark" && k != "n_star" &&
+            k != "length_exp" && k != "mass_exp")
+            text += k + "=" + v + "\n";
+    SimulationState bad = c.state;
+    bad.pos[3].y = std::numeric_limits<float>::infinity();
+    write_checkpoint(ck.string(), text, bad, c.fields); // a valid checksum over a NaN state
+    CHECK_THROWS_AS(Run::resume(be, d.str(), std::nullopt), UsageError);
+    for (const char* t : {"-inf", "-1e300", "nan"}) {
+        std::string crafted = text;
+        const auto at = crafted.find("t_begin=");
+        crafted.replace(at, crafted.find('\n', at) - at, std::string("t_begin=") + t);
+        write_checkpoint(ck.string(), crafted, c.state, c.fields);
+        INFO("t_begin=", t);
+        CHECK_THROWS_AS(Run::resume(be, d.str(), std::nullopt), UsageError); // refused, no endless loop
+    }
 }
 
 TEST_SUITE("static")

@@ -53,7 +53,7 @@ std::vector<float> read_npy(const std::string& path, std::size_t* rows, std::siz
     *cols = std::stoull(m[2]);
     std::vector<float> out(*rows * *cols);
     if (bytes.size() != 10 + len + out.size() * 4) throw UsageError(fmt::format("{}: truncated .npy file", path));
-    std::memcpy(out.data(), bytes.data() + 10 + len, out.size() * 4);
+    if (!out.empty()) std::memcpy(out.data(), bytes.data() + 10 + len, out.size() * 4);
     return out;
 }
 

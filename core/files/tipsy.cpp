@@ -4,14 +4,16 @@
  */
 #include "core/files/tipsy.hpp"
 
-#include "core/files/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/files/atomic_file.hpp"
 
 #include <fmt/format.h>
 
 #include <bit>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -80,8 +82,16 @@ Snapshot Snapshot::dark(std::size_t n)
 
 Snapshot read_tipsy(const std::string& path, Endian* detected)
 {
+    // Regular files only: a pipe without a writer would block for ever, a device such as /dev/zero never ends.
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);
+    if (ec || !std::filesystem::exists(status))
+        throw UsageError(fmt::format("{}: cannot open file: no such file", path));
+    if (!std::filesystem::is_regular_file(status))
+        throw UsageError(fmt::format("{}: not a regular file ({}); give a tipsy file", path,
+                                     std::filesystem::is_directory(status) ? "a folder" : "a pipe, socket or device"));
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw UsageError(fmt::format("{}: cannot open file", path));
+    if (!in) throw UsageError(fmt::format("{}: cannot open file: {}", path, std::strerror(errno)));
     const std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (bytes.size() < header_bytes)
         throw UsageError(fmt::format("{}: not a tipsy file ({} bytes is shorter than a tipsy header)", path,
@@ -104,12 +114,14 @@ Snapshot read_tipsy(const std::string& path, Endian* detected)
         throw UsageError(fmt::format("{}: tipsy header counts ({} gas, {} dark, {} star = {} bytes) disagree with "
                                      "the file size of {} bytes",
                                      path, h.nsph, h.ndark, h.nstar, want, bytes.size()));
+    if (!std::isfinite(h.time))
+        throw UsageError(fmt::format("{}: the header's time is {}; a tipsy file's time must be finite", path, h.time));
     if (detected) *detected = order;
 
     // Every record field is a 4-byte float: byte-swap all of them at once.
     const std::size_t nfloat = (bytes.size() - header_bytes) / 4;
     std::vector<float> f(nfloat);
-    std::memcpy(f.data(), bytes.data() + header_bytes, nfloat * 4);
+    if (nfloat) std::memcpy(f.data(), bytes.data() + header_bytes, nfloat * 4); // no particles: f.data() is null
     if (!native_is(order))
         for (auto& x : f) x = std::bit_cast<float>(swap32(std::bit_cast<std::uint32_t>(x)));
 

@@ -6,6 +6,7 @@
 #include "core/gravity/forces.hpp"
 
 #include "core/error.hpp"
+#include "core/gravity/precision.hpp"
 
 #include <fmt/format.h>
 
@@ -138,16 +139,22 @@ ForceResult tree_forces(Backend& be, std::span<const bn_f4> pos, float theta, fl
     ForceResult r;
     const std::size_t n = pos.size();
     if (n == 0) return r;
+    // In internal units (precision.hpp): any absolute scale of the input then fits single precision.
+    const InternalUnits units = InternalUnits::for_system(pos);
+    std::vector<bn_f4> internal(pos.begin(), pos.end());
+    units.to_internal(internal);
     Octree tree(be);
-    tree.set_particles(pos);
+    tree.set_particles(internal);
     tree.build();
+    if (auto warning = check_tree_depth(tree, units, "the particles")) notice("warning: " + *warning);
     TreeForces forces(be);
-    forces.compute(tree, theta, eps);
+    forces.compute(tree, theta, static_cast<float>(units.length_to_internal(eps)));
     auto acc = be.alloc<bn_f4>(n, "forces.acc");
     auto pp = be.alloc<bn_u32>(n, "forces.pp");
     auto pc = be.alloc<bn_u32>(n, "forces.pc");
     forces.to_input_order(tree, acc, &pp, &pc);
     r.acc = acc.download(n);
+    r.out_of_range = units.forces_from_internal(r.acc);
     r.pp = pp.download(n);
     r.pc = pc.download(n);
     r.totals = forces.totals();
@@ -164,6 +171,14 @@ void direct_forces_f64_targets(Backend& be, const Buffer<bn_f4>& pos_mass, std::
         throw std::invalid_argument("direct_forces_f64_targets: buffers too small");
     be.launch("directForcesF64Targets", grid_for(be, ntargets), pos_mass, u32(n), targets, u32(ntargets), eps * eps,
               acc_pot);
+}
+
+std::size_t first_non_finite(std::span<const bn_f4> v)
+{
+    for (std::size_t i = 0; i < v.size(); ++i)
+        if (!(std::isfinite(v[i].x) && std::isfinite(v[i].y) && std::isfinite(v[i].z) && std::isfinite(v[i].w)))
+            return i;
+    return v.size();
 }
 
 } // namespace banyan

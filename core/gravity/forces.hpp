@@ -84,10 +84,18 @@ struct ForceResult {
     std::vector<bn_f4> acc;     ///< ax, ay, az, phi
     std::vector<bn_u32> pp, pc; ///< interaction counts (empty for direct summation)
     InteractionTotals totals;
+    std::size_t out_of_range = 0; ///< values of acc beyond float's normal range in the input's units (precision.hpp)
 };
 
 /// Tree forces of @p pos (x, y, z, mass) in one call: builds the octree, walks it, returns results in input order.
+/// Works in internal units (precision.hpp), so any absolute scale of the input is served; results beyond float's
+/// range are counted in out_of_range. Warns (notice) of an overfull deep leaf, refuses particles too close for any
+/// units (check_tree_depth).
 ForceResult tree_forces(Backend& be, std::span<const bn_f4> pos, float theta, float eps);
+
+/// The index of the first element of @p v with a component that is not finite (NaN or infinite); v.size() when all
+/// are. Results of a force evaluation (and states built from them) are checked with it before they are written.
+std::size_t first_non_finite(std::span<const bn_f4> v);
 
 /// Direct summation in double precision for the targets listed in @p targets only: acc_pot[4 t .. 4 t + 3] =
 /// (ax, ay, az, phi) of particle targets[t] from all @p n particles but itself (kernel directForcesF64Targets).

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -103,9 +104,11 @@ KeyValues read_header(Reader& rd, const std::string& path)
 void write_checkpoint(const std::string& path, const std::string& header_text, const SimulationState& st,
                       const Snapshot& fields)
 {
-    const std::string text = header_text + fmt::format("format={}\nparticles={}\nn_gas={}\nn_dark={}\nn_star={}\n",
-                                                       checkpoint_version, st.pos.size(), fields.n_gas,
-                                                       fields.n_dark, fields.n_star);
+    const std::string text =
+        header_text + fmt::format("format={}\nparticles={}\nn_gas={}\nn_dark={}\nn_star={}\nlength_exp={}\n"
+                                  "mass_exp={}\n",
+                                  checkpoint_version, st.pos.size(), fields.n_gas, fields.n_dark, fields.n_star,
+                                  st.units.k, st.units.j);
     std::string blob;
     blob.reserve(64 + text.size() + st.pos.size() * 60 + fields.n_gas * 12 + fields.n_star * 8);
     blob.append(checkpoint_magic, sizeof checkpoint_magic);
@@ -159,6 +162,15 @@ Checkpoint read_checkpoint(const std::string& path)
     f.n_gas = u("n_gas"), f.n_dark = u("n_dark"), f.n_star = u("n_star");
     if (f.size() != n) rd.fail();
     SimulationState& st = c.state;
+    // Internal units (absent from checkpoints written before they existed: the identity then).
+    auto exponent = [&](const char* k) {
+        if (!c.header.count(k)) return 0;
+        const double v = double_of(c.header, k, path);
+        if (!(v == std::floor(v) && std::fabs(v) <= 1000)) rd.fail();
+        return static_cast<int>(v);
+    };
+    st.units.k = exponent("length_exp"), st.units.j = exponent("mass_exp");
+    if ((3 * st.units.k - st.units.j) % 2 != 0) rd.fail();
     st.pos = rd.array<bn_f4>(n), st.vel = rd.array<bn_f4>(n), st.acc = rd.array<bn_f4>(n);
     st.ids = rd.array<bn_u32>(n);
     f.eps = rd.array<float>(n);
@@ -166,6 +178,12 @@ Checkpoint read_checkpoint(const std::string& path)
     f.gas_metals = rd.array<float>(f.n_gas);
     f.star_metals = rd.array<float>(f.n_star), f.star_tform = rd.array<float>(f.n_star);
     if (rd.left() != 0) rd.fail();
+    const std::pair<const char*, const std::vector<bn_f4>*> arrays[] = {
+        {"position or mass", &st.pos}, {"velocity", &st.vel}, {"acceleration or potential", &st.acc}};
+    for (const auto& [name, v] : arrays)
+        if (const std::size_t i = first_non_finite(*v); i < n)
+            throw UsageError(fmt::format("{}: particle {} has a non-finite {}: the state cannot be continued", path,
+                                         st.ids[i], name));
     f.mass.assign(n, 0.f), f.pos.assign(3 * n, 0.f), f.vel.assign(3 * n, 0.f), f.phi.assign(n, 0.f);
     return c;
 }

@@ -20,7 +20,8 @@
 namespace banyan {
 
 struct Checkpoint {
-    KeyValues header;      ///< the text block: the writer's lines, and particles, n_gas, n_dark, n_star
+    KeyValues header;      ///< the text block: the writer's lines, and particles, n_gas, n_dark, n_star, and the
+                           ///< internal units' length_exp and mass_exp
     SimulationState state; ///< the exact device state
     Snapshot fields;       ///< counts and the fields the simulation never changes (eps, gas and star fields);
                            ///< mass, pos, vel and phi are zero-filled

@@ -84,18 +84,14 @@ Run::Run(Backend& be, const RunOptions& options, RunHooks hooks) : be_(be), opt_
 Run::Run(Backend& be, const RunOptions& options, Snapshot ic, RunHooks hooks) : Run(be, options, std::move(hooks))
 {
     opt_.check();
-    check_particles(ic, opt_.ic == "file" ? opt_.in : "initial conditions");
-    if (opt_.ic != "file" && ic.size() != opt_.n)
-        throw UsageError(fmt::format("run: {} particles given for -n {}", ic.size(), opt_.n));
-    if (!(opt_.t_end > ic.time))
-        throw UsageError(fmt::format("run: --t-end {} must be later than the start time {}", opt_.t_end, ic.time));
-    prepare_output_dir(opt_.out, true);
+    check_initial_conditions(ic, opt_);
     const std::size_t n = ic.size();
     std::vector<bn_f4> pos(n), vel(n);
     for (std::size_t i = 0; i < n; ++i) {
         pos[i] = {ic.pos[3 * i], ic.pos[3 * i + 1], ic.pos[3 * i + 2], ic.mass[i]};
         vel[i] = {ic.vel[3 * i], ic.vel[3 * i + 1], ic.vel[3 * i + 2], 0.0f};
     }
+    prepare_output_dir(opt_.out, true);
     template_ = std::move(ic);
     end_step_ = steps_between(template_.time, opt_.t_end, opt_.dt);
     sim_ = std::make_unique<Simulation>(be_, opt_.simulation());
@@ -119,9 +115,38 @@ Run::Run(Backend& be, const RunOptions& options, Snapshot ic, RunHooks hooks) : 
 std::string Run::checkpoint_path() const { return (fs::path(opt_.out) / "checkpoint.bin").string(); }
 std::string Run::log_path() const { return (fs::path(opt_.out) / "energy.csv").string(); }
 
+void Run::fail_non_finite(const std::string& what) const
+{
+    std::string kept = "no checkpoint was written yet";
+    if (last_checkpoint_step_)
+        kept = fmt::format("the checkpoint of step {} (t = {}), the snapshots and the energy log up to it are kept in "
+                           "{}",
+                           *last_checkpoint_step_,
+                           sim_->t_begin() + static_cast<double>(*last_checkpoint_step_) * opt_.dt, opt_.out);
+    throw NumericalError(fmt::format(
+        "run: the simulation went non-finite at step {} (t = {}): {}. Nothing after the last good output was "
+        "written: {}. Likely causes: forces or potentials beyond float's range in the input's units, particles "
+        "closer than the softening allows, or a time step too long for the closest encounters (README, \"Limits\")",
+        sim_->steps(), sim_->time(), what, kept));
+}
+
+void Run::check_state(const std::vector<bn_f4>& pos, const std::vector<bn_f4>& vel, const std::vector<bn_f4>& acc,
+                      const std::vector<bn_u32>& ids) const
+{
+    const std::pair<const char*, const std::vector<bn_f4>*> arrays[] = {
+        {"position and mass", &pos}, {"velocity", &vel}, {"acceleration and potential", &acc}};
+    for (const auto& [name, v] : arrays)
+        if (const std::size_t i = first_non_finite(*v); i < v->size())
+            fail_non_finite(fmt::format("particle {} of the input has the {} ({}, {}, {}, {})",
+                                        ids.empty() ? i : ids[i], name, (*v)[i].x, (*v)[i].y, (*v)[i].z, (*v)[i].w));
+}
+
 void Run::log_energies()
 {
     const Energies e = sim_->energies();
+    if (!all_finite(e))
+        fail_non_finite(fmt::format("kinetic energy {}, potential energy {}, momentum ({}, {}, {})", e.kinetic,
+                                    e.potential, e.momentum[0], e.momentum[1], e.momentum[2]));
     const auto t0 = Clock::now();
     if (sim_->steps() == 0) e0_ = e.total();
     RunRecord r;
@@ -129,7 +154,7 @@ void Run::log_energies()
     r.time = sim_->time();
     r.energies = e;
     r.de = e0_ != 0.0 ? (e0_ - e.total()) / e0_ + 0.0 : 0.0; // + 0.0: no "-0" in the log
-    max_de_ = std::max(max_de_, std::fabs(r.de));
+    if (!(std::fabs(r.de) <= max_de_)) max_de_ = std::fabs(r.de); // a NaN is kept, never hidden by std::max
     r.max_de = max_de_;
     if (tracked()) {
         const std::uint32_t b = static_cast<std::uint32_t>(sim_->size() - sim_->size() / 2);
@@ -172,7 +197,11 @@ void Run::write_snapshot()
 {
     const auto t0 = Clock::now();
     std::vector<bn_f4> pos, vel, acc;
-    sim_->input_order(pos, vel, acc);
+    if (const std::size_t lost = sim_->input_order(pos, vel, acc))
+        fail_non_finite(fmt::format("{} accelerations or potentials lie beyond float's range in the input's units, "
+                                    "where a snapshot holds them",
+                                    lost));
+    check_state(pos, vel, acc, {});
     Snapshot& s = template_;
     s.time = sim_->time();
     for (std::size_t i = 0; i < pos.size(); ++i) {
@@ -192,6 +221,7 @@ void Run::write_checkpoint()
 {
     const auto t0 = Clock::now();
     const SimulationState st = sim_->save();
+    check_state(st.pos, st.vel, st.acc, st.ids);
     const std::string text =
         opt_.to_text() +
         fmt::format("banyan_version={}\nstep={}\nt_begin={}\ne0={}\nmax_de={}\nnext_snapshot={}\n"
@@ -201,6 +231,7 @@ void Run::write_checkpoint()
                     log_bytes_, be_.work_group_size(), device_label(be_.info()), last_.step, last_.time, last_.de,
                     last_.centre_distance);
     banyan::write_checkpoint(checkpoint_path(), text, st, template_);
+    last_checkpoint_step_ = st.step;
     output_seconds_ += seconds_since(t0);
     if (hooks_.on_file) hooks_.on_file(checkpoint_path());
 }
@@ -233,12 +264,15 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& dir, std::optio
     r.next_snapshot_ = u("next_snapshot");
     r.snapshots_written_ = u("snapshots_written");
     r.next_checkpoint_ = u("next_checkpoint");
+    r.last_checkpoint_step_ = st.step;
     r.log_bytes_ = u("log_bytes");
     const std::size_t wg = u("work_group_size");
     r.template_ = std::move(c.fields);
     r.template_.time = st.t_begin;
 
     opt.check();
+    check_start_time(st.t_begin, opt.dt, path);
+    if (st.step > 1'000'000'000'000'000ull) throw UsageError(fmt::format("{}: step {} is out of range", path, st.step));
     if (t_end && !(*t_end > st.t_begin + static_cast<double>(st.step) * opt.dt - 0.5 * opt.dt))
         throw UsageError(fmt::format("run: --t-end {} is before the checkpoint's time {}", *t_end,
                                      st.t_begin + static_cast<double>(st.step) * opt.dt));

@@ -57,6 +57,8 @@ public:
 
     enum class Outcome { finished, stopped };
     /// Steps until the end time, or until *stop is nonzero (checked between steps; then a checkpoint is written).
+    /// Energies and the state are checked to be finite at every log line and before every snapshot and checkpoint:
+    /// a run whose numbers went NaN or infinite stops with a NumericalError, its last good outputs untouched.
     Outcome run(const volatile std::sig_atomic_t* stop = nullptr);
 
     const RunOptions& options() const noexcept { return opt_; }
@@ -75,6 +77,12 @@ public:
 
 private:
     Run(Backend& be, const RunOptions& options, RunHooks hooks);
+    /// Throws NumericalError naming the step, the time, @p what went non-finite and the last good checkpoint.
+    [[noreturn]] void fail_non_finite(const std::string& what) const;
+    /// fail_non_finite at the first particle with a non-finite value; @p ids maps an index to the particle's index
+    /// in the input (empty: the same).
+    void check_state(const std::vector<bn_f4>& pos, const std::vector<bn_f4>& vel, const std::vector<bn_f4>& acc,
+                     const std::vector<bn_u32>& ids) const;
     void log_energies();
     void write_snapshot();
     void write_checkpoint();
@@ -89,6 +97,7 @@ private:
     double e0_ = 0, max_de_ = 0;
     std::uint64_t next_snapshot_ = 0, next_checkpoint_ = 0; // indices on the time grids
     std::uint64_t snapshots_written_ = 0;                    // the number of the next snapshot file
+    std::optional<std::uint64_t> last_checkpoint_step_;      // the step of the checkpoint on disk, if any
     std::uint64_t log_bytes_ = 0;
     RunRecord last_;
     std::uint64_t session_steps_ = 0;

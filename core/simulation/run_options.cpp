@@ -5,6 +5,7 @@
 #include "core/simulation/run_options.hpp"
 
 #include "core/error.hpp"
+#include "core/gravity/precision.hpp"
 
 #include <fmt/format.h>
 
@@ -104,6 +105,30 @@ double parse_time(const std::string& text, const std::string& option)
     const double a = number(text.substr(0, slash)), b = number(text.substr(slash + 1));
     if (b == 0.0) throw UsageError(fmt::format("run: {} divides by zero: '{}'", option, text));
     return a / b;
+}
+
+void check_initial_conditions(const Snapshot& ic, const RunOptions& o)
+{
+    const std::string what = o.ic == "file" ? o.in : "initial conditions";
+    check_particles(ic, what);
+    if (o.ic != "file" && ic.size() != o.n)
+        throw UsageError(fmt::format("run: {} particles given for -n {}", ic.size(), o.n));
+    check_start_time(ic.time, o.dt, what);
+    if (!(o.t_end > ic.time))
+        throw UsageError(fmt::format("run: --t-end {} must be later than the start time {} of {}", o.t_end, ic.time,
+                                     what));
+    std::vector<bn_f4> pos_mass(ic.size());
+    for (std::size_t i = 0; i < ic.size(); ++i)
+        pos_mass[i] = {ic.pos[3 * i], ic.pos[3 * i + 1], ic.pos[3 * i + 2], ic.mass[i]};
+    check_precision_range(pos_mass, o.eps, what);
+}
+
+void check_start_time(double t, double dt, const std::string& what)
+{
+    if (!std::isfinite(t) || std::fabs(t) > 1e12 * dt)
+        throw UsageError(fmt::format("{}: the start time {} is not finite or more than 10^12 time steps ({}) from 0; "
+                                     "times that large leave no room for steps of {} in double precision",
+                                     what, t, 1e12 * dt, dt));
 }
 
 std::uint64_t steps_between(double t_begin, double t_end, double dt)

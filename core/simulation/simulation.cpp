@@ -11,6 +11,7 @@
 
 #include "core/gravity/direct.hpp"
 #include "core/error.hpp"
+#include "core/gravity/precision.hpp"
 #include "core/simulation/plummer.hpp"
 
 #include <fmt/format.h>
@@ -71,8 +72,21 @@ void Simulation::start(std::span<const bn_f4> pos, std::span<const bn_f4> vel, d
     t_begin_ = t_begin;
     times_ = {};
     ensure_size(be_, acc_, n_, "sim.acc");
-    tree_.set_particles(pos, vel);
+    set_units(InternalUnits::for_system(pos));
+    std::vector<bn_f4> p(pos.begin(), pos.end()), v(vel.begin(), vel.end());
+    units_.to_internal(p);
+    units_.velocities_to_internal(v);
+    tree_.set_particles(p, v);
     compute_forces();
+    if (!options_.direct)
+        if (auto warning = check_tree_depth(tree_, units_, "the particles")) notice("warning: " + *warning);
+}
+
+void Simulation::set_units(const InternalUnits& units)
+{
+    units_ = units;
+    eps_ = static_cast<float>(units_.length_to_internal(options_.eps));
+    dt_ = units_.time_to_internal(options_.dt);
 }
 
 void Simulation::restore(const SimulationState& s)
@@ -92,6 +106,7 @@ void Simulation::restore(const SimulationState& s)
     step_ = s.step;
     t_begin_ = s.t_begin;
     times_ = {};
+    set_units(s.units);
     ensure_size(be_, acc_, n_, "sim.acc");
     tree_.set_particles(s.pos, s.vel, s.ids);
     acc_.upload(s.acc);
@@ -106,6 +121,7 @@ SimulationState Simulation::save()
     s.vel = tree_.vel().download(n_);
     s.acc = acc_.download(n_);
     s.ids = tree_.ids().download(n_);
+    s.units = units_;
     return s;
 }
 
@@ -113,7 +129,7 @@ void Simulation::compute_forces()
 {
     if (options_.direct) {
         const Event a = be_.record();
-        direct_forces(be_, tree_.pos(), n_, options_.eps, acc_);
+        direct_forces(be_, tree_.pos(), n_, eps_, acc_);
         const Event b = be_.record();
         times_.forces += be_.elapsed_ms(a, b);
         return;
@@ -121,7 +137,7 @@ void Simulation::compute_forces()
     TreeTimings tt;
     tree_.build(&tt);
     double walk_ms = 0;
-    forces_.compute(tree_, options_.theta, options_.eps, &walk_ms);
+    forces_.compute(tree_, options_.theta, eps_, &walk_ms);
     acc_.copy_from(forces_.acc(), n_);
     times_.build += tt.total;
     times_.forces += walk_ms;
@@ -130,8 +146,8 @@ void Simulation::compute_forces()
 void Simulation::step()
 {
     if (n_ == 0) throw std::logic_error("Simulation::step before start() or restore()");
-    const float dt = static_cast<float>(options_.dt);
-    const float half = static_cast<float>(0.5 * options_.dt);
+    const float dt = static_cast<float>(dt_);
+    const float half = static_cast<float>(0.5 * dt_);
     const Event e0 = be_.record();
     be_.launch("integrateKickDrift", grid(n_), tree_.pos(), tree_.vel(), acc_, u32(n_), half, dt);
     const Event e1 = be_.record();
@@ -156,14 +172,15 @@ Energies Simulation::energies()
     double t[BANYAN_ENERGY_TERMS];
     totals_.download(std::span<double>(t, BANYAN_ENERGY_TERMS));
     times_.energies += be_.elapsed_ms(a, b);
-    e.kinetic = t[0];
-    e.potential = t[1];
-    e.momentum = {t[2], t[3], t[4]};
-    e.angular_momentum = {t[5], t[6], t[7]};
+    const int ke = units_.energy_exp(), pe = units_.momentum_exp(), le = units_.angular_momentum_exp();
+    e.kinetic = std::ldexp(t[0], ke);
+    e.potential = std::ldexp(t[1], ke);
+    e.momentum = {std::ldexp(t[2], pe), std::ldexp(t[3], pe), std::ldexp(t[4], pe)};
+    e.angular_momentum = {std::ldexp(t[5], le), std::ldexp(t[6], le), std::ldexp(t[7], le)};
     return e;
 }
 
-void Simulation::input_order(std::vector<bn_f4>& pos, std::vector<bn_f4>& vel, std::vector<bn_f4>& acc)
+std::size_t Simulation::input_order(std::vector<bn_f4>& pos, std::vector<bn_f4>& vel, std::vector<bn_f4>& acc)
 {
     ensure_size(be_, out_pos_, n_, "sim.out_pos");
     ensure_size(be_, out_vel_, n_, "sim.out_vel");
@@ -173,6 +190,9 @@ void Simulation::input_order(std::vector<bn_f4>& pos, std::vector<bn_f4>& vel, s
     pos = out_pos_.download(n_);
     vel = out_vel_.download(n_);
     acc = out_acc_.download(n_);
+    units_.from_internal(pos);
+    units_.velocities_from_internal(vel);
+    return units_.forces_from_internal(acc);
 }
 
 std::array<bn_f4, 2> Simulation::track(bn_u32 a, bn_u32 b)
@@ -182,7 +202,8 @@ std::array<bn_f4, 2> Simulation::track(bn_u32 a, bn_u32 b)
     const float nan = std::numeric_limits<float>::quiet_NaN();
     tracked_.fill(bn_f4{nan, nan, nan, nan});
     be_.launch("integrateTrack", grid(n_), tree_.pos(), tree_.ids(), u32(n_), a, b, tracked_);
-    const auto v = tracked_.download(2);
+    auto v = tracked_.download(2);
+    units_.from_internal(v);
     return {v[0], v[1]};
 }
 
@@ -214,6 +235,13 @@ std::size_t estimate_device_bytes(Backend& be, std::size_t n, const SimulationOp
         std::max<std::size_t>(std::min<std::size_t>(be.info().memory_bytes / 8, std::size_t{2} << 30), 1 << 20);
     // A margin of a quarter for deeper, more clustered trees than a Plummer sphere's.
     return static_cast<std::size_t>(per_particle * 1.25 * static_cast<double>(n)) + spill;
+}
+
+bool all_finite(const Energies& e)
+{
+    bool ok = std::isfinite(e.kinetic) && std::isfinite(e.potential);
+    for (int k = 0; k < 3; ++k) ok = ok && std::isfinite(e.momentum[k]) && std::isfinite(e.angular_momentum[k]);
+    return ok;
 }
 
 } // namespace banyan

@@ -12,6 +12,7 @@
 
 #include "core/device/backend.hpp"
 #include "core/gravity/forces.hpp"
+#include "core/gravity/precision.hpp"
 #include "core/tree/octree.hpp"
 
 #include <array>
@@ -25,8 +26,8 @@ struct SimulationOptions {
     float theta = 0.75f; ///< opening angle of the tree walk, in (0, 1]
     float eps = 0.05f;   ///< Plummer softening
     double dt = 1.0 / 64; ///< the shared time step, > 0
-    /// Forces by direct summation (single precision, core/gravity/direct.hpp) instead of the tree; the particles then stay
-    /// in their input order. For tests (momentum conservation, the integrator against a CPU reference).
+    /// Forces by direct summation (single precision, core/gravity/direct.hpp) instead of the tree; the particles then
+    /// stay in their input order. For tests (momentum conservation, the integrator against a CPU reference).
     bool direct = false;
 };
 
@@ -47,7 +48,8 @@ struct PhaseTimes {
     double energies = 0;  ///< energy and momentum sums
 };
 
-/// The exact state of a simulation on the device, in device order: enough to continue it bit for bit.
+/// The exact state of a simulation on the device, in device order and internal units: enough to continue it bit for
+/// bit.
 struct SimulationState {
     std::uint64_t step = 0; ///< steps taken since time t_begin
     double t_begin = 0;     ///< time of step 0
@@ -55,6 +57,7 @@ struct SimulationState {
     std::vector<bn_f4> vel; ///< vx, vy, vz, 0
     std::vector<bn_f4> acc; ///< ax, ay, az, potential of the last force evaluation (at the current positions)
     std::vector<bn_u32> ids; ///< ids[i]: the input index of the particle at device position i
+    InternalUnits units;     ///< the units pos, vel and acc are in (precision.hpp), fixed at the start
 };
 
 class Simulation {
@@ -64,7 +67,8 @@ public:
     Simulation& operator=(const Simulation&) = delete;
 
     /// Starts from particles in input order (particle i gets id i) at time @p t_begin: uploads them, builds the
-    /// tree and computes the first forces.
+    /// tree and computes the first forces. The device holds them in internal units (precision.hpp), chosen here
+    /// for the whole run; every result below is given in the input's units.
     void start(std::span<const bn_f4> pos, std::span<const bn_f4> vel, double t_begin);
     /// Continues from a saved state exactly (no force evaluation: the saved accelerations are used).
     void restore(const SimulationState& state);
@@ -78,7 +82,8 @@ public:
     Energies energies();
 
     /// Positions, velocities and accelerations (with potentials) in the order of the input (particle id order).
-    void input_order(std::vector<bn_f4>& pos, std::vector<bn_f4>& vel, std::vector<bn_f4>& acc);
+    /// Returns how many accelerations and potentials left float's normal range in the input's units.
+    std::size_t input_order(std::vector<bn_f4>& pos, std::vector<bn_f4>& vel, std::vector<bn_f4>& acc);
 
     /// Positions of the particles with ids @p a and @p b (both < size()).
     std::array<bn_f4, 2> track(bn_u32 a, bn_u32 b);
@@ -102,8 +107,14 @@ private:
     void compute_forces();
     Grid grid(std::size_t items) const;
 
+    /// Sets the units and the softening and time step in them.
+    void set_units(const InternalUnits& units);
+
     Backend& be_;
     SimulationOptions options_;
+    InternalUnits units_;
+    float eps_ = 0;   // options_.eps in internal units
+    double dt_ = 0;   // options_.dt in internal units
     Octree tree_;
     TreeForces forces_;
     std::size_t n_ = 0;
@@ -114,6 +125,10 @@ private:
     Buffer<double> partials_, totals_;       // energy sums
     Buffer<bn_f4> out_pos_, out_vel_, out_acc_, tracked_; // outputs in input order
 };
+
+/// Whether every energy and momentum of @p e is finite. The sums run over every particle's mass, position, velocity
+/// and potential, so a particle with a NaN or infinite value makes them non-finite too.
+bool all_finite(const Energies& e);
 
 /// An estimate of the device memory a simulation of @p n particles needs, from the memory of a small probe run
 /// on @p be (a Plummer sphere) scaled to @p n, with a margin. 0 when @p n is small enough not to matter.
