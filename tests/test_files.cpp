@@ -192,6 +192,16 @@ TEST_SUITE("static")
         fs::remove_all(dir);
     }
 
+    TEST_CASE("a header-only tipsy file (N = 0) reads as an empty snapshot, which the particle check refuses")
+    {
+        const fs::path path = fs::temp_directory_path() / fmt::format("banyan-empty-{}.tipsy", ::getpid());
+        write_tipsy(path.string(), Snapshot::dark(0));
+        const Snapshot s = read_tipsy(path.string()); // no copy from an empty array (UBSan checks it)
+        CHECK(s.size() == 0);
+        CHECK_THROWS_AS(check_particles(s, path.string()), UsageError);
+        fs::remove(path);
+    }
+
     TEST_CASE("particle checks refuse N = 0, bad masses and non-finite coordinates")
     {
         CHECK_THROWS_AS(check_particles(Snapshot{}, "input"), UsageError);
