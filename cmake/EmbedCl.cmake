@@ -1,5 +1,6 @@
 # Script mode: writes OUT, a C++ file holding the OpenCL program text (HEADER first, then every file of SOURCES),
-# so the installed program never looks for .cl files on disk. BANYAN_CL_DIR overrides this at run time.
+# so the installed program never looks for .cl files on disk (BANYAN_CL_DIR overrides this at run time), and, when
+# OUT_CL is given, the same text as a .cl file.
 string(REPLACE "|" ";" SOURCES "${SOURCES}")
 set(text "")
 set(names "")
@@ -24,6 +25,12 @@ foreach(f ${HEADER} ${SOURCES})
   string(APPEND text "\n#line 1 \"${name}\"\n${body}\n")
   list(APPEND names ${name})
 endforeach()
+# The same text as a file, for the offline checks of tests/amd_compile.sh (the program exactly as the backend builds it).
+if(OUT_CL)
+  file(WRITE ${OUT_CL}.tmp "${text}")
+  file(COPY_FILE ${OUT_CL}.tmp ${OUT_CL} ONLY_IF_DIFFERENT)
+  file(REMOVE ${OUT_CL}.tmp)
+endif()
 # Split into raw-string chunks well under compilers' literal limits.
 string(LENGTH "${text}" len)
 set(chunks "")

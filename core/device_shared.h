@@ -10,7 +10,9 @@
 #define BANYAN_DEVICE_SHARED_H
 
 /* ---- Which language is reading this ----------------------------------------------------------------- */
-#if defined(__OPENCL_VERSION__)
+/* __OPENCL_C_VERSION__ is what every OpenCL C compiler defines (from -cl-std); __OPENCL_VERSION__ names the device's
+ * version and is set by runtimes, but clang alone (AMD's compiler, offline) does not define it. */
+#if defined(__OPENCL_C_VERSION__) || defined(__OPENCL_VERSION__)
 #define BANYAN_LANG_OPENCL 1
 #elif defined(__CUDACC__)
 #define BANYAN_LANG_CUDA 1
