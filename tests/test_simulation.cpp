@@ -62,6 +62,18 @@ std::string file_bytes(const fs::path& p)
     return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
+/// A finished run of @p n Plummer particles from t = 0 to 1/16 in @p d, for tests that then damage its files.
+RunOptions finished_short_run(Backend& be, const TempDir& d, std::uint64_t n)
+{
+    RunOptions o;
+    o.n = n;
+    o.t_end = 1.0 / 16;
+    o.out = d.str();
+    Run r(be, o, initial_conditions(o));
+    r.run();
+    return o;
+}
+
 bool same_bits(const std::vector<bn_f4>& a, const std::vector<bn_f4>& b)
 {
     return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(bn_f4)) == 0);
@@ -478,14 +490,7 @@ TEST_CASE("run: damaged checkpoints and bad folders are refused clearly")
 {
     auto& be = test::backend();
     TempDir d("run-damaged");
-    RunOptions o;
-    o.n = 300;
-    o.t_end = 1.0 / 16;
-    o.out = d.str();
-    {
-        Run r(be, o, initial_conditions(o));
-        r.run();
-    }
+    const RunOptions o = finished_short_run(be, d, 300);
     const fs::path ck = d.path / "checkpoint.bin";
     std::string bytes = file_bytes(ck);
     bytes[bytes.size() / 2] ^= 1;
@@ -554,14 +559,7 @@ TEST_CASE("run: checkpoints with a NaN particle or an impossible time are refuse
 {
     auto& be = test::backend();
     TempDir d("run-crafted");
-    RunOptions o;
-    o.n = 200;
-    o.t_end = 1.0 / 16;
-    o.out = d.str();
-    {
-        Run r(be, o, initial_conditions(o));
-        r.run();
-    }
+    finished_short_run(be, d, 200);
     const fs::path ck = d.path / "checkpoint.bin";
     Checkpoint c = read_checkpoint(ck.string());
     std::string text;
