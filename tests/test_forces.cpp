@@ -12,6 +12,7 @@
  * these for theta > 0. Potentials: median relative error below a fifth of the acceleration's median bound.
  * Measured on PoCL (Plummer, N = 2^14, eps 0): theta 0.5: 1.24e-4 / 6.0e-4; theta 0.75: 5.5e-4 / 3.3e-3.
  */
+#include "tests/checks.hpp"
 #include "tests/harness.hpp"
 
 #include "core/gravity/direct.hpp"
@@ -230,8 +231,10 @@ ErrorStats compare(const std::vector<bn_f4>& acc, const std::vector<std::array<d
     return s;
 }
 
+} // namespace
+
 /// Walks @p tree on the device and checks every group against the CPU walk: counts exactly, forces to round-off.
-void check_against_cpu_walk(Octree& tree, TreeForces& forces, float theta, float eps)
+void test::check_walk_against_cpu(Octree& tree, TreeForces& forces, float theta, float eps)
 {
     const HostTree h(tree);
     const auto acc = forces.acc().download(tree.size());
@@ -275,8 +278,6 @@ void check_against_cpu_walk(Octree& tree, TreeForces& forces, float theta, float
     CHECK(sum_pp == forces.totals().pp);
     CHECK(sum_pc == forces.totals().pc);
 }
-
-} // namespace
 
 // ---- The cell-interaction formula (host build of device_shared.h) --------------------------------------------
 
@@ -405,7 +406,7 @@ TEST_CASE("tree walk: the device builds the CPU walk's lists (counts exactly, fo
                     INFO(in.name, " n = ", n, " theta = ", theta, " eps = ", eps);
                     forces.poison(n);
                     forces.compute(tree, theta, eps);
-                    check_against_cpu_walk(tree, forces, theta, eps);
+                    test::check_walk_against_cpu(tree, forces, theta, eps);
                 }
             }
         }

@@ -6,6 +6,7 @@
  *        max |dE/E| <= 1e-4); a run stopped and restarted equals one that ran straight through, bit for bit
  *        (particles, snapshots and energy log); initial conditions and options (device-free, suite "static").
  */
+#include "tests/checks.hpp"
 #include "tests/harness.hpp"
 
 #include "core/gravity/direct.hpp"
@@ -113,9 +114,11 @@ std::vector<std::array<double, 4>> cpu_direct(const std::vector<bn_f4>& pos, dou
     return out;
 }
 
+} // namespace
+
 /// One step on the device against the CPU: kick and drift from the saved state to the bit, then the second kick
 /// with the device's new accelerations to the bit, and those accelerations against double-precision direct sums.
-void check_one_step(Backend& be, std::size_t n, bool direct, std::uint64_t seed)
+void test::check_one_step(Backend& be, std::size_t n, bool direct, std::uint64_t seed)
 {
     SimulationOptions o;
     o.theta = 0.5f;
@@ -177,23 +180,21 @@ void check_one_step(Backend& be, std::size_t n, bool direct, std::uint64_t seed)
     CHECK(worst <= (direct ? 5e-5 : 1e-2));
 }
 
-} // namespace
-
 TEST_CASE("simulation: one leapfrog step equals the CPU reference to the bit")
 {
     auto& be = test::backend();
     for (std::size_t n : {std::size_t{1}, std::size_t{2}, std::size_t{63}, std::size_t{257}, std::size_t{3000}}) {
         for (bool direct : {true, false}) {
             INFO("N = " << n << (direct ? " direct" : " tree"));
-            check_one_step(be, n, direct, 100 + n);
+            test::check_one_step(be, n, direct, 100 + n);
         }
     }
     for (std::size_t wg : test::work_group_sizes()) {
         if (wg == BANYAN_WG_DEFAULT) continue;
         be.set_work_group_size(wg);
         INFO("work-group " << wg);
-        check_one_step(be, 1000, false, 7);
-        check_one_step(be, 300, true, 8);
+        test::check_one_step(be, 1000, false, 7);
+        test::check_one_step(be, 300, true, 8);
     }
     test::restore_work_group_size();
 }

@@ -4,6 +4,7 @@
  *        tree (core/octree) compared against the reference: keys, permutation, cells, links, groups exactly;
  *        multipoles within 1e-6 relative.
  */
+#include "tests/checks.hpp"
 #include "tests/harness.hpp"
 #include "tests/reference_tree.hpp"
 
@@ -432,9 +433,11 @@ std::string compare_multipoles(const test::RefTree& want, const Octree& t)
     return {};
 }
 
+} // namespace
+
 /// Builds on the device and compares everything with the reference; returns the device tree's download.
-test::RefTree check_against_reference(const std::vector<bn_f4>& pos, const std::vector<bn_f4>& vel,
-                                      Octree& tree)
+test::RefTree test::check_tree_against_reference(const std::vector<bn_f4>& pos,
+                                                const std::vector<bn_f4>& vel, Octree& tree)
 {
     tree.set_particles(pos, vel);
     tree.poison();
@@ -447,6 +450,8 @@ test::RefTree check_against_reference(const std::vector<bn_f4>& pos, const std::
     CHECK(compare_multipoles(want, tree) == "");
     return got;
 }
+
+namespace {
 
 std::vector<bn_f4> velocities(std::size_t n, std::uint64_t seed)
 {
@@ -481,7 +486,7 @@ TEST_CASE("tree on the device: every input and size, against the CPU reference")
                 if (!vendor && n > (std::size_t{1} << 16)) continue;
                 INFO(in.name << " N = " << n << (vendor ? "" : ", own primitives"));
                 const auto pos = in.make(n, 100 + n);
-                check_against_reference(pos, velocities(n, n), tree);
+                test::check_tree_against_reference(pos, velocities(n, n), tree);
             }
     }
     be.set_vendor_primitives(true);
@@ -497,7 +502,7 @@ TEST_CASE("tree on the device: other work-group sizes")
         for (const auto& in : inputs())
             for (std::size_t n : {std::size_t{17}, std::size_t{1000}, std::size_t{1} << 16}) {
                 INFO(in.name << " N = " << n << " work-group " << wg);
-                check_against_reference(in.make(n, 7 + n), {}, tree);
+                test::check_tree_against_reference(in.make(n, 7 + n), {}, tree);
             }
     }
     test::restore_work_group_size();

@@ -1,0 +1,36 @@
+/**
+ * @file checks.hpp
+ * @brief Checks of one kernel family against its CPU reference, each defined with the part of the suite that sweeps
+ *        it (named below) and also run once at small sizes by test_race_check.cpp, the part run under Oclgrind.
+ *
+ * Each reports through doctest's CHECK, so call them from inside a test case.
+ */
+#pragma once
+
+#include "core/device/backend.hpp"
+#include "core/gravity/forces.hpp"
+#include "core/tree/octree.hpp"
+#include "tests/reference_tree.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace banyan::test {
+
+/// test_atomics.cpp: atomicsCheck at work-group size @p wg (left set on @p be) over @p n work-items, every 32- and
+/// 64-bit atomic against the CPU's exact prediction.
+void check_atomics(Backend& be, std::size_t wg, bn_u32 n);
+
+/// test_tree.cpp: builds @p tree from @p pos and @p vel (may be empty) after poisoning it, and compares keys,
+/// permutation, cells, links and groups exactly and multipoles within 1e-6 with the CPU reference tree.
+RefTree check_tree_against_reference(const std::vector<bn_f4>& pos, const std::vector<bn_f4>& vel, Octree& tree);
+
+/// test_forces.cpp: the device walk of @p tree (already computed into @p forces) against the CPU walk: interaction
+/// counts exactly, forces to round-off.
+void check_walk_against_cpu(Octree& tree, TreeForces& forces, float theta, float eps);
+
+/// test_simulation.cpp: one kick-drift-kick step of a Plummer sphere of @p n particles (tree or direct forces)
+/// against the CPU to the bit, and the new forces against double-precision direct sums.
+void check_one_step(Backend& be, std::size_t n, bool direct, std::uint64_t seed);
+
+} // namespace banyan::test
