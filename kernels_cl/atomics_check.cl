@@ -54,9 +54,10 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void atomicsChec
     bn_atomic_max_u64(&c64[ATOMICS_MAX], h64);
     tickets64[id] = bn_atomic_add_u64(&c64[ATOMICS_TICKET], 1ul);
 
-    // Lock-free CAS increments: some CAS always succeeds, so this progresses without any scheduling guarantee.
+    // Lock-free CAS increments: some CAS always succeeds, so this progresses without any scheduling guarantee. The
+    // first guess is read atomically (an add of 0): a plain read beside other work-items' CAS is a data race.
     __global bn_u32* p32 = &c32[ATOMICS_CAS + id % ATOMICS_CAS_COUNTERS];
-    bn_u32 old32 = *p32;
+    bn_u32 old32 = bn_atomic_add_u32(p32, 0u);
     for (;;) {
         const bn_u32 seen = bn_atomic_cas_u32(p32, old32, old32 + 1u);
         if (seen == old32) break;
@@ -64,7 +65,7 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void atomicsChec
     }
     tickets32[n + id] = old32;
     __global bn_u64* p64 = &c64[ATOMICS_CAS + id % ATOMICS_CAS_COUNTERS];
-    bn_u64 old64 = *p64;
+    bn_u64 old64 = bn_atomic_add_u64(p64, 0ul);
     for (;;) {
         const bn_u64 seen = bn_atomic_cas_u64(p64, old64, old64 + 1ul);
         if (seen == old64) break;

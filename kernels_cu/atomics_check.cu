@@ -55,9 +55,10 @@ __global__ void __launch_bounds__(BANYAN_WG) atomicsCheck(bn_u32* c32, bn_u64* c
     bn_atomic_max_u64(&c64[atomics_max], h64);
     tickets64[id] = bn_atomic_add_u64(&c64[atomics_ticket], 1ull);
 
-    // Lock-free CAS increments: some CAS always succeeds, so this progresses without any scheduling guarantee.
+    // Lock-free CAS increments: some CAS always succeeds, so this progresses without any scheduling guarantee. The
+    // first guess is read atomically (an add of 0): a plain read beside other threads' CAS is a data race.
     bn_u32* p32 = &c32[atomics_cas + id % atomics_cas_counters];
-    bn_u32 old32 = *reinterpret_cast<volatile bn_u32*>(p32);
+    bn_u32 old32 = bn_atomic_add_u32(p32, 0u);
     for (;;) {
         const bn_u32 seen = bn_atomic_cas_u32(p32, old32, old32 + 1u);
         if (seen == old32) break;
@@ -65,7 +66,7 @@ __global__ void __launch_bounds__(BANYAN_WG) atomicsCheck(bn_u32* c32, bn_u64* c
     }
     tickets32[n + id] = old32;
     bn_u64* p64 = &c64[atomics_cas + id % atomics_cas_counters];
-    bn_u64 old64 = *reinterpret_cast<volatile bn_u64*>(p64);
+    bn_u64 old64 = bn_atomic_add_u64(p64, 0ull);
     for (;;) {
         const bn_u64 seen = bn_atomic_cas_u64(p64, old64, old64 + 1ull);
         if (seen == old64) break;
