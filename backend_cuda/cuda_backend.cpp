@@ -33,10 +33,19 @@ std::map<std::string, const void*, std::less<>>& registry()
 
 class CudaBuffer final : public RawBuffer {
 public:
-    CudaBuffer(void* ptr, std::size_t bytes, cudaStream_t s) : ptr_(ptr), bytes_(bytes), stream_(s) {}
+    CudaBuffer(void* ptr, std::size_t bytes, cudaStream_t s, bool owns = true)
+        : ptr_(ptr), bytes_(bytes), stream_(s), owns_(owns)
+    {
+    }
     ~CudaBuffer() override
     {
-        if (ptr_) cudaFree(ptr_); // never throws; an error here would be sticky and reported by the next call
+        if (ptr_ && owns_) cudaFree(ptr_); // never throws; an error here would be sticky and reported by the next call
+    }
+    std::unique_ptr<RawBuffer> view(std::size_t offset, std::size_t n) const override
+    {
+        if (offset % 256 != 0 || offset > bytes_ || n > bytes_ - offset)
+            throw std::invalid_argument("CudaBuffer::view: offset not aligned or range outside the buffer");
+        return std::make_unique<CudaBuffer>(static_cast<char*>(ptr_) + offset, n, stream_, false);
     }
     std::size_t bytes() const override { return bytes_; }
     void* ptr() const { return ptr_; }
@@ -67,6 +76,7 @@ private:
     void* ptr_;
     std::size_t bytes_;
     cudaStream_t stream_;
+    bool owns_;
 };
 
 struct CudaEvent final : EventImpl {
@@ -234,6 +244,8 @@ BackendDevices cuda_discover()
                                 runtime % 1000 / 10, driver / 1000, driver % 1000 / 10);
         d.gpu = true;
         d.memory_bytes = p.totalGlobalMem;
+        d.max_alloc_bytes = p.totalGlobalMem;
+        d.view_align = 256;
         d.compute_units = static_cast<unsigned>(p.multiProcessorCount);
         d.max_work_group = static_cast<std::size_t>(p.maxThreadsPerBlock);
         out.devices.push_back(std::move(d));

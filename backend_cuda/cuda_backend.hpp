@@ -31,6 +31,8 @@ public:
                  Buffer<bn_u32>& count) override;
     void sort_pairs(const Buffer<bn_u64>& keys_in, const Buffer<bn_u32>& values_in, Buffer<bn_u64>& keys_out,
                     Buffer<bn_u32>& values_out, std::size_t n, int begin_bit, int end_bit) override;
+    bool sort_pairs_double(Buffer<bn_u64>& keys, Buffer<bn_u32>& values, Buffer<bn_u64>& keys_alt,
+                           Buffer<bn_u32>& values_alt, std::size_t n, int begin_bit, int end_bit) override;
 
     cudaStream_t stream() const noexcept { return stream_; }
     int device() const noexcept { return device_; }

@@ -40,4 +40,23 @@ void CudaBackend::sort_pairs(const Buffer<bn_u64>& keys_in, const Buffer<bn_u32>
                                                       items, begin_bit, end_bit, stream()));
 }
 
+bool CudaBackend::sort_pairs_double(Buffer<bn_u64>& keys, Buffer<bn_u32>& values, Buffer<bn_u64>& keys_alt,
+                                    Buffer<bn_u32>& values_alt, std::size_t n, int begin_bit, int end_bit)
+{
+    const bool odd = begin_bit < 0 || end_bit > 64 || begin_bit >= end_bit || n > keys.size() || n > values.size() ||
+                     n > keys_alt.size() || n > values_alt.size() || n > 0x7fffffffu;
+    if (!vendor_primitives() || odd) return Backend::sort_pairs_double(keys, values, keys_alt, values_alt, n, begin_bit, end_bit);
+    if (n == 0) return false;
+    // CUB's double-buffer form: its temporary storage is only the histograms (the pairs ping-pong in place).
+    cub::DoubleBuffer<bn_u64> k(device_ptr(keys), device_ptr(keys_alt));
+    cub::DoubleBuffer<bn_u32> v(device_ptr(values), device_ptr(values_alt));
+    const int items = static_cast<int>(n);
+    std::size_t bytes = 0;
+    BANYAN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, k, v, items, begin_bit, end_bit, stream()));
+    void* temp = device_ptr(scratch_buffer<unsigned char>("cub.temp", std::max<std::size_t>(bytes, 16)));
+    BANYAN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, bytes, k, v, items, begin_bit, end_bit, stream()));
+    if (k.selector != v.selector) throw std::logic_error("CUB left keys and values in different buffers");
+    return k.selector == 1;
+}
+
 } // namespace banyan::cuda

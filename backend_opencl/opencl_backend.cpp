@@ -143,6 +143,8 @@ std::vector<Found> enumerate(std::string* why_none)
             info.version = device_string(d, CL_DEVICE_VERSION);
             info.gpu = (device_value<cl_device_type>(d, CL_DEVICE_TYPE) & CL_DEVICE_TYPE_GPU) != 0;
             info.memory_bytes = device_value<cl_ulong>(d, CL_DEVICE_GLOBAL_MEM_SIZE);
+            info.max_alloc_bytes = device_value<cl_ulong>(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+            info.view_align = std::max<std::size_t>(device_value<cl_uint>(d, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8, 16);
             info.compute_units = device_value<cl_uint>(d, CL_DEVICE_MAX_COMPUTE_UNITS);
             info.max_work_group = device_value<std::size_t>(d, CL_DEVICE_MAX_WORK_GROUP_SIZE);
             all.push_back({p, d, std::move(info)});
@@ -156,9 +158,34 @@ std::vector<Found> enumerate(std::string* why_none)
 
 class ClBuffer final : public RawBuffer {
 public:
-    ClBuffer(cl_mem mem, std::size_t bytes, cl_command_queue q) : mem_(mem), bytes_(bytes), queue_(q) {}
+    /// @p root: the allocation a sub-buffer views (itself for an allocation); @p origin: where in it.
+    ClBuffer(cl_mem mem, std::size_t bytes, cl_command_queue q, cl_mem root = nullptr, std::size_t origin = 0)
+        : mem_(mem), bytes_(bytes), queue_(q), root_(root ? root : mem), origin_(origin)
+    {
+    }
     std::size_t bytes() const override { return bytes_; }
     cl_mem mem() const { return mem_.get(); }
+
+    std::unique_ptr<RawBuffer> view(std::size_t offset, std::size_t n) const override
+    {
+        if (offset > bytes_ || n > bytes_ - offset)
+            throw std::invalid_argument("ClBuffer::view: range outside the buffer");
+        // A sub-buffer of a sub-buffer is not allowed: views of views are made from the root allocation.
+        const cl_buffer_region region{origin_ + offset, std::max<std::size_t>(n, 1)};
+        cl_int rc = CL_SUCCESS;
+        cl_mem sub = clCreateSubBuffer(root_, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &rc);
+        if (rc != CL_SUCCESS)
+            throw_error("clCreateSubBuffer", rc, __FILE__, __LINE__,
+                        fmt::format("a view of {} bytes at byte {} (misaligned offsets give "
+                                    "CL_MISALIGNED_SUB_BUFFER_OFFSET)",
+                                    n, region.origin));
+        // The view holds a reference to the allocation, so that releasing them in either order is safe (not every
+        // implementation keeps a sub-buffer's parent alive by itself).
+        clRetainMemObject(root_);
+        auto view = std::make_unique<ClBuffer>(sub, n, queue_, root_, region.origin);
+        view->retained_root_ = MemObject(root_);
+        return view;
+    }
 
     void upload(const void* src, std::size_t n, std::size_t offset) override
     {
@@ -185,6 +212,9 @@ private:
     MemObject mem_;
     std::size_t bytes_;
     cl_command_queue queue_;
+    cl_mem root_;
+    std::size_t origin_;
+    MemObject retained_root_; // views only: declared last, so released after the sub-buffer itself
 };
 
 struct ClEvent final : EventImpl {
@@ -285,11 +315,12 @@ std::unique_ptr<RawBuffer> OpenCLBackend::alloc_raw(std::size_t bytes, std::stri
 {
     // OpenCL refuses zero-sized buffers; an empty Buffer still owns a small allocation.
     const std::size_t real = std::max<std::size_t>(bytes, 16);
-    if (real > info_.memory_bytes)
+    if (real > info_.memory_bytes || (info_.max_alloc_bytes && real > info_.max_alloc_bytes))
         throw DeviceError("OpenCL", fmt::format("allocation of '{}'", what), CL_MEM_OBJECT_ALLOCATION_FAILURE,
                           "out of device memory", __FILE__, __LINE__,
-                          fmt::format("'{}' needs {} bytes; the device has {} bytes in all", what, bytes,
-                                      info_.memory_bytes));
+                          fmt::format("'{}' needs {} bytes; the device allows {} bytes in one allocation and has "
+                                      "{} bytes in all",
+                                      what, bytes, info_.max_alloc_bytes, info_.memory_bytes));
     cl_int rc = CL_SUCCESS;
     cl_mem mem = clCreateBuffer(context_.get(), CL_MEM_READ_WRITE, real, nullptr, &rc);
     if (rc != CL_SUCCESS)

@@ -44,6 +44,60 @@ TEST_CASE("buffers round-trip, fill and copy")
     CHECK(empty.download().empty());
 }
 
+TEST_CASE("the memory meter counts allocations until they are freed, and keeps the high-water mark")
+{
+    auto& be = test::backend();
+    be.release_scratch();
+    be.reset_peak();
+    const std::size_t base = be.memory().live;
+    {
+        auto a = be.alloc<bn_u32>(1000, "test.meter.a");
+        CHECK(be.memory().live == base + 4000);
+        {
+            auto b = be.alloc<bn_f4>(100, "test.meter.b");
+            CHECK(be.memory().live == base + 4000 + 1600);
+            // Views own nothing and are not counted.
+            auto v = b.view_as<bn_u32>(0, 8);
+            CHECK(be.memory().live == base + 5600);
+        }
+        CHECK(be.memory().live == base + 4000);
+        CHECK(be.memory().peak == base + 5600);
+    }
+    CHECK(be.memory().live == base);
+    CHECK(be.memory().peak == base + 5600);
+    be.reset_peak();
+    CHECK(be.memory().peak == base);
+}
+
+TEST_CASE("views alias their buffer: writes through one show in the other, and kernels see the offset")
+{
+    auto& be = test::backend();
+    const std::size_t align = std::max<std::size_t>(be.info().view_align, 16);
+    const std::size_t n = 3 * align / 4; // three aligned views of align bytes in 4-byte words
+    std::vector<bn_u32> host(n);
+    std::iota(host.begin(), host.end(), 0u);
+    auto whole = be.upload<bn_u32>(host, "test.view.whole");
+    auto middle = whole.view_as<bn_u32>(align, align / 4);
+    CHECK(middle.download() == std::vector<bn_u32>(host.begin() + align / 4, host.begin() + align / 2));
+    middle.fill(7u);
+    auto back = whole.download();
+    CHECK(back[align / 4 - 1] == align / 4 - 1);
+    CHECK(back[align / 4] == 7u);
+    CHECK(back[align / 2 - 1] == 7u);
+    CHECK(back[align / 2] == align / 2);
+    // A kernel writing through a view (exclusive scan of ones) lands at the view's place only.
+    auto last = whole.view_as<bn_u32>(2 * align, align / 4);
+    last.fill(1u);
+    be.exclusive_scan(last, last, align / 4);
+    back = whole.download();
+    CHECK(back[align / 2 - 1] == 7u); // the middle view, untouched
+    for (std::size_t i = 0; i < align / 4; ++i) REQUIRE(back[align / 2 + i] == i);
+    // A view of a view starts where the outer view starts.
+    auto inner = middle.view_as<bn_u32>(0, 1);
+    CHECK(inner.at(0) == 7u);
+    CHECK_THROWS_AS(whole.view_as<bn_u32>(0, n + 1), std::out_of_range);
+}
+
 TEST_CASE("buffer moves leave the source empty")
 {
     auto b = test::backend().alloc<double>(10, "moved");

@@ -94,11 +94,18 @@ public:
     /// @param what names the allocation in the error raised when the device is out of memory.
     virtual std::unique_ptr<RawBuffer> alloc_raw(std::size_t bytes, std::string_view what) = 0;
 
+    /// Allocates @p n elements, counted by memory() until the buffer is destroyed.
     template <class T>
     Buffer<T> alloc(std::size_t n, std::string_view what)
     {
-        return Buffer<T>(alloc_raw(n * sizeof(T), what), n);
+        auto raw = alloc_raw(n * sizeof(T), what);
+        raw->count_in(meter_);
+        return Buffer<T>(std::move(raw), n);
     }
+    /// Device memory held through alloc() now, and the most held at once since the last reset_peak().
+    const MemoryMeter& memory() const noexcept { return meter_; }
+    /// Starts a new high-water mark from what is held now.
+    void reset_peak() noexcept { meter_.peak = meter_.live; }
     template <class T>
     Buffer<T> upload(std::span<const T> host, std::string_view what)
     {
@@ -152,6 +159,11 @@ public:
     /// as they were; outputs must not alias inputs.
     virtual void sort_pairs(const Buffer<bn_u64>& keys_in, const Buffer<bn_u32>& values_in, Buffer<bn_u64>& keys_out,
                             Buffer<bn_u32>& values_out, std::size_t n, int begin_bit, int end_bit);
+    /// The same sort without scratch memory of its own beyond small histograms: (keys_alt, values_alt) are its
+    /// double buffer. The sorted pairs end in (keys, values), or in the alternates when it returns true; both
+    /// pairs are overwritten. This is the sort the octree uses (its memory is counted in its workspace).
+    virtual bool sort_pairs_double(Buffer<bn_u64>& keys, Buffer<bn_u32>& values, Buffer<bn_u64>& keys_alt,
+                                   Buffer<bn_u32>& values_alt, std::size_t n, int begin_bit, int end_bit);
     /// out[i] = in[perm[i]] for i < n. T must be 4, 8 or 16 bytes.
     template <class T>
     void gather(const Buffer<T>& in, const Buffer<bn_u32>& perm, std::size_t n, Buffer<T>& out)
@@ -169,6 +181,8 @@ public:
 
     /// Device memory held by scratch buffers of the primitives (for the memory report of benchmarks).
     std::size_t scratch_bytes() const;
+    /// Frees every scratch buffer (benchmarks, so that each row's peak counts what that row needs).
+    void release_scratch() { scratch_.clear(); }
 
     /// A scratch buffer of at least @p n elements (never 0) of @p T, kept between calls under @p slot (grown,
     /// never shrunk; one slot holds one type), for the primitives and phases in core/. Contents are undefined on
@@ -190,6 +204,10 @@ public:
     }
 
 protected:
+    /// One pass of the portable radix sort: (src) -> (dst) by the @p bits-bit digit at @p shift.
+    void radix_pass(const Buffer<bn_u64>& src_keys, const Buffer<bn_u32>& src_values, Buffer<bn_u64>& dst_keys,
+                    Buffer<bn_u32>& dst_values, std::size_t n, int shift, int bits);
+
     std::size_t work_group_size_ = BANYAN_WG_DEFAULT;
 
 private:
@@ -203,6 +221,7 @@ private:
         std::size_t bytes() const override { return buf.bytes(); }
     };
 
+    MemoryMeter meter_; // declared before the scratch buffers, which it counts: destroyed after them
     std::map<std::string, std::unique_ptr<TypedScratchBase>> scratch_;
     bool vendor_primitives_ = true;
 };

@@ -17,11 +17,28 @@ namespace banyan {
 static_assert(sizeof(bn_f4) == 16 && alignof(bn_f4) == 16, "bn_f4 must match CUDA float4 / OpenCL float4");
 static_assert(sizeof(bn_u64) == 8 && sizeof(bn_u32) == 4);
 
-/// One device allocation, owned by a backend. All transfers are blocking with respect to the host and ordered
-/// after every kernel launched before them on the same backend.
+/// The device memory a backend holds: what is allocated now and the most it has held at once (its high-water
+/// mark, which is what decides whether a run fits). Buffers allocated through Backend::alloc are counted from
+/// allocation to destruction; views are not (they own nothing).
+struct MemoryMeter {
+    std::size_t live = 0;
+    std::size_t peak = 0;
+    void add(std::size_t bytes) noexcept
+    {
+        live += bytes;
+        if (live > peak) peak = live;
+    }
+    void remove(std::size_t bytes) noexcept { live -= bytes < live ? bytes : live; }
+};
+
+/// One device allocation, owned by a backend, or a view of part of one. All transfers are blocking with respect
+/// to the host and ordered after every kernel launched before them on the same backend.
 class RawBuffer {
 public:
-    virtual ~RawBuffer() = default;
+    virtual ~RawBuffer()
+    {
+        if (meter_) meter_->remove(metered_);
+    }
     RawBuffer() = default;
     RawBuffer(const RawBuffer&) = delete;
     RawBuffer& operator=(const RawBuffer&) = delete;
@@ -36,7 +53,24 @@ public:
     /// Device-side copy of @p bytes from @p src at @p src_offset to this buffer at @p dst_offset.
     virtual void copy_from(const RawBuffer& src, std::size_t bytes, std::size_t src_offset,
                            std::size_t dst_offset) = 0;
+    /// A buffer that aliases bytes [offset, offset + bytes) of this one: no allocation, not counted by the meter.
+    /// This buffer must outlive the view. @p offset must be a multiple of DeviceInfo::view_align.
+    virtual std::unique_ptr<RawBuffer> view(std::size_t offset, std::size_t bytes) const = 0;
+
+    /// Counts this allocation in @p meter until destruction (Backend::alloc does it).
+    void count_in(MemoryMeter& meter) noexcept
+    {
+        meter_ = &meter;
+        metered_ = bytes();
+        meter.add(metered_);
+    }
+
+private:
+    MemoryMeter* meter_ = nullptr;
+    std::size_t metered_ = 0;
 };
+
+[[noreturn]] void throw_buffer_range(std::size_t offset, std::size_t count, std::size_t size);
 
 /// A move-only array of @p T on one device. Created by Backend::alloc<T>().
 template <class T>
@@ -90,6 +124,14 @@ public:
         check_range(offset, count);
         if (count) raw_->fill(&value, sizeof(T), offset * sizeof(T), count * sizeof(T));
     }
+    /// A buffer of @p n elements of @p U that aliases this one from byte @p byte_offset (see RawBuffer::view): the
+    /// way one allocation serves as scratch for phases that never overlap. This buffer must outlive the view.
+    template <class U>
+    Buffer<U> view_as(std::size_t byte_offset, std::size_t n) const
+    {
+        if (byte_offset > bytes() || n * sizeof(U) > bytes() - byte_offset) throw_buffer_range(byte_offset, n * sizeof(U), bytes());
+        return Buffer<U>(raw_->view(byte_offset, n * sizeof(U)), n);
+    }
     /// Device-side copy of @p count elements of @p src into this buffer.
     void copy_from(const Buffer& src, std::size_t count, std::size_t src_offset = 0, std::size_t dst_offset = 0)
     {
@@ -102,12 +144,11 @@ public:
 
 private:
     void check_range(std::size_t offset, std::size_t count) const;
+    template <class U> friend class Buffer;
 
     std::unique_ptr<RawBuffer> raw_;
     std::size_t size_ = 0;
 };
-
-[[noreturn]] void throw_buffer_range(std::size_t offset, std::size_t count, std::size_t size);
 
 template <class T>
 void Buffer<T>::check_range(std::size_t offset, std::size_t count) const

@@ -22,6 +22,8 @@ struct DeviceInfo {
     std::string version;        ///< driver / runtime / OpenCL version
     bool gpu = false;           ///< false for CPUs (PoCL) and other accelerators
     std::uint64_t memory_bytes = 0;
+    std::uint64_t max_alloc_bytes = 0; ///< the largest single allocation (OpenCL: often a quarter of the memory)
+    std::size_t view_align = 256;      ///< byte offsets of views (sub-buffers) must be multiples of this
     unsigned compute_units = 0;
     std::size_t max_work_group = 0;
 };

@@ -29,16 +29,58 @@ template <class T> void check_capacity(const Buffer<T>& b, std::size_t n, const 
         throw UsageError(fmt::format("sort_pairs: buffer '{}' holds {} items, {} are needed", name, b.size(), n));
 }
 
-} // namespace
-
-void Backend::sort_pairs(const Buffer<bn_u64>& keys_in, const Buffer<bn_u32>& values_in, Buffer<bn_u64>& keys_out,
-                         Buffer<bn_u32>& values_out, std::size_t n, int begin_bit, int end_bit)
+void check_sort_args(std::size_t n, int begin_bit, int end_bit)
 {
     if (begin_bit < 0 || end_bit > 64 || begin_bit >= end_bit)
         throw UsageError(
             fmt::format("sort_pairs: bit range [{}, {}) needs 0 <= begin_bit < end_bit <= 64", begin_bit, end_bit));
     if (n > sort_max_items)
         throw UsageError(fmt::format("sort_pairs: {} items is more than the {} supported", n, sort_max_items));
+}
+
+} // namespace
+
+void Backend::radix_pass(const Buffer<bn_u64>& src_keys, const Buffer<bn_u32>& src_values, Buffer<bn_u64>& dst_keys,
+                         Buffer<bn_u32>& dst_values, std::size_t n, int shift, int bits)
+{
+    const std::size_t wg = work_group_size();
+    const std::size_t tile = wg * BANYAN_SORT_ITEMS;
+    const std::size_t groups = (n + tile - 1) / tile;
+    const bn_u32 mask = (1u << bits) - 1u;
+    const std::size_t hist_len = std::size_t{mask + 1} * groups;
+    // hist[digit * groups + group]: the counts, then (scanned in place) the first output position of each.
+    Buffer<bn_u32>& hist = scratch_buffer<bn_u32>("sort.hist", std::size_t{BANYAN_RADIX_DIGITS} * groups);
+    const Grid grid{groups, wg};
+    launch("radixHistogram", grid, src_keys, static_cast<bn_u32>(n), static_cast<bn_u32>(shift), mask, hist,
+           static_cast<bn_u32>(groups));
+    exclusive_scan(hist, hist, hist_len);
+    launch("radixScatter", grid, src_keys, src_values, dst_keys, dst_values, static_cast<bn_u32>(n),
+           static_cast<bn_u32>(shift), mask, hist, static_cast<bn_u32>(groups));
+}
+
+bool Backend::sort_pairs_double(Buffer<bn_u64>& keys, Buffer<bn_u32>& values, Buffer<bn_u64>& keys_alt,
+                                Buffer<bn_u32>& values_alt, std::size_t n, int begin_bit, int end_bit)
+{
+    check_sort_args(n, begin_bit, end_bit);
+    check_capacity(keys, n, "keys");
+    check_capacity(values, n, "values");
+    check_capacity(keys_alt, n, "keys_alt");
+    check_capacity(values_alt, n, "values_alt");
+    if (n == 0) return false;
+    const int passes = (end_bit - begin_bit + BANYAN_RADIX_BITS - 1) / BANYAN_RADIX_BITS;
+    for (int pass = 0; pass < passes; ++pass) {
+        const int shift = begin_bit + pass * BANYAN_RADIX_BITS;
+        const int bits = std::min(BANYAN_RADIX_BITS, end_bit - shift);
+        if (pass % 2 == 0) radix_pass(keys, values, keys_alt, values_alt, n, shift, bits);
+        else radix_pass(keys_alt, values_alt, keys, values, n, shift, bits);
+    }
+    return passes % 2 == 1;
+}
+
+void Backend::sort_pairs(const Buffer<bn_u64>& keys_in, const Buffer<bn_u32>& values_in, Buffer<bn_u64>& keys_out,
+                         Buffer<bn_u32>& values_out, std::size_t n, int begin_bit, int end_bit)
+{
+    check_sort_args(n, begin_bit, end_bit);
     check_capacity(keys_in, n, "keys_in");
     check_capacity(values_in, n, "values_in");
     check_capacity(keys_out, n, "keys_out");
@@ -47,13 +89,7 @@ void Backend::sort_pairs(const Buffer<bn_u64>& keys_in, const Buffer<bn_u32>& va
     if (&keys_in.raw() == &keys_out.raw() || &values_in.raw() == &values_out.raw())
         throw UsageError("sort_pairs: the outputs must not alias the inputs");
 
-    const std::size_t wg = work_group_size();
-    const std::size_t tile = wg * BANYAN_SORT_ITEMS;
-    const std::size_t groups = (n + tile - 1) / tile;
     const int passes = (end_bit - begin_bit + BANYAN_RADIX_BITS - 1) / BANYAN_RADIX_BITS;
-
-    // hist[digit * groups + group]: the counts, then (scanned in place) the first output position of each.
-    Buffer<bn_u32>& hist = scratch_buffer<bn_u32>("sort.hist", std::size_t{BANYAN_RADIX_DIGITS} * groups);
     Buffer<bn_u64>* tmp_keys = nullptr;
     Buffer<bn_u32>* tmp_values = nullptr;
     if (passes > 1) {
@@ -66,19 +102,12 @@ void Backend::sort_pairs(const Buffer<bn_u64>& keys_in, const Buffer<bn_u32>& va
     for (int pass = 0; pass < passes; ++pass) {
         const int shift = begin_bit + pass * BANYAN_RADIX_BITS;
         const int bits = std::min(BANYAN_RADIX_BITS, end_bit - shift);
-        const bn_u32 mask = (1u << bits) - 1u;
-        const std::size_t hist_len = std::size_t{mask + 1} * groups;
         // Odd distance from the last pass: the scratch pair; even: the outputs.
         const bool to_out = (passes - 1 - pass) % 2 == 0;
         Buffer<bn_u64>& dst_keys = to_out ? keys_out : *tmp_keys;
         Buffer<bn_u32>& dst_values = to_out ? values_out : *tmp_values;
 
-        const Grid grid{groups, wg};
-        launch("radixHistogram", grid, *src_keys, static_cast<bn_u32>(n), static_cast<bn_u32>(shift), mask, hist,
-               static_cast<bn_u32>(groups));
-        exclusive_scan(hist, hist, hist_len);
-        launch("radixScatter", grid, *src_keys, *src_values, dst_keys, dst_values, static_cast<bn_u32>(n),
-               static_cast<bn_u32>(shift), mask, hist, static_cast<bn_u32>(groups));
+        radix_pass(*src_keys, *src_values, dst_keys, dst_values, n, shift, bits);
         src_keys = &dst_keys;
         src_values = &dst_values;
     }
