@@ -4,6 +4,8 @@
  */
 #include "apps/bench_util.hpp"
 
+#include "core/gravity/forces.hpp"
+
 #include "core/error.hpp"
 
 #include <fmt/format.h>
@@ -68,6 +70,14 @@ std::string row_error(const std::exception& e, std::size_t n)
     std::string text = e.what();
     if (auto nl = text.find('\n'); nl != std::string::npos) text.resize(nl);
     return text;
+}
+
+std::string fit_error(const Backend& be, std::size_t n, bool velocities)
+{
+    const std::size_t need = estimate_device_bytes(be, n, velocities);
+    if (need <= be.info().memory_bytes) return {};
+    return fmt::format("does not fit: needs about {:.1f} GiB ({:.0f} bytes per particle), the device has {:.1f} GiB",
+                       double(need) / (1 << 30), double(need) / double(n), double(be.info().memory_bytes) / (1 << 30));
 }
 
 std::string figure(double v)

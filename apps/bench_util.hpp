@@ -46,6 +46,28 @@ double mega_per_s(std::size_t n, double ms);
 /// message names nothing, becomes "out of host memory for N particles".
 std::string row_error(const std::exception& e, std::size_t n);
 
+/// The peak device memory of one benchmark row: frees the primitives' scratch and starts a new high-water mark on
+/// construction; bytes() is the most held at once since, above what was held before (the row's own objects must
+/// be created after this).
+class PeakMemory {
+public:
+    explicit PeakMemory(Backend& be) : be_(be)
+    {
+        be_.release_scratch();
+        be_.reset_peak();
+        base_ = be_.memory().live;
+    }
+    std::size_t bytes() const noexcept { return be_.memory().peak - base_; }
+
+private:
+    Backend& be_;
+    std::size_t base_ = 0;
+};
+
+/// An empty string when @p n particles (with velocities when @p velocities) are expected to fit on @p be, else the
+/// row's error: how much they would need and how much the device has.
+std::string fit_error(const Backend& be, std::size_t n, bool velocities);
+
 /// @p v with three significant digits and no exponent (240, 23.1, 0.0123), so that a rate of a CPU is as readable
 /// as that of a GPU.
 std::string figure(double v);

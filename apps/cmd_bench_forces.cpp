@@ -73,16 +73,20 @@ std::string sanity(const TreeForces& f, std::size_t n)
     return {};
 }
 
-Row bench_one(Backend& be, Octree& tree, TreeForces& forces, const Particles& p, double theta, float eps,
-              int warmup, int reps)
+Row bench_one(Backend& be, const Particles& p, double theta, float eps, int warmup, int reps, unsigned groups_per_unit)
 {
     Row r;
     r.n = p.size();
     r.theta = theta;
     try {
+        // A fresh tree and walk per row, so that the row's peak is all that one force evaluation needs.
+        bench::PeakMemory peak(be);
+        Octree tree(be);
+        TreeForces forces(be);
+        if (groups_per_unit) forces.set_groups_per_unit(groups_per_unit);
         std::vector<double> tree_ms, mult_ms, walk_ms, total_ms;
         for (int i = 0; i < warmup + reps; ++i) {
-            tree.set_particles(p.pos, p.vel);
+            tree.set_particles(p.pos);
             be.synchronize();
             TreeTimings t;
             tree.build(&t);
@@ -105,7 +109,7 @@ Row bench_one(Backend& be, Octree& tree, TreeForces& forces, const Particles& p,
         r.pp = double(forces.totals().pp) / double(r.n);
         r.pc = double(forces.totals().pc) / double(r.n);
         r.groups = tree.groups();
-        r.bytes = tree.device_bytes() + forces.device_bytes() + be.scratch_bytes();
+        r.bytes = peak.bytes();
         r.retries = forces.retries();
     } catch (const std::exception& e) {
         r.error = bench::row_error(e, r.n);
@@ -143,7 +147,8 @@ std::string json_report(const DeviceInfo& info, double eps, int warmup, int reps
             j.key("pc_per_particle").number(r.pc);
             j.key("walk_tflops").number(r.flops() * double(r.n) / (r.walk_ms * 1e-3) * 1e-12);
             j.key("groups").integer(static_cast<long long>(r.groups));
-            j.key("device_bytes").integer(static_cast<long long>(r.bytes));
+            j.key("peak_device_bytes").integer(static_cast<long long>(r.bytes));
+            j.key("bytes_per_particle").number(double(r.bytes) / double(r.n));
             j.key("spill_retries").integer(r.retries);
         }
         j.end_object();
@@ -177,9 +182,10 @@ int run_bench_forces(const std::vector<std::string>& args)
 
     auto be = open_device(opt.device_request());
     const bool gpu = be->info().gpu;
-    const int min_log2 = opt.has("min-log2") ? opt.integer_in("min-log2", 1, 28) : (gpu ? 18 : 14);
+    // Up to 2^31 - 1 particles fit one tree; a size the device cannot hold is reported as such in its row.
+    const int min_log2 = opt.has("min-log2") ? opt.integer_in("min-log2", 1, 30) : (gpu ? 18 : 14);
     const int max_log2 =
-        opt.has("max-log2") ? opt.integer_in("max-log2", min_log2, 28) : std::max(min_log2, gpu ? 24 : 16);
+        opt.has("max-log2") ? opt.integer_in("max-log2", min_log2, 30) : std::max(min_log2, gpu ? 24 : 16);
     const std::vector<double> thetas = theta_list(opt.str("theta"));
     const double eps = opt.number("eps");
     if (!(eps >= 0)) throw UsageError(fmt::format("bench forces: --eps must be >= 0, got {}", eps));
@@ -202,38 +208,52 @@ int run_bench_forces(const std::vector<std::string>& args)
                         {"pp", 7, true},
                         {"pc", 7, true},
                         {"TFLOP/s", 8, true},
-                        {"MiB", 0}});
+                        {"MiB", 8, true},
+                        {"B/part", 0}});
     fmt::print("\n");
     table.print_header();
-    Octree tree(*be);
-    TreeForces forces(*be);
-    if (opt.has("groups-per-unit"))
-        forces.set_groups_per_unit(static_cast<unsigned>(opt.integer_in("groups-per-unit", 1, 1024)));
+    const unsigned groups_per_unit =
+        opt.has("groups-per-unit") ? static_cast<unsigned>(opt.integer_in("groups-per-unit", 1, 1024)) : 0u;
     std::vector<Row> rows;
     bool ok = true;
+    int retries = 0;
     for (int log2 = min_log2; log2 <= max_log2; ++log2) {
-        const Particles p = plummer(std::size_t{1} << log2, seed + static_cast<std::uint64_t>(log2));
+        const std::size_t n = std::size_t{1} << log2;
+        if (std::string why = bench::fit_error(*be, n, false); !why.empty()) {
+            table.print_row({fmt::format("2^{}", log2), "", "n/a", "", "", "", "", "", "", "", "", why});
+            for (double theta : thetas) {
+                Row r;
+                r.n = n, r.theta = theta, r.error = why;
+                rows.push_back(std::move(r));
+            }
+            continue;
+        }
+        const Particles p = plummer(n, seed + static_cast<std::uint64_t>(log2));
         for (double theta : thetas) {
-            Row r = bench_one(*be, tree, forces, p, theta, static_cast<float>(eps), warmup, reps);
+            Row r = bench_one(*be, p, theta, static_cast<float>(eps), warmup, reps, groups_per_unit);
+            retries += r.retries;
             const std::string n = fmt::format("2^{}", log2);
             if (!r.error.empty()) {
                 ok = false;
-                table.print_row({n, fmt::format("{:.2f}", theta), "FAILED", "", "", "", "", "", "", "", r.error});
+                table.print_row({n, fmt::format("{:.2f}", theta), "FAILED", "", "", "", "", "", "", "", "", r.error});
             } else {
                 auto ms = [](double v) { return fmt::format("{:.3f}", v); };
                 table.print_row({n, fmt::format("{:.2f}", theta), ms(r.tree_ms), ms(r.multipoles_ms), ms(r.walk_ms),
                                  ms(r.total_ms), bench::figure(bench::mega_per_s(r.n, r.walk_ms)),
                                  fmt::format("{:.0f}", r.pp), fmt::format("{:.0f}", r.pc),
                                  bench::figure(r.flops() * double(r.n) / (r.walk_ms * 1e-3) * 1e-12),
-                                 fmt::format("{:.1f}", double(r.bytes) / (1 << 20))});
+                                 fmt::format("{:.1f}", double(r.bytes) / (1 << 20)),
+                                 fmt::format("{:.1f}", double(r.bytes) / double(r.n))});
             }
             rows.push_back(std::move(r));
         }
     }
     fmt::print("\ntree = keys + sort + move + build + link + groups; Mpart/s = N / walk time; TFLOP/s of the walk at "
                "23 flops per pp and 65 per pc interaction\n");
-    if (forces.retries())
-        fmt::print("(the walk's spill buffer grew {} times, during warm-up or first runs)\n", forces.retries());
+    fmt::print("MiB, B/part: peak device memory of one force evaluation from unsorted particles (everything held at "
+               "once, scratch included)\n");
+    if (retries)
+        fmt::print("(the walk's spill buffer grew {} times, during warm-ups)\n", retries);
     if (opt.has("json")) {
         const std::string text = json_report(be->info(), eps, warmup, reps, rows);
         write_file_atomically(opt.str("json"), [&](std::ostream& f) { f << text; });

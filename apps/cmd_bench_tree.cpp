@@ -29,7 +29,7 @@ namespace {
 struct Row {
     std::size_t n = 0;
     TreeTimings median;
-    std::size_t cells = 0, groups = 0, tree_bytes = 0, scratch_bytes = 0;
+    std::size_t cells = 0, groups = 0, peak_bytes = 0;
     int depth = 0;
     std::string error;
 };
@@ -60,17 +60,20 @@ std::string sanity(const Octree& t, double mass)
     return {};
 }
 
-Row bench_size(Backend& be, Octree& tree, int log2, int warmup, int reps, std::uint64_t seed)
+Row bench_size(Backend& be, int log2, int warmup, int reps, std::uint64_t seed)
 {
     Row r;
     r.n = std::size_t{1} << log2;
     try {
+        if (std::string why = bench::fit_error(be, r.n, false); !why.empty()) throw std::runtime_error(why);
         const Particles p = plummer(r.n, seed + static_cast<std::uint64_t>(log2));
+        bench::PeakMemory peak(be); // a fresh tree per size: its peak is what one build needs
+        Octree tree(be);
         double mass = 0;
         for (const auto& q : p.pos) mass += q.w;
         std::vector<TreeTimings> runs;
         for (int i = 0; i < warmup + reps; ++i) {
-            tree.set_particles(p.pos, p.vel);
+            tree.set_particles(p.pos);
             be.synchronize();
             TreeTimings t;
             tree.build(&t);
@@ -82,8 +85,7 @@ Row bench_size(Backend& be, Octree& tree, int log2, int warmup, int reps, std::u
         r.cells = tree.cells();
         r.groups = tree.groups();
         r.depth = tree.depth();
-        r.tree_bytes = tree.device_bytes();
-        r.scratch_bytes = be.scratch_bytes();
+        r.peak_bytes = peak.bytes();
     } catch (const std::exception& e) {
         r.error = bench::row_error(e, r.n);
     }
@@ -121,8 +123,7 @@ std::string json_report(const DeviceInfo& info, std::size_t wg, int warmup, int 
             j.key("cells").integer(static_cast<long long>(r.cells));
             j.key("groups").integer(static_cast<long long>(r.groups));
             j.key("depth").integer(r.depth);
-            j.key("tree_bytes").integer(static_cast<long long>(r.tree_bytes));
-            j.key("scratch_bytes").integer(static_cast<long long>(r.scratch_bytes));
+            j.key("peak_device_bytes").integer(static_cast<long long>(r.peak_bytes));
         }
         j.end_object();
     }
@@ -152,8 +153,9 @@ int run_bench_tree(const std::vector<std::string>& args)
     if (!opt.parse(args)) return 0;
 
     auto be = open_device(opt.device_request());
-    const int min_log2 = opt.integer_in("min-log2", 0, 28);
-    const int max_log2 = opt.has("max-log2") ? opt.integer_in("max-log2", min_log2, 28)
+    // Up to 2^31 - 1 particles fit one tree; a size the device cannot hold is reported as such in its row.
+    const int min_log2 = opt.integer_in("min-log2", 0, 30);
+    const int max_log2 = opt.has("max-log2") ? opt.integer_in("max-log2", min_log2, 30)
                                              : std::max(min_log2, be->info().gpu ? 24 : 20);
     const int reps = opt.integer_in("reps", 1, 100000);
     const int warmup = opt.integer_in("warmup", 1, 100000);
@@ -184,18 +186,17 @@ int run_bench_tree(const std::vector<std::string>& args)
                         {"B/part", 0}});
     fmt::print("\n");
     table.print_header();
-    Octree tree(*be);
     std::vector<Row> rows;
     bool ok = true;
     for (int log2 = min_log2; log2 <= max_log2; ++log2) {
-        Row r = bench_size(*be, tree, log2, warmup, reps, seed);
+        Row r = bench_size(*be, log2, warmup, reps, seed);
         const std::string n = fmt::format("2^{}", log2);
         if (!r.error.empty()) {
             ok = false;
             table.print_row({n, "FAILED", "", "", "", "", "", "", "", "", "", "", "", r.error});
         } else {
             const TreeTimings& t = r.median;
-            const double bytes = double(r.tree_bytes + r.scratch_bytes);
+            const double bytes = double(r.peak_bytes);
             auto ms = [](double v) { return fmt::format("{:.3f}", v); };
             table.print_row({n, ms(t.keys), ms(t.sort), ms(t.move), ms(t.build), ms(t.link), ms(t.groups),
                              ms(t.multipoles), ms(t.total), fmt::format("{}", r.cells), fmt::format("{}", r.depth),

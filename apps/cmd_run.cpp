@@ -71,8 +71,8 @@ int run_run(const std::vector<std::string>& raw_args)
     opt.value("dt", "DT", "time step, > 0; a fraction such as 1/64 is fine", "1/64");
     opt.value("t-end", "T", "end time (absolute; with --restart, extends or shortens the run)", "10");
     opt.value("log-every", "STEPS", "steps between lines of the energy log", "16");
-    opt.value("snapshot-every", "T", "time between snapshots (0: at the start and the end only)", "1");
-    opt.value("checkpoint-every", "T", "time between checkpoints (0: start, end and Ctrl-C only)", "1");
+    opt.value("snapshot-every", "T", "time between snapshots (0: at the start and the end only; never: none)", "1");
+    opt.value("checkpoint-every", "T", "time between checkpoints (0: start, end and Ctrl-C only; never: none)", "1");
     opt.value("out", "DIR", "output folder (created; must not hold a run already)", "banyan-run");
     opt.value("restart", "DIR", "continue the run whose checkpoint is in DIR (with --t-end, --backend, --device, "
                                 "--quiet only)");
@@ -129,8 +129,12 @@ int run_run(const std::vector<std::string>& raw_args)
         ro.dt = parse_time(opt.str("dt"), "--dt");
         ro.t_end = t_end ? *t_end : parse_time(opt.str("t-end"), "--t-end");
         ro.log_every = positive_count("log-every", 1);
-        ro.snapshot_every = parse_time(opt.str("snapshot-every"), "--snapshot-every");
-        ro.checkpoint_every = parse_time(opt.str("checkpoint-every"), "--checkpoint-every");
+        auto every = [&](const char* name) {
+            const std::string v = opt.str(name);
+            return v == "never" ? RunOptions::never : parse_time(v, fmt::format("--{}", name).c_str());
+        };
+        ro.snapshot_every = every("snapshot-every");
+        ro.checkpoint_every = every("checkpoint-every");
         ro.merger.pericentre = opt.number("pericentre");
         ro.merger.separation = opt.number("separation");
         ro.merger.eccentricity = opt.number("eccentricity");
@@ -239,7 +243,12 @@ int run_run(const std::vector<std::string>& raw_args)
             }
         } else {
             n = ro.ic == "file" ? ic.size() : ro.n;
-            const std::size_t need = estimate_device_bytes(*be, n, ro.simulation());
+            const std::size_t need = estimate_device_bytes(*be, n, true);
+            if (!quiet)
+                fmt::print("device memory: about {:.2f} GiB needed ({:.0f} bytes per particle), {:.1f} GiB on the "
+                           "device\n",
+                           double(need) / (1 << 30), double(need) / double(std::max<std::size_t>(n, 1)),
+                           double(dev.memory_bytes) / (1 << 30));
             if (need > dev.memory_bytes) {
                 discard_empty_out();
                 throw UsageError(fmt::format(
@@ -254,9 +263,9 @@ int run_run(const std::vector<std::string>& raw_args)
                            n, ro.ic == "file" ? ro.in : ro.ic,
                            ro.ic == "file" ? "" : fmt::format(", seed {}", ro.seed), ro.theta, ro.eps, ro.dt,
                            ic.time, ro.t_end, steps_between(ic.time, ro.t_end, ro.dt), dev_text);
-                fmt::print("output: {}/ (energy.csv every {} steps, snapshot_NNNNN.tipsy every {}, checkpoint.bin "
-                           "every {})\n",
-                           ro.out, ro.log_every, ro.snapshot_every, ro.checkpoint_every);
+                auto every = [](double v) { return v == RunOptions::never ? std::string("never") : fmt::format("every {}", v); };
+                fmt::print("output: {}/ (energy.csv every {} steps, snapshot_NNNNN.tipsy {}, checkpoint.bin {})\n",
+                           ro.out, ro.log_every, every(ro.snapshot_every), every(ro.checkpoint_every));
                 std::fflush(stdout);
             }
             run = std::make_unique<Run>(*be, ro, std::move(ic), hooks);
@@ -294,7 +303,10 @@ int run_run(const std::vector<std::string>& raw_args)
         const double per = steps ? 1.0 / static_cast<double>(steps) : 0.0;
         const PhaseTimes& t = sim.times();
         const double output_ms = (run->output_seconds() - output_before) * 1e3;
-        if (outcome == Run::Outcome::stopped)
+        if (outcome == Run::Outcome::stopped && run->options().checkpoint_every == RunOptions::never)
+            fmt::print("stopped by {} at step {} (t = {}); no checkpoint (--checkpoint-every never)\n",
+                       g_stop == SIGTERM ? "SIGTERM" : "SIGINT", run->step(), sim.time());
+        else if (outcome == Run::Outcome::stopped)
             fmt::print("stopped by {} at step {} (t = {}): checkpoint written; continue with\n  banyan run --restart "
                        "{}\n",
                        g_stop == SIGTERM ? "SIGTERM" : "SIGINT", run->step(), sim.time(), run->options().out);
@@ -308,6 +320,10 @@ int run_run(const std::vector<std::string>& raw_args)
                        (t.build - before.build) * per, (t.forces - before.forces) * per,
                        (t.integrate - before.integrate) * per, (t.energies - before.energies) * per, output_ms * per);
         }
+        const double peak = double(be->memory().peak);
+        fmt::print("device memory: peak {:.2f} GiB, {:.1f} bytes per particle (everything held at once, scratch "
+                   "included)\n",
+                   peak / (1 << 30), peak / double(std::max<std::size_t>(sim.size(), 1)));
         fmt::print("energy: dE/E {:+.3e} at t = {}, worst |dE/E| {:.3e}", run->last_record().de,
                    run->last_record().time, run->max_de());
         if (run->last_record().centre_distance >= 0)

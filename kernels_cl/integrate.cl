@@ -113,16 +113,18 @@ void integrateEnergyTotals(__global const double* partials, bn_u32 groups, __glo
     if (lid < BANYAN_ENERGY_TERMS) out[lid] = s[lid * BANYAN_WG];
 }
 
-/* Particles from device (tree) order back to the order of the input, for snapshots: out[ids[i]] = in[i] for
- * positions, velocities and accelerations with potentials. Work-group BANYAN_WG; no local memory. */
+/* Particles from device (tree) order back to the order of the input, for snapshots, one chunk of ids at a time:
+ * out[ids[i] - first] = in[i] for the particles with first <= ids[i] < first + count, for positions, velocities and
+ * accelerations with potentials. Work-group BANYAN_WG; no local memory. */
 __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1)))
 void integrateToInputOrder(__global const bn_f4* pos, __global const bn_f4* vel, __global const bn_f4* acc,
-                           __global const bn_u32* ids, bn_u32 n, __global bn_f4* pos_out, __global bn_f4* vel_out,
-                           __global bn_f4* acc_out)
+                           __global const bn_u32* ids, bn_u32 n, bn_u32 first, bn_u32 count,
+                           __global bn_f4* pos_out, __global bn_f4* vel_out, __global bn_f4* acc_out)
 {
     const bn_u32 i = (bn_u32)get_global_id(0);
     if (i >= n) return;
-    const bn_u32 j = ids[i];
+    const bn_u32 j = ids[i] - first; /* huge (wrapped) below first */
+    if (j >= count) return;
     pos_out[j] = pos[i];
     vel_out[j] = vel[i];
     acc_out[j] = acc[i];

@@ -63,7 +63,8 @@ inline bn_u32 tree_wg_sum(bn_u32 v, __local bn_u32* s)
     return total;
 }
 
-/* Writes cell c < counters[0] (the compaction's count) of the level at index offset + c: key (masked), level,
+/* Writes nothing when offset + counters[0] > capacity (the host grows the cell arrays and runs the level again).
+ * Otherwise writes cell c < counters[0] (the compaction's count) of the level at index offset + c: key (masked), level,
  * particle range; a leaf gets first particle and count | LEAF_BIT, a node 0 and 0 (treeLink fills them). The cell
  * runs from starts[c] to the next cell's start, or, when the list holds retired entries (@p clean = 0), to the
  * end of its live run, found by a galloping then binary search. A leaf above the deepest level marks its entries
@@ -75,11 +76,14 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void treeLevelCe
     __global const bn_u64* keys, __global bn_u32* active, __global const bn_u32* starts, bn_u32 n, bn_u32 clean,
     __global bn_u32* counters, bn_u32 level, bn_u32 offset, __global bn_u64* cell_key, __global bn_u32* cell_level,
     __global bn_u32* cell_first, __global bn_u32* cell_count, __global bn_u32* cell_pbegin,
-    __global bn_u32* cell_pcount)
+    __global bn_u32* cell_pcount, bn_u32 capacity)
 {
     __local bn_u32 s[BANYAN_WG];
     const uint c = get_global_id(0);
     const bn_u32 cells = counters[0];
+    /* The level does not fit the cell arrays: write nothing (the host grows them and runs the level again). Every
+     * work-item of every work-group returns here, so the barriers below are never divergent. */
+    if (cells > capacity - offset) return;
     bn_u32 retired = 0, leaves = 0;
     if (c < cells) {
         const bn_u32 j0 = starts[c];

@@ -56,8 +56,8 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void treeMultipo
         q[3] += w * dx * dy, q[4] += w * dx * dz, q[5] += w * dy * dz;
     }
     moments[c] = m;
-    for (int k = 0; k < 3; ++k) moments[(k + 1) * stride + c] = com[k];
-    for (int k = 0; k < 6; ++k) moments[(k + 4) * stride + c] = q[k];
+    for (int k = 0; k < 3; ++k) moments[(bn_u64)(k + 1) * stride + c] = com[k];
+    for (int k = 0; k < 6; ++k) moments[(bn_u64)(k + 4) * stride + c] = q[k];
 }
 
 /* Moments of the nodes among cells [begin, end) (one level) from their children, one level below and already
@@ -75,9 +75,9 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void treeMultipo
     for (bn_u32 ch = b; ch < e; ++ch) {
         const double w = moments[ch];
         m += w;
-        sx += w * moments[stride + ch];
-        sy += w * moments[2 * stride + ch];
-        sz += w * moments[3 * stride + ch];
+        sx += w * moments[(bn_u64)stride + ch];
+        sy += w * moments[(bn_u64)2 * stride + ch];
+        sz += w * moments[(bn_u64)3 * stride + ch];
     }
     double com[3];
     if (m > 0.0) {
@@ -88,39 +88,39 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void treeMultipo
     double q[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
     for (bn_u32 ch = b; ch < e; ++ch) {
         const double w = moments[ch];
-        const double dx = moments[stride + ch] - com[0], dy = moments[2 * stride + ch] - com[1],
-                     dz = moments[3 * stride + ch] - com[2];
-        q[0] += moments[4 * stride + ch] + w * dx * dx;
-        q[1] += moments[5 * stride + ch] + w * dy * dy;
-        q[2] += moments[6 * stride + ch] + w * dz * dz;
-        q[3] += moments[7 * stride + ch] + w * dx * dy;
-        q[4] += moments[8 * stride + ch] + w * dx * dz;
-        q[5] += moments[9 * stride + ch] + w * dy * dz;
+        const double dx = moments[(bn_u64)stride + ch] - com[0], dy = moments[(bn_u64)2 * stride + ch] - com[1],
+                     dz = moments[(bn_u64)3 * stride + ch] - com[2];
+        q[0] += moments[(bn_u64)4 * stride + ch] + w * dx * dx;
+        q[1] += moments[(bn_u64)5 * stride + ch] + w * dy * dy;
+        q[2] += moments[(bn_u64)6 * stride + ch] + w * dz * dz;
+        q[3] += moments[(bn_u64)7 * stride + ch] + w * dx * dy;
+        q[4] += moments[(bn_u64)8 * stride + ch] + w * dx * dz;
+        q[5] += moments[(bn_u64)9 * stride + ch] + w * dy * dz;
     }
     moments[c] = m;
-    for (int k = 0; k < 3; ++k) moments[(k + 1) * stride + c] = com[k];
-    for (int k = 0; k < 6; ++k) moments[(k + 4) * stride + c] = q[k];
+    for (int k = 0; k < 3; ++k) moments[(bn_u64)(k + 1) * stride + c] = com[k];
+    for (int k = 0; k < 6; ++k) moments[(bn_u64)(k + 4) * stride + c] = q[k];
 }
 
 /* Rounds the moments of cell c < ncells to single precision, with its geometry: cell_com = (com, mass),
- * cell_quad0 = (Qxx, Qyy, Qzz, Qxy), cell_quad1 = (Qxz, Qyz, delta, l), cell_centre = (centre, l).
+ * cell_quad0 = (Qxx, Qyy, Qzz, Qxy), cell_quad1 = (Qxz, Qyz, delta, l). The
+ * geometric centre is not stored: it follows from cell_key and cell_level (bn_tree_cell_centre).
  * Work-group BANYAN_WG; no local memory. */
 __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void treeMultipoleStore(
     __global const double* moments, __global const bn_u64* cell_key, __global const bn_u32* cell_level,
     __global const bn_f4* frame, bn_u32 ncells, bn_u32 stride, __global bn_f4* cell_com,
-    __global bn_f4* cell_quad0, __global bn_f4* cell_quad1, __global bn_f4* cell_centre)
+    __global bn_f4* cell_quad0, __global bn_f4* cell_quad1)
 {
     const uint c = get_global_id(0);
     if (c >= ncells) return;
     double centre[3];
     tree_centre(cell_key, cell_level, frame, c, centre);
-    const double cx = moments[stride + c], cy = moments[2 * stride + c], cz = moments[3 * stride + c];
+    const double cx = moments[(bn_u64)stride + c], cy = moments[(bn_u64)2 * stride + c], cz = moments[(bn_u64)3 * stride + c];
     const double dx = cx - centre[0], dy = cy - centre[1], dz = cz - centre[2];
     const float delta = (float)sqrt(dx * dx + dy * dy + dz * dz);
     const float l = frame[0].w * bn_tree_pow2(-(int)cell_level[c]);
     cell_com[c] = (float4)((float)cx, (float)cy, (float)cz, (float)moments[c]);
-    cell_quad0[c] = (float4)((float)moments[4 * stride + c], (float)moments[5 * stride + c],
-                             (float)moments[6 * stride + c], (float)moments[7 * stride + c]);
-    cell_quad1[c] = (float4)((float)moments[8 * stride + c], (float)moments[9 * stride + c], delta, l);
-    cell_centre[c] = (float4)((float)centre[0], (float)centre[1], (float)centre[2], l);
+    cell_quad0[c] = (float4)((float)moments[(bn_u64)4 * stride + c], (float)moments[(bn_u64)5 * stride + c],
+                             (float)moments[(bn_u64)6 * stride + c], (float)moments[(bn_u64)7 * stride + c]);
+    cell_quad1[c] = (float4)((float)moments[(bn_u64)8 * stride + c], (float)moments[(bn_u64)9 * stride + c], delta, l);
 }

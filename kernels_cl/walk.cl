@@ -127,7 +127,8 @@ inline bn_f4 walk_particle_pass(bn_f4 acc, bn_f4 me, uint lid, uint slot, uint s
 }
 
 /* The walk (see the file comment). Groups come from *next_group (0 before the launch). Per particle i of the tree
- * order: acc_pot[i] = (ax, ay, az, phi), pp_count[i] / pc_count[i] = particles / cells it interacted with. totals
+ * order: acc_pot[i] = (ax, ay, az, phi) and, when count_each != 0, pp_count[i] / pc_count[i] = particles / cells it
+ * interacted with (otherwise those two are not touched and may be one-element buffers). totals
  * gets the sums of both counts over all particles; status[0] the length a level list needed when it outgrew
  * WALK_LIST + spill_cap (0 beforehand). spill holds 2 spill_cap entries per work-group.
  * Work-group BANYAN_WALK_WG; local memory about 22 KiB (BANYAN_WALK_WG 128, BANYAN_WALK_LIST 1024): the two level
@@ -139,7 +140,7 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
     __global const bn_u32* restrict group_count, __global const bn_f4* restrict group_lo,
     __global const bn_f4* restrict group_hi, bn_u32 ngroups, float eps2, __global bn_u32* next_group,
     __global bn_u32* spill, bn_u32 spill_cap, __global bn_u32* status, __global bn_u64* totals,
-    __global bn_f4* acc_pot, __global bn_u32* pp_count, __global bn_u32* pc_count)
+    __global bn_f4* acc_pot, __global bn_u32* pp_count, __global bn_u32* pc_count, bn_u32 count_each)
 {
     __local bn_u32 list_a[WALK_LIST];
     __local bn_u32 list_b[WALK_LIST];
@@ -295,8 +296,10 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
             const uint met_self = self_pos[slot] != WALK_NONE ? 1u : 0u;
             const uint i = gfirst + slot;
             acc_pot[i] = sum;
-            pp_count[i] = pdone + pfill - met_self;
-            pc_count[i] = ccount;
+            if (count_each) {
+                pp_count[i] = pdone + pfill - met_self;
+                pc_count[i] = ccount;
+            }
             my_pp += pdone + pfill - met_self;
             my_pc += ccount;
         }
@@ -321,16 +324,19 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
     }
 }
 
-/* Results from tree order back to the caller's order: out[ids[i]] = in[i] for the accelerations and both counts.
- * Work-group BANYAN_WG; no local memory. */
+/* Results from tree order back to the caller's order: out[ids[i]] = in[i] for the accelerations, and for both counts
+ * when with_counts != 0 (otherwise their four buffers are not touched). Work-group BANYAN_WG; no local memory. */
 __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void walkScatter(
     __global const bn_f4* acc_pot, __global const bn_u32* pp_count, __global const bn_u32* pc_count,
-    __global const bn_u32* ids, bn_u32 n, __global bn_f4* acc_out, __global bn_u32* pp_out, __global bn_u32* pc_out)
+    __global const bn_u32* ids, bn_u32 n, __global bn_f4* acc_out, __global bn_u32* pp_out, __global bn_u32* pc_out,
+    bn_u32 with_counts)
 {
     const uint i = get_global_id(0);
     if (i >= n) return;
     const bn_u32 j = ids[i];
     acc_out[j] = acc_pot[i];
-    pp_out[j] = pp_count[i];
-    pc_out[j] = pc_count[i];
+    if (with_counts) {
+        pp_out[j] = pp_count[i];
+        pc_out[j] = pc_count[i];
+    }
 }

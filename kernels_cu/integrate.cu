@@ -125,15 +125,17 @@ __global__ void __launch_bounds__(BANYAN_WG)
 }
 BANYAN_CUDA_KERNEL(integrateEnergyTotals);
 
-/* Particles from device (tree) order back to the order of the input, for snapshots: out[ids[i]] = in[i] for
- * positions, velocities and accelerations with potentials. Block BANYAN_WG; no shared memory. */
+/* Particles from device (tree) order back to the order of the input, for snapshots, one chunk of ids at a time:
+ * out[ids[i] - first] = in[i] for the particles with first <= ids[i] < first + count, for positions, velocities and
+ * accelerations with potentials. Block BANYAN_WG; no shared memory. */
 __global__ void __launch_bounds__(BANYAN_WG)
     integrateToInputOrder(const bn_f4* pos, const bn_f4* vel, const bn_f4* acc, const bn_u32* ids, bn_u32 n,
-                          bn_f4* pos_out, bn_f4* vel_out, bn_f4* acc_out)
+                          bn_u32 first, bn_u32 count, bn_f4* pos_out, bn_f4* vel_out, bn_f4* acc_out)
 {
     const bn_u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    const bn_u32 j = ids[i];
+    const bn_u32 j = ids[i] - first; /* huge (wrapped) below first */
+    if (j >= count) return;
     pos_out[j] = pos[i];
     vel_out[j] = vel[i];
     acc_out[j] = acc[i];

@@ -62,7 +62,8 @@ __global__ void __launch_bounds__(BANYAN_WG) treeLevelFlags(const bn_u64* __rest
 }
 BANYAN_CUDA_KERNEL(treeLevelFlags);
 
-/// Writes cell c < counters[0] of the level at offset + c, its end found by a galloping search when the list
+/// Writes nothing when offset + counters[0] > capacity (every thread returns: the host grows the arrays and runs
+/// the level again). Otherwise writes cell c < counters[0] of the level at offset + c, its end found by a galloping search when the list
 /// holds retired entries; a leaf above the deepest level marks its entries retired; counters[1] += particles
 /// taken by leaves, counters[2] += leaves, one atomic each per block (see tree_build.cl).
 /// Block BANYAN_WG; shared memory: BANYAN_WG / 32 words.
@@ -70,11 +71,13 @@ __global__ void __launch_bounds__(BANYAN_WG) treeLevelCells(
     const bn_u64* __restrict__ keys, bn_u32* active, const bn_u32* __restrict__ starts, bn_u32 n, bn_u32 clean,
     bn_u32* counters, bn_u32 level, bn_u32 offset, bn_u64* __restrict__ cell_key, bn_u32* __restrict__ cell_level,
     bn_u32* __restrict__ cell_first, bn_u32* __restrict__ cell_count, bn_u32* __restrict__ cell_pbegin,
-    bn_u32* __restrict__ cell_pcount)
+    bn_u32* __restrict__ cell_pcount, bn_u32 capacity)
 {
     __shared__ bn_u32 warp_sums[BANYAN_WG / 32];
     const unsigned c = blockIdx.x * BANYAN_WG + threadIdx.x;
     const bn_u32 cells = counters[0];
+    // The level does not fit the cell arrays: write nothing (the host grows them and runs the level again).
+    if (cells > capacity - offset) return;
     bn_u32 retired = 0, leaves = 0;
     if (c < cells) {
         const bn_u32 j0 = starts[c];

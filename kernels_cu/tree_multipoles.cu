@@ -64,8 +64,8 @@ __global__ void __launch_bounds__(BANYAN_WG) treeMultipoleLeaves(const bn_f4* __
         q[3] += w * dx * dy, q[4] += w * dx * dz, q[5] += w * dy * dz;
     }
     moments[c] = m;
-    for (int k = 0; k < 3; ++k) moments[(k + 1) * stride + c] = com[k];
-    for (int k = 0; k < 6; ++k) moments[(k + 4) * stride + c] = q[k];
+    for (int k = 0; k < 3; ++k) moments[(bn_u64)(k + 1) * stride + c] = com[k];
+    for (int k = 0; k < 6; ++k) moments[(bn_u64)(k + 4) * stride + c] = q[k];
 }
 BANYAN_CUDA_KERNEL(treeMultipoleLeaves);
 
@@ -85,9 +85,9 @@ __global__ void __launch_bounds__(BANYAN_WG) treeMultipoleNodes(const bn_u64* __
     for (bn_u32 ch = b; ch < e; ++ch) {
         const double w = moments[ch];
         m += w;
-        sx += w * moments[stride + ch];
-        sy += w * moments[2 * stride + ch];
-        sz += w * moments[3 * stride + ch];
+        sx += w * moments[(bn_u64)stride + ch];
+        sy += w * moments[(bn_u64)2 * stride + ch];
+        sz += w * moments[(bn_u64)3 * stride + ch];
     }
     double com[3];
     if (m > 0.0) {
@@ -98,18 +98,18 @@ __global__ void __launch_bounds__(BANYAN_WG) treeMultipoleNodes(const bn_u64* __
     double q[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
     for (bn_u32 ch = b; ch < e; ++ch) {
         const double w = moments[ch];
-        const double dx = moments[stride + ch] - com[0], dy = moments[2 * stride + ch] - com[1],
-                     dz = moments[3 * stride + ch] - com[2];
-        q[0] += moments[4 * stride + ch] + w * dx * dx;
-        q[1] += moments[5 * stride + ch] + w * dy * dy;
-        q[2] += moments[6 * stride + ch] + w * dz * dz;
-        q[3] += moments[7 * stride + ch] + w * dx * dy;
-        q[4] += moments[8 * stride + ch] + w * dx * dz;
-        q[5] += moments[9 * stride + ch] + w * dy * dz;
+        const double dx = moments[(bn_u64)stride + ch] - com[0], dy = moments[(bn_u64)2 * stride + ch] - com[1],
+                     dz = moments[(bn_u64)3 * stride + ch] - com[2];
+        q[0] += moments[(bn_u64)4 * stride + ch] + w * dx * dx;
+        q[1] += moments[(bn_u64)5 * stride + ch] + w * dy * dy;
+        q[2] += moments[(bn_u64)6 * stride + ch] + w * dz * dz;
+        q[3] += moments[(bn_u64)7 * stride + ch] + w * dx * dy;
+        q[4] += moments[(bn_u64)8 * stride + ch] + w * dx * dz;
+        q[5] += moments[(bn_u64)9 * stride + ch] + w * dy * dz;
     }
     moments[c] = m;
-    for (int k = 0; k < 3; ++k) moments[(k + 1) * stride + c] = com[k];
-    for (int k = 0; k < 6; ++k) moments[(k + 4) * stride + c] = q[k];
+    for (int k = 0; k < 3; ++k) moments[(bn_u64)(k + 1) * stride + c] = com[k];
+    for (int k = 0; k < 6; ++k) moments[(bn_u64)(k + 4) * stride + c] = q[k];
 }
 BANYAN_CUDA_KERNEL(treeMultipoleNodes);
 
@@ -118,23 +118,21 @@ BANYAN_CUDA_KERNEL(treeMultipoleNodes);
 __global__ void __launch_bounds__(BANYAN_WG) treeMultipoleStore(
     const double* __restrict__ moments, const bn_u64* __restrict__ cell_key, const bn_u32* __restrict__ cell_level,
     const bn_f4* __restrict__ frame, bn_u32 ncells, bn_u32 stride, bn_f4* __restrict__ cell_com,
-    bn_f4* __restrict__ cell_quad0, bn_f4* __restrict__ cell_quad1, bn_f4* __restrict__ cell_centre)
+    bn_f4* __restrict__ cell_quad0, bn_f4* __restrict__ cell_quad1)
 {
     const unsigned c = blockIdx.x * BANYAN_WG + threadIdx.x;
     if (c >= ncells) return;
     double centre[3];
     tree_centre(cell_key, cell_level, frame, c, centre);
-    const double cx = moments[stride + c], cy = moments[2 * stride + c], cz = moments[3 * stride + c];
+    const double cx = moments[(bn_u64)stride + c], cy = moments[(bn_u64)2 * stride + c], cz = moments[(bn_u64)3 * stride + c];
     const double dx = cx - centre[0], dy = cy - centre[1], dz = cz - centre[2];
     const float delta = static_cast<float>(sqrt(dx * dx + dy * dy + dz * dz));
     const float l = frame[0].w * bn_tree_pow2(-static_cast<int>(cell_level[c]));
     cell_com[c] = make_float4(static_cast<float>(cx), static_cast<float>(cy), static_cast<float>(cz),
                               static_cast<float>(moments[c]));
-    cell_quad0[c] = make_float4(static_cast<float>(moments[4 * stride + c]), static_cast<float>(moments[5 * stride + c]),
-                                static_cast<float>(moments[6 * stride + c]), static_cast<float>(moments[7 * stride + c]));
-    cell_quad1[c] = make_float4(static_cast<float>(moments[8 * stride + c]), static_cast<float>(moments[9 * stride + c]),
+    cell_quad0[c] = make_float4(static_cast<float>(moments[(bn_u64)4 * stride + c]), static_cast<float>(moments[(bn_u64)5 * stride + c]),
+                                static_cast<float>(moments[(bn_u64)6 * stride + c]), static_cast<float>(moments[(bn_u64)7 * stride + c]));
+    cell_quad1[c] = make_float4(static_cast<float>(moments[(bn_u64)8 * stride + c]), static_cast<float>(moments[(bn_u64)9 * stride + c]),
                                 delta, l);
-    cell_centre[c] = make_float4(static_cast<float>(centre[0]), static_cast<float>(centre[1]),
-                                 static_cast<float>(centre[2]), l);
 }
 BANYAN_CUDA_KERNEL(treeMultipoleStore);

@@ -129,7 +129,7 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
                const bn_u32* __restrict__ group_count, const bn_f4* __restrict__ group_lo,
                const bn_f4* __restrict__ group_hi, bn_u32 ngroups, float eps2, bn_u32* next_group, bn_u32* spill,
                bn_u32 spill_cap, bn_u32* status, bn_u64* totals, bn_f4* acc_pot, bn_u32* pp_count,
-               bn_u32* pc_count)
+               bn_u32* pc_count, bn_u32 count_each)
 {
     __shared__ bn_u32 list_a[WALK_LIST];
     __shared__ bn_u32 list_b[WALK_LIST];
@@ -290,8 +290,10 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
             const unsigned met_self = self_pos[slot] != WALK_NONE ? 1u : 0u;
             const unsigned i = gfirst + slot;
             acc_pot[i] = sum;
-            pp_count[i] = pdone + pfill - met_self;
-            pc_count[i] = ccount;
+            if (count_each) {
+                pp_count[i] = pdone + pfill - met_self;
+                pc_count[i] = ccount;
+            }
             my_pp += pdone + pfill - met_self;
             my_pc += ccount;
         }
@@ -324,16 +326,19 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
 }
 BANYAN_CUDA_KERNEL(walkForces);
 
-/* Results from tree order back to the caller's order: out[ids[i]] = in[i]. Block BANYAN_WG; no shared memory. */
+/* Results from tree order back to the caller's order: out[ids[i]] = in[i], the counts only when with_counts != 0
+ * (otherwise their four buffers are not touched). Block BANYAN_WG; no shared memory. */
 __global__ void __launch_bounds__(BANYAN_WG)
     walkScatter(const bn_f4* acc_pot, const bn_u32* pp_count, const bn_u32* pc_count, const bn_u32* ids, bn_u32 n,
-                bn_f4* acc_out, bn_u32* pp_out, bn_u32* pc_out)
+                bn_f4* acc_out, bn_u32* pp_out, bn_u32* pc_out, bn_u32 with_counts)
 {
     const bn_u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const bn_u32 j = ids[i];
     acc_out[j] = acc_pot[i];
-    pp_out[j] = pp_count[i];
-    pc_out[j] = pc_count[i];
+    if (with_counts) {
+        pp_out[j] = pp_count[i];
+        pc_out[j] = pc_count[i];
+    }
 }
 BANYAN_CUDA_KERNEL(walkScatter);

@@ -57,7 +57,6 @@ TEST_SUITE("cross")
             CHECK(same_bits(a.cell_com(), b.cell_com(), c));
             CHECK(same_bits(a.cell_quad0(), b.cell_quad0(), c));
             CHECK(same_bits(a.cell_quad1(), b.cell_quad1(), c));
-            CHECK(same_bits(a.cell_centre(), b.cell_centre(), c));
             CHECK(same_bits(a.group_first(), b.group_first(), g));
             CHECK(same_bits(a.group_count(), b.group_count(), g));
             CHECK(same_bits(a.group_lo(), b.group_lo(), g));

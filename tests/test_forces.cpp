@@ -392,6 +392,7 @@ TEST_CASE("tree walk: the device builds the CPU walk's lists (counts exactly, fo
                                     {"clustered", clustered_input}};
     Octree tree(be);
     TreeForces forces(be);
+    forces.set_count_each(true);
     for (const auto& in : inputs) {
         for (std::size_t n : {std::size_t{1}, std::size_t{2}, std::size_t{63}, std::size_t{65}, std::size_t{1000},
                               std::size_t{4096}, std::size_t{65536}}) {
@@ -404,7 +405,7 @@ TEST_CASE("tree walk: the device builds the CPU walk's lists (counts exactly, fo
                     if (n < 4096 && eps > 0) continue;
                     if (n > 4096 && (theta < 0.4f || eps > 0)) continue;
                     INFO(in.name, " n = ", n, " theta = ", theta, " eps = ", eps);
-                    forces.poison(n);
+                    forces.poison(tree);
                     forces.compute(tree, theta, eps);
                     test::check_walk_against_cpu(tree, forces, theta, eps);
                 }
@@ -434,6 +435,7 @@ TEST_CASE("tree forces against double-precision direct summation, tolerances set
                                                        {0.75, 6e-4, 4e-3}}};
     Octree tree(be);
     TreeForces forces(be);
+    forces.set_count_each(true);
     for (const auto& c : cases) {
         const auto p = c.make(c.n, 42);
         const auto ref = cpu_direct(p, c.eps);
@@ -442,7 +444,7 @@ TEST_CASE("tree forces against double-precision direct summation, tolerances set
         auto out = be.alloc<bn_f4>(c.n, "test.acc");
         for (const auto& b : bounds) {
             const float theta = static_cast<float>(b[0]);
-            forces.poison(c.n);
+            forces.poison(tree);
             forces.compute(tree, theta, c.eps);
             out.fill(bn_f4{NAN, NAN, NAN, NAN});
             forces.to_input_order(tree, out);
@@ -510,6 +512,7 @@ TEST_CASE("tree forces: one particle, two, coincident particles, no particles, b
     {
         Octree tree(be);
         TreeForces forces(be);
+        forces.set_count_each(true);
         tree.set_particles({});
         tree.build();
         forces.compute(tree, 0.5f, 0.0f);
@@ -609,13 +612,15 @@ TEST_CASE("tree walk: deterministic; spill buffer overflow is caught and the wal
     for (float theta : {0.0f, 0.3f}) {
         INFO("theta ", theta);
         TreeForces a(be);
+        a.set_count_each(true);
         a.compute(tree, theta, 0.0f);
         const auto acc_a = a.acc().download(n);
         const auto pp_a = a.pp_counts().download(n);
         TreeForces b(be);
+        b.set_count_each(true);
         b.set_spill_capacity(1);
         b.set_groups_per_unit(1);
-        b.poison(n);
+        b.poison(tree);
         b.compute(tree, theta, 0.0f);
         if (theta == 0.0f) {
             CHECK(b.retries() > 0);
@@ -631,8 +636,25 @@ TEST_CASE("tree walk: deterministic; spill buffer overflow is caught and the wal
         CHECK(a.totals().pp == b.totals().pp);
         CHECK(a.totals().pc == b.totals().pc);
     }
+    // Without per-particle counts: the same accelerations and totals, and asking for the counts is an error.
+    {
+        TreeForces a(be), lean(be);
+        a.set_count_each(true);
+        a.compute(tree, 0.6f, 0.0f);
+        const auto acc_a = a.acc().download(n);
+        lean.compute(tree, 0.6f, 0.0f);
+        const auto acc_l = lean.acc().download(n);
+        CHECK(std::memcmp(acc_a.data(), acc_l.data(), n * sizeof(bn_f4)) == 0);
+        CHECK(lean.totals().pp == a.totals().pp);
+        CHECK(lean.totals().pc == a.totals().pc);
+        CHECK_THROWS_AS(lean.pp_counts(), std::logic_error);
+        auto out = be.alloc<bn_u32>(n, "test.pp");
+        auto acc_out = be.alloc<bn_f4>(n, "test.acc");
+        CHECK_THROWS_AS(lean.to_input_order(tree, acc_out, &out), std::logic_error);
+    }
     // Input order: out[ids[i]] = acc[i], and tree_forces agrees.
     TreeForces f(be);
+    f.set_count_each(true);
     f.compute(tree, 0.6f, 0.0f);
     auto out = be.alloc<bn_f4>(n, "test.out");
     auto pp = be.alloc<bn_u32>(n, "test.pp");

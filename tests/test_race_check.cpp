@@ -238,9 +238,10 @@ TEST_CASE("race check: walk against the CPU walk")
     const auto pos = test::plummer_input(n, 12);
     Octree tree(be);
     TreeForces forces(be);
+    forces.set_count_each(true);
     tree.set_particles(pos);
     tree.build();
-    forces.poison(n);
+    forces.poison(tree);
     forces.compute(tree, 0.75f, 0.01f);
     test::check_walk_against_cpu(tree, forces, 0.75f, 0.01f);
     CHECK(forces.totals().pc > 0); // the walk met cells, not only particles

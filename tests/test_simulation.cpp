@@ -707,13 +707,21 @@ TEST_SUITE("static")
             CHECK_THROWS_AS(x.check(), UsageError);
         };
         bad([](RunOptions& x) { x.dt = -1.0 / 64; });
+        {
+            RunOptions never; // "never" is the one negative value allowed, and it survives the checkpoint's text
+            never.snapshot_every = never.checkpoint_every = RunOptions::never;
+            CHECK_NOTHROW(never.check());
+            const RunOptions back = RunOptions::from_text(parse_key_values(never.to_text()));
+            CHECK(back.snapshot_every == RunOptions::never);
+            CHECK(back.checkpoint_every == RunOptions::never);
+        }
         bad([](RunOptions& x) { x.dt = 0; });
         bad([](RunOptions& x) { x.theta = 0; });
         bad([](RunOptions& x) { x.theta = 1.5; });
         bad([](RunOptions& x) { x.eps = -1; });
         bad([](RunOptions& x) { x.n = 0; });
         bad([](RunOptions& x) { x.log_every = 0; });
-        bad([](RunOptions& x) { x.snapshot_every = -1; });
+        bad([](RunOptions& x) { x.snapshot_every = -2; });
         bad([](RunOptions& x) { x.snapshot_every = 1.0 / 128; }); // finer than the step
         bad([](RunOptions& x) { x.checkpoint_every = 1e-9; });
         bad([](RunOptions& x) { x.t_end = 1e300; });

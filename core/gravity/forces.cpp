@@ -40,24 +40,26 @@ TreeForces::TreeForces(Backend& be) : be_(be), groups_per_unit_(be.info().gpu ? 
     totals_dev_ = be_.alloc<bn_u64>(2, "walk.totals");
 }
 
-std::size_t TreeForces::device_bytes() const noexcept
+Buffer<bn_f4>& TreeForces::bind_acc(Octree& tree)
 {
-    std::size_t total = 0;
-    auto add = [&](const auto& b) { total += b ? b.bytes() : 0; };
-    add(acc_), add(mac_), add(link_), add(totals_dev_), add(pp_), add(pc_), add(spill_), add(counter_), add(status_);
-    return total;
+    acc_ = {};
+    acc_ = tree.workspace(0).view_as<bn_f4>(0, std::max<std::size_t>(tree.size(), 1));
+    return acc_;
 }
 
-void TreeForces::poison(std::size_t n)
+const Buffer<bn_u32>& TreeForces::pp_counts() const
 {
-    ensure_size(be_, acc_, n, "walk.acc");
-    ensure_size(be_, pp_, n, "walk.pp");
-    ensure_size(be_, pc_, n, "walk.pc");
-    const float nan = std::numeric_limits<float>::quiet_NaN();
-    acc_.fill(bn_f4{nan, nan, nan, nan});
-    pp_.fill(0xDEADBEEFu);
-    pc_.fill(0xDEADBEEFu);
+    if (!counted_) throw std::logic_error("TreeForces: per-particle counts were not kept (set_count_each)");
+    return pp_;
 }
+
+const Buffer<bn_u32>& TreeForces::pc_counts() const
+{
+    if (!counted_) throw std::logic_error("TreeForces: per-particle counts were not kept (set_count_each)");
+    return pc_;
+}
+
+void TreeForces::poison(Octree& tree) { tree.workspace(0).fill(0xFF); }
 
 void TreeForces::compute(Octree& tree, float theta, float eps, double* walk_ms)
 {
@@ -67,17 +69,12 @@ void TreeForces::compute(Octree& tree, float theta, float eps, double* walk_ms)
         throw UsageError(fmt::format("tree forces: the softening eps must be finite and >= 0, got {}", eps));
     n_ = tree.size();
     totals_ = {};
+    counted_ = false;
     if (walk_ms) *walk_ms = 0;
     if (n_ == 0) return;
     const std::size_t nc = tree.cells();
     const std::size_t ngroups = tree.groups();
     if (nc == 0 || ngroups == 0) throw std::logic_error("tree forces: the octree has not been built");
-
-    ensure_size(be_, acc_, n_, "walk.acc");
-    ensure_size(be_, pp_, n_, "walk.pp");
-    ensure_size(be_, pc_, n_, "walk.pc");
-    ensure_size(be_, mac_, nc, "walk.mac");
-    ensure_size(be_, link_, nc, "walk.link");
 
     // theta <= 1 < 2 / sqrt(3) keeps every cell that holds a particle of the group from being accepted for it:
     // d <= sqrt(3) / 2 l + delta < l / theta + delta.
@@ -87,12 +84,31 @@ void TreeForces::compute(Octree& tree, float theta, float eps, double* walk_ms)
     // N) would make it bigger than an eighth of the device (at most 2 GiB), fewer work-groups walk.
     const std::size_t budget =
         std::max<std::size_t>(std::min<std::size_t>(be_.info().memory_bytes / 8, std::size_t{2} << 30), 1 << 20);
+    const std::size_t align = std::max<std::size_t>(be_.info().view_align, 16);
+    auto up = [align](std::size_t b) { return (b + align - 1) / align * align; };
 
     for (int attempt = 0;; ++attempt) {
         const std::size_t per_wg = 2 * spill_cap_ * sizeof(bn_u32);
         const std::size_t wgs =
             std::max<std::size_t>(1, std::min({ngroups, units * groups_per_unit_, budget / per_wg}));
-        ensure_size(be_, spill_, 2 * wgs * spill_cap_, "walk.spill");
+        const std::size_t spill_entries = 2 * wgs * spill_cap_;
+        // Workspace layout of the walk: acc (slots 0-3), mac, link, spill, then the counts when kept.
+        const std::size_t o_mac = 4 * tree.slot_bytes();
+        const std::size_t o_link = o_mac + up(nc * sizeof(bn_f4));
+        const std::size_t o_spill = o_link + up(nc * sizeof(bn_u64));
+        const std::size_t o_pp = o_spill + up(spill_entries * sizeof(bn_u32));
+        // Without counts, two one-element stand-ins the kernel never touches (disjoint from everything else).
+        const std::size_t o_pc = o_pp + (count_each_ ? tree.slot_bytes() : align);
+        const std::size_t end = o_pc + (count_each_ ? tree.slot_bytes() : align);
+        // Views of a workspace about to grow go first: the old allocation is then freed at once.
+        acc_ = {}, mac_ = {}, link_ = {}, spill_ = {}, pp_ = {}, pc_ = {};
+        const auto& ws = tree.workspace(end);
+        acc_ = ws.view_as<bn_f4>(0, n_);
+        mac_ = ws.view_as<bn_f4>(o_mac, nc);
+        link_ = ws.view_as<bn_u64>(o_link, nc);
+        spill_ = ws.view_as<bn_u32>(o_spill, spill_entries);
+        pp_ = ws.view_as<bn_u32>(o_pp, count_each_ ? n_ : 1);
+        pc_ = ws.view_as<bn_u32>(o_pc, count_each_ ? n_ : 1);
         counter_.fill(0u);
         status_.fill(0u);
         totals_dev_.fill(bn_u64{0});
@@ -103,7 +119,7 @@ void TreeForces::compute(Octree& tree, float theta, float eps, double* walk_ms)
         be_.launch("walkForces", Grid{wgs, BANYAN_WALK_WG}, tree.pos(), mac_, link_, tree.cell_com(),
                    tree.cell_quad0(), tree.cell_quad1(), tree.group_first(), tree.group_count(), tree.group_lo(),
                    tree.group_hi(), u32(ngroups), eps * eps, counter_, spill_, u32(spill_cap_), status_,
-                   totals_dev_, acc_, pp_, pc_);
+                   totals_dev_, acc_, pp_, pc_, bn_u32{count_each_ ? 1u : 0u});
         if (walk_ms) stop = be_.record();
         const bn_u32 needed = status_.at(0);
         if (needed == 0) {
@@ -117,6 +133,7 @@ void TreeForces::compute(Octree& tree, float theta, float eps, double* walk_ms)
         spill_cap_ = std::max(2 * spill_cap_, want + want / 2);
         ++retries_;
     }
+    counted_ = count_each_;
     const auto t = totals_dev_.download(2);
     totals_.pp = t[0];
     totals_.pc = t[1];
@@ -127,11 +144,15 @@ void TreeForces::to_input_order(const Octree& tree, Buffer<bn_f4>& acc, Buffer<b
     if (n_ == 0) return;
     if (tree.size() != n_ || acc.size() < n_ || (pp && pp->size() < n_) || (pc && pc->size() < n_))
         throw std::invalid_argument("TreeForces::to_input_order: sizes do not match");
-    // Unwanted counts go to a scratch buffer, so that the kernel has one form.
+    if ((pp || pc) && !counted_)
+        throw std::logic_error("TreeForces::to_input_order: per-particle counts were not kept (set_count_each)");
+    // Without counts the kernel does not touch the count buffers: the walk's stand-ins fill those places. With
+    // one count wanted, the other goes to a scratch buffer, so that the kernel has one form.
+    const bool counts = pp || pc;
     Buffer<bn_u32>* sink = nullptr;
-    if (!pp || !pc) sink = &be_.scratch_buffer<bn_u32>("walk.sink", n_);
-    be_.launch("walkScatter", grid_for(be_, n_), acc_, pp_, pc_, tree.ids(), u32(n_), acc, pp ? *pp : *sink,
-               pc ? *pc : *sink);
+    if (counts && (!pp || !pc)) sink = &be_.scratch_buffer<bn_u32>("walk.sink", n_);
+    be_.launch("walkScatter", grid_for(be_, n_), acc_, pp_, pc_, tree.ids(), u32(n_), acc,
+               counts ? (pp ? *pp : *sink) : pp_, counts ? (pc ? *pc : *sink) : pc_, bn_u32{counts ? 1u : 0u});
 }
 
 ForceResult tree_forces(Backend& be, std::span<const bn_f4> pos, float theta, float eps)
@@ -148,6 +169,7 @@ ForceResult tree_forces(Backend& be, std::span<const bn_f4> pos, float theta, fl
     tree.build();
     if (auto warning = check_tree_depth(tree, units, "the particles")) notice("warning: " + *warning);
     TreeForces forces(be);
+    forces.set_count_each(true);
     forces.compute(tree, theta, static_cast<float>(units.length_to_internal(eps)));
     auto acc = be.alloc<bn_f4>(n, "forces.acc");
     auto pp = be.alloc<bn_u32>(n, "forces.pp");
@@ -171,6 +193,20 @@ void direct_forces_f64_targets(Backend& be, const Buffer<bn_f4>& pos_mass, std::
         throw std::invalid_argument("direct_forces_f64_targets: buffers too small");
     be.launch("directForcesF64Targets", grid_for(be, ntargets), pos_mass, u32(n), targets, u32(ntargets), eps * eps,
               acc_pot);
+}
+
+std::size_t estimate_device_bytes(const Backend& be, std::size_t n, bool velocities)
+{
+    const double N = static_cast<double>(n);
+    const double cells = N / 4 + 64;  // the initial capacity of the cell arrays (octree.cpp)
+    const double groups = N / 16;     // groups hold up to N_crit = 64 particles; a Plummer sphere has about N / 30
+    const double units = std::max(1u, be.info().compute_units);
+    const double spill = 2.0 * 1024 * sizeof(bn_u32) * 16 * units; // 1024 entries per work-group, 16 per unit
+    const double particles = (velocities ? 36.0 : 20.0) * N;         // pos, vel, id
+    const double workspace = std::max({28 * N, 80 * cells, 16 * N + 24 * cells + spill});
+    const double kept = 80 * cells + 40 * groups; // cell and group arrays
+    const double small = N + 4.0 * (1 << 20); // sort histograms (0.5 bytes per particle), scan partials, CUB, counters
+    return static_cast<std::size_t>(particles + workspace + kept + small);
 }
 
 std::size_t first_non_finite(std::span<const bn_f4> v)

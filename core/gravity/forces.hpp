@@ -24,8 +24,10 @@ struct InteractionTotals {
     std::uint64_t pc = 0; ///< particle-cell (65 flops each)
 };
 
-/// Accelerations and potentials by the tree walk, with per-particle interaction counts. Owns its result buffers
-/// and the walk's scratch (a spill buffer for long level lists), reused from call to call.
+/// Accelerations and potentials by the tree walk, optionally with per-particle interaction counts. Keeps no
+/// device memory of its own beyond a few words: its results and the walk's per-cell data and spill buffer live in
+/// the tree's workspace (octree.hpp), free once the build is done. The results therefore stay valid until the
+/// tree is built again.
 class TreeForces {
 public:
     explicit TreeForces(Backend& be);
@@ -34,22 +36,31 @@ public:
 
     /// One walk over @p tree (built: cells, groups and multipoles), opening angle @p theta in [0, 1] (0: every cell
     /// is opened, i.e. direct summation) and Plummer softening @p eps >= 0. Afterwards acc()[i] = (ax, ay, az, phi)
-    /// of the particle at tree position i, pp_counts()[i] / pc_counts()[i] the particles / cells it met (itself
-    /// excluded), totals() their sums. Blocks until the walk has finished: it reads back whether a level list
-    /// outgrew the spill buffer, and if one did walks again with a larger one (results are never incomplete).
+    /// of the particle at tree position i and totals() the interactions summed over all particles; with
+    /// set_count_each(true) also pp_counts()[i] / pc_counts()[i], the particles / cells it met (itself excluded).
+    /// Blocks until the walk has finished: it reads back whether a level list outgrew the spill buffer, and if one
+    /// did walks again with a larger one (results are never incomplete).
     /// @param[out] walk_ms when given, the device time of the (last, complete) walk, cell preparation included.
     /// @throws UsageError for theta outside [0, 1] or eps negative or not finite.
     void compute(Octree& tree, float theta, float eps, double* walk_ms = nullptr);
 
+    /// Accelerations and potentials (tree order; slots 0-3 of the tree's workspace) of the last compute().
     const Buffer<bn_f4>& acc() const noexcept { return acc_; }
-    const Buffer<bn_u32>& pp_counts() const noexcept { return pp_; }
-    const Buffer<bn_u32>& pc_counts() const noexcept { return pc_; }
+    /// The buffer compute() writes into for @p tree, made current: where saved accelerations are restored.
+    Buffer<bn_f4>& bind_acc(Octree& tree);
+    /// Per-particle counts of the last compute(); throws std::logic_error unless set_count_each(true) was in effect.
+    const Buffer<bn_u32>& pp_counts() const;
+    const Buffer<bn_u32>& pc_counts() const;
     const InteractionTotals& totals() const noexcept { return totals_; }
     /// Number of particles of the last compute().
     std::size_t size() const noexcept { return n_; }
 
+    /// Whether compute() keeps per-particle interaction counts (8 bytes per particle more; off by default: only
+    /// tests and the accuracy tools read them, everyone else uses totals()).
+    void set_count_each(bool on) noexcept { count_each_ = on; }
+
     /// The last results in the order the particles had when given to Octree::set_particles (out[ids[i]] = x[i]).
-    /// Buffers hold at least size() elements; @p pp and @p pc may be null.
+    /// Buffers hold at least size() elements; @p pp and @p pc may be null (and must be unless counts were kept).
     void to_input_order(const Octree& tree, Buffer<bn_f4>& acc, Buffer<bn_u32>* pp = nullptr,
                         Buffer<bn_u32>* pc = nullptr);
 
@@ -61,23 +72,33 @@ public:
     /// itself when a walk needs more; tests set it small to exercise that path).
     void set_spill_capacity(std::size_t entries) noexcept { spill_cap_ = entries ? entries : 1; }
     std::size_t spill_capacity() const noexcept { return spill_cap_; }
-    /// For tests: fills the result buffers (whole capacity) with NaN and 0xDEADBEEF, so that a particle the walk
-    /// misses shows.
-    void poison(std::size_t n);
-    /// Device memory of the results and the walk's own buffers.
-    std::size_t device_bytes() const noexcept;
+    /// For tests: fills the tree's whole workspace (where the results go) with all-ones bytes (NaN, 0xFFFFFFFF),
+    /// so that a particle the walk misses shows.
+    void poison(Octree& tree);
 
 private:
     Backend& be_;
     std::size_t n_ = 0;
     unsigned groups_per_unit_;
-    std::size_t spill_cap_ = 4096; // level-list entries per work-group and list beyond BANYAN_WALK_LIST
+    std::size_t spill_cap_ = 1024; // level-list entries per work-group and list beyond BANYAN_WALK_LIST
     int retries_ = 0;
+    bool count_each_ = false;
+    bool counted_ = false; // whether the last compute() kept counts
     InteractionTotals totals_;
+    // Views of the tree's workspace, made by compute().
     Buffer<bn_f4> acc_, mac_;
-    Buffer<bn_u64> link_, totals_dev_;
-    Buffer<bn_u32> pp_, pc_, spill_, counter_, status_;
+    Buffer<bn_u64> link_;
+    Buffer<bn_u32> pp_, pc_, spill_;
+    // Owned: a few words.
+    Buffer<bn_u64> totals_dev_;
+    Buffer<bn_u32> counter_, status_;
 };
+
+/// The device memory a tree build and walk of @p n particles (with velocities kept and moved, for a simulation,
+/// when @p velocities) needs at its peak on @p be, from the layout of the arrays (octree.hpp, TreeForces): the
+/// particles, the workspace, the cell and group arrays and the walk's spill buffer, with N / 4 + 64 cells (a
+/// Plummer sphere has N / 4.3; the cell arrays grow by a quarter when a more clustered system needs more).
+std::size_t estimate_device_bytes(const Backend& be, std::size_t n, bool velocities);
 
 /// Host results of one force evaluation, in the order of the input particles.
 struct ForceResult {

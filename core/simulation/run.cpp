@@ -195,6 +195,7 @@ void Run::log_energies()
 
 void Run::write_snapshot()
 {
+    if (opt_.snapshot_every == RunOptions::never) return;
     const auto t0 = Clock::now();
     std::vector<bn_f4> pos, vel, acc;
     if (const std::size_t lost = sim_->input_order(pos, vel, acc))
@@ -219,6 +220,7 @@ void Run::write_snapshot()
 
 void Run::write_checkpoint()
 {
+    if (opt_.checkpoint_every == RunOptions::never) return;
     const auto t0 = Clock::now();
     const SimulationState st = sim_->save();
     check_state(st.pos, st.vel, st.acc, st.ids);

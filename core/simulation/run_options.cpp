@@ -33,12 +33,12 @@ void RunOptions::check() const
         throw UsageError(fmt::format("run: --dt {} is too small for single precision", dt));
     if (!std::isfinite(t_end)) throw UsageError(fmt::format("run: --t-end must be finite, got {}", t_end));
     if (log_every < 1) throw UsageError("run: --log-every must be at least 1 step");
-    if (!(snapshot_every >= 0.0 && std::isfinite(snapshot_every)))
-        throw UsageError(fmt::format("run: --snapshot-every must be >= 0 (0: start and end only), got {}",
+    if (!((snapshot_every >= 0.0 && std::isfinite(snapshot_every)) || snapshot_every == never))
+        throw UsageError(fmt::format("run: --snapshot-every must be >= 0 (0: start and end only) or never, got {}",
                                      snapshot_every));
-    if (!(checkpoint_every >= 0.0 && std::isfinite(checkpoint_every)))
-        throw UsageError(fmt::format("run: --checkpoint-every must be >= 0 (0: start, end and stops only), got {}",
-                                     checkpoint_every));
+    if (!((checkpoint_every >= 0.0 && std::isfinite(checkpoint_every)) || checkpoint_every == never))
+        throw UsageError(fmt::format(
+            "run: --checkpoint-every must be >= 0 (0: start, end and stops only) or never, got {}", checkpoint_every));
     // A grid finer than the step would only repeat the same step's output.
     if (snapshot_every > 0 && snapshot_every < dt)
         throw UsageError(fmt::format("run: --snapshot-every {} is shorter than the time step {} (0: start and end "

@@ -12,7 +12,6 @@
 #include "core/gravity/direct.hpp"
 #include "core/error.hpp"
 #include "core/gravity/precision.hpp"
-#include "core/simulation/plummer.hpp"
 
 #include <fmt/format.h>
 
@@ -52,14 +51,6 @@ Grid Simulation::grid(std::size_t items) const
     return Grid{ceil_div(items, wg), wg};
 }
 
-std::size_t Simulation::device_bytes() const noexcept
-{
-    std::size_t total = tree_.device_bytes() + forces_.device_bytes();
-    auto add = [&](const auto& b) { total += b ? b.bytes() : 0; };
-    add(acc_), add(partials_), add(totals_), add(out_pos_), add(out_vel_), add(out_acc_), add(tracked_);
-    return total;
-}
-
 void Simulation::start(std::span<const bn_f4> pos, std::span<const bn_f4> vel, double t_begin)
 {
     if (pos.empty()) throw UsageError("simulation: no particles");
@@ -71,12 +62,22 @@ void Simulation::start(std::span<const bn_f4> pos, std::span<const bn_f4> vel, d
     step_ = 0;
     t_begin_ = t_begin;
     times_ = {};
-    ensure_size(be_, acc_, n_, "sim.acc");
+    if (options_.direct) ensure_size(be_, direct_acc_, n_, "sim.direct_acc");
     set_units(InternalUnits::for_system(pos));
-    std::vector<bn_f4> p(pos.begin(), pos.end()), v(vel.begin(), vel.end());
-    units_.to_internal(p);
-    units_.velocities_to_internal(v);
-    tree_.set_particles(p, v);
+    // Into internal units a chunk at a time, straight into the tree's arrays: no second copy of the particles on
+    // the host (a billion particles are 32 GB there).
+    tree_.resize(n_, true);
+    constexpr std::size_t chunk = std::size_t{1} << 20;
+    std::vector<bn_f4> p, v;
+    for (std::size_t first = 0; first < n_; first += chunk) {
+        const std::size_t m = std::min(chunk, n_ - first);
+        p.assign(pos.begin() + static_cast<std::ptrdiff_t>(first), pos.begin() + static_cast<std::ptrdiff_t>(first + m));
+        v.assign(vel.begin() + static_cast<std::ptrdiff_t>(first), vel.begin() + static_cast<std::ptrdiff_t>(first + m));
+        units_.to_internal(p);
+        units_.velocities_to_internal(v);
+        tree_.pos().upload(p, first);
+        tree_.vel().upload(v, first);
+    }
     compute_forces();
     if (!options_.direct)
         if (auto warning = check_tree_depth(tree_, units_, "the particles")) notice("warning: " + *warning);
@@ -107,9 +108,9 @@ void Simulation::restore(const SimulationState& s)
     t_begin_ = s.t_begin;
     times_ = {};
     set_units(s.units);
-    ensure_size(be_, acc_, n_, "sim.acc");
+    if (options_.direct) ensure_size(be_, direct_acc_, n_, "sim.direct_acc");
     tree_.set_particles(s.pos, s.vel, s.ids);
-    acc_.upload(s.acc);
+    acc_mut().upload(s.acc);
 }
 
 SimulationState Simulation::save()
@@ -119,7 +120,7 @@ SimulationState Simulation::save()
     s.t_begin = t_begin_;
     s.pos = tree_.pos().download(n_);
     s.vel = tree_.vel().download(n_);
-    s.acc = acc_.download(n_);
+    s.acc = acc().download(n_);
     s.ids = tree_.ids().download(n_);
     s.units = units_;
     return s;
@@ -129,7 +130,7 @@ void Simulation::compute_forces()
 {
     if (options_.direct) {
         const Event a = be_.record();
-        direct_forces(be_, tree_.pos(), n_, eps_, acc_);
+        direct_forces(be_, tree_.pos(), n_, eps_, direct_acc_);
         const Event b = be_.record();
         times_.forces += be_.elapsed_ms(a, b);
         return;
@@ -137,8 +138,7 @@ void Simulation::compute_forces()
     TreeTimings tt;
     tree_.build(&tt);
     double walk_ms = 0;
-    forces_.compute(tree_, options_.theta, eps_, &walk_ms);
-    acc_.copy_from(forces_.acc(), n_);
+    forces_.compute(tree_, options_.theta, eps_, &walk_ms); // the results stay where the walk wrote them
     times_.build += tt.total;
     times_.forces += walk_ms;
 }
@@ -149,11 +149,11 @@ void Simulation::step()
     const float dt = static_cast<float>(dt_);
     const float half = static_cast<float>(0.5 * dt_);
     const Event e0 = be_.record();
-    be_.launch("integrateKickDrift", grid(n_), tree_.pos(), tree_.vel(), acc_, u32(n_), half, dt);
+    be_.launch("integrateKickDrift", grid(n_), tree_.pos(), tree_.vel(), acc(), u32(n_), half, dt);
     const Event e1 = be_.record();
     compute_forces();
     const Event e2 = be_.record();
-    be_.launch("integrateKick", grid(n_), tree_.vel(), acc_, u32(n_), half);
+    be_.launch("integrateKick", grid(n_), tree_.vel(), acc(), u32(n_), half);
     const Event e3 = be_.record();
     times_.integrate += be_.elapsed_ms(e0, e1) + be_.elapsed_ms(e2, e3);
     ++step_;
@@ -166,7 +166,7 @@ Energies Simulation::energies()
     const std::size_t wg = be_.work_group_size();
     const std::size_t groups = std::min(ceil_div(n_, wg), energy_max_groups);
     const Event a = be_.record();
-    be_.launch("integrateEnergyPartials", Grid{groups, wg}, tree_.pos(), tree_.vel(), acc_, u32(n_), partials_);
+    be_.launch("integrateEnergyPartials", Grid{groups, wg}, tree_.pos(), tree_.vel(), acc(), u32(n_), partials_);
     be_.launch("integrateEnergyTotals", Grid{1, wg}, partials_, u32(groups), totals_);
     const Event b = be_.record();
     double t[BANYAN_ENERGY_TERMS];
@@ -180,19 +180,31 @@ Energies Simulation::energies()
     return e;
 }
 
-std::size_t Simulation::input_order(std::vector<bn_f4>& pos, std::vector<bn_f4>& vel, std::vector<bn_f4>& acc)
+std::size_t Simulation::input_order(std::vector<bn_f4>& pos, std::vector<bn_f4>& vel, std::vector<bn_f4>& acc_out)
 {
-    ensure_size(be_, out_pos_, n_, "sim.out_pos");
-    ensure_size(be_, out_vel_, n_, "sim.out_vel");
-    ensure_size(be_, out_acc_, n_, "sim.out_acc");
-    be_.launch("integrateToInputOrder", grid(n_), tree_.pos(), tree_.vel(), acc_, tree_.ids(), u32(n_), out_pos_,
-               out_vel_, out_acc_);
-    pos = out_pos_.download(n_);
-    vel = out_vel_.download(n_);
-    acc = out_acc_.download(n_);
+    pos.resize(n_), vel.resize(n_), acc_out.resize(n_);
+    // In chunks of ids through the part of the tree's workspace that the accelerations leave free (slots 4 and
+    // up; direct summation keeps its own): a snapshot costs no device memory of its own.
+    const std::size_t align = std::max<std::size_t>(be_.info().view_align, 16);
+    const std::size_t from = options_.direct ? 0 : 4 * tree_.slot_bytes();
+    auto& ws = tree_.workspace(0);
+    const std::size_t room = ws.size() - from;
+    const std::size_t part = room / 3 / align * align; // bytes of each of the three outputs
+    const std::size_t chunk = std::min(n_, part / sizeof(bn_f4));
+    if (chunk == 0) throw std::logic_error("Simulation::input_order: no room in the workspace");
+    auto out_pos = ws.view_as<bn_f4>(from, chunk), out_vel = ws.view_as<bn_f4>(from + part, chunk);
+    auto out_acc = ws.view_as<bn_f4>(from + 2 * part, chunk);
+    for (std::size_t first = 0; first < n_; first += chunk) {
+        const std::size_t m = std::min(chunk, n_ - first);
+        be_.launch("integrateToInputOrder", grid(n_), tree_.pos(), tree_.vel(), acc(), tree_.ids(), u32(n_),
+                   u32(first), u32(m), out_pos, out_vel, out_acc);
+        out_pos.download(std::span<bn_f4>(pos.data() + first, m));
+        out_vel.download(std::span<bn_f4>(vel.data() + first, m));
+        out_acc.download(std::span<bn_f4>(acc_out.data() + first, m));
+    }
     units_.from_internal(pos);
     units_.velocities_from_internal(vel);
-    return units_.forces_from_internal(acc);
+    return units_.forces_from_internal(acc_out);
 }
 
 std::array<bn_f4, 2> Simulation::track(bn_u32 a, bn_u32 b)
@@ -205,36 +217,6 @@ std::array<bn_f4, 2> Simulation::track(bn_u32 a, bn_u32 b)
     auto v = tracked_.download(2);
     units_.from_internal(v);
     return {v[0], v[1]};
-}
-
-std::size_t estimate_device_bytes(Backend& be, std::size_t n, const SimulationOptions& options)
-{
-    constexpr std::size_t probe_n = 16384;
-    if (n <= 4 * probe_n) return 0;
-    // Memory that grows with N, measured on a probe: the tree's and the integrator's arrays, the primitives'
-    // scratch (sort buffers), the walk's per-particle and per-cell arrays. The walk's spill buffer does not grow
-    // with N (persistent work-groups): it is bounded separately by what the walk allows it, an eighth of the
-    // device up to 2 GiB.
-    const std::size_t scratch_before = be.scratch_bytes();
-    std::size_t probe_bytes = 0;
-    {
-        SimulationOptions o = options;
-        o.direct = false;
-        Simulation probe(be, o);
-        const Particles p = plummer(probe_n, 12345);
-        probe.start(p.pos, p.vel, 0.0);
-        std::vector<bn_f4> a, b, c;
-        probe.input_order(a, b, c);
-        // The walk's arrays without its spill buffer: results and counts per particle, opening data per cell.
-        const std::size_t walk = probe_n * (sizeof(bn_f4) + 2 * sizeof(bn_u32)) + probe.tree().cells() * 24;
-        probe_bytes = probe.device_bytes() - probe.forces().device_bytes() + walk;
-    }
-    const std::size_t scratch = be.scratch_bytes() > scratch_before ? be.scratch_bytes() : scratch_before;
-    const double per_particle = static_cast<double>(probe_bytes + scratch) / static_cast<double>(probe_n);
-    const std::size_t spill =
-        std::max<std::size_t>(std::min<std::size_t>(be.info().memory_bytes / 8, std::size_t{2} << 30), 1 << 20);
-    // A margin of a quarter for deeper, more clustered trees than a Plummer sphere's.
-    return static_cast<std::size_t>(per_particle * 1.25 * static_cast<double>(n)) + spill;
 }
 
 bool all_finite(const Energies& e)

@@ -95,17 +95,17 @@ public:
     double time() const noexcept { return t_begin_ + static_cast<double>(step_) * options_.dt; }
     const SimulationOptions& options() const noexcept { return options_; }
     const PhaseTimes& times() const noexcept { return times_; }
-    /// Device memory of the particles, the tree, the walk and the integrator's own buffers.
-    std::size_t device_bytes() const noexcept;
 
     // For tests: the device arrays (device order).
     Octree& tree() noexcept { return tree_; }
-    const Buffer<bn_f4>& acc() const noexcept { return acc_; }
+    /// Accelerations and potentials of the last force evaluation (the tree walk's results, or direct summation's).
+    const Buffer<bn_f4>& acc() const noexcept { return options_.direct ? direct_acc_ : forces_.acc(); }
     const TreeForces& forces() const noexcept { return forces_; }
 
 private:
     void compute_forces();
     Grid grid(std::size_t items) const;
+    Buffer<bn_f4>& acc_mut() { return options_.direct ? direct_acc_ : forces_.bind_acc(tree_); }
 
     /// Sets the units and the softening and time step in them.
     void set_units(const InternalUnits& units);
@@ -121,17 +121,14 @@ private:
     std::uint64_t step_ = 0;
     double t_begin_ = 0;
     PhaseTimes times_;
-    Buffer<bn_f4> acc_;                      // accelerations and potentials, device order
-    Buffer<double> partials_, totals_;       // energy sums
-    Buffer<bn_f4> out_pos_, out_vel_, out_acc_, tracked_; // outputs in input order
+    Buffer<bn_f4> direct_acc_;          // direct summation's results (the tree walk's live in the tree's workspace)
+    Buffer<double> partials_, totals_;  // energy sums
+    Buffer<bn_f4> tracked_;
 };
 
 /// Whether every energy and momentum of @p e is finite. The sums run over every particle's mass, position, velocity
 /// and potential, so a particle with a NaN or infinite value makes them non-finite too.
 bool all_finite(const Energies& e);
 
-/// An estimate of the device memory a simulation of @p n particles needs, from the memory of a small probe run
-/// on @p be (a Plummer sphere) scaled to @p n, with a margin. 0 when @p n is small enough not to matter.
-std::size_t estimate_device_bytes(Backend& be, std::size_t n, const SimulationOptions& options);
 
 } // namespace banyan

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 namespace banyan {
@@ -22,6 +23,9 @@ namespace {
 
 std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 bn_u32 u32(std::size_t n) { return static_cast<bn_u32>(n); }
+
+/// Slots of 4 bytes per particle in the workspace (layout in octree.hpp).
+constexpr std::size_t workspace_slots = 7;
 
 /// Grows @p b to at least @p n elements (never shrinks), keeping the first @p keep elements.
 template <class T>
@@ -77,60 +81,62 @@ Grid Octree::grid(std::size_t items) const
     return Grid{ceil_div(items, wg), wg};
 }
 
-void Octree::reserve_particles(std::size_t n)
+Buffer<unsigned char>& Octree::workspace(std::size_t bytes)
 {
-    if (n > 0x7FFFFFFFu) throw UsageError(fmt::format("tree: {} particles is more than the 2^31 - 1 supported", n));
-    if (pos_ && pos_.size() >= n) return;
-    const std::size_t m = std::max<std::size_t>(n, 1);
-    pos_ = be_.alloc<bn_f4>(m, "tree.pos");
-    vel_ = be_.alloc<bn_f4>(m, "tree.vel");
-    pos_tmp_ = be_.alloc<bn_f4>(m, "tree.pos_tmp");
-    vel_tmp_ = be_.alloc<bn_f4>(m, "tree.vel_tmp");
-    id_ = be_.alloc<bn_u32>(m, "tree.id");
-    id_tmp_ = be_.alloc<bn_u32>(m, "tree.id_tmp");
-    iota_ = be_.alloc<bn_u32>(m, "tree.iota");
-    perm_ = be_.alloc<bn_u32>(m, "tree.perm");
-    raw_keys_ = be_.alloc<bn_u64>(m, "tree.raw_keys");
-    keys_ = be_.alloc<bn_u64>(m, "tree.keys");
-    active_ = be_.alloc<bn_u32>(m, "tree.active");
-    active_next_ = be_.alloc<bn_u32>(m, "tree.active_next");
-    flags_ = be_.alloc<bn_u32>(m, "tree.flags");
-    starts_ = be_.alloc<bn_u32>(m, "tree.starts");
-    group_first_ = be_.alloc<bn_u32>(m, "tree.group_first");
-    be_.launch("treeIota", grid(m), iota_, u32(m));
+    const std::size_t want = std::max(bytes, workspace_slots * slot_);
+    if (!workspace_ || workspace_.size() < want) {
+        workspace_ = Buffer<unsigned char>(); // free first, so growing does not need both at once
+        workspace_ = be_.alloc<unsigned char>(want, "tree.workspace");
+    }
+    return workspace_;
 }
 
-void Octree::reserve_cells(std::size_t n, std::size_t keep)
+void Octree::reserve_particles(std::size_t n, bool with_vel)
+{
+    // Particle indices carry a flag in bit 31 while the tree is built (BANYAN_TREE_RETIRED_BIT), and so do cell
+    // counts (BANYAN_TREE_LEAF_BIT): 2^31 - 1 particles is the most one tree can hold.
+    if (n > 0x7FFFFFFFu) throw UsageError(fmt::format("tree: {} particles is more than the 2^31 - 1 supported", n));
+    const std::size_t m = std::max<std::size_t>(n, 1);
+    const std::size_t align = std::max<std::size_t>(be_.info().view_align, 16);
+    slot_ = ceil_div(4 * m, align) * align;
+    if (!pos_ || pos_.size() < m) {
+        pos_ = Buffer<bn_f4>(), id_ = Buffer<bn_u32>();
+        pos_ = be_.alloc<bn_f4>(m, "tree.pos");
+        id_ = be_.alloc<bn_u32>(m, "tree.id");
+    }
+    if (!with_vel) vel_ = Buffer<bn_f4>();
+    else if (!vel_ || vel_.size() < m) {
+        vel_ = Buffer<bn_f4>();
+        vel_ = be_.alloc<bn_f4>(m, "tree.vel");
+    }
+    workspace(0);
+    // A Plummer sphere has about N / 4.3 cells; the arrays grow by themselves when a tree needs more.
+    if (cell_capacity_ < m / 4 + 64) grow_cells(m / 4 + 64, 0);
+    // One group per cell at most.
+    grow(be_, group_first_, m / 4 + 64, 0, "tree.group_first");
+}
+
+void Octree::grow_cells(std::size_t n, std::size_t keep)
 {
     if (cell_capacity_ >= n) return;
-    // Grow by half again, so a tree that deepens a little does not reallocate every level.
-    const std::size_t cap = std::max(n, cell_capacity_ + cell_capacity_ / 2);
-    grow(be_, cell_key_, cap, keep, "tree.cell_key");
-    grow(be_, cell_level_, cap, keep, "tree.cell_level");
-    grow(be_, cell_first_, cap, keep, "tree.cell_first");
-    grow(be_, cell_count_, cap, keep, "tree.cell_count");
-    grow(be_, cell_pbegin_, cap, keep, "tree.cell_pbegin");
-    grow(be_, cell_pcount_, cap, keep, "tree.cell_pcount");
-    grow(be_, cell_parent_, cap, 0, "tree.cell_parent");
-    grow(be_, cell_com_, cap, 0, "tree.cell_com");
-    grow(be_, cell_quad0_, cap, 0, "tree.cell_quad0");
-    grow(be_, cell_quad1_, cap, 0, "tree.cell_quad1");
-    grow(be_, cell_centre_, cap, 0, "tree.cell_centre");
-    cell_capacity_ = cap;
+    grow(be_, cell_key_, n, keep, "tree.cell_key");
+    grow(be_, cell_level_, n, keep, "tree.cell_level");
+    grow(be_, cell_first_, n, keep, "tree.cell_first");
+    grow(be_, cell_count_, n, keep, "tree.cell_count");
+    grow(be_, cell_pbegin_, n, keep, "tree.cell_pbegin");
+    grow(be_, cell_pcount_, n, keep, "tree.cell_pcount");
+    grow(be_, cell_parent_, n, 0, "tree.cell_parent");
+    grow(be_, cell_com_, n, 0, "tree.cell_com");
+    grow(be_, cell_quad0_, n, 0, "tree.cell_quad0");
+    grow(be_, cell_quad1_, n, 0, "tree.cell_quad1");
+    cell_capacity_ = n;
 }
 
-std::size_t Octree::device_bytes() const noexcept
+Buffer<bn_u64> Octree::keys() const
 {
-    std::size_t total = 0;
-    auto add = [&](const auto& b) { total += b ? b.bytes() : 0; };
-    add(pos_), add(vel_), add(pos_tmp_), add(vel_tmp_), add(id_), add(id_tmp_), add(iota_), add(perm_);
-    add(raw_keys_), add(keys_), add(box_), add(frame_);
-    add(active_), add(active_next_), add(flags_), add(starts_), add(counters_);
-    add(compact_count_), add(level_begin_dev_);
-    add(cell_key_), add(cell_level_), add(cell_parent_), add(cell_first_), add(cell_count_), add(cell_pbegin_);
-    add(cell_pcount_), add(moments_), add(cell_com_), add(cell_quad0_), add(cell_quad1_), add(cell_centre_);
-    add(group_first_), add(group_count_), add(group_total_), add(group_lo_), add(group_hi_);
-    return total;
+    auto out = be_.alloc<bn_u64>(std::max<std::size_t>(n_, 1), "tree.keys (test)");
+    if (n_) be_.launch("treeKeys", grid(n_), pos_, box_, u32(n_), out, frame_);
+    return out;
 }
 
 void Octree::poison()
@@ -140,27 +146,34 @@ void Octree::poison()
     };
     const bn_f4 nan4{std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::quiet_NaN(),
                      std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::quiet_NaN()};
-    fill(raw_keys_, ~bn_u64{0}), fill(keys_, ~bn_u64{0}), fill(perm_, 0xDEADBEEFu), fill(frame_, nan4);
+    // The workspace but its first four slots, where the walk's accelerations stay until the next step's drift.
+    if (workspace_ && workspace_.size() > 4 * slot_)
+        workspace_.fill(static_cast<unsigned char>(0xA5), 4 * slot_, workspace_.size() - 4 * slot_);
+    fill(frame_, nan4);
     fill(cell_key_, ~bn_u64{0}), fill(cell_level_, 0xDEADBEEFu), fill(cell_parent_, 0xDEADBEEFu);
     fill(cell_first_, 0xDEADBEEFu), fill(cell_count_, 0xDEADBEEFu), fill(cell_pbegin_, 0xDEADBEEFu);
-    fill(cell_pcount_, 0xDEADBEEFu), fill(moments_, std::numeric_limits<double>::quiet_NaN());
-    fill(cell_com_, nan4), fill(cell_quad0_, nan4), fill(cell_quad1_, nan4), fill(cell_centre_, nan4);
+    fill(cell_pcount_, 0xDEADBEEFu);
+    fill(cell_com_, nan4), fill(cell_quad0_, nan4), fill(cell_quad1_, nan4);
     fill(group_first_, 0xDEADBEEFu), fill(group_count_, 0xDEADBEEFu), fill(group_lo_, nan4), fill(group_hi_, nan4);
+}
+
+void Octree::resize(std::size_t n, bool with_vel)
+{
+    reserve_particles(n, with_vel);
+    n_ = n;
+    level_begin_.fill(0);
+    n_groups_ = 0;
+    depth_ = -1;
+    if (n_) be_.launch("treeIota", grid(n_), id_, u32(n_));
 }
 
 void Octree::set_particles(std::span<const bn_f4> pos, std::span<const bn_f4> vel)
 {
     if (!vel.empty() && vel.size() != pos.size())
         throw UsageError(fmt::format("tree: {} positions but {} velocities", pos.size(), vel.size()));
-    reserve_particles(pos.size());
-    n_ = pos.size();
+    resize(pos.size(), !vel.empty());
     pos_.upload(pos);
-    if (vel.empty()) vel_.fill(bn_f4{0, 0, 0, 0}, 0, std::max<std::size_t>(n_, 1));
-    else vel_.upload(vel);
-    id_.copy_from(iota_, n_);
-    level_begin_.fill(0);
-    n_groups_ = 0;
-    depth_ = -1;
+    if (!vel.empty()) vel_.upload(vel);
 }
 
 void Octree::set_particles(std::span<const bn_f4> pos, std::span<const bn_f4> vel, std::span<const bn_u32> ids)
@@ -174,13 +187,14 @@ void Octree::set_particles(std::span<const bn_f4> pos, std::span<const bn_f4> ve
 void Octree::build(TreeTimings* timings)
 {
     PhaseClock clock(be_, timings);
+    workspace(0);
     compute_keys();
     clock.mark();
-    sort_keys();
+    const std::size_t pair = sort_keys();
     clock.mark();
-    move_particles();
+    move_particles(pair);
     clock.mark();
-    build_levels();
+    build_levels(pair);
     clock.mark();
     link_cells();
     clock.mark();
@@ -195,49 +209,75 @@ void Octree::compute_keys()
 {
     if (n_ == 0) return;
     be_.reduce_bounds(pos_, n_, box_);
-    be_.launch("treeKeys", grid(n_), pos_, box_, u32(n_), raw_keys_, frame_);
+    auto keys = slot<bn_u64>(0, n_);
+    auto iota = slot<bn_u32>(2, n_);
+    be_.launch("treeKeys", grid(n_), pos_, box_, u32(n_), keys, frame_);
+    be_.launch("treeIota", grid(n_), iota, u32(n_));
 }
 
-void Octree::sort_keys()
+std::size_t Octree::sort_keys()
+{
+    if (n_ == 0) return 0;
+    auto keys_a = slot<bn_u64>(0, n_), keys_b = slot<bn_u64>(4, n_);
+    auto values_a = slot<bn_u32>(2, n_), values_b = slot<bn_u32>(6, n_);
+    return be_.sort_pairs_double(keys_a, values_a, keys_b, values_b, n_, 0, BANYAN_TREE_KEY_BITS) ? 4 : 0;
+}
+
+void Octree::move_particles(std::size_t pair)
 {
     if (n_ == 0) return;
-    be_.sort_pairs(raw_keys_, iota_, keys_, perm_, n_, 0, BANYAN_TREE_KEY_BITS);
+    // pair A (slots 0-2) leaves slots 3-6 free, pair B (slots 4-6) slots 0-3.
+    const auto perm = slot<bn_u32>(pair + 2, n_);
+    const std::size_t spare = pair == 0 ? 3 : 0;
+    auto through = [&](auto& a) {
+        using T = typename std::remove_reference_t<decltype(a)>::value_type;
+        auto tmp = slot<T>(spare, n_);
+        be_.gather(a, perm, n_, tmp);
+        a.copy_from(tmp, n_);
+    };
+    through(pos_);
+    if (vel_) through(vel_);
+    through(id_);
 }
 
-void Octree::move_particles()
-{
-    if (n_ == 0) return;
-    be_.gather(pos_, perm_, n_, pos_tmp_);
-    be_.gather(vel_, perm_, n_, vel_tmp_);
-    be_.gather(id_, perm_, n_, id_tmp_);
-    std::swap(pos_, pos_tmp_);
-    std::swap(vel_, vel_tmp_);
-    std::swap(id_, id_tmp_);
-}
-
-void Octree::build_levels()
+void Octree::build_levels(std::size_t pair)
 {
     level_begin_.fill(0);
     depth_ = -1;
     if (n_ == 0) return;
-    active_.copy_from(iota_, n_); // level 0: every particle
-    std::size_t n_list = n_;      // entries in the active list, retired ones included
-    std::size_t n_live = n_;      // particles not yet in a leaf
+    // The five slots the sorted keys leave free.
+    std::array<std::size_t, 5> free{};
+    for (std::size_t s = 0, k = 0; s < workspace_slots; ++s)
+        if (s != pair && s != pair + 1 && k < free.size()) free[k++] = s;
+    const auto keys = slot<bn_u64>(pair, n_);
+    auto active = slot<bn_u32>(free[0], n_), active_next = slot<bn_u32>(free[1], n_);
+    auto flags = slot<bn_u32>(free[2], n_), starts = slot<bn_u32>(free[3], n_), iota = slot<bn_u32>(free[4], n_);
+    be_.launch("treeIota", grid(n_), iota, u32(n_));
+    be_.launch("treeIota", grid(n_), active, u32(n_)); // level 0: every particle
+    std::size_t n_list = n_;                            // entries in the active list, retired ones included
+    std::size_t n_live = n_;                            // particles not yet in a leaf
     std::size_t offset = 0;
     std::size_t bound = 1; // most cells this level can have: the root alone, then 8 per node of the level above
     for (int level = 0; level <= BANYAN_MAX_DEPTH && n_live > 0; ++level) {
         level_begin_[level] = offset;
-        reserve_cells(offset + bound, offset);
-        be_.launch("treeLevelFlags", grid(n_list), keys_, active_, u32(n_list), u32(3 * (BANYAN_MAX_DEPTH - level)),
-                   flags_, counters_);
-        be_.compact(iota_, flags_, n_list, starts_, counters_); // cell starts; counters[0] = number of cells
-        const bn_u32 clean = n_list == n_live ? 1u : 0u;
-        be_.launch("treeLevelCells", grid(bound), keys_, active_, starts_, u32(n_list), clean, counters_,
-                   u32(level), u32(offset), cell_key_, cell_level_, cell_first_, cell_count_, cell_pbegin_,
-                   cell_pcount_);
-        bn_u32 counts[3];
-        counters_.download(std::span<bn_u32>(counts, 3)); // the one wait of the level
-        const std::size_t cells = counts[0], retired = counts[1], leaves = counts[2];
+        std::size_t cells = 0, retired = 0, leaves = 0;
+        for (;;) {
+            be_.launch("treeLevelFlags", grid(n_list), keys, active, u32(n_list),
+                       u32(3 * (BANYAN_MAX_DEPTH - level)), flags, counters_);
+            be_.compact(iota, flags, n_list, starts, counters_); // cell starts; counters[0] = number of cells
+            const bn_u32 clean = n_list == n_live ? 1u : 0u;
+            be_.launch("treeLevelCells", grid(bound), keys, active, starts, u32(n_list), clean, counters_,
+                       u32(level), u32(offset), cell_key_, cell_level_, cell_first_, cell_count_, cell_pbegin_,
+                       cell_pcount_, u32(cell_capacity_));
+            bn_u32 counts[3];
+            counters_.download(std::span<bn_u32>(counts, 3)); // the one wait of the level
+            cells = counts[0], retired = counts[1], leaves = counts[2];
+            if (offset + cells <= cell_capacity_) break;
+            // The level did not fit and wrote nothing: grow the cell arrays (keeping the levels above) and run
+            // it again. Rare after the first build: the capacity stays from build to build.
+            const std::size_t need = offset + cells;
+            grow_cells(need + std::max(need / 4, n_ / 64), offset);
+        }
         if (cells > bound || retired > n_live || leaves > cells)
             throw std::logic_error(fmt::format("tree: level {} has {} cells (bound {}), {} leaves retiring {} of {} "
                                                "particles",
@@ -247,9 +287,9 @@ void Octree::build_levels()
         n_live -= retired;
         // Drop the retired entries once they are a quarter of the list: until then skipping them costs less.
         if (n_live > 0 && 4 * (n_list - n_live) >= n_list) {
-            be_.launch("treeLevelLive", grid(n_list), active_, u32(n_list), flags_);
-            be_.compact(active_, flags_, n_list, active_next_, compact_count_);
-            std::swap(active_, active_next_);
+            be_.launch("treeLevelLive", grid(n_list), active, u32(n_list), flags);
+            be_.compact(active, flags, n_list, active_next, compact_count_);
+            std::swap(active, active_next);
             n_list = n_live;
         }
         // Each node of this level holds more than N_leaf of the particles left and has at most 8 children.
@@ -275,13 +315,19 @@ void Octree::make_groups()
     n_groups_ = 0;
     if (n_ == 0) return;
     const std::size_t nc = cells();
-    flags_.fill(0u, 0, n_);
-    be_.launch("treeGroupFlags", grid(nc), cell_parent_, cell_count_, cell_pbegin_, cell_pcount_, u32(nc), flags_);
-    be_.compact(iota_, flags_, n_, group_first_, group_total_);
+    auto flags = slot<bn_u32>(0, n_), iota = slot<bn_u32>(1, n_), starts = slot<bn_u32>(2, n_);
+    flags.fill(0u, 0, n_);
+    be_.launch("treeIota", grid(n_), iota, u32(n_));
+    be_.launch("treeGroupFlags", grid(nc), cell_parent_, cell_count_, cell_pbegin_, cell_pcount_, u32(nc), flags);
+    be_.compact(iota, flags, n_, starts, group_total_);
     n_groups_ = group_total_.at(0);
+    const std::size_t room = n_groups_ + n_groups_ / 8;
+    grow(be_, group_first_, n_groups_, 0, "tree.group_first");
     grow(be_, group_count_, n_groups_, 0, "tree.group_count");
     grow(be_, group_lo_, n_groups_, 0, "tree.group_lo");
     grow(be_, group_hi_, n_groups_, 0, "tree.group_hi");
+    (void)room;
+    group_first_.copy_from(starts, n_groups_);
     be_.launch("treeGroupBoxes", grid(n_groups_), pos_, group_first_, u32(n_groups_), u32(n_), group_count_,
                group_lo_, group_hi_);
 }
@@ -290,17 +336,17 @@ void Octree::compute_multipoles()
 {
     const std::size_t nc = cells();
     if (nc == 0) return;
-    const std::size_t stride = cell_capacity_;
-    grow(be_, moments_, 10 * stride, 0, "tree.moments");
+    const std::size_t stride = nc;
+    auto moments = workspace(10 * stride * sizeof(double)).view_as<double>(0, 10 * stride);
     be_.launch("treeMultipoleLeaves", grid(nc), pos_, cell_key_, cell_level_, cell_first_, cell_count_, frame_,
-               u32(nc), u32(stride), moments_);
+               u32(nc), u32(stride), moments);
     for (int level = depth_ - 1; level >= 0; --level) {
         const std::size_t b = level_begin_[level], e = level_begin_[level + 1];
         be_.launch("treeMultipoleNodes", grid(e - b), cell_key_, cell_level_, cell_first_, cell_count_, frame_,
-                   u32(b), u32(e), u32(stride), moments_);
+                   u32(b), u32(e), u32(stride), moments);
     }
-    be_.launch("treeMultipoleStore", grid(nc), moments_, cell_key_, cell_level_, frame_, u32(nc), u32(stride),
-               cell_com_, cell_quad0_, cell_quad1_, cell_centre_);
+    be_.launch("treeMultipoleStore", grid(nc), moments, cell_key_, cell_level_, frame_, u32(nc), u32(stride),
+               cell_com_, cell_quad0_, cell_quad1_);
 }
 
 } // namespace banyan

@@ -31,6 +31,20 @@ struct TreeTimings {
     double total = 0;
 };
 
+/// The octree's device memory (paper section 3.3 counts the same way): particles, cells and groups are kept from
+/// build to build; everything else a build needs for a moment (keys, the sort's double buffers, the permutation,
+/// the level lists, the double-precision moments) lives in one workspace, seven slots of 4 bytes per particle,
+/// whose phases never overlap. The walk uses the same workspace for its results and per-cell data once the build
+/// is done (TreeForces), so a force evaluation needs no scratch memory of its own.
+///
+/// Workspace layout (slot s = bytes [s * slot_bytes(), (s + 1) * slot_bytes()), slot_bytes() >= 4 N):
+///   keys and sort:  keys A in slots 0-1, values A in 2, keys B in 4-5, values B in 6 (the sort's double buffer)
+///   move:           the sorted keys and the permutation where the sort left them (pair A or B); the four other
+///                   consecutive slots hold one particle array at a time on its way into key order
+///   levels:         the sorted keys; active list, next active list, flags, starts, 0..N-1 in the five others
+///   groups:         flags, 0..N-1 and the group starts in slots 0-2
+///   multipoles:     10 doubles per cell from byte 0 (the workspace grows if the cells need more than 7 slots)
+///   walk and after: accelerations in slots 0-3 (valid until the next build), per-cell opening data behind them
 class Octree {
 public:
     using Levels = std::array<std::size_t, BANYAN_TREE_LEVELS + 1>;
@@ -39,24 +53,19 @@ public:
     Octree(const Octree&) = delete;
     Octree& operator=(const Octree&) = delete;
 
-    /// Uploads @p pos (x, y, z, mass) and @p vel (may be empty: zeros); particle i gets id i.
+    /// Uploads @p pos (x, y, z, mass) and @p vel (may be empty: the tree then keeps no velocities); particle i
+    /// gets id i.
     void set_particles(std::span<const bn_f4> pos, std::span<const bn_f4> vel = {});
     /// As above with the ids given (ids[i] for particle i; a restart keeps each particle's identity and order).
     void set_particles(std::span<const bn_f4> pos, std::span<const bn_f4> vel, std::span<const bn_u32> ids);
+    /// Makes room for @p n particles (with velocities when @p with_vel) and sets size() to n; the particle
+    /// arrays are then filled by the caller on the device (Simulation streams its initial conditions in).
+    void resize(std::size_t n, bool with_vel);
 
     /// Builds the whole tree from the particles on the device, reordering them (and their ids) into key order.
+    /// Overwrites the workspace (and so the results of the last walk).
     /// @param[out] timings when given, the device time of each phase (adds device events; no other cost).
     void build(TreeTimings* timings = nullptr);
-
-    /// Reorders another per-particle array the way the last build reordered the particles (out-of-place through
-    /// a scratch buffer; @p a must hold at least size() elements of 4, 8 or 16 bytes).
-    template <class T>
-    void follow_permutation(Buffer<T>& a)
-    {
-        auto& tmp = be_.scratch_buffer<T>("tree.follow", n_);
-        be_.gather(a, perm_, n_, tmp);
-        a.copy_from(tmp, n_);
-    }
 
     std::size_t size() const noexcept { return n_; }
     std::size_t cells() const noexcept { return level_begin_[BANYAN_TREE_LEVELS]; }
@@ -65,16 +74,21 @@ public:
     int depth() const noexcept { return depth_; }
     /// Level L holds cells [level_begin()[L], level_begin()[L + 1]).
     const Levels& level_begin() const noexcept { return level_begin_; }
-    /// Device memory of the octree's own buffers (the primitives' scratch memory is Backend::scratch_bytes()).
-    std::size_t device_bytes() const noexcept;
+
+    /// Bytes per workspace slot (4 per particle, rounded up to the device's view alignment).
+    std::size_t slot_bytes() const noexcept { return slot_; }
+    /// The workspace, grown to at least @p bytes (and 7 slots); growing loses its contents. Between the end of one
+    /// build() and the start of the next the walk may use all of it.
+    Buffer<unsigned char>& workspace(std::size_t bytes);
 
     // Particles (size() elements valid), in key order after build().
     Buffer<bn_f4>& pos() noexcept { return pos_; }
     Buffer<bn_f4>& vel() noexcept { return vel_; }
+    Buffer<bn_u32>& ids() noexcept { return id_; }
     const Buffer<bn_u32>& ids() const noexcept { return id_; }
-    const Buffer<bn_u64>& keys() const noexcept { return keys_; }
-    /// perm[i] = where the particle now at i was before the last build.
-    const Buffer<bn_u32>& permutation() const noexcept { return perm_; }
+    /// The keys of the particles in their current order, computed afresh in the frame of the last build (for
+    /// tests: the build keeps them only while it needs them).
+    Buffer<bn_u64> keys() const;
     /// (lo.x, lo.y, lo.z, side) of the last build.
     const Buffer<bn_f4>& frame() const noexcept { return frame_; }
 
@@ -89,7 +103,6 @@ public:
     const Buffer<bn_f4>& cell_com() const noexcept { return cell_com_; }
     const Buffer<bn_f4>& cell_quad0() const noexcept { return cell_quad0_; }
     const Buffer<bn_f4>& cell_quad1() const noexcept { return cell_quad1_; }
-    const Buffer<bn_f4>& cell_centre() const noexcept { return cell_centre_; }
 
     // Groups (groups() elements valid).
     const Buffer<bn_u32>& group_first() const noexcept { return group_first_; }
@@ -97,44 +110,49 @@ public:
     const Buffer<bn_f4>& group_lo() const noexcept { return group_lo_; }
     const Buffer<bn_f4>& group_hi() const noexcept { return group_hi_; }
 
-    /// For tests: fills every array a build writes (whole capacity) with a sentinel, so that an element no phase
-    /// writes shows as wrong instead of keeping a plausible value from an earlier build.
+    /// For tests: fills every array a build writes (whole capacity, and the workspace from slot 4 on: slots 0-3 may
+    /// hold the accelerations a simulation's next drift reads) with a sentinel, so that an element no phase writes
+    /// shows as wrong instead of keeping a plausible value from an earlier build.
     void poison();
-
-    // The phases of build(), in order, for tests that look between them.
-    void compute_keys();
-    void sort_keys();
-    void move_particles();
-    void build_levels();
-    void link_cells();
-    void make_groups();
-    void compute_multipoles();
 
 private:
     Grid grid(std::size_t items) const;
-    void reserve_particles(std::size_t n);
-    void reserve_cells(std::size_t n, std::size_t keep);
+    void reserve_particles(std::size_t n, bool with_vel);
+    void grow_cells(std::size_t n, std::size_t keep);
+    /// A view of @p n elements of T at slot @p s of the workspace.
+    template <class T>
+    Buffer<T> slot(std::size_t s, std::size_t n) const
+    {
+        return workspace_.view_as<T>(s * slot_, n);
+    }
+
+    // The phases of build(), in order. sort_keys returns the first slot of the pair holding the sorted keys.
+    void compute_keys();
+    std::size_t sort_keys();
+    void move_particles(std::size_t pair);
+    void build_levels(std::size_t pair);
+    void link_cells();
+    void make_groups();
+    void compute_multipoles();
 
     Backend& be_;
     std::size_t n_ = 0;
     std::size_t n_groups_ = 0;
     int depth_ = -1;
     Levels level_begin_{};
+    std::size_t slot_ = 0; // workspace slot bytes
 
-    // Particles and the arrays that follow them through the sort.
-    Buffer<bn_f4> pos_, vel_, pos_tmp_, vel_tmp_;
-    Buffer<bn_u32> id_, id_tmp_, iota_, perm_;
-    Buffer<bn_u64> raw_keys_, keys_;
+    // Particles, kept in key order.
+    Buffer<bn_f4> pos_, vel_;
+    Buffer<bn_u32> id_;
+    Buffer<unsigned char> workspace_;
     Buffer<bn_f4> box_, frame_;
-    // Level-by-level construction: the list of particles not yet in a leaf, and per-level work arrays.
-    Buffer<bn_u32> active_, active_next_, flags_, starts_, counters_, compact_count_;
-    Buffer<bn_u32> level_begin_dev_;
+    Buffer<bn_u32> counters_, compact_count_, level_begin_dev_;
     // Cells.
     std::size_t cell_capacity_ = 0;
     Buffer<bn_u64> cell_key_;
     Buffer<bn_u32> cell_level_, cell_parent_, cell_first_, cell_count_, cell_pbegin_, cell_pcount_;
-    Buffer<double> moments_; // 10 doubles per cell while the multipoles are summed
-    Buffer<bn_f4> cell_com_, cell_quad0_, cell_quad1_, cell_centre_;
+    Buffer<bn_f4> cell_com_, cell_quad0_, cell_quad1_;
     // Groups.
     Buffer<bn_u32> group_first_, group_count_, group_total_;
     Buffer<bn_f4> group_lo_, group_hi_;
