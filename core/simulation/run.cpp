@@ -115,14 +115,17 @@ Run::Run(Backend& be, const RunOptions& options, Snapshot ic, RunHooks hooks) : 
 std::string Run::checkpoint_path() const { return (fs::path(opt_.out) / "checkpoint.bin").string(); }
 std::string Run::log_path() const { return (fs::path(opt_.out) / "energy.csv").string(); }
 
+std::string Run::kept_outputs() const
+{
+    if (!last_checkpoint_step_) return "no checkpoint was written yet";
+    return fmt::format("the checkpoint of step {} (t = {}), the snapshots and the energy log up to it are kept in {}",
+                       *last_checkpoint_step_, sim_->t_begin() + static_cast<double>(*last_checkpoint_step_) * opt_.dt,
+                       opt_.out);
+}
+
 void Run::fail_non_finite(const std::string& what) const
 {
-    std::string kept = "no checkpoint was written yet";
-    if (last_checkpoint_step_)
-        kept = fmt::format("the checkpoint of step {} (t = {}), the snapshots and the energy log up to it are kept in "
-                           "{}",
-                           *last_checkpoint_step_,
-                           sim_->t_begin() + static_cast<double>(*last_checkpoint_step_) * opt_.dt, opt_.out);
+    const std::string kept = kept_outputs();
     throw NumericalError(fmt::format(
         "run: the simulation went non-finite at step {} (t = {}): {}. Nothing after the last good output was "
         "written: {}. Likely causes: forces or potentials beyond float's range in the input's units, particles "
@@ -308,7 +311,15 @@ Run::Outcome Run::run(const volatile std::sig_atomic_t* stop)
             return Outcome::stopped;
         }
         const auto t0 = Clock::now();
-        sim_->step();
+        try {
+            sim_->step();
+        } catch (const DeviceError&) {
+            // Out of device memory when the tree outgrows its arrays (another process took the memory), or any
+            // other device failure: say what survives, then let the error (which names the allocation) go on.
+            notice(fmt::format("run: a device failure at step {} (t = {}); {}", sim_->steps() + 1,
+                               sim_->time() + opt_.dt, kept_outputs()));
+            throw;
+        }
         const std::uint64_t s = sim_->steps();
         const double t = sim_->time();
         const bool last = s == end_step_;

@@ -77,6 +77,8 @@ public:
 
 private:
     Run(Backend& be, const RunOptions& options, RunHooks hooks);
+    /// What survives a failure now: the last checkpoint and the outputs up to it, or that none was written yet.
+    std::string kept_outputs() const;
     /// Throws NumericalError naming the step, the time, @p what went non-finite and the last good checkpoint.
     [[noreturn]] void fail_non_finite(const std::string& what) const;
     /// fail_non_finite at the first particle with a non-finite value; @p ids maps an index to the particle's index
