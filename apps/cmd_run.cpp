@@ -263,7 +263,9 @@ int run_run(const std::vector<std::string>& raw_args)
                            n, ro.ic == "file" ? ro.in : ro.ic,
                            ro.ic == "file" ? "" : fmt::format(", seed {}", ro.seed), ro.theta, ro.eps, ro.dt,
                            ic.time, ro.t_end, steps_between(ic.time, ro.t_end, ro.dt), dev_text);
-                auto every = [](double v) { return v == RunOptions::never ? std::string("never") : fmt::format("every {}", v); };
+                auto every = [](double v) {
+                    return v == RunOptions::never ? std::string("never") : fmt::format("every {}", v);
+                };
                 fmt::print("output: {}/ (energy.csv every {} steps, snapshot_NNNNN.tipsy {}, checkpoint.bin {})\n",
                            ro.out, ro.log_every, every(ro.snapshot_every), every(ro.checkpoint_every));
                 std::fflush(stdout);

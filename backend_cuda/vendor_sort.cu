@@ -45,7 +45,8 @@ bool CudaBackend::sort_pairs_double(Buffer<bn_u64>& keys, Buffer<bn_u32>& values
 {
     const bool odd = begin_bit < 0 || end_bit > 64 || begin_bit >= end_bit || n > keys.size() || n > values.size() ||
                      n > keys_alt.size() || n > values_alt.size() || n > 0x7fffffffu;
-    if (!vendor_primitives() || odd) return Backend::sort_pairs_double(keys, values, keys_alt, values_alt, n, begin_bit, end_bit);
+    if (!vendor_primitives() || odd)
+        return Backend::sort_pairs_double(keys, values, keys_alt, values_alt, n, begin_bit, end_bit);
     if (n == 0) return false;
     // CUB's double-buffer form: its temporary storage is only the histograms (the pairs ping-pong in place).
     cub::DoubleBuffer<bn_u64> k(device_ptr(keys), device_ptr(keys_alt));

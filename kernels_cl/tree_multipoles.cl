@@ -115,7 +115,8 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void treeMultipo
     if (c >= ncells) return;
     double centre[3];
     tree_centre(cell_key, cell_level, frame, c, centre);
-    const double cx = moments[(bn_u64)stride + c], cy = moments[(bn_u64)2 * stride + c], cz = moments[(bn_u64)3 * stride + c];
+    const double cx = moments[(bn_u64)stride + c], cy = moments[(bn_u64)2 * stride + c],
+                 cz = moments[(bn_u64)3 * stride + c];
     const double dx = cx - centre[0], dy = cy - centre[1], dz = cz - centre[2];
     const float delta = (float)sqrt(dx * dx + dy * dy + dz * dz);
     const float l = frame[0].w * bn_tree_pow2(-(int)cell_level[c]);

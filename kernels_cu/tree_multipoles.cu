@@ -124,15 +124,15 @@ __global__ void __launch_bounds__(BANYAN_WG) treeMultipoleStore(
     if (c >= ncells) return;
     double centre[3];
     tree_centre(cell_key, cell_level, frame, c, centre);
-    const double cx = moments[(bn_u64)stride + c], cy = moments[(bn_u64)2 * stride + c], cz = moments[(bn_u64)3 * stride + c];
+    const double cx = moments[(bn_u64)stride + c], cy = moments[(bn_u64)2 * stride + c],
+                 cz = moments[(bn_u64)3 * stride + c];
     const double dx = cx - centre[0], dy = cy - centre[1], dz = cz - centre[2];
     const float delta = static_cast<float>(sqrt(dx * dx + dy * dy + dz * dz));
     const float l = frame[0].w * bn_tree_pow2(-static_cast<int>(cell_level[c]));
     cell_com[c] = make_float4(static_cast<float>(cx), static_cast<float>(cy), static_cast<float>(cz),
                               static_cast<float>(moments[c]));
-    cell_quad0[c] = make_float4(static_cast<float>(moments[(bn_u64)4 * stride + c]), static_cast<float>(moments[(bn_u64)5 * stride + c]),
-                                static_cast<float>(moments[(bn_u64)6 * stride + c]), static_cast<float>(moments[(bn_u64)7 * stride + c]));
-    cell_quad1[c] = make_float4(static_cast<float>(moments[(bn_u64)8 * stride + c]), static_cast<float>(moments[(bn_u64)9 * stride + c]),
-                                delta, l);
+    const auto m = [&](int k) { return static_cast<float>(moments[(bn_u64)k * stride + c]); };
+    cell_quad0[c] = make_float4(m(4), m(5), m(6), m(7));
+    cell_quad1[c] = make_float4(m(8), m(9), delta, l);
 }
 BANYAN_CUDA_KERNEL(treeMultipoleStore);

@@ -129,7 +129,8 @@ public:
     template <class U>
     Buffer<U> view_as(std::size_t byte_offset, std::size_t n) const
     {
-        if (byte_offset > bytes() || n * sizeof(U) > bytes() - byte_offset) throw_buffer_range(byte_offset, n * sizeof(U), bytes());
+        if (byte_offset > bytes() || n * sizeof(U) > bytes() - byte_offset)
+            throw_buffer_range(byte_offset, n * sizeof(U), bytes());
         return Buffer<U>(raw_->view(byte_offset, n * sizeof(U)), n);
     }
     /// Device-side copy of @p count elements of @p src into this buffer.

@@ -71,8 +71,8 @@ void Simulation::start(std::span<const bn_f4> pos, std::span<const bn_f4> vel, d
     std::vector<bn_f4> p, v;
     for (std::size_t first = 0; first < n_; first += chunk) {
         const std::size_t m = std::min(chunk, n_ - first);
-        p.assign(pos.begin() + static_cast<std::ptrdiff_t>(first), pos.begin() + static_cast<std::ptrdiff_t>(first + m));
-        v.assign(vel.begin() + static_cast<std::ptrdiff_t>(first), vel.begin() + static_cast<std::ptrdiff_t>(first + m));
+        p.assign(pos.data() + first, pos.data() + first + m);
+        v.assign(vel.data() + first, vel.data() + first + m);
         units_.to_internal(p);
         units_.velocities_to_internal(v);
         tree_.pos().upload(p, first);

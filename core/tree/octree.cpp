@@ -112,8 +112,6 @@ void Octree::reserve_particles(std::size_t n, bool with_vel)
     workspace(0);
     // A Plummer sphere has about N / 4.3 cells; the arrays grow by themselves when a tree needs more.
     if (cell_capacity_ < m / 4 + 64) grow_cells(m / 4 + 64, 0);
-    // One group per cell at most.
-    grow(be_, group_first_, m / 4 + 64, 0, "tree.group_first");
 }
 
 void Octree::grow_cells(std::size_t n, std::size_t keep)
@@ -321,12 +319,15 @@ void Octree::make_groups()
     be_.launch("treeGroupFlags", grid(nc), cell_parent_, cell_count_, cell_pbegin_, cell_pcount_, u32(nc), flags);
     be_.compact(iota, flags, n_, starts, group_total_);
     n_groups_ = group_total_.at(0);
-    const std::size_t room = n_groups_ + n_groups_ / 8;
-    grow(be_, group_first_, n_groups_, 0, "tree.group_first");
-    grow(be_, group_count_, n_groups_, 0, "tree.group_count");
-    grow(be_, group_lo_, n_groups_, 0, "tree.group_lo");
-    grow(be_, group_hi_, n_groups_, 0, "tree.group_hi");
-    (void)room;
+    // An eighth more than needed when they grow, so that a count that creeps up from step to step does not
+    // reallocate every step.
+    if (!group_first_ || group_first_.size() < n_groups_) {
+        const std::size_t room = n_groups_ + n_groups_ / 8;
+        grow(be_, group_first_, room, 0, "tree.group_first");
+        grow(be_, group_count_, room, 0, "tree.group_count");
+        grow(be_, group_lo_, room, 0, "tree.group_lo");
+        grow(be_, group_hi_, room, 0, "tree.group_hi");
+    }
     group_first_.copy_from(starts, n_groups_);
     be_.launch("treeGroupBoxes", grid(n_groups_), pos_, group_first_, u32(n_groups_), u32(n_), group_count_,
                group_lo_, group_hi_);
