@@ -209,12 +209,12 @@ public:
     }
 
 private:
+    MemObject retained_root_; // views only: declared first, so released after the sub-buffer (members go in reverse)
     MemObject mem_;
     std::size_t bytes_;
     cl_command_queue queue_;
     cl_mem root_;
     std::size_t origin_;
-    MemObject retained_root_; // views only: declared last, so released after the sub-buffer itself
 };
 
 struct ClEvent final : EventImpl {

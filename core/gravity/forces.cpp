@@ -40,9 +40,11 @@ TreeForces::TreeForces(Backend& be) : be_(be), groups_per_unit_(be.info().gpu ? 
     totals_dev_ = be_.alloc<bn_u64>(2, "walk.totals");
 }
 
+void TreeForces::drop_views() noexcept { acc_ = {}, mac_ = {}, link_ = {}, spill_ = {}, pp_ = {}, pc_ = {}; }
+
 Buffer<bn_f4>& TreeForces::bind_acc(Octree& tree)
 {
-    acc_ = {};
+    drop_views();
     acc_ = tree.workspace(0).view_as<bn_f4>(0, std::max<std::size_t>(tree.size(), 1));
     return acc_;
 }
@@ -101,7 +103,7 @@ void TreeForces::compute(Octree& tree, float theta, float eps, double* walk_ms)
         const std::size_t o_pc = o_pp + (count_each_ ? tree.slot_bytes() : align);
         const std::size_t end = o_pc + (count_each_ ? tree.slot_bytes() : align);
         // Views of a workspace about to grow go first: the old allocation is then freed at once.
-        acc_ = {}, mac_ = {}, link_ = {}, spill_ = {}, pp_ = {}, pc_ = {};
+        drop_views();
         const auto& ws = tree.workspace(end);
         acc_ = ws.view_as<bn_f4>(0, n_);
         mac_ = ws.view_as<bn_f4>(o_mac, nc);

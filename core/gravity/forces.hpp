@@ -77,6 +77,9 @@ public:
     void poison(Octree& tree);
 
 private:
+    /// Releases the views of the tree's workspace (before it may grow, so that the old allocation goes at once).
+    void drop_views() noexcept;
+
     Backend& be_;
     std::size_t n_ = 0;
     unsigned groups_per_unit_;
