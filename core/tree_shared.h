@@ -198,4 +198,22 @@ BN_DEVICE double bn_tree_cell_centre(bn_u64 cell_key, int level, float lo, float
 BN_DEVICE int bn_tree_is_leaf(bn_u32 cell_count) { return (cell_count & BANYAN_TREE_LEAF_BIT) != 0u; }
 BN_DEVICE bn_u32 bn_tree_count(bn_u32 cell_count) { return cell_count & ~BANYAN_TREE_LEAF_BIT; }
 
+/* Local essential trees (core/parallel/let.hpp, kernels letOpened): whether a group whose bounding box lies inside
+ * [lo, hi] may open the cell with centre of mass com and quad1 = (.., .., delta, l). The walk accepts a cell when the
+ * squared distance from the group's box to com exceeds (l / theta + delta)^2; a group inside the box is no closer
+ * than the box, so only a box that fails the test can hold a group that opens the cell. The relative margin of
+ * 1e-4 covers any difference in rounding between this test and the walk's: a cell this calls closed is accepted by
+ * every group in the box. */
+BN_DEVICE int bn_let_opens(bn_f4 com, bn_f4 q1, float inv_theta, bn_f4 lo, bn_f4 hi)
+{
+    const float r = q1.w * inv_theta + q1.z;
+    float dx = lo.x - com.x > com.x - hi.x ? lo.x - com.x : com.x - hi.x;
+    float dy = lo.y - com.y > com.y - hi.y ? lo.y - com.y : com.y - hi.y;
+    float dz = lo.z - com.z > com.z - hi.z ? lo.z - com.z : com.z - hi.z;
+    dx = dx > 0.0f ? dx : 0.0f;
+    dy = dy > 0.0f ? dy : 0.0f;
+    dz = dz > 0.0f ? dz : 0.0f;
+    return dx * dx + dy * dy + dz * dz <= r * r * 1.0001f;
+}
+
 #endif /* BANYAN_TREE_SHARED_H */

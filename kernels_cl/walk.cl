@@ -131,16 +131,21 @@ inline bn_f4 walk_particle_pass(bn_f4 acc, bn_f4 me, uint lid, uint slot, uint s
  * interacted with (otherwise those two are not touched and may be one-element buffers). totals
  * gets the sums of both counts over all particles; status[0] the length a level list needed when it outgrew
  * WALK_LIST + spill_cap (0 beforehand). spill holds 2 spill_cap entries per work-group.
+ * The groups' particles (the targets) are in pos; the walk starts at cell `root` and opened leaves index src (the
+ * same buffer as pos for the local tree). remote != 0: the cells and src are another rank's local essential tree,
+ * no source is the target itself, and the results are added to acc_pot (and the counts) instead of stored.
  * Work-group BANYAN_WALK_WG; local memory about 22 KiB (BANYAN_WALK_WG 128, BANYAN_WALK_LIST 1024): the two level
  * lists, the staged cells and particles, the chunk's opened leaves and the scan. */
 __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkForces(
-    __global const bn_f4* restrict pos, __global const bn_f4* restrict mac, __global const uint2* restrict link,
+    __global const bn_f4* restrict pos, __global const bn_f4* restrict src, __global const bn_f4* restrict mac,
+    __global const uint2* restrict link,
     __global const bn_f4* restrict cell_com, __global const bn_f4* restrict cell_quad0,
     __global const bn_f4* restrict cell_quad1, __global const bn_u32* restrict group_first,
     __global const bn_u32* restrict group_count, __global const bn_f4* restrict group_lo,
     __global const bn_f4* restrict group_hi, bn_u32 ngroups, float eps2, __global bn_u32* next_group,
     __global bn_u32* spill, bn_u32 spill_cap, __global bn_u32* status, __global bn_u64* totals,
-    __global bn_f4* acc_pot, __global bn_u32* pp_count, __global bn_u32* pc_count, bn_u32 count_each)
+    __global bn_f4* acc_pot, __global bn_u32* pp_count, __global bn_u32* pc_count, bn_u32 count_each, bn_u32 root,
+    bn_u32 remote)
 {
     __local bn_u32 list_a[WALK_LIST];
     __local bn_u32 list_b[WALK_LIST];
@@ -177,7 +182,7 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
         const bn_f4 me = active ? pos[gfirst + slot] : (bn_f4)(0.0f);
         bn_f4 acc = (bn_f4)(0.0f);
         if (lid < n) self_pos[lid] = WALK_NONE;
-        if (lid == 0) list_a[0] = 0u; /* start at the root */
+        if (lid == 0) list_a[0] = root;
         __local bn_u32* cur = list_a;
         __local bn_u32* nxt = list_b;
         __global bn_u32* cur_g = spill_a;
@@ -256,8 +261,8 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
                             else hi = mid - 1;
                         }
                         const uint p = leaf_first[lo] + (q - leaf_start[lo]);
-                        pstage[pfill + s] = pos[p];
-                        if (p - gfirst < n) self_pos[p - gfirst] = pdone + pfill + s;
+                        pstage[pfill + s] = src[p];
+                        if (!remote && p - gfirst < n) self_pos[p - gfirst] = pdone + pfill + s;
                     }
                     barrier(CLK_LOCAL_MEM_FENCE);
                     pfill += take;
@@ -295,10 +300,10 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
             for (uint j = 1; j < k; ++j) sum += pstage[lid + j * n];
             const uint met_self = self_pos[slot] != WALK_NONE ? 1u : 0u;
             const uint i = gfirst + slot;
-            acc_pot[i] = sum;
+            acc_pot[i] = remote ? acc_pot[i] + sum : sum;
             if (count_each) {
-                pp_count[i] = pdone + pfill - met_self;
-                pc_count[i] = ccount;
+                pp_count[i] = (remote ? pp_count[i] : 0u) + pdone + pfill - met_self;
+                pc_count[i] = (remote ? pc_count[i] : 0u) + ccount;
             }
             my_pp += pdone + pfill - met_self;
             my_pc += ccount;

@@ -123,13 +123,14 @@ __device__ __forceinline__ bn_f4 walk_particle_pass(bn_f4 acc, bn_f4 me, unsigne
  * 1024): the two level lists, the staged cells and particles, the chunk's opened leaves and the scan. Launch
  * bounds ask for 1024 resident threads per multiprocessor (at most 64 registers): without them ptxas spills. */
 __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
-    walkForces(const bn_f4* __restrict__ pos, const bn_f4* __restrict__ mac, const uint2* __restrict__ link,
+    walkForces(const bn_f4* __restrict__ pos, const bn_f4* __restrict__ src, const bn_f4* __restrict__ mac,
+               const uint2* __restrict__ link,
                const bn_f4* __restrict__ cell_com, const bn_f4* __restrict__ cell_quad0,
                const bn_f4* __restrict__ cell_quad1, const bn_u32* __restrict__ group_first,
                const bn_u32* __restrict__ group_count, const bn_f4* __restrict__ group_lo,
                const bn_f4* __restrict__ group_hi, bn_u32 ngroups, float eps2, bn_u32* next_group, bn_u32* spill,
                bn_u32 spill_cap, bn_u32* status, bn_u64* totals, bn_f4* acc_pot, bn_u32* pp_count,
-               bn_u32* pc_count, bn_u32 count_each)
+               bn_u32* pc_count, bn_u32 count_each, bn_u32 root, bn_u32 remote)
 {
     __shared__ bn_u32 list_a[WALK_LIST];
     __shared__ bn_u32 list_b[WALK_LIST];
@@ -166,7 +167,7 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
         const bn_f4 me = active ? pos[gfirst + slot] : make_float4(0.f, 0.f, 0.f, 0.f);
         bn_f4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
         if (lid < n) self_pos[lid] = WALK_NONE;
-        if (lid == 0) list_a[0] = 0u; /* start at the root */
+        if (lid == 0) list_a[0] = root;
         bn_u32* cur = list_a;
         bn_u32* nxt = list_b;
         bn_u32* cur_g = spill_a;
@@ -245,8 +246,8 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
                             else hi = mid - 1;
                         }
                         const unsigned p = leaf_first[lo] + (q - leaf_start[lo]);
-                        pstage[pfill + s] = __ldg(&pos[p]);
-                        if (p - gfirst < n) self_pos[p - gfirst] = pdone + pfill + s;
+                        pstage[pfill + s] = __ldg(&src[p]);
+                        if (!remote && p - gfirst < n) self_pos[p - gfirst] = pdone + pfill + s;
                     }
                     __syncthreads();
                     pfill += take;
@@ -289,10 +290,14 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
             }
             const unsigned met_self = self_pos[slot] != WALK_NONE ? 1u : 0u;
             const unsigned i = gfirst + slot;
+            if (remote) {
+                const bn_f4 before = acc_pot[i];
+                sum = make_float4(before.x + sum.x, before.y + sum.y, before.z + sum.z, before.w + sum.w);
+            }
             acc_pot[i] = sum;
             if (count_each) {
-                pp_count[i] = pdone + pfill - met_self;
-                pc_count[i] = ccount;
+                pp_count[i] = (remote ? pp_count[i] : 0u) + pdone + pfill - met_self;
+                pc_count[i] = (remote ? pc_count[i] : 0u) + ccount;
             }
             my_pp += pdone + pfill - met_self;
             my_pc += ccount;

@@ -65,6 +65,12 @@ void TreeForces::poison(Octree& tree) { tree.workspace(0).fill(0xFF); }
 
 void TreeForces::compute(Octree& tree, float theta, float eps, double* walk_ms)
 {
+    begin(tree, theta, eps);
+    end(tree, walk_ms);
+}
+
+void TreeForces::begin(Octree& tree, float theta, float eps)
+{
     if (!(theta >= 0.0f && theta <= 1.0f))
         throw UsageError(fmt::format("tree forces: the opening angle theta must be in [0, 1], got {}", theta));
     if (!(eps >= 0.0f && std::isfinite(eps)))
@@ -72,15 +78,24 @@ void TreeForces::compute(Octree& tree, float theta, float eps, double* walk_ms)
     n_ = tree.size();
     totals_ = {};
     counted_ = false;
-    if (walk_ms) *walk_ms = 0;
+    theta_ = theta;
+    eps_ = eps;
     if (n_ == 0) return;
-    const std::size_t nc = tree.cells();
-    const std::size_t ngroups = tree.groups();
-    if (nc == 0 || ngroups == 0) throw std::logic_error("tree forces: the octree has not been built");
+    if (tree.cells() == 0 || tree.groups() == 0) throw std::logic_error("tree forces: the octree has not been built");
+    launch_local(tree);
+}
 
+float TreeForces::inv_theta() const
+{
     // theta <= 1 < 2 / sqrt(3) keeps every cell that holds a particle of the group from being accepted for it:
     // d <= sqrt(3) / 2 l + delta < l / theta + delta.
-    const float inv_theta = theta > 0.0f ? 1.0f / theta : std::numeric_limits<float>::infinity();
+    return theta_ > 0.0f ? 1.0f / theta_ : std::numeric_limits<float>::infinity();
+}
+
+void TreeForces::launch_local(Octree& tree)
+{
+    const std::size_t nc = tree.cells();
+    const std::size_t ngroups = tree.groups();
     const std::size_t units = std::max<unsigned>(be_.info().compute_units, 1);
     // The spill buffer is 2 spill_cap_ entries per work-group: when very long level lists (theta near 0 at large
     // N) would make it bigger than an eighth of the device (at most 2 GiB), fewer work-groups walk.
@@ -88,57 +103,94 @@ void TreeForces::compute(Octree& tree, float theta, float eps, double* walk_ms)
         std::max<std::size_t>(std::min<std::size_t>(be_.info().memory_bytes / 8, std::size_t{2} << 30), 1 << 20);
     const std::size_t align = std::max<std::size_t>(be_.info().view_align, 16);
     auto up = [align](std::size_t b) { return (b + align - 1) / align * align; };
+    const std::size_t per_wg = 2 * spill_cap_ * sizeof(bn_u32);
+    wgs_ = std::max<std::size_t>(1, std::min({ngroups, units * groups_per_unit_, budget / per_wg}));
+    const std::size_t spill_entries = 2 * wgs_ * spill_cap_;
+    // Workspace layout of the walk: acc (slots 0-3), mac, link, spill, then the counts when kept.
+    const std::size_t o_mac = 4 * tree.slot_bytes();
+    const std::size_t o_link = o_mac + up(nc * sizeof(bn_f4));
+    const std::size_t o_spill = o_link + up(nc * sizeof(bn_u64));
+    const std::size_t o_pp = o_spill + up(spill_entries * sizeof(bn_u32));
+    // Without counts, two one-element stand-ins the kernel never touches (disjoint from everything else).
+    const std::size_t o_pc = o_pp + (count_each_ ? tree.slot_bytes() : align);
+    const std::size_t end = o_pc + (count_each_ ? tree.slot_bytes() : align);
+    // Views of a workspace about to grow go first: the old allocation is then freed at once.
+    drop_views();
+    const auto& ws = tree.workspace(end);
+    acc_ = ws.view_as<bn_f4>(0, n_);
+    mac_ = ws.view_as<bn_f4>(o_mac, nc);
+    link_ = ws.view_as<bn_u64>(o_link, nc);
+    spill_ = ws.view_as<bn_u32>(o_spill, spill_entries);
+    pp_ = ws.view_as<bn_u32>(o_pp, count_each_ ? n_ : 1);
+    pc_ = ws.view_as<bn_u32>(o_pc, count_each_ ? n_ : 1);
+    counter_.fill(0u);
+    status_.fill(0u);
+    totals_dev_.fill(bn_u64{0});
+    start_ = be_.record();
+    be_.launch("walkPrepare", grid_for(be_, nc), tree.cell_com(), tree.cell_quad1(), tree.cell_first(),
+               tree.cell_count(), u32(nc), inv_theta(), mac_, link_);
+    be_.launch("walkForces", Grid{wgs_, BANYAN_WALK_WG}, tree.pos(), tree.pos(), mac_, link_, tree.cell_com(),
+               tree.cell_quad0(), tree.cell_quad1(), tree.group_first(), tree.group_count(), tree.group_lo(),
+               tree.group_hi(), u32(ngroups), eps_ * eps_, counter_, spill_, u32(spill_cap_), status_, totals_dev_,
+               acc_, pp_, pc_, bn_u32{count_each_ ? 1u : 0u}, bn_u32{0}, bn_u32{0});
+    stop_ = be_.record();
+}
 
-    for (int attempt = 0;; ++attempt) {
-        const std::size_t per_wg = 2 * spill_cap_ * sizeof(bn_u32);
-        const std::size_t wgs =
-            std::max<std::size_t>(1, std::min({ngroups, units * groups_per_unit_, budget / per_wg}));
-        const std::size_t spill_entries = 2 * wgs * spill_cap_;
-        // Workspace layout of the walk: acc (slots 0-3), mac, link, spill, then the counts when kept.
-        const std::size_t o_mac = 4 * tree.slot_bytes();
-        const std::size_t o_link = o_mac + up(nc * sizeof(bn_f4));
-        const std::size_t o_spill = o_link + up(nc * sizeof(bn_u64));
-        const std::size_t o_pp = o_spill + up(spill_entries * sizeof(bn_u32));
-        // Without counts, two one-element stand-ins the kernel never touches (disjoint from everything else).
-        const std::size_t o_pc = o_pp + (count_each_ ? tree.slot_bytes() : align);
-        const std::size_t end = o_pc + (count_each_ ? tree.slot_bytes() : align);
-        // Views of a workspace about to grow go first: the old allocation is then freed at once.
-        drop_views();
-        const auto& ws = tree.workspace(end);
-        acc_ = ws.view_as<bn_f4>(0, n_);
-        mac_ = ws.view_as<bn_f4>(o_mac, nc);
-        link_ = ws.view_as<bn_u64>(o_link, nc);
-        spill_ = ws.view_as<bn_u32>(o_spill, spill_entries);
-        pp_ = ws.view_as<bn_u32>(o_pp, count_each_ ? n_ : 1);
-        pc_ = ws.view_as<bn_u32>(o_pc, count_each_ ? n_ : 1);
-        counter_.fill(0u);
-        status_.fill(0u);
-        totals_dev_.fill(bn_u64{0});
-        Event start, stop;
-        if (walk_ms) start = be_.record();
-        be_.launch("walkPrepare", grid_for(be_, nc), tree.cell_com(), tree.cell_quad1(), tree.cell_first(),
-                   tree.cell_count(), u32(nc), inv_theta, mac_, link_);
-        be_.launch("walkForces", Grid{wgs, BANYAN_WALK_WG}, tree.pos(), mac_, link_, tree.cell_com(),
-                   tree.cell_quad0(), tree.cell_quad1(), tree.group_first(), tree.group_count(), tree.group_lo(),
-                   tree.group_hi(), u32(ngroups), eps * eps, counter_, spill_, u32(spill_cap_), status_,
-                   totals_dev_, acc_, pp_, pc_, bn_u32{count_each_ ? 1u : 0u});
-        if (walk_ms) stop = be_.record();
-        const bn_u32 needed = status_.at(0);
-        if (needed == 0) {
-            if (walk_ms) *walk_ms = be_.elapsed_ms(start, stop);
-            break;
-        }
-        // A level list outgrew BANYAN_WALK_LIST + spill_cap_ entries: the walk is incomplete. Walk again with
-        // room for what was asked for (a level after a truncated one may ask for more; hence the loop).
+bool TreeForces::spill_overflowed()
+{
+    const bn_u32 needed = status_.at(0);
+    if (needed == 0) return false;
+    // A level list outgrew BANYAN_WALK_LIST + spill_cap_ entries: the walk is incomplete. Walk again with room
+    // for what was asked for (a level after a truncated one may ask for more; hence the callers' loops).
+    const std::size_t want = needed > BANYAN_WALK_LIST ? needed - BANYAN_WALK_LIST : 1;
+    spill_cap_ = std::max(2 * spill_cap_, want + want / 2);
+    ++retries_;
+    return true;
+}
+
+void TreeForces::end(Octree& tree, double* walk_ms)
+{
+    if (walk_ms) *walk_ms = 0;
+    if (n_ == 0) return;
+    for (int attempt = 0; spill_overflowed(); ++attempt) {
         if (attempt >= 16) throw std::runtime_error("tree forces: level lists keep outgrowing the spill buffer");
-        const std::size_t want = needed > BANYAN_WALK_LIST ? needed - BANYAN_WALK_LIST : 1;
-        spill_cap_ = std::max(2 * spill_cap_, want + want / 2);
-        ++retries_;
+        launch_local(tree);
     }
+    if (walk_ms) *walk_ms = be_.elapsed_ms(start_, stop_);
     counted_ = count_each_;
     const auto t = totals_dev_.download(2);
     totals_.pp = t[0];
     totals_.pc = t[1];
+}
+
+bool TreeForces::add_remote(Octree& tree, const RemoteTrees& remote, double* walk_ms)
+{
+    if (walk_ms) *walk_ms = 0;
+    if (n_ == 0 || remote.cells == 0) return true;
+    if (tree.size() != n_) throw std::logic_error("TreeForces::add_remote: not the tree of the last walk");
+    const std::size_t nc = remote.cells;
+    auto& mac = be_.scratch_buffer<bn_f4>("walk.remote_mac", nc);
+    auto& link = be_.scratch_buffer<bn_u64>("walk.remote_link", nc);
+    counter_.fill(0u);
+    status_.fill(0u);
+    totals_dev_.fill(bn_u64{0});
+    const Event a = be_.record();
+    be_.launch("walkPrepare", grid_for(be_, nc), remote.com, remote.quad1, remote.first, remote.count, u32(nc),
+               inv_theta(), mac, link);
+    for (const bn_u32 root : remote.roots) {
+        counter_.fill(0u);
+        be_.launch("walkForces", Grid{wgs_, BANYAN_WALK_WG}, tree.pos(), remote.pos, mac, link, remote.com,
+                   remote.quad0, remote.quad1, tree.group_first(), tree.group_count(), tree.group_lo(),
+                   tree.group_hi(), u32(tree.groups()), eps_ * eps_, counter_, spill_, u32(spill_cap_), status_,
+                   totals_dev_, acc_, pp_, pc_, bn_u32{count_each_ ? 1u : 0u}, root, bn_u32{1});
+    }
+    const Event b = be_.record();
+    if (spill_overflowed()) return false; // the results are incomplete: the caller walks everything again
+    if (walk_ms) *walk_ms = be_.elapsed_ms(a, b);
+    const auto t = totals_dev_.download(2);
+    totals_.pp += t[0];
+    totals_.pc += t[1];
+    return true;
 }
 
 void TreeForces::to_input_order(const Octree& tree, Buffer<bn_f4>& acc, Buffer<bn_u32>* pp, Buffer<bn_u32>* pc)

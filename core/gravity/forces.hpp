@@ -24,6 +24,18 @@ struct InteractionTotals {
     std::uint64_t pc = 0; ///< particle-cell (65 flops each)
 };
 
+/// Cells and particles of trees held elsewhere, in the octree's layout (tree_shared.h; a node's children are
+/// consecutive, a leaf's particles too): the local essential trees other ranks sent (core/parallel/let.hpp),
+/// concatenated. A cell that its sender accepted for all of this rank's groups is a leaf without particles; the
+/// sender's test guarantees that the walk here accepts it too.
+struct RemoteTrees {
+    Buffer<bn_f4> com, quad0, quad1; ///< as cell_com, cell_quad0, cell_quad1
+    Buffer<bn_u32> first, count;     ///< as cell_first, cell_count (indices into these arrays and pos)
+    Buffer<bn_f4> pos;               ///< particles of the opened leaves (x, y, z, mass)
+    std::vector<bn_u32> roots;       ///< the root cell of each tree
+    std::size_t cells = 0, particles = 0;
+};
+
 /// Accelerations and potentials by the tree walk, optionally with per-particle interaction counts. Keeps no
 /// device memory of its own beyond a few words: its results and the walk's per-cell data and spill buffer live in
 /// the tree's workspace (octree.hpp), free once the build is done. The results therefore stay valid until the
@@ -43,6 +55,18 @@ public:
     /// @param[out] walk_ms when given, the device time of the (last, complete) walk, cell preparation included.
     /// @throws UsageError for theta outside [0, 1] or eps negative or not finite.
     void compute(Octree& tree, float theta, float eps, double* walk_ms = nullptr);
+
+    /// compute() in two halves, so that the host may work while the device walks: begin() checks the arguments
+    /// and launches the walk (it returns at once), end() waits for it and walks again if the spill buffer was too
+    /// small. Between them the tree must not change.
+    void begin(Octree& tree, float theta, float eps);
+    void end(Octree& tree, double* walk_ms = nullptr);
+
+    /// After end(): adds to acc() (and the counts and totals) the forces of the cells and particles of @p remote
+    /// (trees of other ranks) on the particles of @p tree, with the theta and eps of the last begin(). Returns
+    /// false when a level list outgrew the spill buffer (now grown): acc() is then incomplete, and the caller
+    /// computes again from begin().
+    bool add_remote(Octree& tree, const RemoteTrees& remote, double* walk_ms = nullptr);
 
     /// Accelerations and potentials (tree order; slots 0-3 of the tree's workspace) of the last compute().
     const Buffer<bn_f4>& acc() const noexcept { return acc_; }
@@ -79,12 +103,20 @@ public:
 private:
     /// Releases the views of the tree's workspace (before it may grow, so that the old allocation goes at once).
     void drop_views() noexcept;
+    /// Lays the walk out in the tree's workspace and launches walkPrepare and walkForces over the local tree.
+    void launch_local(Octree& tree);
+    /// Whether the last launch outgrew the spill buffer (which then grows).
+    bool spill_overflowed();
+    float inv_theta() const;
 
     Backend& be_;
     std::size_t n_ = 0;
     unsigned groups_per_unit_;
     std::size_t spill_cap_ = 1024; // level-list entries per work-group and list beyond BANYAN_WALK_LIST
     int retries_ = 0;
+    float theta_ = 0, eps_ = 0; // of the last begin()
+    std::size_t wgs_ = 1;       // work-groups of the last launch
+    Event start_, stop_;        // around the last local walk
     bool count_each_ = false;
     bool counted_ = false; // whether the last compute() kept counts
     InteractionTotals totals_;

@@ -165,6 +165,35 @@ void Octree::resize(std::size_t n, bool with_vel)
     if (n_) be_.launch("treeIota", grid(n_), id_, u32(n_));
 }
 
+void Octree::resize_keep(std::size_t n)
+{
+    const std::size_t keep = std::min(n_, n);
+    const bool with_vel = static_cast<bool>(vel_);
+    if (n > pos_.size()) {
+        // Room for an eighth more, so that the next steps' exchanges rarely grow the arrays again.
+        const std::size_t m = std::min<std::size_t>(n + n / 8, 0x7FFFFFFFu);
+        if (n > 0x7FFFFFFFu) throw UsageError(fmt::format("tree: {} particles is more than the 2^31 - 1 supported", n));
+        auto regrow = [&](auto& b, const char* what) {
+            using T = typename std::remove_reference_t<decltype(b)>::value_type;
+            auto fresh = be_.alloc<T>(m, what);
+            if (keep) fresh.copy_from(b, keep);
+            b = std::move(fresh);
+        };
+        regrow(pos_, "tree.pos");
+        regrow(id_, "tree.id");
+        if (with_vel) regrow(vel_, "tree.vel");
+    }
+    const std::size_t cap = pos_.size();
+    const std::size_t align = std::max<std::size_t>(be_.info().view_align, 16);
+    slot_ = ceil_div(4 * std::max<std::size_t>(cap, 1), align) * align;
+    workspace(0);
+    if (cell_capacity_ < cap / 4 + 64) grow_cells(cap / 4 + 64, 0);
+    n_ = n;
+    level_begin_.fill(0);
+    n_groups_ = 0;
+    depth_ = -1;
+}
+
 void Octree::set_particles(std::span<const bn_f4> pos, std::span<const bn_f4> vel)
 {
     if (!vel.empty() && vel.size() != pos.size())

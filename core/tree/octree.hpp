@@ -61,6 +61,10 @@ public:
     /// Makes room for @p n particles (with velocities when @p with_vel) and sets size() to n; the particle
     /// arrays are then filled by the caller on the device (Simulation streams its initial conditions in).
     void resize(std::size_t n, bool with_vel);
+    /// Sets size() to @p n keeping the first min(size(), n) particles (positions, velocities when kept, ids); the
+    /// others are for the caller to fill. The arrays grow with an eighth to spare when they must (a rank's share of
+    /// the particles changes a little every step, core/parallel/domain.hpp).
+    void resize_keep(std::size_t n);
 
     /// Builds the whole tree from the particles on the device, reordering them (and their ids) into key order.
     /// Overwrites the workspace (and so the results of the last walk).
@@ -83,6 +87,7 @@ public:
 
     // Particles (size() elements valid), in key order after build().
     Buffer<bn_f4>& pos() noexcept { return pos_; }
+    const Buffer<bn_f4>& pos() const noexcept { return pos_; }
     Buffer<bn_f4>& vel() noexcept { return vel_; }
     Buffer<bn_u32>& ids() noexcept { return id_; }
     const Buffer<bn_u32>& ids() const noexcept { return id_; }

@@ -1,0 +1,325 @@
+/**
+ * @file comm.cpp
+ * @brief Comm over MPI (BANYAN_HAVE_MPI) or as one rank. The only file of banyan that includes mpi.h.
+ */
+#include "core/parallel/comm.hpp"
+
+#include "core/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <fcntl.h>
+#include <stdexcept>
+#include <unistd.h>
+
+#if defined(BANYAN_HAVE_MPI)
+#include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
+#endif
+
+namespace banyan {
+
+namespace {
+
+Comm g_world;
+bool g_mpi = false; // whether init() started MPI
+
+/// Largest piece of one message (MPI counts are int).
+constexpr std::size_t piece = std::size_t{1} << 30;
+
+/// Whether a launcher started this process (then MPI_Init finds its peers; otherwise it is not called at all).
+bool launched_by_mpi()
+{
+    for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "PMI_RANK", "MPI_LOCALNRANKS",
+                          "MV2_COMM_WORLD_SIZE", "I_MPI_HYDRA_HOST_FILE"})
+        if (std::getenv(v)) return true;
+    return false;
+}
+
+#if defined(BANYAN_HAVE_MPI)
+void check(int rc, const char* what)
+{
+    if (rc == MPI_SUCCESS) return;
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, text, &len);
+    throw std::runtime_error(fmt::format("MPI: {} failed: {}", what, std::string(text, static_cast<std::size_t>(len))));
+}
+#endif
+
+} // namespace
+
+void Comm::init(int& argc, char**& argv)
+{
+#if defined(BANYAN_HAVE_MPI)
+    if (!launched_by_mpi()) return;
+    int provided = 0;
+    check(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+    g_mpi = true;
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_world.rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &g_world.size_);
+    MPI_Comm node;
+    check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g_world.rank_, MPI_INFO_NULL, &node),
+          "MPI_Comm_split_type");
+    MPI_Comm_rank(node, &g_world.node_rank_);
+    MPI_Comm_size(node, &g_world.node_size_);
+    MPI_Comm_free(&node);
+#else
+    (void)argc, (void)argv;
+#endif
+}
+
+void Comm::finalize()
+{
+#if defined(BANYAN_HAVE_MPI)
+    if (g_mpi) MPI_Finalize();
+    g_mpi = false;
+#endif
+}
+
+void Comm::abort(int code)
+{
+#if defined(BANYAN_HAVE_MPI)
+    if (g_mpi) MPI_Abort(MPI_COMM_WORLD, code);
+#endif
+    std::_Exit(code);
+}
+
+Comm& Comm::world() { return g_world; }
+
+std::string Comm::library()
+{
+#if defined(BANYAN_HAVE_MPI)
+    char text[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(text, &len);
+    std::string s(text, static_cast<std::size_t>(len));
+    s = s.substr(0, s.find_first_of(",\n"));
+    return g_mpi ? "MPI (" + s + ")" : "MPI built in, not started (no launcher): one rank";
+#else
+    return "no MPI (built without it): one rank";
+#endif
+}
+
+bool Comm::cuda_aware()
+{
+#if defined(BANYAN_HAVE_MPI) && defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+    return g_mpi && MPIX_Query_cuda_support() == 1;
+#else
+    return false;
+#endif
+}
+
+void Comm::barrier() const
+{
+#if defined(BANYAN_HAVE_MPI)
+    if (g_mpi) check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+#endif
+}
+
+void Comm::sum(std::span<double> v) const
+{
+    if (size_ == 1 || v.empty()) return;
+    // Gathered and added in rank order on every rank: the same bits on every rank and in every run.
+    const auto all = banyan::all_gather<double>(*this, std::span<const double>(v));
+    for (std::size_t k = 0; k < v.size(); ++k) {
+        double s = 0;
+        for (int r = 0; r < size_; ++r) s += all[static_cast<std::size_t>(r) * v.size() + k];
+        v[k] = s;
+    }
+}
+
+#if defined(BANYAN_HAVE_MPI)
+namespace {
+template <class T>
+MPI_Datatype mpi_type();
+template <>
+MPI_Datatype mpi_type<float>() { return MPI_FLOAT; }
+template <>
+MPI_Datatype mpi_type<std::uint64_t>() { return MPI_UINT64_T; }
+
+template <class T>
+void reduce(std::span<T> v, MPI_Op op)
+{
+    if (v.empty()) return;
+    check(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), mpi_type<T>(), op, MPI_COMM_WORLD),
+          "MPI_Allreduce");
+}
+} // namespace
+#define BANYAN_REDUCE(v, op) \
+    if (size_ > 1) reduce(v, op)
+#else
+#define BANYAN_REDUCE(v, op) (void)v
+#endif
+
+void Comm::sum(std::span<std::uint64_t> v) const { BANYAN_REDUCE(v, MPI_SUM); }
+void Comm::min(std::span<float> v) const { BANYAN_REDUCE(v, MPI_MIN); }
+void Comm::max(std::span<float> v) const { BANYAN_REDUCE(v, MPI_MAX); }
+void Comm::max(std::span<std::uint64_t> v) const { BANYAN_REDUCE(v, MPI_MAX); }
+#undef BANYAN_REDUCE
+
+bool Comm::any(bool flag) const
+{
+    std::uint64_t f = flag ? 1 : 0;
+    max(std::span<std::uint64_t>(&f, 1));
+    return f != 0;
+}
+
+std::uint64_t Comm::exclusive_prefix(std::uint64_t v) const
+{
+    if (size_ == 1) return 0;
+    const auto all = banyan::all_gather<std::uint64_t>(*this, std::span<const std::uint64_t>(&v, 1));
+    std::uint64_t s = 0;
+    for (int r = 0; r < rank_; ++r) s += all[static_cast<std::size_t>(r)];
+    return s;
+}
+
+std::vector<std::byte> Comm::all_gather(std::span<const std::byte> mine, std::vector<std::size_t>* counts) const
+{
+    if (size_ == 1) {
+        if (counts) counts->assign(1, mine.size());
+        return {mine.begin(), mine.end()};
+    }
+    // Every rank sends the same bytes to every rank: an exchange with one part repeated (pieces of <= 1 GiB).
+    std::vector<std::byte> send;
+    std::vector<std::size_t> offsets(static_cast<std::size_t>(size_) + 1, 0);
+    send.reserve(mine.size() * static_cast<std::size_t>(size_));
+    for (int r = 0; r < size_; ++r) {
+        send.insert(send.end(), mine.begin(), mine.end());
+        offsets[static_cast<std::size_t>(r) + 1] = send.size();
+    }
+    std::vector<std::size_t> recv_offsets;
+    auto out = exchange(send, offsets, recv_offsets);
+    if (counts) {
+        counts->resize(static_cast<std::size_t>(size_));
+        for (int r = 0; r < size_; ++r)
+            (*counts)[static_cast<std::size_t>(r)] =
+                recv_offsets[static_cast<std::size_t>(r) + 1] - recv_offsets[static_cast<std::size_t>(r)];
+    }
+    return out;
+}
+
+void Comm::broadcast(std::vector<std::byte>& data, int root) const
+{
+#if defined(BANYAN_HAVE_MPI)
+    if (size_ == 1) return;
+    std::uint64_t n = data.size();
+    check(MPI_Bcast(&n, 1, MPI_UINT64_T, root, MPI_COMM_WORLD), "MPI_Bcast");
+    data.resize(n);
+    for (std::size_t done = 0; done < n; done += piece) {
+        const int m = static_cast<int>(std::min(piece, n - done));
+        check(MPI_Bcast(data.data() + done, m, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+    }
+#else
+    (void)data, (void)root;
+#endif
+}
+
+std::vector<std::byte> Comm::exchange(std::span<const std::byte> send, std::span<const std::size_t> send_offsets,
+                                      std::vector<std::size_t>& recv_offsets) const
+{
+    const std::size_t P = static_cast<std::size_t>(size_);
+    if (send_offsets.size() != P + 1 || send_offsets[P] > send.size())
+        throw std::invalid_argument("Comm::exchange: send_offsets must have one entry per rank and one more");
+    const std::size_t me = static_cast<std::size_t>(rank_);
+    std::vector<std::uint64_t> out_bytes(P), in_bytes(P);
+    for (std::size_t q = 0; q < P; ++q) out_bytes[q] = send_offsets[q + 1] - send_offsets[q];
+#if defined(BANYAN_HAVE_MPI)
+    if (P > 1)
+        check(MPI_Alltoall(out_bytes.data(), 1, MPI_UINT64_T, in_bytes.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD),
+              "MPI_Alltoall");
+    else
+        in_bytes = out_bytes;
+#else
+    in_bytes = out_bytes;
+#endif
+    recv_offsets.assign(P + 1, 0);
+    for (std::size_t q = 0; q < P; ++q) recv_offsets[q + 1] = recv_offsets[q] + in_bytes[q];
+    std::vector<std::byte> recv(recv_offsets[P]);
+    // Our own part without MPI; the others as messages of at most 1 GiB each, all posted at once. Both sides know
+    // every byte count, so the pieces match one to one.
+    std::copy(send.begin() + static_cast<std::ptrdiff_t>(send_offsets[me]),
+              send.begin() + static_cast<std::ptrdiff_t>(send_offsets[me + 1]),
+              recv.begin() + static_cast<std::ptrdiff_t>(recv_offsets[me]));
+#if defined(BANYAN_HAVE_MPI)
+    std::vector<MPI_Request> requests;
+    auto post = [&](bool sending, std::size_t q, std::size_t bytes, std::size_t at) {
+        for (std::size_t done = 0; done < bytes; done += piece) {
+            const int m = static_cast<int>(std::min(piece, bytes - done));
+            requests.emplace_back();
+            if (sending)
+                check(MPI_Isend(send.data() + at + done, m, MPI_BYTE, static_cast<int>(q), 77, MPI_COMM_WORLD,
+                                &requests.back()),
+                      "MPI_Isend");
+            else
+                check(MPI_Irecv(recv.data() + at + done, m, MPI_BYTE, static_cast<int>(q), 77, MPI_COMM_WORLD,
+                                &requests.back()),
+                      "MPI_Irecv");
+        }
+    };
+    for (std::size_t q = 0; q < P; ++q)
+        if (q != me) post(false, q, in_bytes[q], recv_offsets[q]);
+    for (std::size_t q = 0; q < P; ++q)
+        if (q != me) post(true, q, out_bytes[q], send_offsets[q]);
+    if (!requests.empty())
+        check(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+#endif
+    return recv;
+}
+
+void Comm::write_file(const std::string& path, std::uint64_t total_bytes, std::uint64_t offset,
+                      std::span<const std::byte> bytes) const
+{
+    if (offset + bytes.size() > total_bytes) throw std::invalid_argument("Comm::write_file: part beyond the file");
+#if defined(BANYAN_HAVE_MPI)
+    if (size_ > 1) {
+        MPI_File f;
+        // Rank 0 removes an old file first: MPI_MODE_CREATE does not truncate.
+        if (rank_ == 0) ::unlink(path.c_str());
+        barrier();
+        int rc = MPI_File_open(MPI_COMM_WORLD, path.c_str(), MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &f);
+        if (rc != MPI_SUCCESS) throw std::runtime_error(fmt::format("cannot create {} (MPI-IO)", path));
+        try {
+            check(MPI_File_set_size(f, static_cast<MPI_Offset>(total_bytes)), "MPI_File_set_size");
+            // Collective writes in rounds of <= 1 GiB per rank; ranks with less to write join with empty parts.
+            std::uint64_t rounds = (bytes.size() + piece - 1) / piece;
+            max(std::span<std::uint64_t>(&rounds, 1));
+            for (std::uint64_t k = 0; k < rounds; ++k) {
+                const std::size_t done = std::min<std::size_t>(k * piece, bytes.size());
+                const int m = static_cast<int>(std::min(piece, bytes.size() - done));
+                check(MPI_File_write_at_all(f, static_cast<MPI_Offset>(offset + done), bytes.data() + done, m,
+                                            MPI_BYTE, MPI_STATUS_IGNORE),
+                      "MPI_File_write_at_all");
+            }
+            check(MPI_File_sync(f), "MPI_File_sync");
+        } catch (...) {
+            MPI_File_close(&f);
+            throw;
+        }
+        check(MPI_File_close(&f), "MPI_File_close");
+        return;
+    }
+#endif
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) throw std::runtime_error(fmt::format("cannot create {}: {}", path, std::strerror(errno)));
+    std::size_t done = 0;
+    bool ok = ::ftruncate(fd, static_cast<off_t>(total_bytes)) == 0;
+    while (ok && done < bytes.size()) {
+        const ssize_t w = ::pwrite(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
+        if (w < 0 && errno == EINTR) continue;
+        ok = w > 0;
+        if (ok) done += static_cast<std::size_t>(w);
+    }
+    const int err = errno;
+    ok = ok && ::fsync(fd) == 0;
+    ::close(fd);
+    if (!ok) throw std::runtime_error(fmt::format("writing {} failed: {}", path, std::strerror(err)));
+}
+
+} // namespace banyan

@@ -1,0 +1,185 @@
+/**
+ * @file domain.cpp
+ * @brief Domain decomposition: the common frame, the sampled splitters and the exchange of the particles that
+ *        change rank (domain.hpp has the scheme).
+ */
+#include "core/parallel/domain.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <limits>
+
+namespace banyan {
+
+namespace {
+
+constexpr bn_u64 key_end = bn_u64{1} << BANYAN_TREE_KEY_BITS; // beyond every key
+
+bn_u32 u32(std::size_t n) { return static_cast<bn_u32>(n); }
+
+struct Sample {
+    bn_u64 key;
+    double weight;
+};
+
+} // namespace
+
+Decomposition::Decomposition(Backend& be, const Comm& comm) : be_(be), comm_(comm)
+{
+    box_ = be_.alloc<bn_f4>(2, "domain.box");
+    frame_ = be_.alloc<bn_f4>(1, "domain.frame");
+    count_ = be_.alloc<bn_u32>(1, "domain.count");
+}
+
+BalanceStats Decomposition::balance(Octree& tree, double work)
+{
+    const auto t0 = std::chrono::steady_clock::now();
+    BalanceStats st;
+    const std::size_t P = static_cast<std::size_t>(comm_.size());
+    const std::size_t me = static_cast<std::size_t>(comm_.rank());
+    const std::size_t n = tree.size();
+    const bool with_vel = static_cast<bool>(tree.vel());
+    const std::size_t wg = be_.work_group_size();
+    const Grid grid{(n + wg - 1) / wg, wg};
+
+    // 1. The frame common to all ranks, from the global bounding box; every particle's key in it.
+    const float inf = std::numeric_limits<float>::infinity();
+    std::array<float, 3> lo{inf, inf, inf}, hi{-inf, -inf, -inf};
+    if (n) {
+        be_.reduce_bounds(tree.pos(), n, box_);
+        const auto b = box_.download(2);
+        lo = {b[0].x, b[0].y, b[0].z};
+        hi = {b[1].x, b[1].y, b[1].z};
+    }
+    comm_.min(lo);
+    comm_.max(hi);
+    splitters_.assign(P - 1, key_end);
+    std::uint64_t total = n;
+    comm_.sum(std::span<std::uint64_t>(&total, 1));
+    if (total == 0) return st;
+    const std::array<bn_f4, 2> box{bn_f4{lo[0], lo[1], lo[2], 0.0f}, bn_f4{hi[0], hi[1], hi[2], 0.0f}};
+    box_.upload(std::span<const bn_f4>(box));
+
+    std::size_t stays = n;
+    std::vector<bn_u64> leaver_keys;
+    std::vector<bn_f4> leaver_pos, leaver_vel;
+    std::vector<bn_u32> leaver_ids;
+    {
+        auto& ws = tree.workspace(0);
+        const std::size_t slot = tree.slot_bytes();
+        const std::size_t m = std::max<std::size_t>(n, 1);
+        // Workspace: keys in slots 0-1, stay flags 2, 0..n-1 in 3, the partition in 4, gathered keys in 5-6.
+        auto keys = ws.view_as<bn_u64>(0, m);
+        if (n) be_.launch("treeKeys", grid, tree.pos(), box_, u32(n), keys, frame_);
+
+        // 2. Samples at even spacing, each with an equal share of this rank's work; the same splitters everywhere.
+        const std::size_t s = std::min(n, samples_);
+        std::vector<Sample> mine(s);
+        if (s) {
+            std::vector<bn_u32> idx(s);
+            for (std::size_t k = 0; k < s; ++k) idx[k] = u32((2 * k + 1) * n / (2 * s));
+            ensure_size(be_, sample_index_, s, "domain.sample_index");
+            ensure_size(be_, sample_keys_, s, "domain.sample_keys");
+            sample_index_.upload(std::span<const bn_u32>(idx));
+            be_.gather(keys, sample_index_, s, sample_keys_);
+            const auto k = sample_keys_.download(s);
+            for (std::size_t j = 0; j < s; ++j) mine[j].key = k[j];
+        }
+        const bool count_particles = comm_.any(n > 0 && !(work > 0));
+        const double w = (count_particles ? static_cast<double>(n) : work) / static_cast<double>(s ? s : 1);
+        for (auto& x : mine) x.weight = w;
+        auto all = all_gather<Sample>(comm_, mine);
+        st.bytes += mine.size() * sizeof(Sample) * (P - 1);
+        std::stable_sort(all.begin(), all.end(), [](const Sample& a, const Sample& b) { return a.key < b.key; });
+        double sum = 0;
+        for (const auto& x : all) sum += x.weight;
+        double before = 0;
+        std::size_t k = 0;
+        for (std::size_t q = 1; q < P; ++q) {
+            const double target = sum * static_cast<double>(q) / static_cast<double>(P);
+            while (k < all.size() && before + all[k].weight <= target) before += all[k++].weight;
+            splitters_[q - 1] = k < all.size() ? all[k].key : key_end;
+        }
+        const bn_u64 lo_key = me == 0 ? 0 : splitters_[me - 1];
+        const bn_u64 hi_key = me + 1 == P ? key_end : splitters_[me];
+
+        // 3. Those that stay first (stable), then those that leave, whose data goes to the host.
+        if (n) {
+            auto stay = ws.view_as<bn_u32>(2 * slot, n);
+            auto iota = ws.view_as<bn_u32>(3 * slot, n);
+            auto perm = ws.view_as<bn_u32>(4 * slot, n);
+            be_.launch("domainStay", grid, keys, u32(n), lo_key, hi_key, stay);
+            be_.launch("treeIota", grid, iota, u32(n));
+            be_.split(iota, stay, n, perm, count_);
+            stays = count_.at(0);
+            const std::size_t leave = n - stays;
+            if (leave) {
+                auto gathered_keys = ws.view_as<bn_u64>(5 * slot, n);
+                be_.gather(keys, perm, n, gathered_keys);
+                leaver_keys.resize(leave);
+                gathered_keys.download(std::span<bn_u64>(leaver_keys), stays);
+                // Slots 0-3 are free now: each array in turn goes through them into its new order.
+                auto through = [&](auto& array, auto& out) {
+                    using T = typename std::remove_reference_t<decltype(array)>::value_type;
+                    auto tmp = ws.view_as<T>(0, n);
+                    be_.gather(array, perm, n, tmp);
+                    out.resize(leave);
+                    tmp.download(std::span<T>(out), stays);
+                    array.copy_from(tmp, stays);
+                };
+                through(tree.pos(), leaver_pos);
+                if (with_vel) through(tree.vel(), leaver_vel);
+                through(tree.ids(), leaver_ids);
+            }
+        }
+    }
+
+    // 4. Leavers to their ranks, packed by destination in their order; arrivals in rank order behind the stayers.
+    const std::size_t rec = sizeof(bn_f4) * (with_vel ? 2 : 1) + sizeof(bn_u32);
+    const std::size_t leave = leaver_keys.size();
+    std::vector<std::size_t> dest(leave), offsets(P + 1, 0);
+    for (std::size_t i = 0; i < leave; ++i) {
+        dest[i] = static_cast<std::size_t>(std::upper_bound(splitters_.begin(), splitters_.end(), leaver_keys[i]) -
+                                           splitters_.begin());
+        ++offsets[dest[i] + 1];
+    }
+    for (std::size_t q = 0; q < P; ++q) offsets[q + 1] += offsets[q];
+    std::vector<std::size_t> fill(offsets.begin(), offsets.end() - 1);
+    std::vector<std::byte> send(leave * rec);
+    for (std::size_t i = 0; i < leave; ++i) {
+        std::byte* r = send.data() + fill[dest[i]]++ * rec;
+        std::memcpy(r, &leaver_pos[i], sizeof(bn_f4));
+        if (with_vel) std::memcpy(r + sizeof(bn_f4), &leaver_vel[i], sizeof(bn_f4));
+        std::memcpy(r + rec - sizeof(bn_u32), &leaver_ids[i], sizeof(bn_u32));
+    }
+    for (auto& o : offsets) o *= rec;
+    std::vector<std::size_t> recv_offsets;
+    const auto recv = comm_.exchange(send, offsets, recv_offsets);
+    const std::size_t arrive = recv.size() / rec;
+    st.sent = leave;
+    st.received = arrive;
+    st.bytes += send.size();
+
+    tree.resize_keep(stays + arrive);
+    if (arrive) {
+        std::vector<bn_f4> p(arrive), v(with_vel ? arrive : 0);
+        std::vector<bn_u32> id(arrive);
+        for (std::size_t i = 0; i < arrive; ++i) {
+            const std::byte* r = recv.data() + i * rec;
+            std::memcpy(&p[i], r, sizeof(bn_f4));
+            if (with_vel) std::memcpy(&v[i], r + sizeof(bn_f4), sizeof(bn_f4));
+            std::memcpy(&id[i], r + rec - sizeof(bn_u32), sizeof(bn_u32));
+        }
+        tree.pos().upload(std::span<const bn_f4>(p), stays);
+        if (with_vel) tree.vel().upload(std::span<const bn_f4>(v), stays);
+        tree.ids().upload(std::span<const bn_u32>(id), stays);
+    }
+    st.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return st;
+}
+
+} // namespace banyan

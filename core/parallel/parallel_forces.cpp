@@ -1,0 +1,68 @@
+/**
+ * @file parallel_forces.cpp
+ * @brief One force evaluation over all ranks (parallel_forces.hpp has the order of the phases).
+ */
+#include "core/parallel/parallel_forces.hpp"
+
+#include <chrono>
+#include <stdexcept>
+
+namespace banyan {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_between(Clock::time_point a, Clock::time_point b)
+{
+    return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+} // namespace
+
+ParallelForces::ParallelForces(Backend& be, const Comm& comm)
+    : be_(be), comm_(comm), domain_(be, comm), let_(be, comm), forces_(be)
+{
+}
+
+void ParallelForces::compute(Octree& tree, float theta, float eps, ParallelTimings* timings)
+{
+    ParallelTimings t;
+    const bool many = comm_.parallel();
+    const auto t0 = Clock::now();
+    if (many) t.balance_stats = domain_.balance(tree, work_);
+    const auto t1 = Clock::now();
+    tree.build();
+    be_.synchronize();
+    const auto t2 = Clock::now();
+    if (many) let_.build(tree, theta);
+    const auto t3 = Clock::now();
+    forces_.begin(tree, theta, eps);
+    if (many) let_.exchange();
+    const auto t4 = Clock::now();
+    forces_.end(tree);
+    const auto t5 = Clock::now();
+    if (many) {
+        for (int attempt = 0; !forces_.add_remote(tree, let_.remote()); ++attempt) {
+            // A level list outgrew the spill buffer (now grown) in the walk over the others' trees: the sums are
+            // incomplete, so both walks run again.
+            if (attempt >= 16) throw std::runtime_error("tree forces: level lists keep outgrowing the spill buffer");
+            forces_.compute(tree, theta, eps);
+        }
+    }
+    const auto t6 = Clock::now();
+    const auto& tot = forces_.totals();
+    work_ = 23.0 * static_cast<double>(tot.pp) + 65.0 * static_cast<double>(tot.pc);
+    if (timings) {
+        t.balance = ms_between(t0, t1);
+        t.build = ms_between(t1, t2);
+        t.let_build = ms_between(t2, t3);
+        t.let_exchange = ms_between(t3, t4);
+        t.local_walk = ms_between(t3, t5);
+        t.remote_walk = ms_between(t5, t6);
+        t.total = ms_between(t0, t6);
+        if (many) t.let = let_.stats();
+        *timings = t;
+    }
+}
+
+} // namespace banyan

@@ -1,0 +1,62 @@
+/**
+ * @file parallel_forces.hpp
+ * @brief Tree forces over all ranks: the domain decomposition, the local tree, the local essential trees of the
+ *        other ranks and the walks over both, in the order that lets the exchange overlap the local walk.
+ *
+ * One compute():
+ *   balance (domain.hpp)  ->  build the local tree  ->  boxes and trees for the other ranks (let.hpp, on the
+ *   device)  ->  launch the local walk  ->  exchange the trees on the host while the device walks  ->  wait  ->
+ *   walk the trees that arrived, adding to the same accelerations (TreeForces::add_remote).
+ * On one rank it is the tree build and walk of one GPU, nothing more.
+ */
+#pragma once
+
+#include "core/device/backend.hpp"
+#include "core/gravity/forces.hpp"
+#include "core/parallel/comm.hpp"
+#include "core/parallel/domain.hpp"
+#include "core/parallel/let.hpp"
+#include "core/tree/octree.hpp"
+
+namespace banyan {
+
+/// Wall time (host clock, after the device finished each phase) and traffic of one compute() on this rank.
+struct ParallelTimings {
+    double balance = 0;     ///< decomposition and particle exchange
+    double build = 0;       ///< the local octree
+    double let_build = 0;   ///< boxes and the trees for the other ranks
+    double local_walk = 0;  ///< from the launch of the local walk to its end (the exchange runs inside it)
+    double let_exchange = 0; ///< the exchange of the trees (host, during the local walk)
+    double remote_walk = 0; ///< the walk over the trees that arrived
+    double total = 0;
+    BalanceStats balance_stats;
+    LetStats let;
+};
+
+class ParallelForces {
+public:
+    ParallelForces(Backend& be, const Comm& comm);
+
+    /// Moves particles between ranks, builds @p tree and computes the forces on this rank's particles from all
+    /// ranks' particles; results in forces().acc() (tree order), valid until the tree is built again. Collective.
+    void compute(Octree& tree, float theta, float eps, ParallelTimings* timings = nullptr);
+
+    TreeForces& forces() noexcept { return forces_; }
+    const TreeForces& forces() const noexcept { return forces_; }
+    Decomposition& decomposition() noexcept { return domain_; }
+    LetExchange& let() noexcept { return let_; }
+    /// The measured work of this rank's last walk (23 flops per particle, 65 per cell interaction), which weighs
+    /// the next balance; a restart restores it so that the continuation decomposes as the straight run did.
+    double work() const noexcept { return work_; }
+    void set_work(double w) noexcept { work_ = w; }
+
+private:
+    Backend& be_;
+    const Comm& comm_;
+    Decomposition domain_;
+    LetExchange let_;
+    TreeForces forces_;
+    double work_ = 0;
+};
+
+} // namespace banyan

@@ -1,0 +1,117 @@
+/**
+ * @file parallel.cl
+ * @brief The kernels of runs over several ranks (drivers: core/parallel/): which particles stay in this rank's
+ *        key range, and the local essential tree of this rank's octree for another rank. Same kernels as
+ *        kernels_cu/parallel.cu.
+ */
+
+/* stay[i] = 1 when lo <= keys[i] < hi (this rank's range of the space-filling curve), else 0. Work-group
+ * BANYAN_WG; no local memory. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void domainStay(__global const bn_u64* keys,
+                                                                               bn_u32 n, bn_u64 lo, bn_u64 hi,
+                                                                               __global bn_u32* stay)
+{
+    const uint i = get_global_id(0);
+    if (i < n) stay[i] = keys[i] >= lo && keys[i] < hi ? 1u : 0u;
+}
+
+/* The bounding boxes of nboxes runs of consecutive groups (groups [b ngroups / nboxes, (b + 1) ngroups / nboxes)
+ * for work-group b): boxes[2b] = componentwise min of group_lo, boxes[2b + 1] = max of group_hi (w = 0). Launched
+ * with nboxes work-groups of BANYAN_WG; local memory 2 BANYAN_WG float4. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letGroupBoxes(__global const bn_f4* group_lo,
+                                                                                  __global const bn_f4* group_hi,
+                                                                                  bn_u32 ngroups, bn_u32 nboxes,
+                                                                                  __global bn_f4* boxes)
+{
+    __local bn_f4 smin[BANYAN_WG];
+    __local bn_f4 smax[BANYAN_WG];
+    const uint b = get_group_id(0), lid = get_local_id(0);
+    const uint first = (uint)((ulong)b * ngroups / nboxes);
+    const uint last = (uint)((ulong)(b + 1) * ngroups / nboxes);
+    bn_f4 lo = (bn_f4)(INFINITY, INFINITY, INFINITY, 0.0f), hi = (bn_f4)(-INFINITY, -INFINITY, -INFINITY, 0.0f);
+    for (uint g = first + lid; g < last; g += BANYAN_WG) {
+        const bn_f4 l = group_lo[g], h = group_hi[g];
+        lo = (bn_f4)(fmin(lo.x, l.x), fmin(lo.y, l.y), fmin(lo.z, l.z), 0.0f);
+        hi = (bn_f4)(fmax(hi.x, h.x), fmax(hi.y, h.y), fmax(hi.z, h.z), 0.0f);
+    }
+    smin[lid] = lo;
+    smax[lid] = hi;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint stride = BANYAN_WG / 2; stride > 0; stride >>= 1) {
+        if (lid < stride) {
+            const bn_f4 a = smin[lid], c = smin[lid + stride], d = smax[lid], e = smax[lid + stride];
+            smin[lid] = (bn_f4)(fmin(a.x, c.x), fmin(a.y, c.y), fmin(a.z, c.z), 0.0f);
+            smax[lid] = (bn_f4)(fmax(d.x, e.x), fmax(d.y, e.y), fmax(d.z, e.z), 0.0f);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0) {
+        boxes[2 * b] = smin[0];
+        boxes[2 * b + 1] = smax[0];
+    }
+}
+
+/* opened[c] = 1 when some group inside one of the boxes may open cell c (bn_let_opens). Work-group BANYAN_WG. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letOpened(__global const bn_f4* cell_com,
+                                                                              __global const bn_f4* cell_quad1,
+                                                                              bn_u32 ncells, float inv_theta,
+                                                                              __global const bn_f4* boxes,
+                                                                              bn_u32 nboxes, __global bn_u32* opened)
+{
+    const uint c = get_global_id(0);
+    if (c >= ncells) return;
+    const bn_f4 com = cell_com[c];
+    const bn_f4 q1 = cell_quad1[c];
+    bn_u32 open = 0u;
+    for (uint b = 0; b < nboxes && !open; ++b)
+        open = bn_let_opens(com, q1, inv_theta, boxes[2 * b], boxes[2 * b + 1]) ? 1u : 0u;
+    opened[c] = open;
+}
+
+/* keep[c] = 1 when every ancestor of cell c is opened (the root is always kept); send[c] = the particles cell c
+ * sends: its count when it is a kept, opened leaf, else 0. Work-group BANYAN_WG. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letSelect(__global const bn_u32* cell_parent,
+                                                                              __global const bn_u32* cell_count,
+                                                                              __global const bn_u32* opened,
+                                                                              bn_u32 ncells, __global bn_u32* keep,
+                                                                              __global bn_u32* send)
+{
+    const uint c = get_global_id(0);
+    if (c >= ncells) return;
+    bn_u32 k = 1u;
+    for (bn_u32 p = cell_parent[c]; p != BANYAN_TREE_NO_PARENT && k; p = cell_parent[p]) k = opened[p];
+    const bn_u32 cnt = cell_count[c];
+    keep[c] = k;
+    send[c] = k && opened[c] && bn_tree_is_leaf(cnt) ? bn_tree_count(cnt) : 0u;
+}
+
+/* The local essential tree: kept cell c goes to index cell_index[c] (exclusive scan of keep) with its multipoles;
+ * its link becomes (cell_index[first child], children) for an opened node, (particle_index[c], LEAF | count) for
+ * an opened leaf, whose particles go to out_pos from particle_index[c] on (exclusive scan of send), and
+ * (0, LEAF | 0) for a cell that is not opened. Work-group BANYAN_WG. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letGather(
+    __global const bn_f4* cell_com, __global const bn_f4* cell_quad0, __global const bn_f4* cell_quad1,
+    __global const bn_u32* cell_first, __global const bn_u32* cell_count, __global const bn_f4* pos,
+    __global const bn_u32* opened, __global const bn_u32* keep, __global const bn_u32* cell_index,
+    __global const bn_u32* particle_index, bn_u32 ncells, __global bn_f4* out_com, __global bn_f4* out_quad0,
+    __global bn_f4* out_quad1, __global bn_u32* out_first, __global bn_u32* out_count, __global bn_f4* out_pos)
+{
+    const uint c = get_global_id(0);
+    if (c >= ncells || !keep[c]) return;
+    const bn_u32 k = cell_index[c];
+    out_com[k] = cell_com[c];
+    out_quad0[k] = cell_quad0[c];
+    out_quad1[k] = cell_quad1[c];
+    const bn_u32 cnt = cell_count[c], first = cell_first[c];
+    bn_u32 f = 0u, n = BANYAN_TREE_LEAF_BIT;
+    if (opened[c] && bn_tree_is_leaf(cnt)) {
+        f = particle_index[c];
+        n = cnt;
+        for (bn_u32 j = 0; j < bn_tree_count(cnt); ++j) out_pos[f + j] = pos[first + j];
+    } else if (opened[c]) {
+        f = cell_index[first];
+        n = cnt;
+    }
+    out_first[k] = f;
+    out_count[k] = n;
+}

@@ -1,0 +1,116 @@
+/**
+ * @file parallel.cu
+ * @brief The kernels of runs over several ranks (drivers: core/parallel/): which particles stay in this rank's
+ *        key range, and the local essential tree of this rank's octree for another rank. Same kernels as
+ *        kernels_cl/parallel.cl.
+ */
+#include "backend_cuda/kernel_registry.hpp"
+#include "core/device_shared.h"
+
+/* stay[i] = 1 when lo <= keys[i] < hi (this rank's range of the space-filling curve), else 0. Block BANYAN_WG. */
+__global__ void __launch_bounds__(BANYAN_WG)
+    domainStay(const bn_u64* keys, bn_u32 n, bn_u64 lo, bn_u64 hi, bn_u32* stay)
+{
+    const bn_u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) stay[i] = keys[i] >= lo && keys[i] < hi ? 1u : 0u;
+}
+BANYAN_CUDA_KERNEL(domainStay);
+
+/* The bounding boxes of nboxes runs of consecutive groups (groups [b ngroups / nboxes, (b + 1) ngroups / nboxes)
+ * for block b): boxes[2b] = componentwise min of group_lo, boxes[2b + 1] = max of group_hi (w = 0). Launched with
+ * nboxes blocks of BANYAN_WG; shared memory 2 BANYAN_WG float4. */
+__global__ void __launch_bounds__(BANYAN_WG)
+    letGroupBoxes(const bn_f4* group_lo, const bn_f4* group_hi, bn_u32 ngroups, bn_u32 nboxes, bn_f4* boxes)
+{
+    __shared__ bn_f4 smin[BANYAN_WG];
+    __shared__ bn_f4 smax[BANYAN_WG];
+    const bn_u32 b = blockIdx.x, lid = threadIdx.x;
+    const bn_u32 first = static_cast<bn_u32>(static_cast<bn_u64>(b) * ngroups / nboxes);
+    const bn_u32 last = static_cast<bn_u32>(static_cast<bn_u64>(b + 1) * ngroups / nboxes);
+    const float inf = __int_as_float(0x7f800000);
+    bn_f4 lo = make_float4(inf, inf, inf, 0.f), hi = make_float4(-inf, -inf, -inf, 0.f);
+    for (bn_u32 g = first + lid; g < last; g += BANYAN_WG) {
+        const bn_f4 l = group_lo[g], h = group_hi[g];
+        lo = make_float4(fminf(lo.x, l.x), fminf(lo.y, l.y), fminf(lo.z, l.z), 0.f);
+        hi = make_float4(fmaxf(hi.x, h.x), fmaxf(hi.y, h.y), fmaxf(hi.z, h.z), 0.f);
+    }
+    smin[lid] = lo;
+    smax[lid] = hi;
+    __syncthreads();
+    for (bn_u32 stride = BANYAN_WG / 2; stride > 0; stride >>= 1) {
+        if (lid < stride) {
+            const bn_f4 a = smin[lid], c = smin[lid + stride], d = smax[lid], e = smax[lid + stride];
+            smin[lid] = make_float4(fminf(a.x, c.x), fminf(a.y, c.y), fminf(a.z, c.z), 0.f);
+            smax[lid] = make_float4(fmaxf(d.x, e.x), fmaxf(d.y, e.y), fmaxf(d.z, e.z), 0.f);
+        }
+        __syncthreads();
+    }
+    if (lid == 0) {
+        boxes[2 * b] = smin[0];
+        boxes[2 * b + 1] = smax[0];
+    }
+}
+BANYAN_CUDA_KERNEL(letGroupBoxes);
+
+/* opened[c] = 1 when some group inside one of the boxes may open cell c (bn_let_opens). Block BANYAN_WG. */
+__global__ void __launch_bounds__(BANYAN_WG)
+    letOpened(const bn_f4* cell_com, const bn_f4* cell_quad1, bn_u32 ncells, float inv_theta, const bn_f4* boxes,
+              bn_u32 nboxes, bn_u32* opened)
+{
+    const bn_u32 c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= ncells) return;
+    const bn_f4 com = cell_com[c];
+    const bn_f4 q1 = cell_quad1[c];
+    bn_u32 open = 0u;
+    for (bn_u32 b = 0; b < nboxes && !open; ++b)
+        open = bn_let_opens(com, q1, inv_theta, boxes[2 * b], boxes[2 * b + 1]) ? 1u : 0u;
+    opened[c] = open;
+}
+BANYAN_CUDA_KERNEL(letOpened);
+
+/* keep[c] = 1 when every ancestor of cell c is opened (the root is always kept); send[c] = the particles cell c
+ * sends: its count when it is a kept, opened leaf, else 0. Block BANYAN_WG. */
+__global__ void __launch_bounds__(BANYAN_WG)
+    letSelect(const bn_u32* cell_parent, const bn_u32* cell_count, const bn_u32* opened, bn_u32 ncells,
+              bn_u32* keep, bn_u32* send)
+{
+    const bn_u32 c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= ncells) return;
+    bn_u32 k = 1u;
+    for (bn_u32 p = cell_parent[c]; p != BANYAN_TREE_NO_PARENT && k; p = cell_parent[p]) k = opened[p];
+    const bn_u32 cnt = cell_count[c];
+    keep[c] = k;
+    send[c] = k && opened[c] && bn_tree_is_leaf(cnt) ? bn_tree_count(cnt) : 0u;
+}
+BANYAN_CUDA_KERNEL(letSelect);
+
+/* The local essential tree: kept cell c goes to index cell_index[c] (exclusive scan of keep) with its multipoles;
+ * its link becomes (cell_index[first child], children) for an opened node, (particle_index[c], LEAF | count) for
+ * an opened leaf, whose particles go to out_pos from particle_index[c] on (exclusive scan of send), and
+ * (0, LEAF | 0) for a cell that is not opened. Block BANYAN_WG. */
+__global__ void __launch_bounds__(BANYAN_WG)
+    letGather(const bn_f4* cell_com, const bn_f4* cell_quad0, const bn_f4* cell_quad1, const bn_u32* cell_first,
+              const bn_u32* cell_count, const bn_f4* pos, const bn_u32* opened, const bn_u32* keep,
+              const bn_u32* cell_index, const bn_u32* particle_index, bn_u32 ncells, bn_f4* out_com,
+              bn_f4* out_quad0, bn_f4* out_quad1, bn_u32* out_first, bn_u32* out_count, bn_f4* out_pos)
+{
+    const bn_u32 c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= ncells || !keep[c]) return;
+    const bn_u32 k = cell_index[c];
+    out_com[k] = cell_com[c];
+    out_quad0[k] = cell_quad0[c];
+    out_quad1[k] = cell_quad1[c];
+    const bn_u32 cnt = cell_count[c], first = cell_first[c];
+    bn_u32 f = 0u, n = BANYAN_TREE_LEAF_BIT;
+    if (opened[c] && bn_tree_is_leaf(cnt)) {
+        f = particle_index[c];
+        n = cnt;
+        for (bn_u32 j = 0; j < bn_tree_count(cnt); ++j) out_pos[f + j] = pos[first + j];
+    } else if (opened[c]) {
+        f = cell_index[first];
+        n = cnt;
+    }
+    out_first[k] = f;
+    out_count[k] = n;
+}
+BANYAN_CUDA_KERNEL(letGather);
