@@ -16,6 +16,9 @@
 #include "core/error.hpp"
 
 #include "core/files/atomic_file.hpp"
+#include "core/parallel/comm.hpp"
+#include "core/parallel/parallel_forces.hpp"
+#include "core/parallel/rank_device.hpp"
 #include "core/version.hpp"
 #include "core/gravity/forces.hpp"
 #include "core/tree/octree.hpp"
@@ -158,6 +161,169 @@ std::string json_report(const DeviceInfo& info, double eps, int warmup, int reps
     return j.text();
 }
 
+/// One row over all ranks: wall times per phase (the rank that took longest), traffic summed over ranks.
+struct ParallelRow {
+    std::size_t n = 0; ///< all ranks
+    double theta = 0;
+    double balance = 0, build = 0, let_build = 0, local_walk = 0, remote_walk = 0, total = 0;
+    double walk_spread = 0; ///< slowest rank's walks over the mean (load balance)
+    double moved = 0, let_mb = 0, let_cells = 0, let_particles = 0; ///< per evaluation, all ranks
+    double pp = 0, pc = 0;                                          ///< per particle
+    std::size_t bytes = 0;                                           ///< peak device memory, largest rank
+};
+
+/// `bench forces` under mpirun: each rank holds N / P particles (its own Plummer sphere of that many, seed + rank,
+/// masses divided by P: together a Plummer sphere of N), decomposed by the first (untimed) evaluation. Every timed
+/// evaluation is one ParallelForces::compute from a barrier: balance, build, trees for the others, local walk with
+/// the exchange beside it, remote walks; wall time on each rank, the largest reported.
+ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::uint64_t seed, double theta, float eps,
+                           int warmup, int reps)
+{
+    const std::size_t P = static_cast<std::size_t>(comm.size()), r = static_cast<std::size_t>(comm.rank());
+    const std::size_t mine = (r + 1) * n / P - r * n / P;
+    Particles p = plummer(mine, seed + 7919 * r);
+    for (auto& q : p.pos) q.w /= static_cast<float>(P);
+    std::vector<bn_u32> ids(mine);
+    for (std::size_t i = 0; i < mine; ++i) ids[i] = static_cast<bn_u32>(r * n / P + i);
+    bench::PeakMemory peak(be);
+    Octree tree(be);
+    tree.set_particles(p.pos, {}, ids);
+    p = Particles();
+    ParallelForces pf(be, comm);
+    std::vector<double> cols[7];
+    double moved = 0, let_bytes = 0, let_cells = 0, let_parts = 0;
+    for (int i = 0; i < warmup + reps; ++i) {
+        comm.barrier();
+        ParallelTimings t;
+        pf.compute(tree, static_cast<float>(theta), eps, &t);
+        if (i == 0 || i == warmup + reps - 1)
+            if (std::string bad = sanity(pf.forces(), tree.size()); !bad.empty())
+                throw std::runtime_error(fmt::format("rank {}: wrong forces: {}", r, bad));
+        if (i < warmup) continue;
+        double v[8] = {t.balance, t.build, t.let_build, t.local_walk, t.remote_walk, t.total,
+                       t.local_walk + t.remote_walk, 0};
+        double mean_walk = v[6];
+        comm.max(std::span<double>(v, 7));
+        comm.sum(std::span<double>(&mean_walk, 1));
+        mean_walk /= static_cast<double>(P);
+        for (int k = 0; k < 6; ++k) cols[k].push_back(v[k]);
+        cols[6].push_back(mean_walk > 0 ? v[6] / mean_walk : 1.0);
+        double traffic[4] = {static_cast<double>(t.balance_stats.sent), static_cast<double>(t.let.bytes_sent),
+                             static_cast<double>(t.let.cells_sent), static_cast<double>(t.let.particles_sent)};
+        comm.sum(std::span<double>(traffic, 4));
+        moved += traffic[0], let_bytes += traffic[1], let_cells += traffic[2], let_parts += traffic[3];
+    }
+    ParallelRow row;
+    row.n = n;
+    row.theta = theta;
+    double* out[7] = {&row.balance, &row.build, &row.let_build, &row.local_walk, &row.remote_walk, &row.total,
+                      &row.walk_spread};
+    for (int k = 0; k < 7; ++k) *out[k] = bench::median(cols[k]);
+    row.moved = moved / reps, row.let_mb = let_bytes / reps / 1e6, row.let_cells = let_cells / reps;
+    row.let_particles = let_parts / reps;
+    double inter[2] = {static_cast<double>(pf.forces().totals().pp), static_cast<double>(pf.forces().totals().pc)};
+    comm.sum(std::span<double>(inter, 2));
+    row.pp = inter[0] / static_cast<double>(n), row.pc = inter[1] / static_cast<double>(n);
+    std::uint64_t b = peak.bytes();
+    comm.max(std::span<std::uint64_t>(&b, 1));
+    row.bytes = b;
+    return row;
+}
+
+int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::vector<double>& thetas, double eps,
+                 int warmup, int reps, std::uint64_t seed)
+{
+    const bool gpu = be.info().gpu;
+    const bool per_rank = opt.has("per-rank");
+    const int min_log2 = opt.has("min-log2") ? opt.integer_in("min-log2", 1, 31) : (gpu ? 22 : 12);
+    const int max_log2 = opt.has("max-log2") ? opt.integer_in("max-log2", min_log2, 31) : std::max(min_log2, gpu ? 24 : 14);
+    const bool root = comm.rank() == 0;
+    const std::size_t P = static_cast<std::size_t>(comm.size());
+    // Every rank's device, in rank order.
+    const std::string label = device_label(be.info());
+    std::vector<std::size_t> lengths;
+    const auto labels = all_gather<char>(comm, std::span<const char>(label.data(), label.size()), &lengths);
+    if (root) {
+        fmt::print("{} rank{} ({}); Plummer, eps {}, {}; wall time per evaluation, slowest rank\n", P,
+                   P == 1 ? "" : "s", Comm::library(), eps,
+                   per_rank ? "N per rank (weak scaling)" : "N in all (strong scaling)");
+        std::size_t at = 0;
+        for (std::size_t q = 0; q < P; ++q) {
+            fmt::print("  rank {}: {}\n", q, std::string(labels.data() + at, lengths[q]));
+            at += lengths[q];
+        }
+    }
+    bench::Table table({{"N", 5, true},        {"P", 2, true},         {"theta", 6, true},   {"balance", 8, true},
+                        {"build", 8, true},    {"LET", 7, true},       {"walk", 8, true},    {"remote", 7, true},
+                        {"total ms", 9, true}, {"Mpart/s", 8, true},   {"spread", 6, true},  {"moved", 8, true},
+                        {"LET MB", 7, true},   {"B/part", 0}});
+    if (root) {
+        fmt::print("\n");
+        table.print_header();
+    }
+    bench::JsonWriter j;
+    j.begin_object();
+    j.key("benchmark").string("forces_parallel");
+    j.key("banyan_version").string(version);
+    j.key("ranks").integer(static_cast<long long>(P));
+    j.key("mpi").string(Comm::library());
+    j.key("backend").string(to_string(be.info().backend));
+    j.key("device").string(be.info().name);
+    j.key("eps").number(eps);
+    j.key("warmup").integer(warmup);
+    j.key("reps").integer(reps);
+    j.key("results").begin_array();
+    for (int log2 = min_log2; log2 <= max_log2; ++log2) {
+        const std::size_t n = (std::size_t{1} << log2) * (per_rank ? P : 1);
+        for (double theta : thetas) {
+            const ParallelRow r = bench_parallel(be, comm, n, seed + static_cast<std::uint64_t>(log2), theta,
+                                                 static_cast<float>(eps), warmup, reps);
+            auto ms = [](double v) { return fmt::format("{:.2f}", v); };
+            if (root)
+                table.print_row({fmt::format("2^{}", log2), fmt::format("{}", P), fmt::format("{:.2f}", theta),
+                                 ms(r.balance), ms(r.build), ms(r.let_build), ms(r.local_walk), ms(r.remote_walk),
+                                 ms(r.total), bench::figure(bench::mega_per_s(r.n, r.total)),
+                                 fmt::format("{:.2f}", r.walk_spread), fmt::format("{:.0f}", r.moved),
+                                 fmt::format("{:.1f}", r.let_mb),
+                                 fmt::format("{:.1f}", double(r.bytes) * double(P) / double(r.n))});
+            j.begin_object();
+            j.key("n").integer(static_cast<long long>(r.n));
+            j.key("n_per_rank").integer(static_cast<long long>(r.n / P));
+            j.key("theta").number(r.theta);
+            j.key("balance_ms").number(r.balance);
+            j.key("build_ms").number(r.build);
+            j.key("let_build_ms").number(r.let_build);
+            j.key("local_walk_ms").number(r.local_walk);
+            j.key("remote_walk_ms").number(r.remote_walk);
+            j.key("total_ms").number(r.total);
+            j.key("walk_spread").number(r.walk_spread);
+            j.key("particles_moved").number(r.moved);
+            j.key("let_bytes").number(r.let_mb * 1e6);
+            j.key("let_cells").number(r.let_cells);
+            j.key("let_particles").number(r.let_particles);
+            j.key("pp_per_particle").number(r.pp);
+            j.key("pc_per_particle").number(r.pc);
+            j.key("peak_device_bytes_max_rank").integer(static_cast<long long>(r.bytes));
+            j.end_object();
+        }
+    }
+    j.end_array();
+    j.end_object();
+    if (root) {
+        fmt::print("\nN: {}; balance = decomposition and particle exchange; LET = boxes and trees for the other ranks "
+                   "(device, then host); walk = local walk, with the exchange of the trees beside it on the host; "
+                   "remote = walks over the trees received; spread = slowest rank's walks / mean; moved = particles "
+                   "that changed rank, LET MB = trees and boxes sent, per evaluation over all ranks; B/part = peak "
+                   "device memory of the largest rank x P / N\n",
+                   per_rank ? "per rank" : "in all");
+        if (opt.has("json")) {
+            write_file_atomically(opt.str("json"), [&](std::ostream& f) { f << j.text(); });
+            fmt::print("wrote {}\n", opt.str("json"));
+        }
+    }
+    return 0;
+}
+
 } // namespace
 
 int run_bench_forces(const std::vector<std::string>& args)
@@ -178,9 +344,18 @@ int run_bench_forces(const std::vector<std::string>& args)
     opt.value("seed", "S", "seed of the Plummer spheres (plus log2 of the size)", "1");
     opt.value("groups-per-unit", "G", "persistent walk work-groups per compute unit (default: 16 GPU, 4 CPU)");
     opt.value("json", "FILE", "also write the results as JSON to FILE (temporary name, then renamed)");
+    opt.flag("per-rank", "under mpirun: 2^K particles per rank (weak scaling) instead of in all");
     if (!opt.parse(args)) return 0;
 
-    auto be = open_device(opt.device_request());
+    const Comm& comm = Comm::world();
+    auto be = open_device(rank_device(opt.device_request(), comm));
+    if (Comm::started()) {
+        const std::vector<double> thetas = theta_list(opt.str("theta"));
+        const double eps = opt.number("eps");
+        if (!(eps >= 0)) throw UsageError(fmt::format("bench forces: --eps must be >= 0, got {}", eps));
+        return run_parallel(opt, comm, *be, thetas, eps, opt.integer_in("reps", 1, 100000),
+                            opt.integer_in("warmup", 1, 100000), static_cast<std::uint64_t>(opt.integer("seed")));
+    }
     const bool gpu = be->info().gpu;
     // Up to 2^31 - 1 particles fit one tree; a size the device cannot hold is reported as such in its row.
     const int min_log2 = opt.has("min-log2") ? opt.integer_in("min-log2", 1, 30) : (gpu ? 18 : 14);

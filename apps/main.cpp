@@ -7,6 +7,7 @@
  * SIGINT or SIGTERM: 130 or 143.
  */
 #include "apps/cli.hpp"
+#include "core/parallel/comm.hpp"
 #include "core/device/backend.hpp"
 #include "core/error.hpp"
 #include "core/version.hpp"
@@ -61,7 +62,27 @@ std::vector<const banyan::cli::Command*> group_of(const std::string& word)
 
 } // namespace
 
-int main(int argc, char** argv)
+namespace {
+
+/// The error's exit code; under several ranks every rank stops at once (the others may wait in a collective).
+int failed(int code)
+{
+    if (banyan::Comm::world().parallel()) {
+        std::fflush(stdout);
+        std::fflush(stderr);
+        banyan::Comm::abort(code);
+    }
+    return code;
+}
+
+/// banyan's error messages, marked with the rank under several ranks.
+std::string prefix()
+{
+    const auto& c = banyan::Comm::world();
+    return c.parallel() ? fmt::format("banyan (rank {} of {})", c.rank(), c.size()) : "banyan";
+}
+
+int run_command(int argc, char** argv)
 {
     std::vector<std::string> args(argv + 1, argv + argc);
     if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
@@ -110,19 +131,30 @@ int main(int argc, char** argv)
         }
         return best->run(std::vector<std::string>(args.begin() + static_cast<long>(best_words), args.end()));
     } catch (const banyan::UsageError& e) {
-        fmt::print(stderr, "banyan: {}\n", e.what());
-        return 2;
+        fmt::print(stderr, "{}: {}\n", prefix(), e.what());
+        return failed(2);
     } catch (const banyan::NumericalError& e) {
-        fmt::print(stderr, "banyan: {}\n", e.what());
-        return 3;
+        fmt::print(stderr, "{}: {}\n", prefix(), e.what());
+        return failed(3);
     } catch (const std::bad_alloc&) {
-        fmt::print(stderr, "banyan: out of host memory (the particles' arrays on the host do not fit)\n");
-        return 1;
+        fmt::print(stderr, "{}: out of host memory (the particles' arrays on the host do not fit)\n", prefix());
+        return failed(1);
     } catch (const banyan::DeviceError& e) {
-        fmt::print(stderr, "banyan: device failure: {}\n", e.what());
-        return 1;
+        fmt::print(stderr, "{}: device failure: {}\n", prefix(), e.what());
+        return failed(1);
     } catch (const std::exception& e) {
-        fmt::print(stderr, "banyan: error: {}\n", e.what());
-        return 1;
+        fmt::print(stderr, "{}: error: {}\n", prefix(), e.what());
+        return failed(1);
     }
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    // MPI starts only under a launcher (mpirun); otherwise this is one rank and nothing changes.
+    banyan::Comm::init(argc, argv);
+    const int rc = run_command(argc, argv);
+    banyan::Comm::finalize();
+    return rc;
 }

@@ -92,6 +92,7 @@ void Comm::abort(int code)
 }
 
 Comm& Comm::world() { return g_world; }
+bool Comm::started() { return g_mpi; }
 
 std::string Comm::library()
 {
@@ -142,6 +143,8 @@ MPI_Datatype mpi_type();
 template <>
 MPI_Datatype mpi_type<float>() { return MPI_FLOAT; }
 template <>
+MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
+template <>
 MPI_Datatype mpi_type<std::uint64_t>() { return MPI_UINT64_T; }
 
 template <class T>
@@ -161,6 +164,7 @@ void reduce(std::span<T> v, MPI_Op op)
 void Comm::sum(std::span<std::uint64_t> v) const { BANYAN_REDUCE(v, MPI_SUM); }
 void Comm::min(std::span<float> v) const { BANYAN_REDUCE(v, MPI_MIN); }
 void Comm::max(std::span<float> v) const { BANYAN_REDUCE(v, MPI_MAX); }
+void Comm::max(std::span<double> v) const { BANYAN_REDUCE(v, MPI_MAX); }
 void Comm::max(std::span<std::uint64_t> v) const { BANYAN_REDUCE(v, MPI_MAX); }
 #undef BANYAN_REDUCE
 

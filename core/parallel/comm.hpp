@@ -31,6 +31,8 @@ public:
     [[noreturn]] static void abort(int code);
     /// The ranks of this run (one rank when MPI is not in use).
     static Comm& world();
+    /// Whether init() started MPI (a launcher started this process; `mpirun -n 1` too).
+    static bool started();
 
     int rank() const noexcept { return rank_; }
     int size() const noexcept { return size_; }
@@ -53,6 +55,7 @@ public:
     void sum(std::span<std::uint64_t> v) const;
     void min(std::span<float> v) const;
     void max(std::span<float> v) const;
+    void max(std::span<double> v) const;
     void max(std::span<std::uint64_t> v) const;
     /// Whether @p flag holds on any rank.
     bool any(bool flag) const;
