@@ -10,6 +10,8 @@
 #include "apps/cli.hpp"
 #include "core/device/devices.hpp"
 #include "core/error.hpp"
+#include "core/parallel/comm.hpp"
+#include "core/parallel/rank_device.hpp"
 
 #include "core/simulation/run.hpp"
 
@@ -91,8 +93,10 @@ int run_run(const std::vector<std::string>& raw_args)
         else if (a.rfind("-n=", 0) == 0) a = "--n=" + a.substr(3);
     if (!opt.parse(args)) return 0;
 
-    const bool quiet = opt.has("quiet");
-    if (quiet) set_notice_handler(nullptr);
+    // Over several ranks (mpirun) rank 0 speaks for all; the others print only errors.
+    const Comm& comm = Comm::world();
+    const bool quiet = opt.has("quiet") || comm.rank() != 0;
+    if (opt.has("quiet")) set_notice_handler(nullptr);
     const bool restart = opt.has("restart");
     auto positive_count = [&](const char* name, long long min) {
         const long long v = opt.integer(name);
@@ -175,12 +179,12 @@ int run_run(const std::vector<std::string>& raw_args)
     // uninterrupted run) unless --backend, --device or the environment choose another.
     DeviceRequest request = resolve_request(opt.device_request());
     std::string written_on;
-    if (restart) {
+    if (restart && !comm.parallel()) {
         written_on = checkpoint_device(opt.str("restart"));
         if (request.backend == "auto" && request.device < 0)
             if (auto same = find_device(written_on)) request = *same;
     }
-    auto be = open_device(request);
+    auto be = open_device(rank_device(request, comm));
     const DeviceInfo& dev = be->info();
     const std::string dev_text = fmt::format("{} #{} ({})", to_string(dev.backend), dev.index, dev.name);
     const bool tty = !quiet && ::isatty(::fileno(stdout));
@@ -199,7 +203,7 @@ int run_run(const std::vector<std::string>& raw_args)
         std::string s = fmt::format("step {}/{}  t {:.4g}  dE/E {:+.2e} (max {:.2e})  {:.3g} particles/s  left {}",
                                     r.step(), r.end_step(), r.simulation().time(), r.last_record().de,
                                     r.last_record().max_de,
-                                    sps * static_cast<double>(r.simulation().size()), clock_text(left));
+                                    sps * static_cast<double>(r.simulation().total_size()), clock_text(left));
         if (r.last_record().centre_distance >= 0)
             s += fmt::format("  centres {:.4g} apart", r.last_record().centre_distance);
         return s;
@@ -231,23 +235,27 @@ int run_run(const std::vector<std::string>& raw_args)
         if (restart) {
             const std::string dir = opt.str("restart");
             run = Run::resume(*be, dir, t_end, hooks);
-            n = run->simulation().size();
+            n = run->simulation().total_size();
             if (!quiet) {
                 fmt::print("banyan run: continuing {} ({} particles) from step {} (t = {}) to step {} (t = {}) on {}\n",
                            dir, n, run->step(), run->simulation().time(), run->end_step(), run->options().t_end,
                            dev_text);
-                if (written_on != device_label(dev))
+                if (!comm.parallel() && written_on != device_label(dev))
                     fmt::print("note: the checkpoint was written on {}; a continuation is bit for bit the same as an "
                                "uninterrupted run only on the same device and backend\n",
                                written_on);
             }
         } else {
             n = ro.ic == "file" ? ic.size() : ro.n;
-            const std::size_t need = estimate_device_bytes(*be, n, true);
+            // Over P ranks each holds about N / P particles; a sixteenth more for an uneven share of the work.
+            const std::size_t P = static_cast<std::size_t>(comm.size());
+            const std::size_t each = P > 1 ? (n + P - 1) / P + n / P / 16 : n;
+            const std::size_t need = estimate_device_bytes(*be, each, true);
             if (!quiet)
-                fmt::print("device memory: about {:.2f} GiB needed ({:.0f} bytes per particle), {:.1f} GiB on the "
+                fmt::print("device memory: about {:.2f} GiB needed{} ({:.0f} bytes per particle), {:.1f} GiB on the "
                            "device\n",
-                           double(need) / (1 << 30), double(need) / double(std::max<std::size_t>(n, 1)),
+                           double(need) / (1 << 30), P > 1 ? fmt::format(" per rank ({} ranks)", P) : "",
+                           double(need) / double(std::max<std::size_t>(each, 1)),
                            double(dev.memory_bytes) / (1 << 30));
             if (need > dev.memory_bytes) {
                 discard_empty_out();
@@ -316,21 +324,27 @@ int run_run(const std::vector<std::string>& raw_args)
             fmt::print("nothing to do: the run is at t = {} already (extend it with --t-end)\n", sim.time());
         if (steps) {
             fmt::print("{} steps in {:.2f} s: {:.2f} ms per step, {:.3g} particles per second\n", steps, wall,
-                       wall * 1e3 * per, double(sim.size()) * double(steps) / std::max(wall, 1e-9));
+                       wall * 1e3 * per, double(sim.total_size()) * double(steps) / std::max(wall, 1e-9));
+            if (comm.parallel())
+                fmt::print("{} ranks ({}); rank 0 per step: exchange (decomposition, particles, local essential "
+                           "trees) {:.2f} ms\n",
+                           comm.size(), Comm::library(), (t.exchange - before.exchange) * per);
             fmt::print("per step (device time; output on the host): build {:.2f} ms, forces {:.2f} ms, integrate "
                        "{:.3f} ms, energies {:.3f} ms, output {:.2f} ms\n",
                        (t.build - before.build) * per, (t.forces - before.forces) * per,
                        (t.integrate - before.integrate) * per, (t.energies - before.energies) * per, output_ms * per);
         }
         const double peak = double(be->memory().peak);
-        fmt::print("device memory: peak {:.2f} GiB, {:.1f} bytes per particle (everything held at once, scratch "
+        fmt::print("device memory{}: peak {:.2f} GiB, {:.1f} bytes per particle (everything held at once, scratch "
                    "included)\n",
-                   peak / (1 << 30), peak / double(std::max<std::size_t>(sim.size(), 1)));
+                   comm.parallel() ? " of rank 0" : "", peak / (1 << 30),
+                   peak / double(std::max<std::size_t>(sim.size(), 1)));
         fmt::print("energy: dE/E {:+.3e} at t = {}, worst |dE/E| {:.3e}", run->last_record().de,
                    run->last_record().time, run->max_de());
         if (run->last_record().centre_distance >= 0)
             fmt::print("; central particles {:.4g} apart", run->last_record().centre_distance);
-        fmt::print("\nfiles: {0}/snapshot_*.tipsy, {0}/energy.csv, {0}/checkpoint.bin\n", run->options().out);
+        fmt::print("\nfiles: {0}/snapshot_*.tipsy, {0}/energy.csv, {0}/checkpoint.bin{1}\n", run->options().out,
+                   comm.parallel() ? " (and checkpoint.bin.rankR of each other rank)" : "");
     }
     if (outcome == Run::Outcome::stopped) return g_stop == SIGTERM ? 143 : 130;
     return 0;

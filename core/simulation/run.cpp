@@ -5,6 +5,8 @@
 #include "core/simulation/run.hpp"
 
 #include "core/device/devices.hpp"
+#include "core/parallel/comm.hpp"
+#include "core/parallel/parallel_tipsy.hpp"
 #include "core/error.hpp"
 #include "core/simulation/checkpoint.hpp"
 #include "core/version.hpp"
@@ -85,6 +87,12 @@ Run::Run(Backend& be, const RunOptions& options, Snapshot ic, RunHooks hooks) : 
 {
     opt_.check();
     check_initial_conditions(ic, opt_);
+    const Comm& comm = Comm::world();
+    if (comm.parallel() && (ic.n_gas || ic.n_star))
+        throw UsageError(fmt::format("run: over several ranks, initial conditions of dark-matter particles only (the "
+                                     "input has {} gas and {} star particles, whose fields are not yet carried "
+                                     "between ranks); run it on one rank",
+                                     ic.n_gas, ic.n_star));
     const std::size_t n = ic.size();
     std::vector<bn_f4> pos(n), vel(n);
     for (std::size_t i = 0; i < n; ++i) {
@@ -92,15 +100,29 @@ Run::Run(Backend& be, const RunOptions& options, Snapshot ic, RunHooks hooks) : 
         vel[i] = {ic.vel[3 * i], ic.vel[3 * i + 1], ic.vel[3 * i + 2], 0.0f};
     }
     prepare_output_dir(opt_.out, true);
+    snapshot_eps_ = common_softening(ic).value_or(opt_.eps);
     template_ = std::move(ic);
     end_step_ = steps_between(template_.time, opt_.t_end, opt_.dt);
     sim_ = std::make_unique<Simulation>(be_, opt_.simulation());
-    sim_->start(pos, vel, template_.time);
+    if (comm.parallel()) {
+        // Every rank made the same particles; each keeps its slice (the first decomposition sorts them out).
+        const std::size_t P = static_cast<std::size_t>(comm.size()), r = static_cast<std::size_t>(comm.rank());
+        const std::size_t a = r * n / P, b = (r + 1) * n / P;
+        const InternalUnits units = InternalUnits::for_system(pos);
+        const double time = template_.time;
+        template_ = Snapshot::dark(0); // snapshots over ranks take their fields from the particles (dark only)
+        std::vector<bn_f4>(pos.begin() + static_cast<long>(a), pos.begin() + static_cast<long>(b)).swap(pos);
+        std::vector<bn_f4>(vel.begin() + static_cast<long>(a), vel.begin() + static_cast<long>(b)).swap(vel);
+        template_.time = time;
+        sim_->start_slice(pos, vel, time, a, units);
+    } else {
+        sim_->start(pos, vel, template_.time);
+    }
 
     // Step 0: a fresh log, the first snapshot and a checkpoint, so that a kill from now on loses nothing.
     const auto t0 = Clock::now();
     std::error_code ec;
-    fs::resize_file(log_path(), 0, ec); // an energy.csv of an earlier, checkpoint-less attempt
+    if (writes_log()) fs::resize_file(log_path(), 0, ec); // an energy.csv of an earlier, checkpoint-less attempt
     log_bytes_ = 0;
     output_seconds_ += seconds_since(t0);
     log_energies();
@@ -113,6 +135,14 @@ Run::Run(Backend& be, const RunOptions& options, Snapshot ic, RunHooks hooks) : 
 }
 
 std::string Run::checkpoint_path() const { return (fs::path(opt_.out) / "checkpoint.bin").string(); }
+
+std::string Run::rank_checkpoint_path() const
+{
+    const Comm& comm = Comm::world();
+    return comm.rank() == 0 ? checkpoint_path() : fmt::format("{}.rank{}", checkpoint_path(), comm.rank());
+}
+
+bool Run::writes_log() const { return Comm::world().rank() == 0; }
 std::string Run::log_path() const { return (fs::path(opt_.out) / "energy.csv").string(); }
 
 std::string Run::kept_outputs() const
@@ -160,7 +190,7 @@ void Run::log_energies()
     if (!(std::fabs(r.de) <= max_de_)) max_de_ = std::fabs(r.de); // a NaN is kept, never hidden by std::max
     r.max_de = max_de_;
     if (tracked()) {
-        const std::uint32_t b = static_cast<std::uint32_t>(sim_->size() - sim_->size() / 2);
+        const std::uint32_t b = static_cast<std::uint32_t>(sim_->total_size() - sim_->total_size() / 2);
         const auto c = sim_->track(0, b);
         const double dx = double(c[1].x) - c[0].x, dy = double(c[1].y) - c[0].y, dz = double(c[1].z) - c[0].z;
         r.centre_distance = std::sqrt(dx * dx + dy * dy + dz * dz);
@@ -176,6 +206,14 @@ void Run::log_energies()
                         r.de, r.max_de, p[0], p[1], p[2], l[0], l[1], l[2]);
     text += tracked() ? fmt::format(",{}\n", r.centre_distance) : "\n";
     // One write of whole lines, appended: a kill leaves at most a cut last line, which a restart truncates away.
+    // Over several ranks every rank forms the same line (the sums are the same bits everywhere); rank 0 writes it.
+    if (!writes_log()) {
+        log_bytes_ += text.size();
+        last_ = r;
+        output_seconds_ += seconds_since(t0);
+        if (hooks_.on_log) hooks_.on_log(r);
+        return;
+    }
     const int fd = ::open(log_path().c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd < 0) throw std::runtime_error(fmt::format("cannot open {}: {}", log_path(), std::strerror(errno)));
     std::size_t done = 0;
@@ -200,6 +238,25 @@ void Run::write_snapshot()
 {
     if (opt_.snapshot_every == RunOptions::never) return;
     const auto t0 = Clock::now();
+    const std::string path = (fs::path(opt_.out) / fmt::format("snapshot_{:05d}.tipsy", snapshots_written_)).string();
+    const Comm& comm = Comm::world();
+    if (comm.parallel()) {
+        RankParticles mine;
+        std::uint64_t lost = sim_->rank_particles(mine);
+        comm.sum(std::span<std::uint64_t>(&lost, 1));
+        if (lost)
+            fail_non_finite(fmt::format("{} accelerations or potentials lie beyond float's range in the input's "
+                                        "units, where a snapshot holds them",
+                                        lost));
+        std::vector<bn_f4> acc(mine.phi.size());
+        for (std::size_t i = 0; i < acc.size(); ++i) acc[i] = bn_f4{0, 0, 0, mine.phi[i]};
+        check_state(mine.pos, mine.vel, acc, mine.ids);
+        write_tipsy_parallel(comm, path, sim_->time(), sim_->total_size(), mine, snapshot_eps_);
+        ++snapshots_written_;
+        output_seconds_ += seconds_since(t0);
+        if (hooks_.on_file) hooks_.on_file(path);
+        return;
+    }
     std::vector<bn_f4> pos, vel, acc;
     if (const std::size_t lost = sim_->input_order(pos, vel, acc))
         fail_non_finite(fmt::format("{} accelerations or potentials lie beyond float's range in the input's units, "
@@ -214,7 +271,6 @@ void Run::write_snapshot()
         s.vel[3 * i] = vel[i].x, s.vel[3 * i + 1] = vel[i].y, s.vel[3 * i + 2] = vel[i].z;
         s.phi[i] = acc[i].w;
     }
-    const std::string path = (fs::path(opt_.out) / fmt::format("snapshot_{:05d}.tipsy", snapshots_written_)).string();
     write_tipsy(path, s, Endian::big);
     ++snapshots_written_;
     output_seconds_ += seconds_since(t0);
@@ -227,15 +283,30 @@ void Run::write_checkpoint()
     const auto t0 = Clock::now();
     const SimulationState st = sim_->save();
     check_state(st.pos, st.vel, st.acc, st.ids);
+    const Comm& comm = Comm::world();
+    // Over several ranks each writes its own file (rank 0: checkpoint.bin, rank r: checkpoint.bin.rankR), each
+    // through a temporary name; a restart checks that all are of one step.
+    const std::string ranks =
+        comm.parallel() ? fmt::format("ranks={}\nrank={}\nwork={}\nparticles_total={}\nsnapshot_eps={}\n",
+                                      comm.size(), comm.rank(), st.work, sim_->total_size(), snapshot_eps_)
+                        : std::string();
     const std::string text =
-        opt_.to_text() +
+        opt_.to_text() + ranks +
         fmt::format("banyan_version={}\nstep={}\nt_begin={}\ne0={}\nmax_de={}\nnext_snapshot={}\n"
                     "snapshots_written={}\nnext_checkpoint={}\nlog_bytes={}\nwork_group_size={}\ndevice={}\n"
                     "last_log_step={}\nlast_log_time={}\nlast_de={}\nlast_centre_distance={}\n",
                     version, st.step, st.t_begin, e0_, max_de_, next_snapshot_, snapshots_written_, next_checkpoint_,
                     log_bytes_, be_.work_group_size(), device_label(be_.info()), last_.step, last_.time, last_.de,
                     last_.centre_distance);
-    banyan::write_checkpoint(checkpoint_path(), text, st, template_);
+    if (comm.parallel()) {
+        Snapshot fields = Snapshot::dark(st.pos.size());
+        std::fill(fields.eps.begin(), fields.eps.end(), snapshot_eps_);
+        comm.barrier();
+        banyan::write_checkpoint(rank_checkpoint_path(), text, st, fields);
+        comm.barrier();
+    } else {
+        banyan::write_checkpoint(checkpoint_path(), text, st, template_);
+    }
     last_checkpoint_step_ = st.step;
     output_seconds_ += seconds_since(t0);
     if (hooks_.on_file) hooks_.on_file(checkpoint_path());
@@ -252,8 +323,15 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& dir, std::optio
     const std::string path = (fs::path(dir) / "checkpoint.bin").string();
     if (!fs::exists(path))
         throw UsageError(fmt::format("run: no checkpoint to continue from in {} ({} is missing)", dir, path));
-    Checkpoint c = read_checkpoint(path);
+    const Comm& comm = Comm::world();
+    const std::string mine = comm.rank() == 0 ? path : fmt::format("{}.rank{}", path, comm.rank());
+    Checkpoint c = read_checkpoint(mine);
     const KeyValues& kv = c.header;
+    const std::uint64_t ranks = kv.count("ranks") ? u64_of(kv, "ranks", mine) : 1;
+    if (ranks != static_cast<std::uint64_t>(comm.size()))
+        throw UsageError(fmt::format("run: the checkpoint in {} was written by {} rank{}; continue it on as many "
+                                     "(mpirun -n {}): the particles are spread over that many files",
+                                     dir, ranks, ranks == 1 ? "" : "s", ranks));
     RunOptions opt = RunOptions::from_text(kv);
     opt.out = dir;
     if (t_end) opt.t_end = *t_end;
@@ -264,6 +342,21 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& dir, std::optio
     SimulationState& st = c.state;
     st.step = u("step");
     st.t_begin = d("t_begin");
+    if (comm.parallel()) {
+        st.work = d("work");
+        r.snapshot_eps_ = static_cast<float>(d("snapshot_eps"));
+        // Every rank's file must be of the same step (a kill between the ranks' renames leaves a mixed set).
+        std::uint64_t lo = st.step, hi = st.step;
+        comm.max(std::span<std::uint64_t>(&hi, 1));
+        lo = ~lo;
+        comm.max(std::span<std::uint64_t>(&lo, 1));
+        if (~lo != hi)
+            throw UsageError(fmt::format("run: the checkpoint files in {} are of different steps ({} to {}): the run "
+                                         "was killed while writing them",
+                                         dir, ~lo, hi));
+    } else {
+        r.snapshot_eps_ = common_softening(c.fields).value_or(opt.eps);
+    }
     r.e0_ = d("e0");
     r.max_de_ = d("max_de");
     r.next_snapshot_ = u("next_snapshot");
@@ -272,7 +365,7 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& dir, std::optio
     r.last_checkpoint_step_ = st.step;
     r.log_bytes_ = u("log_bytes");
     const std::size_t wg = u("work_group_size");
-    r.template_ = std::move(c.fields);
+    r.template_ = comm.parallel() ? Snapshot::dark(0) : std::move(c.fields);
     r.template_.time = st.t_begin;
 
     opt.check();
@@ -294,19 +387,28 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& dir, std::optio
     r.last_.centre_distance = d("last_centre_distance");
 
     // Lines logged after the checkpoint (and a line cut by a kill) go: the steps they came from run again.
-    remove_stale_temporaries(dir);
-    std::error_code ec;
-    const auto size = fs::file_size(r.log_path(), ec);
-    if (!ec && size > r.log_bytes_) fs::resize_file(r.log_path(), r.log_bytes_, ec);
-    if (ec || size < r.log_bytes_) r.log_bytes_ = ec ? 0 : size; // a log removed or cut by hand: start it afresh
+    std::uint64_t log_bytes = r.log_bytes_;
+    if (comm.rank() == 0) {
+        remove_stale_temporaries(dir);
+        std::error_code ec;
+        const auto size = fs::file_size(r.log_path(), ec);
+        if (!ec && size > r.log_bytes_) fs::resize_file(r.log_path(), r.log_bytes_, ec);
+        if (ec || size < r.log_bytes_) log_bytes = ec ? 0 : size; // a log removed or cut by hand: start it afresh
+    }
+    std::vector<std::byte> b(sizeof log_bytes);
+    std::memcpy(b.data(), &log_bytes, sizeof log_bytes);
+    comm.broadcast(b, 0);
+    std::memcpy(&r.log_bytes_, b.data(), sizeof log_bytes);
     return run;
 }
 
 Run::Outcome Run::run(const volatile std::sig_atomic_t* stop)
 {
     const double t_begin = sim_->t_begin();
+    const Comm& comm = Comm::world();
     while (sim_->steps() < end_step_) {
-        if (stop && *stop) {
+        // Every rank stops at the same step (a signal may reach the ranks at different moments).
+        if (comm.any(stop && *stop)) {
             write_checkpoint();
             return Outcome::stopped;
         }

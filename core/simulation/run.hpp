@@ -74,6 +74,8 @@ public:
     double output_seconds() const noexcept { return output_seconds_; }
     std::string checkpoint_path() const;
     std::string log_path() const;
+    /// This rank's checkpoint file: checkpoint_path() on rank 0 (and on one rank), checkpoint.bin.rankR on rank R.
+    std::string rank_checkpoint_path() const;
 
 private:
     Run(Backend& be, const RunOptions& options, RunHooks hooks);
@@ -89,12 +91,15 @@ private:
     void write_snapshot();
     void write_checkpoint();
     bool tracked() const noexcept { return opt_.ic == "merger"; }
+    /// Whether this rank writes the energy log (rank 0; every rank forms the same lines).
+    bool writes_log() const;
 
     Backend& be_;
     RunOptions opt_;
     RunHooks hooks_;
     std::unique_ptr<Simulation> sim_;
-    Snapshot template_; // the fields of the input that the simulation does not change
+    Snapshot template_; // the fields of the input that the simulation does not change (one rank)
+    float snapshot_eps_ = 0; // the softening snapshots give every particle over several ranks
     std::uint64_t end_step_ = 0;
     double e0_ = 0, max_de_ = 0;
     std::uint64_t next_snapshot_ = 0, next_checkpoint_ = 0; // indices on the time grids

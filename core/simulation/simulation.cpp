@@ -31,8 +31,8 @@ constexpr std::size_t energy_max_groups = 256;
 
 } // namespace
 
-Simulation::Simulation(Backend& be, const SimulationOptions& options)
-    : be_(be), options_(options), tree_(be), forces_(be)
+Simulation::Simulation(Backend& be, const SimulationOptions& options, const Comm& comm)
+    : be_(be), comm_(comm), options_(options), tree_(be), forces_(be, comm)
 {
     if (!(options.dt > 0.0 && std::isfinite(options.dt)))
         throw UsageError(fmt::format("simulation: the time step must be positive and finite, got {}", options.dt));
@@ -54,16 +54,29 @@ Grid Simulation::grid(std::size_t items) const
 void Simulation::start(std::span<const bn_f4> pos, std::span<const bn_f4> vel, double t_begin)
 {
     if (pos.empty()) throw UsageError("simulation: no particles");
+    if (comm_.parallel()) throw std::logic_error("Simulation::start on several ranks: use start_slice");
+    start_slice(pos, vel, t_begin, 0, InternalUnits::for_system(pos));
+}
+
+void Simulation::start_slice(std::span<const bn_f4> pos, std::span<const bn_f4> vel, double t_begin,
+                             std::size_t first_id, const InternalUnits& units)
+{
     if (vel.size() != pos.size())
         throw UsageError(fmt::format("simulation: {} positions but {} velocities", pos.size(), vel.size()));
-    if (pos.size() > 0x7FFFFFFFu)
-        throw UsageError(fmt::format("simulation: {} particles is more than the 2^31 - 1 supported", pos.size()));
+    if (comm_.parallel() && options_.direct)
+        throw UsageError("simulation: direct summation (a test mode) runs on one rank only");
     n_ = pos.size();
+    std::uint64_t total = n_;
+    comm_.sum(std::span<std::uint64_t>(&total, 1));
+    total_ = total;
+    if (total_ == 0) throw UsageError("simulation: no particles");
+    if (total_ > 0x7FFFFFFFu)
+        throw UsageError(fmt::format("simulation: {} particles is more than the 2^31 - 1 supported", total_));
     step_ = 0;
     t_begin_ = t_begin;
     times_ = {};
     if (options_.direct) ensure_size(be_, direct_acc_, n_, "sim.direct_acc");
-    set_units(InternalUnits::for_system(pos));
+    set_units(units);
     // Into internal units a chunk at a time, straight into the tree's arrays: no second copy of the particles on
     // the host (a billion particles are 32 GB there).
     tree_.resize(n_, true);
@@ -77,6 +90,11 @@ void Simulation::start(std::span<const bn_f4> pos, std::span<const bn_f4> vel, d
         units_.velocities_to_internal(v);
         tree_.pos().upload(p, first);
         tree_.vel().upload(v, first);
+    }
+    if (first_id) {
+        std::vector<bn_u32> ids(n_);
+        for (std::size_t i = 0; i < n_; ++i) ids[i] = static_cast<bn_u32>(first_id + i);
+        tree_.ids().upload(std::span<const bn_u32>(ids));
     }
     compute_forces();
     if (!options_.direct)
@@ -93,17 +111,21 @@ void Simulation::set_units(const InternalUnits& units)
 void Simulation::restore(const SimulationState& s)
 {
     const std::size_t n = s.pos.size();
-    if (n == 0 || s.vel.size() != n || s.acc.size() != n || s.ids.size() != n)
+    std::uint64_t total = n;
+    comm_.sum(std::span<std::uint64_t>(&total, 1));
+    if (total == 0 || s.vel.size() != n || s.acc.size() != n || s.ids.size() != n)
         throw UsageError(fmt::format("simulation: a saved state with {} positions, {} velocities, {} accelerations "
                                      "and {} ids",
                                      n, s.vel.size(), s.acc.size(), s.ids.size()));
     // Each id once: otherwise snapshots in input order would lose particles.
-    std::vector<unsigned char> seen(n, 0);
+    std::vector<unsigned char> seen(total, 0);
     for (bn_u32 id : s.ids) {
-        if (id >= n || seen[id]) throw UsageError("simulation: the saved particle ids are not a permutation");
+        if (id >= total || seen[id]) throw UsageError("simulation: the saved particle ids are not a permutation");
         seen[id] = 1;
     }
     n_ = n;
+    total_ = total;
+    forces_.set_work(s.work);
     step_ = s.step;
     t_begin_ = s.t_begin;
     times_ = {};
@@ -123,6 +145,7 @@ SimulationState Simulation::save()
     s.acc = acc().download(n_);
     s.ids = tree_.ids().download(n_);
     s.units = units_;
+    s.work = forces_.work();
     return s;
 }
 
@@ -135,25 +158,35 @@ void Simulation::compute_forces()
         times_.forces += be_.elapsed_ms(a, b);
         return;
     }
+    if (comm_.parallel()) {
+        // Particles move between ranks here: this rank's count changes.
+        ParallelTimings t;
+        forces_.compute(tree_, options_.theta, eps_, &t);
+        n_ = tree_.size();
+        times_.build += t.build;
+        times_.forces += t.local_walk + t.remote_walk - t.let_exchange;
+        times_.exchange += t.balance + t.let_build + t.let_exchange;
+        return;
+    }
     TreeTimings tt;
     tree_.build(&tt);
     double walk_ms = 0;
-    forces_.compute(tree_, options_.theta, eps_, &walk_ms); // the results stay where the walk wrote them
+    forces_.forces().compute(tree_, options_.theta, eps_, &walk_ms); // the results stay where the walk wrote them
     times_.build += tt.total;
     times_.forces += walk_ms;
 }
 
 void Simulation::step()
 {
-    if (n_ == 0) throw std::logic_error("Simulation::step before start() or restore()");
+    if (total_ == 0) throw std::logic_error("Simulation::step before start() or restore()");
     const float dt = static_cast<float>(dt_);
     const float half = static_cast<float>(0.5 * dt_);
     const Event e0 = be_.record();
-    be_.launch("integrateKickDrift", grid(n_), tree_.pos(), tree_.vel(), acc(), u32(n_), half, dt);
+    if (n_) be_.launch("integrateKickDrift", grid(n_), tree_.pos(), tree_.vel(), acc(), u32(n_), half, dt);
     const Event e1 = be_.record();
     compute_forces();
     const Event e2 = be_.record();
-    be_.launch("integrateKick", grid(n_), tree_.vel(), acc(), u32(n_), half);
+    if (n_) be_.launch("integrateKick", grid(n_), tree_.vel(), acc(), u32(n_), half);
     const Event e3 = be_.record();
     times_.integrate += be_.elapsed_ms(e0, e1) + be_.elapsed_ms(e2, e3);
     ++step_;
@@ -162,16 +195,18 @@ void Simulation::step()
 Energies Simulation::energies()
 {
     Energies e;
-    if (n_ == 0) return e;
-    const std::size_t wg = be_.work_group_size();
-    const std::size_t groups = std::min(ceil_div(n_, wg), energy_max_groups);
-    const Event a = be_.record();
-    be_.launch("integrateEnergyPartials", Grid{groups, wg}, tree_.pos(), tree_.vel(), acc(), u32(n_), partials_);
-    be_.launch("integrateEnergyTotals", Grid{1, wg}, partials_, u32(groups), totals_);
-    const Event b = be_.record();
-    double t[BANYAN_ENERGY_TERMS];
-    totals_.download(std::span<double>(t, BANYAN_ENERGY_TERMS));
-    times_.energies += be_.elapsed_ms(a, b);
+    double t[BANYAN_ENERGY_TERMS] = {};
+    if (n_) {
+        const std::size_t wg = be_.work_group_size();
+        const std::size_t groups = std::min(ceil_div(n_, wg), energy_max_groups);
+        const Event a = be_.record();
+        be_.launch("integrateEnergyPartials", Grid{groups, wg}, tree_.pos(), tree_.vel(), acc(), u32(n_), partials_);
+        be_.launch("integrateEnergyTotals", Grid{1, wg}, partials_, u32(groups), totals_);
+        const Event b = be_.record();
+        totals_.download(std::span<double>(t, BANYAN_ENERGY_TERMS));
+        times_.energies += be_.elapsed_ms(a, b);
+    }
+    comm_.sum(std::span<double>(t, BANYAN_ENERGY_TERMS)); // in rank order: the same bits on every rank
     const int ke = units_.energy_exp(), pe = units_.momentum_exp(), le = units_.angular_momentum_exp();
     e.kinetic = std::ldexp(t[0], ke);
     e.potential = std::ldexp(t[1], ke);
@@ -209,14 +244,32 @@ std::size_t Simulation::input_order(std::vector<bn_f4>& pos, std::vector<bn_f4>&
 
 std::array<bn_f4, 2> Simulation::track(bn_u32 a, bn_u32 b)
 {
-    if (a >= n_ || b >= n_)
-        throw UsageError(fmt::format("simulation: cannot track particles {} and {} of {}", a, b, n_));
+    if (a >= total_ || b >= total_)
+        throw UsageError(fmt::format("simulation: cannot track particles {} and {} of {}", a, b, total_));
     const float nan = std::numeric_limits<float>::quiet_NaN();
     tracked_.fill(bn_f4{nan, nan, nan, nan});
-    be_.launch("integrateTrack", grid(n_), tree_.pos(), tree_.ids(), u32(n_), a, b, tracked_);
+    if (n_) be_.launch("integrateTrack", grid(n_), tree_.pos(), tree_.ids(), u32(n_), a, b, tracked_);
     auto v = tracked_.download(2);
+    // Each particle is on one rank; the others hold NaN.
+    const auto all = all_gather<bn_f4>(comm_, std::span<const bn_f4>(v));
+    for (std::size_t i = 0; i < all.size(); ++i)
+        if (!std::isnan(all[i].x)) v[i % 2] = all[i];
     units_.from_internal(v);
     return {v[0], v[1]};
+}
+
+std::size_t Simulation::rank_particles(RankParticles& out)
+{
+    out.ids = n_ ? tree_.ids().download(n_) : std::vector<bn_u32>{};
+    out.pos = n_ ? tree_.pos().download(n_) : std::vector<bn_f4>{};
+    out.vel = n_ ? tree_.vel().download(n_) : std::vector<bn_f4>{};
+    std::vector<bn_f4> a = n_ ? acc().download(n_) : std::vector<bn_f4>{};
+    units_.from_internal(out.pos);
+    units_.velocities_from_internal(out.vel);
+    const std::size_t lost = units_.forces_from_internal(a);
+    out.phi.resize(n_);
+    for (std::size_t i = 0; i < n_; ++i) out.phi[i] = a[i].w;
+    return lost;
 }
 
 bool all_finite(const Energies& e)

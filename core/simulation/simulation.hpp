@@ -13,6 +13,9 @@
 #include "core/device/backend.hpp"
 #include "core/gravity/forces.hpp"
 #include "core/gravity/precision.hpp"
+#include "core/parallel/comm.hpp"
+#include "core/parallel/parallel_forces.hpp"
+#include "core/parallel/parallel_tipsy.hpp"
 #include "core/tree/octree.hpp"
 
 #include <array>
@@ -46,6 +49,7 @@ struct PhaseTimes {
     double forces = 0;    ///< the tree walk (or direct summation)
     double integrate = 0; ///< kick and drift
     double energies = 0;  ///< energy and momentum sums
+    double exchange = 0;  ///< several ranks: decomposition, particle exchange, local essential trees (wall time)
 };
 
 /// The exact state of a simulation on the device, in device order and internal units: enough to continue it bit for
@@ -58,11 +62,15 @@ struct SimulationState {
     std::vector<bn_f4> acc; ///< ax, ay, az, potential of the last force evaluation (at the current positions)
     std::vector<bn_u32> ids; ///< ids[i]: the input index of the particle at device position i
     InternalUnits units;     ///< the units pos, vel and acc are in (precision.hpp), fixed at the start
+    double work = 0;         ///< several ranks: the measured work that weighs the next decomposition
 };
 
+/// Over several ranks (core/parallel/), each rank holds a share of the particles, which changes every step (the
+/// domain decomposition moves particles between ranks); sums (energies, momenta) are over all ranks, and every
+/// call below is collective. On one rank it is the simulation of one GPU.
 class Simulation {
 public:
-    Simulation(Backend& be, const SimulationOptions& options);
+    Simulation(Backend& be, const SimulationOptions& options, const Comm& comm = Comm::world());
     Simulation(const Simulation&) = delete;
     Simulation& operator=(const Simulation&) = delete;
 
@@ -70,6 +78,10 @@ public:
     /// tree and computes the first forces. The device holds them in internal units (precision.hpp), chosen here
     /// for the whole run; every result below is given in the input's units.
     void start(std::span<const bn_f4> pos, std::span<const bn_f4> vel, double t_begin);
+    /// Several ranks: starts from this rank's slice of the input, particles @p first_id .. first_id + size - 1 of
+    /// it (a slice may be empty), in the internal @p units chosen for the whole input.
+    void start_slice(std::span<const bn_f4> pos, std::span<const bn_f4> vel, double t_begin, std::size_t first_id,
+                     const InternalUnits& units);
     /// Continues from a saved state exactly (no force evaluation: the saved accelerations are used).
     void restore(const SimulationState& state);
     /// Downloads the exact device state.
@@ -85,10 +97,17 @@ public:
     /// Returns how many accelerations and potentials left float's normal range in the input's units.
     std::size_t input_order(std::vector<bn_f4>& pos, std::vector<bn_f4>& vel, std::vector<bn_f4>& acc);
 
-    /// Positions of the particles with ids @p a and @p b (both < size()).
+    /// This rank's particles (device order) with their ids, in the input's units: what a snapshot over several ranks
+    /// writes (parallel_tipsy.hpp). Returns how many accelerations and potentials left float's range.
+    std::size_t rank_particles(RankParticles& out);
+
+    /// Positions of the particles with ids @p a and @p b (both < total_size()).
     std::array<bn_f4, 2> track(bn_u32 a, bn_u32 b);
 
+    /// This rank's particles, and all ranks' together.
     std::size_t size() const noexcept { return n_; }
+    std::size_t total_size() const noexcept { return total_; }
+    const Comm& comm() const noexcept { return comm_; }
     std::uint64_t steps() const noexcept { return step_; }
     double t_begin() const noexcept { return t_begin_; }
     /// t_begin + steps * dt, computed afresh (no sum of rounded steps drifts).
@@ -99,25 +118,26 @@ public:
     // For tests: the device arrays (device order).
     Octree& tree() noexcept { return tree_; }
     /// Accelerations and potentials of the last force evaluation (the tree walk's results, or direct summation's).
-    const Buffer<bn_f4>& acc() const noexcept { return options_.direct ? direct_acc_ : forces_.acc(); }
-    const TreeForces& forces() const noexcept { return forces_; }
+    const Buffer<bn_f4>& acc() const noexcept { return options_.direct ? direct_acc_ : forces_.forces().acc(); }
+    const TreeForces& forces() const noexcept { return forces_.forces(); }
 
 private:
     void compute_forces();
     Grid grid(std::size_t items) const;
-    Buffer<bn_f4>& acc_mut() { return options_.direct ? direct_acc_ : forces_.bind_acc(tree_); }
+    Buffer<bn_f4>& acc_mut() { return options_.direct ? direct_acc_ : forces_.forces().bind_acc(tree_); }
 
     /// Sets the units and the softening and time step in them.
     void set_units(const InternalUnits& units);
 
     Backend& be_;
+    const Comm& comm_;
     SimulationOptions options_;
     InternalUnits units_;
     float eps_ = 0;   // options_.eps in internal units
     double dt_ = 0;   // options_.dt in internal units
     Octree tree_;
-    TreeForces forces_;
-    std::size_t n_ = 0;
+    ParallelForces forces_; // on one rank: the build and walk of one GPU
+    std::size_t n_ = 0, total_ = 0;
     std::uint64_t step_ = 0;
     double t_begin_ = 0;
     PhaseTimes times_;
