@@ -4,6 +4,7 @@
  *        summation, written as a float32 .npy array (N, 4) = (ax, ay, az, potential) in the file's particle order.
  */
 #include "apps/cli.hpp"
+#include "core/parallel/comm.hpp"
 #include "core/error.hpp"
 
 #include "core/gravity/direct.hpp"
@@ -54,6 +55,9 @@ int run_forces(const std::vector<std::string>& args)
     for (std::size_t i = 0; i < n; ++i) pos[i] = {s.pos[3 * i], s.pos[3 * i + 1], s.pos[3 * i + 2], s.mass[i]};
     check_precision_range(pos, eps, in);
 
+    if (Comm::world().parallel())
+        throw UsageError("forces: runs on one rank for now (each rank would write the whole output); start it "
+                         "without mpirun or with mpirun -n 1. `banyan run` and `banyan bench forces` run on many");
     auto be = open_device(opt.device_request());
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<bn_f4> acc;
