@@ -7,19 +7,22 @@
 #   core/files/            file formats: tipsy, .npy, key=value text, atomic writes
 #   core/tree/             the octree: build, link, groups, multipoles
 #   core/gravity/          forces: the tree walk and direct summation
+#   core/parallel/         the ranks of a parallel run over MPI: comm, domain decomposition, local essential trees,
+#                          distributed forces
 #   core/simulation/       initial conditions, the integrator, runs, checkpoints
 # Beside them: backend_cuda/ and backend_opencl/ implement core/device (they include core/ and core/device/ only,
 # never each other); kernels_cu/ include the shared headers and backend_cuda/kernel_registry.hpp; kernels_cl/ include
-# nothing (the program text is pasted together). apps/ and tests/ stand on top and may include anything.
+# nothing (the program text is pasted together). apps/, tests/ and tests/mpi/ stand on top and may include anything.
 # Every quoted include names its file from the repository root (one include path, no hidden search paths); only the
 # shared .h headers include each other by bare name, since the OpenCL program pastes them from their own folder.
-# core/ never includes a vendor header (CUDA, OpenCL, CUB, Boost.Compute).
+# core/ never includes a vendor header (CUDA, OpenCL, CUB, Boost.Compute), and only core/parallel/comm.cpp includes
+# MPI's (the rest of banyan builds and runs the same without MPI).
 cmake_minimum_required(VERSION 3.25)
 if(NOT ROOT)
   message(FATAL_ERROR "usage: cmake -DROOT=<source tree> -P CheckLayers.cmake")
 endif()
 
-set(layers core core/device core/files core/tree core/gravity core/simulation)
+set(layers core core/device core/files core/tree core/gravity core/parallel core/simulation)
 set(vendor_headers "^(cuda|cub/|thrust/|CL/|boost/compute|hip/|nvrtc|cuda_runtime)")
 
 # The folder of a file, relative to ROOT.
@@ -32,7 +35,8 @@ set(problems "")
 set(checked 0)
 file(GLOB_RECURSE sources RELATIVE "${ROOT}" "${ROOT}/core/*" "${ROOT}/backend_cuda/*" "${ROOT}/backend_opencl/*"
      "${ROOT}/kernels_cu/*" "${ROOT}/kernels_cl/*" "${ROOT}/apps/*")
-file(GLOB tests RELATIVE "${ROOT}" "${ROOT}/tests/*") # not tests/layers_fixture, the bad tree of layers_detect
+# tests/ and tests/mpi/, not tests/layers_fixture (the bad tree of layers_detect).
+file(GLOB tests RELATIVE "${ROOT}" "${ROOT}/tests/*" "${ROOT}/tests/mpi/*")
 list(APPEND sources ${tests})
 foreach(file ${sources})
   if(NOT file MATCHES "\\.(h|hpp|cpp|cu|cl)$")
@@ -85,6 +89,9 @@ foreach(file ${sources})
       set(inc "${CMAKE_MATCH_1}")
       if(dir MATCHES "^core" AND inc MATCHES "${vendor_headers}")
         string(APPEND problems "  ${file}: includes the vendor header <${inc}>; core/ is backend-agnostic\n")
+      endif()
+      if(dir MATCHES "^core" AND inc MATCHES "^mpi" AND NOT file STREQUAL "core/parallel/comm.cpp")
+        string(APPEND problems "  ${file}: includes <${inc}>; only core/parallel/comm.cpp includes MPI's headers\n")
       endif()
     endif()
   endforeach()

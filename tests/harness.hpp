@@ -1,14 +1,16 @@
 /**
  * @file harness.hpp
  * @brief What every conformance test needs: the backend under test, the sizes and work-group sizes to sweep,
- *        and seeded random inputs.
+ *        and seeded random inputs. Defined in harness.cpp, for both test programs (banyan_tests, banyan_mpi_tests).
  */
 #pragma once
 
 #include "core/device/backend.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace banyan::test {
@@ -38,5 +40,16 @@ std::vector<bool> vendor_modes();
 
 /// A seeded generator; the seed is printed by main so a failure can be reproduced (BANYAN_TEST_SEED sets it).
 std::mt19937_64& rng();
+
+// For the mains (conformance_main.cpp, mpi/mpi_main.cpp).
+
+/// Takes `--backend NAME` or `--backend=NAME` out of the command line: returns NAME (empty when absent) and puts
+/// the other arguments, argv[0] first, into @p rest (for doctest).
+std::string take_backend_option(int argc, char** argv, std::vector<char*>& rest);
+/// Makes @p be (and @p other, for the suite "cross") what backend() and other_backend() return; the old ones are
+/// closed first. set_backends(nullptr) closes them.
+void set_backends(std::unique_ptr<Backend> be, std::unique_ptr<Backend> other = nullptr);
+/// Seeds rng() from BANYAN_TEST_SEED, or with the default seed; returns the seed (for main to print).
+std::uint64_t seed_rng();
 
 } // namespace banyan::test
