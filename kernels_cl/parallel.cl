@@ -15,33 +15,32 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void domainStay(
     if (i < n) stay[i] = keys[i] >= lo && keys[i] < hi ? 1u : 0u;
 }
 
-/* The bounding boxes of nboxes runs of consecutive groups (groups [b ngroups / nboxes, (b + 1) ngroups / nboxes)
- * for work-group b): boxes[2b] = componentwise min of group_lo, boxes[2b + 1] = max of group_hi (w = 0). Launched
- * with nboxes work-groups of BANYAN_WG; local memory 2 BANYAN_WG float4. */
+/* The bounding boxes of nboxes runs of consecutive groups (groups [runs[2b], runs[2b + 1]) for work-group b):
+ * boxes[2b] = componentwise min of group_lo, boxes[2b + 1] = max of group_hi. Launched with exactly
+ * nboxes work-groups of BANYAN_WG; local memory 2 BANYAN_WG float4. An empty run gives lo > hi, which opens
+ * nothing. */
 __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letGroupBoxes(__global const bn_f4* group_lo,
                                                                                   __global const bn_f4* group_hi,
-                                                                                  bn_u32 ngroups, bn_u32 nboxes,
+                                                                                  __global const bn_u32* runs,
+                                                                                  bn_u32 nboxes,
                                                                                   __global bn_f4* boxes)
 {
     __local bn_f4 smin[BANYAN_WG];
     __local bn_f4 smax[BANYAN_WG];
     const uint b = get_group_id(0), lid = get_local_id(0);
-    const uint first = (uint)((ulong)b * ngroups / nboxes);
-    const uint last = (uint)((ulong)(b + 1) * ngroups / nboxes);
-    bn_f4 lo = (bn_f4)(INFINITY, INFINITY, INFINITY, 0.0f), hi = (bn_f4)(-INFINITY, -INFINITY, -INFINITY, 0.0f);
+    const uint first = runs[2 * b], last = runs[2 * b + 1];
+    bn_f4 lo = (bn_f4)(INFINITY), hi = (bn_f4)(-INFINITY); /* as reduceBounds */
     for (uint g = first + lid; g < last; g += BANYAN_WG) {
-        const bn_f4 l = group_lo[g], h = group_hi[g];
-        lo = (bn_f4)(fmin(lo.x, l.x), fmin(lo.y, l.y), fmin(lo.z, l.z), 0.0f);
-        hi = (bn_f4)(fmax(hi.x, h.x), fmax(hi.y, h.y), fmax(hi.z, h.z), 0.0f);
+        lo = fmin(lo, group_lo[g]);
+        hi = fmax(hi, group_hi[g]);
     }
     smin[lid] = lo;
     smax[lid] = hi;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint stride = BANYAN_WG / 2; stride > 0; stride >>= 1) {
         if (lid < stride) {
-            const bn_f4 a = smin[lid], c = smin[lid + stride], d = smax[lid], e = smax[lid + stride];
-            smin[lid] = (bn_f4)(fmin(a.x, c.x), fmin(a.y, c.y), fmin(a.z, c.z), 0.0f);
-            smax[lid] = (bn_f4)(fmax(d.x, e.x), fmax(d.y, e.y), fmax(d.z, e.z), 0.0f);
+            smin[lid] = fmin(smin[lid], smin[lid + stride]);
+            smax[lid] = fmax(smax[lid], smax[lid + stride]);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -51,20 +50,26 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letGroupBox
     }
 }
 
-/* opened[c] = 1 when some group inside one of the boxes may open cell c (bn_let_opens). Work-group BANYAN_WG. */
-__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letOpened(__global const bn_f4* cell_com,
-                                                                              __global const bn_f4* cell_quad1,
-                                                                              bn_u32 ncells, float inv_theta,
-                                                                              __global const bn_f4* boxes,
-                                                                              bn_u32 nboxes, __global bn_u32* opened)
+/* opened[c] = 1 when some group inside one of the other rank's boxes may open cell c (bn_let_opens): coarse box k
+ * (coarse[2k], coarse[2k + 1]) holds the fine boxes [fine_begin[k], fine_begin[k + 1]), which are tested only when
+ * the coarse one fails (a fine box lies inside its coarse box, so no test is skipped that could fail). Work-group
+ * BANYAN_WG. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letOpened(
+    __global const bn_f4* cell_com, __global const bn_f4* cell_quad1, bn_u32 ncells, float inv_theta,
+    __global const bn_f4* coarse, bn_u32 ncoarse, __global const bn_f4* fine, __global const bn_u32* fine_begin,
+    __global bn_u32* opened)
 {
     const uint c = get_global_id(0);
     if (c >= ncells) return;
     const bn_f4 com = cell_com[c];
     const bn_f4 q1 = cell_quad1[c];
     bn_u32 open = 0u;
-    for (uint b = 0; b < nboxes && !open; ++b)
-        open = bn_let_opens(com, q1, inv_theta, boxes[2 * b], boxes[2 * b + 1]) ? 1u : 0u;
+    for (uint k = 0; k < ncoarse && !open; ++k) {
+        if (!bn_let_opens(com, q1, inv_theta, coarse[2 * k], coarse[2 * k + 1])) continue;
+        const uint end = fine_begin[k + 1];
+        for (uint f = fine_begin[k]; f < end && !open; ++f)
+            open = bn_let_opens(com, q1, inv_theta, fine[2 * f], fine[2 * f + 1]) ? 1u : 0u;
+    }
     opened[c] = open;
 }
 

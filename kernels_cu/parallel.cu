@@ -16,23 +16,22 @@ __global__ void __launch_bounds__(BANYAN_WG)
 }
 BANYAN_CUDA_KERNEL(domainStay);
 
-/* The bounding boxes of nboxes runs of consecutive groups (groups [b ngroups / nboxes, (b + 1) ngroups / nboxes)
- * for block b): boxes[2b] = componentwise min of group_lo, boxes[2b + 1] = max of group_hi (w = 0). Launched with
- * nboxes blocks of BANYAN_WG; shared memory 2 BANYAN_WG float4. */
+/* The bounding boxes of nboxes runs of consecutive groups (groups [runs[2b], runs[2b + 1]) for block b):
+ * boxes[2b] = componentwise min of group_lo, boxes[2b + 1] = max of group_hi. Launched with exactly nboxes
+ * blocks of BANYAN_WG; shared memory 2 BANYAN_WG float4. An empty run gives lo > hi, which opens nothing. */
 __global__ void __launch_bounds__(BANYAN_WG)
-    letGroupBoxes(const bn_f4* group_lo, const bn_f4* group_hi, bn_u32 ngroups, bn_u32 nboxes, bn_f4* boxes)
+    letGroupBoxes(const bn_f4* group_lo, const bn_f4* group_hi, const bn_u32* runs, bn_u32 nboxes, bn_f4* boxes)
 {
     __shared__ bn_f4 smin[BANYAN_WG];
     __shared__ bn_f4 smax[BANYAN_WG];
     const bn_u32 b = blockIdx.x, lid = threadIdx.x;
-    const bn_u32 first = static_cast<bn_u32>(static_cast<bn_u64>(b) * ngroups / nboxes);
-    const bn_u32 last = static_cast<bn_u32>(static_cast<bn_u64>(b + 1) * ngroups / nboxes);
+    const bn_u32 first = runs[2 * b], last = runs[2 * b + 1];
     const float inf = __int_as_float(0x7f800000);
-    bn_f4 lo = make_float4(inf, inf, inf, 0.f), hi = make_float4(-inf, -inf, -inf, 0.f);
+    bn_f4 lo = make_float4(inf, inf, inf, inf), hi = make_float4(-inf, -inf, -inf, -inf); /* as reduceBounds */
     for (bn_u32 g = first + lid; g < last; g += BANYAN_WG) {
         const bn_f4 l = group_lo[g], h = group_hi[g];
-        lo = make_float4(fminf(lo.x, l.x), fminf(lo.y, l.y), fminf(lo.z, l.z), 0.f);
-        hi = make_float4(fmaxf(hi.x, h.x), fmaxf(hi.y, h.y), fmaxf(hi.z, h.z), 0.f);
+        lo = make_float4(fminf(lo.x, l.x), fminf(lo.y, l.y), fminf(lo.z, l.z), fminf(lo.w, l.w));
+        hi = make_float4(fmaxf(hi.x, h.x), fmaxf(hi.y, h.y), fmaxf(hi.z, h.z), fmaxf(hi.w, h.w));
     }
     smin[lid] = lo;
     smax[lid] = hi;
@@ -40,8 +39,8 @@ __global__ void __launch_bounds__(BANYAN_WG)
     for (bn_u32 stride = BANYAN_WG / 2; stride > 0; stride >>= 1) {
         if (lid < stride) {
             const bn_f4 a = smin[lid], c = smin[lid + stride], d = smax[lid], e = smax[lid + stride];
-            smin[lid] = make_float4(fminf(a.x, c.x), fminf(a.y, c.y), fminf(a.z, c.z), 0.f);
-            smax[lid] = make_float4(fmaxf(d.x, e.x), fmaxf(d.y, e.y), fmaxf(d.z, e.z), 0.f);
+            smin[lid] = make_float4(fminf(a.x, c.x), fminf(a.y, c.y), fminf(a.z, c.z), fminf(a.w, c.w));
+            smax[lid] = make_float4(fmaxf(d.x, e.x), fmaxf(d.y, e.y), fmaxf(d.z, e.z), fmaxf(d.w, e.w));
         }
         __syncthreads();
     }
@@ -52,18 +51,25 @@ __global__ void __launch_bounds__(BANYAN_WG)
 }
 BANYAN_CUDA_KERNEL(letGroupBoxes);
 
-/* opened[c] = 1 when some group inside one of the boxes may open cell c (bn_let_opens). Block BANYAN_WG. */
+/* opened[c] = 1 when some group inside one of the other rank's boxes may open cell c (bn_let_opens): coarse box k
+ * (coarse[2k], coarse[2k + 1]) holds the fine boxes [fine_begin[k], fine_begin[k + 1]), which are tested only when
+ * the coarse one fails (a fine box lies inside its coarse box, so no test is skipped that could fail). Block
+ * BANYAN_WG. */
 __global__ void __launch_bounds__(BANYAN_WG)
-    letOpened(const bn_f4* cell_com, const bn_f4* cell_quad1, bn_u32 ncells, float inv_theta, const bn_f4* boxes,
-              bn_u32 nboxes, bn_u32* opened)
+    letOpened(const bn_f4* cell_com, const bn_f4* cell_quad1, bn_u32 ncells, float inv_theta, const bn_f4* coarse,
+              bn_u32 ncoarse, const bn_f4* fine, const bn_u32* fine_begin, bn_u32* opened)
 {
     const bn_u32 c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= ncells) return;
     const bn_f4 com = cell_com[c];
     const bn_f4 q1 = cell_quad1[c];
     bn_u32 open = 0u;
-    for (bn_u32 b = 0; b < nboxes && !open; ++b)
-        open = bn_let_opens(com, q1, inv_theta, boxes[2 * b], boxes[2 * b + 1]) ? 1u : 0u;
+    for (bn_u32 k = 0; k < ncoarse && !open; ++k) {
+        if (!bn_let_opens(com, q1, inv_theta, coarse[2 * k], coarse[2 * k + 1])) continue;
+        const bn_u32 end = fine_begin[k + 1];
+        for (bn_u32 f = fine_begin[k]; f < end && !open; ++f)
+            open = bn_let_opens(com, q1, inv_theta, fine[2 * f], fine[2 * f + 1]) ? 1u : 0u;
+    }
     opened[c] = open;
 }
 BANYAN_CUDA_KERNEL(letOpened);

@@ -9,6 +9,7 @@
 
 #include "core/device/backend.hpp"
 #include "core/gravity/forces.hpp"
+#include "core/parallel/let.hpp"
 #include "core/tree/octree.hpp"
 #include "tests/reference_tree.hpp"
 
@@ -32,5 +33,11 @@ void check_walk_against_cpu(Octree& tree, TreeForces& forces, float theta, float
 /// test_simulation.cpp: one kick-drift-kick step of a Plummer sphere of @p n particles (tree or direct forces)
 /// against the CPU to the bit, and the new forces against double-precision direct sums.
 void check_one_step(Backend& be, std::size_t n, bool direct, std::uint64_t seed);
+
+/// Two halves of a Plummer sphere of @p n particles (@p all, a = those with x < 0.1 first, na of them), each in its
+/// own built tree, and in @p let the local essential tree of b for a's boxes, received (what two ranks do, in one
+/// process; defined in test_parallel.cpp). Returns na.
+std::size_t let_of_halves(Backend& be, std::size_t n, std::uint64_t seed, float theta, std::vector<bn_f4>& all,
+                          Octree& ta, Octree& tb, LetExchange& let);
 
 } // namespace banyan::test

@@ -14,6 +14,9 @@
 #include "tests/inputs.hpp"
 
 #include "core/gravity/direct.hpp"
+#include "core/parallel/comm.hpp"
+#include "core/parallel/domain.hpp"
+#include "core/parallel/let.hpp"
 #include "core/simulation/plummer.hpp"
 #include "core/simulation/simulation.hpp"
 
@@ -257,6 +260,70 @@ TEST_CASE("race check: walk against the CPU walk")
     for (std::size_t i = 0; i < n; ++i)
         bad += std::memcmp(&got[ids[i]], &tree_acc[i], sizeof(bn_f4)) != 0 || got_pp[ids[i]] != tree_pp[i];
     CHECK(bad == 0);
+}
+
+TEST_CASE("race check: local essential tree and the decomposition on one rank")
+{
+    // 1200 particles in two halves: b's tree for a's boxes (letGroupBoxes, letOpened, letSelect, letGather).
+    auto& be = test::backend();
+    std::vector<bn_f4> all;
+    Octree ta(be), tb(be);
+    LetExchange let(be, Comm::world());
+    const std::size_t na = test::let_of_halves(be, 1200, 41, 0.75f, all, ta, tb, let);
+    const RemoteTrees& r = let.remote();
+    REQUIRE(r.cells > 0);
+    // The root is b's root, with b's mass; every particle sent is one of b's; links stay inside the tree.
+    const auto com = r.com.download(r.cells), b_root = tb.cell_com().download(1);
+    CHECK(com[0].w == b_root[0].w);
+    const auto first = r.first.download(r.cells), count = r.count.download(r.cells);
+    const auto pos = r.pos.download(std::max<std::size_t>(r.particles, 1));
+    std::size_t bad = 0, sent = 0;
+    for (std::size_t c = 0; c < r.cells; ++c) {
+        const bn_u32 k = bn_tree_count(count[c]);
+        if (bn_tree_is_leaf(count[c])) bad += first[c] + k > r.particles, sent += k;
+        else bad += first[c] <= c || first[c] + k > r.cells || k == 0 || k > 8;
+    }
+    CHECK(bad == 0);
+    CHECK(sent == r.particles);
+    for (std::size_t i = 0; i < r.particles; ++i)
+        bad += std::find_if(all.begin() + static_cast<long>(na), all.end(), [&](const bn_f4& p) {
+                   return std::memcmp(&p, &pos[i], sizeof p) == 0;
+               }) == all.end();
+    CHECK(bad == 0);
+    // The decomposition on one rank (domainStay, split): nothing moves.
+    Decomposition d(be, Comm::world());
+    const std::size_t before = ta.size();
+    CHECK(d.balance(ta, 0.0).sent == 0);
+    CHECK(ta.size() == before);
+}
+
+TEST_CASE("race check: walk of another rank's tree")
+{
+    // The forces of b's tree on a's particles (walkForces with a root and remote sources) plus a's own: the whole.
+    auto& be = test::backend();
+    std::vector<bn_f4> all;
+    Octree ta(be), tb(be);
+    LetExchange let(be, Comm::world());
+    const std::size_t na = test::let_of_halves(be, 1200, 41, 0.75f, all, ta, tb, let);
+    TreeForces f(be);
+    f.compute(ta, 0.75f, 0.02f);
+    REQUIRE(f.add_remote(ta, let.remote()));
+    auto out = be.alloc<bn_f4>(na, "race.let.acc");
+    f.to_input_order(ta, out);
+    const auto acc = out.download(na);
+    auto p = be.upload<bn_f4>(all, "race.let.pos");
+    auto ref = be.alloc<bn_f4>(all.size(), "race.let.ref");
+    direct_forces(be, p, all.size(), 0.02f, ref);
+    const auto d = ref.download(all.size());
+    std::vector<double> e(na);
+    for (std::size_t i = 0; i < na; ++i) {
+        const double dx = acc[i].x - d[i].x, dy = acc[i].y - d[i].y, dz = acc[i].z - d[i].z;
+        e[i] = std::sqrt((dx * dx + dy * dy + dz * dz) / (double(d[i].x) * d[i].x + double(d[i].y) * d[i].y +
+                                                          double(d[i].z) * d[i].z));
+    }
+    std::sort(e.begin(), e.end());
+    CHECK(e[na / 2] < 5e-3); // theta 0.75 at N = 1200: a median of about 1e-3
+    CHECK(e.back() < 0.1);
 }
 
 TEST_CASE("race check: walk in a leapfrog step with tree forces")

@@ -43,9 +43,165 @@ const std::byte* take(const std::byte* p, std::size_t n, std::vector<T>& out)
     return p + n * sizeof(T);
 }
 
+/// This rank's particles as seen by the others: the coarsest cells holding at most `coarse` particles, and inside
+/// them the coarsest holding at most `fine` (a leaf that holds more is taken whole), each as the run of groups it
+/// holds. Cells never straddle the space-filling curve's jumps, so their boxes stay tight (runs of equal counts
+/// would not: one run across two far octants spans everything between). Reads the top levels of the tree only.
+struct BoxRuns {
+    std::vector<bn_u32> coarse, fine; ///< pairs (first group, end group) per box
+    std::vector<bn_u32> fine_begin;   ///< the fine boxes of coarse box k: [fine_begin[k], fine_begin[k + 1])
+};
+
+BoxRuns box_runs(const Octree& tree, std::size_t coarse, std::size_t fine)
+{
+    BoxRuns r;
+    const std::size_t ng = tree.groups();
+    if (ng == 0) return r;
+    const auto group_first = tree.group_first().download(ng);
+    const auto& lb = tree.level_begin();
+    std::vector<bn_u32> pbegin, pcount, parent, count;
+    std::vector<unsigned char> covered_c, covered_f; // per cell scanned: under a chosen cell
+    std::vector<std::pair<bn_u32, bn_u32>> chosen_c, chosen_f; // (first particle, particles)
+    std::size_t done = 0;
+    for (int level = 0; level < BANYAN_TREE_LEVELS && done < tree.size(); ++level) {
+        const std::size_t a = lb[static_cast<std::size_t>(level)], b = lb[static_cast<std::size_t>(level) + 1];
+        if (a == b) break;
+        auto grab = [&](const Buffer<bn_u32>& buf, std::vector<bn_u32>& v) {
+            v.resize(b);
+            buf.download(std::span<bn_u32>(v.data() + a, b - a), a);
+        };
+        grab(tree.cell_pbegin(), pbegin), grab(tree.cell_pcount(), pcount), grab(tree.cell_parent(), parent);
+        grab(tree.cell_count(), count);
+        covered_c.resize(b, 0), covered_f.resize(b, 0);
+        for (std::size_t c = a; c < b; ++c) {
+            const bool root = parent[c] == BANYAN_TREE_NO_PARENT;
+            const bool leaf = bn_tree_is_leaf(count[c]) != 0;
+            auto choose = [&](std::vector<unsigned char>& covered, std::size_t limit, auto& out) {
+                if (!root && covered[parent[c]]) {
+                    covered[c] = 1;
+                } else if (pcount[c] <= limit || leaf) {
+                    covered[c] = 1;
+                    out.emplace_back(pbegin[c], pcount[c]);
+                    return true;
+                }
+                return false;
+            };
+            choose(covered_c, coarse, chosen_c);
+            if (choose(covered_f, fine, chosen_f)) done += pcount[c];
+        }
+    }
+    auto runs = [&](std::vector<std::pair<bn_u32, bn_u32>>& cells) {
+        std::sort(cells.begin(), cells.end());
+        std::vector<bn_u32> out;
+        for (const auto& [first, n] : cells) {
+            const auto g0 = std::lower_bound(group_first.begin(), group_first.end(), first) - group_first.begin();
+            const auto g1 = std::lower_bound(group_first.begin(), group_first.end(), first + n) - group_first.begin();
+            out.push_back(static_cast<bn_u32>(g0));
+            out.push_back(static_cast<bn_u32>(g1));
+        }
+        return out;
+    };
+    r.coarse = runs(chosen_c);
+    r.fine = runs(chosen_f);
+    // Fine runs nest in coarse ones (a smaller limit chooses descendants), both in curve order.
+    std::size_t f = 0;
+    r.fine_begin.push_back(0);
+    for (std::size_t k = 0; k < r.coarse.size(); k += 2) {
+        while (f < r.fine.size() && r.fine[f] < r.coarse[k + 1]) f += 2;
+        r.fine_begin.push_back(static_cast<bn_u32>(f / 2));
+    }
+    return r;
+}
+
 } // namespace
 
 LetExchange::LetExchange(Backend& be, const Comm& comm) : be_(be), comm_(comm) {}
+
+std::vector<std::byte> LetExchange::boxes_message(const Octree& tree)
+{
+    const std::size_t n = tree.size(), wg = be_.work_group_size();
+    const BoxRuns runs = box_runs(tree, std::max<std::size_t>(BANYAN_N_CRIT, n / 64),
+                                  std::max<std::size_t>(BANYAN_N_CRIT, n / fine_per_rank_));
+    const std::size_t nc_box = runs.coarse.size() / 2, nf_box = runs.fine.size() / 2, nall = nc_box + nf_box;
+    std::vector<bn_f4> boxes(2 * nall);
+    if (nall) {
+        std::vector<bn_u32> all_runs(runs.coarse);
+        all_runs.insert(all_runs.end(), runs.fine.begin(), runs.fine.end());
+        ensure_size(be_, runs_, all_runs.size(), "let.runs");
+        runs_.upload(std::span<const bn_u32>(all_runs));
+        ensure_size(be_, boxes_, 2 * nall, "let.boxes");
+        be_.launch("letGroupBoxes", Grid{nall, wg}, tree.group_lo(), tree.group_hi(), runs_, u32(nall), boxes_);
+        boxes_.download(std::span<bn_f4>(boxes));
+    }
+    std::vector<std::byte> msg(8 + boxes.size() * sizeof(bn_f4) + runs.fine_begin.size() * sizeof(bn_u32));
+    const bn_u32 head[2] = {u32(nc_box), u32(nf_box)};
+    std::memcpy(msg.data(), head, 8);
+    if (!boxes.empty()) std::memcpy(msg.data() + 8, boxes.data(), boxes.size() * sizeof(bn_f4));
+    if (!runs.fine_begin.empty())
+        std::memcpy(msg.data() + 8 + boxes.size() * sizeof(bn_f4), runs.fine_begin.data(),
+                    runs.fine_begin.size() * sizeof(bn_u32));
+    return msg;
+}
+
+void LetExchange::tree_for(const Octree& tree, float theta, std::span<const std::byte> boxes,
+                           std::vector<std::byte>& out)
+{
+    const std::size_t nc = tree.cells();
+    bn_u32 h[2] = {0, 0};
+    if (boxes.size() >= 8) std::memcpy(h, boxes.data(), 8);
+    const std::size_t ncq = h[0], nfq = h[1];
+    if (ncq == 0 || nc == 0) return; // a rank without particles needs nothing; a rank without them sends nothing
+    if (boxes.size() != 8 + 2 * (ncq + nfq) * sizeof(bn_f4) + (ncq + 1) * sizeof(bn_u32))
+        throw std::runtime_error("local essential tree: a damaged message of boxes");
+    const std::size_t wg = be_.work_group_size();
+    const Grid cells_grid{(nc + wg - 1) / wg, wg};
+    const float inv_theta = theta > 0.0f ? 1.0f / theta : std::numeric_limits<float>::infinity();
+    const std::byte* m = boxes.data();
+    std::vector<bn_f4> b(2 * (ncq + nfq));
+    std::memcpy(b.data(), m + 8, b.size() * sizeof(bn_f4));
+    std::vector<bn_u32> fb(ncq + 1);
+    std::memcpy(fb.data(), m + 8 + b.size() * sizeof(bn_f4), fb.size() * sizeof(bn_u32));
+    ensure_size(be_, coarse_, 2 * ncq, "let.coarse");
+    ensure_size(be_, fine_, 2 * nfq, "let.fine");
+    ensure_size(be_, fine_begin_, ncq + 1, "let.fine_begin");
+    coarse_.upload(std::span<const bn_f4>(b.data(), 2 * ncq));
+    if (nfq) fine_.upload(std::span<const bn_f4>(b.data() + 2 * ncq, 2 * nfq));
+    fine_begin_.upload(std::span<const bn_u32>(fb));
+    ensure_size(be_, opened_, nc, "let.opened");
+    ensure_size(be_, keep_, nc, "let.keep");
+    ensure_size(be_, send_count_, nc, "let.send_count");
+    ensure_size(be_, cell_index_, nc, "let.cell_index");
+    ensure_size(be_, particle_index_, nc, "let.particle_index");
+    be_.launch("letOpened", cells_grid, tree.cell_com(), tree.cell_quad1(), u32(nc), inv_theta, coarse_, u32(ncq),
+               fine_, fine_begin_, opened_);
+    be_.launch("letSelect", cells_grid, tree.cell_parent(), tree.cell_count(), opened_, u32(nc), keep_,
+               send_count_);
+    be_.exclusive_scan(keep_, cell_index_, nc);
+    be_.exclusive_scan(send_count_, particle_index_, nc);
+    const std::size_t cells = std::size_t{cell_index_.at(nc - 1)} + keep_.at(nc - 1);
+    const std::size_t parts = std::size_t{particle_index_.at(nc - 1)} + send_count_.at(nc - 1);
+    ensure_size(be_, out_com_, cells, "let.com");
+    ensure_size(be_, out_quad0_, cells, "let.quad0");
+    ensure_size(be_, out_quad1_, cells, "let.quad1");
+    ensure_size(be_, out_first_, cells, "let.first");
+    ensure_size(be_, out_count_, cells, "let.count");
+    ensure_size(be_, out_pos_, parts, "let.pos");
+    be_.launch("letGather", cells_grid, tree.cell_com(), tree.cell_quad0(), tree.cell_quad1(), tree.cell_first(),
+               tree.cell_count(), tree.pos(), opened_, keep_, cell_index_, particle_index_, u32(nc), out_com_,
+               out_quad0_, out_quad1_, out_first_, out_count_, out_pos_);
+    const std::uint64_t header[2] = {cells, parts};
+    const std::size_t at = out.size();
+    out.resize(at + sizeof header);
+    std::memcpy(out.data() + at, header, sizeof header);
+    append(out, out_pos_, parts);
+    append(out, out_com_, cells);
+    append(out, out_quad0_, cells);
+    append(out, out_quad1_, cells);
+    append(out, out_first_, cells);
+    append(out, out_count_, cells);
+    stats_.cells_sent += cells;
+    stats_.particles_sent += parts;
+}
 
 void LetExchange::build(const Octree& tree, float theta)
 {
@@ -53,69 +209,19 @@ void LetExchange::build(const Octree& tree, float theta)
     stats_ = {};
     const std::size_t P = static_cast<std::size_t>(comm_.size());
     const std::size_t me = static_cast<std::size_t>(comm_.rank());
-    const std::size_t nc = tree.cells(), ng = tree.groups();
-    const std::size_t wg = be_.work_group_size();
-    const Grid cells_grid{(nc + wg - 1) / wg, wg};
-
-    // The boxes of runs of this rank's groups, to every rank.
-    const std::size_t nb = std::min(ng, boxes_per_rank_);
-    std::vector<bn_f4> mine(2 * nb);
-    if (nb) {
-        ensure_size(be_, boxes_, 2 * nb, "let.boxes");
-        be_.launch("letGroupBoxes", Grid{nb, wg}, tree.group_lo(), tree.group_hi(), u32(ng), u32(nb), boxes_);
-        boxes_.download(std::span<bn_f4>(mine));
-    }
+    const auto msg = boxes_message(tree);
     std::vector<std::size_t> counts;
-    const auto boxes = all_gather<bn_f4>(comm_, mine, &counts);
-    stats_.bytes_sent += mine.size() * sizeof(bn_f4) * (P - 1);
-    stats_.bytes_received += (boxes.size() - mine.size()) * sizeof(bn_f4);
-
-    const float inv_theta = theta > 0.0f ? 1.0f / theta : std::numeric_limits<float>::infinity();
+    const auto boxes = comm_.all_gather(msg, &counts);
+    stats_.bytes_sent += msg.size() * (P - 1);
+    stats_.bytes_received += boxes.size() - msg.size();
     send_.clear();
     send_offsets_.assign(P + 1, 0);
-    std::size_t first_box = 0;
+    std::size_t at = 0;
     for (std::size_t q = 0; q < P; ++q) {
         send_offsets_[q] = send_.size();
-        const std::size_t nbq = counts[q] / 2;
-        const std::size_t box0 = first_box;
-        first_box += counts[q];
-        if (q == me || nbq == 0 || nc == 0) continue; // nothing for ourselves, nor for a rank without particles
-        ensure_size(be_, boxes_, 2 * nbq, "let.boxes");
-        boxes_.upload(std::span<const bn_f4>(boxes.data() + box0, 2 * nbq));
-        ensure_size(be_, opened_, nc, "let.opened");
-        ensure_size(be_, keep_, nc, "let.keep");
-        ensure_size(be_, send_count_, nc, "let.send_count");
-        ensure_size(be_, cell_index_, nc, "let.cell_index");
-        ensure_size(be_, particle_index_, nc, "let.particle_index");
-        be_.launch("letOpened", cells_grid, tree.cell_com(), tree.cell_quad1(), u32(nc), inv_theta, boxes_, u32(nbq),
-                   opened_);
-        be_.launch("letSelect", cells_grid, tree.cell_parent(), tree.cell_count(), opened_, u32(nc), keep_,
-                   send_count_);
-        be_.exclusive_scan(keep_, cell_index_, nc);
-        be_.exclusive_scan(send_count_, particle_index_, nc);
-        const std::size_t cells = std::size_t{cell_index_.at(nc - 1)} + keep_.at(nc - 1);
-        const std::size_t parts = std::size_t{particle_index_.at(nc - 1)} + send_count_.at(nc - 1);
-        ensure_size(be_, out_com_, cells, "let.com");
-        ensure_size(be_, out_quad0_, cells, "let.quad0");
-        ensure_size(be_, out_quad1_, cells, "let.quad1");
-        ensure_size(be_, out_first_, cells, "let.first");
-        ensure_size(be_, out_count_, cells, "let.count");
-        ensure_size(be_, out_pos_, parts, "let.pos");
-        be_.launch("letGather", cells_grid, tree.cell_com(), tree.cell_quad0(), tree.cell_quad1(), tree.cell_first(),
-                   tree.cell_count(), tree.pos(), opened_, keep_, cell_index_,
-                   particle_index_, u32(nc), out_com_, out_quad0_, out_quad1_, out_first_, out_count_, out_pos_);
-        const std::uint64_t header[2] = {cells, parts};
-        const std::size_t at = send_.size();
-        send_.resize(at + sizeof header);
-        std::memcpy(send_.data() + at, header, sizeof header);
-        append(send_, out_pos_, parts);
-        append(send_, out_com_, cells);
-        append(send_, out_quad0_, cells);
-        append(send_, out_quad1_, cells);
-        append(send_, out_first_, cells);
-        append(send_, out_count_, cells);
-        stats_.cells_sent += cells;
-        stats_.particles_sent += parts;
+        const std::span<const std::byte> theirs(boxes.data() + at, counts[q]);
+        at += counts[q];
+        if (q != me) tree_for(tree, theta, theirs, send_);
     }
     send_offsets_[P] = send_.size();
     stats_.bytes_sent += send_.size();
@@ -125,10 +231,16 @@ void LetExchange::build(const Octree& tree, float theta)
 void LetExchange::exchange()
 {
     const auto t0 = std::chrono::steady_clock::now();
-    const std::size_t P = static_cast<std::size_t>(comm_.size());
     std::vector<std::size_t> offsets;
     const auto recv = comm_.exchange(send_, send_offsets_, offsets);
     stats_.bytes_received += recv.size();
+    receive(recv, offsets);
+    stats_.exchange_ms = ms_since(t0);
+}
+
+void LetExchange::receive(std::span<const std::byte> recv, std::span<const std::size_t> offsets)
+{
+    const std::size_t P = offsets.size() - 1;
 
     // Concatenated: indices of each tree shift by the cells and particles of the trees before it.
     std::vector<bn_f4> pos, com, quad0, quad1;
@@ -167,7 +279,6 @@ void LetExchange::exchange()
     put(remote_.quad1, quad1, "let.remote_quad1");
     put(remote_.first, first, "let.remote_first");
     put(remote_.count, count, "let.remote_count");
-    stats_.exchange_ms = ms_since(t0);
 }
 
 } // namespace banyan

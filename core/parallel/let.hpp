@@ -5,8 +5,9 @@
  *        (accepted cells with their multipoles, opened leaves with their particles); and the trees that arrive,
  *        concatenated on the device for TreeForces::add_remote.
  *
- * The other rank's particles are known here only by a few boxes: the bounding boxes of runs of its groups (the
- * groups lie along the space-filling curve, so a run is compact), shared by all ranks after each build. A cell is
+ * The other rank's particles are known here by boxes in two levels, shared by all ranks after each build: coarse
+ * boxes (the bounding boxes of the groups of each of its coarsest cells with at most 1/64 of its particles) and fine
+ * ones inside them (cells with at most 1/4096), tested only where the coarse box fails. A cell is
  * opened when a group in some box may open it (bn_let_opens in tree_shared.h, with a margin over the walk's own
  * test); the tree sent holds every cell whose ancestors are all opened, in the octree's order, so children stay
  * consecutive and the root is cell 0. Built on the device (kernels letOpened, letSelect, letGather and two scans),
@@ -20,6 +21,7 @@
 #include "core/tree/octree.hpp"
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace banyan {
@@ -45,21 +47,32 @@ public:
     /// on the device), and uploads what arrived into remote().
     void exchange();
 
+    // The pieces of build() and exchange(), for one process too (tests):
+    /// This rank's boxes (coarse and fine, let.cpp has the layout), as sent to every rank.
+    std::vector<std::byte> boxes_message(const Octree& tree);
+    /// Appends to @p out the local essential tree of @p tree for the rank whose boxes_message() is @p boxes (nothing
+    /// when either has no particles).
+    void tree_for(const Octree& tree, float theta, std::span<const std::byte> boxes, std::vector<std::byte>& out);
+    /// Concatenates the trees in @p recv (rank q's in [offsets[q], offsets[q + 1])) into remote(), on the device.
+    void receive(std::span<const std::byte> recv, std::span<const std::size_t> offsets);
+
     const RemoteTrees& remote() const noexcept { return remote_; }
     const LetStats& stats() const noexcept { return stats_; }
 
-    /// Boxes per rank (runs of groups; default 64). Fewer send more; tests vary it.
-    void set_boxes_per_rank(std::size_t b) noexcept { boxes_per_rank_ = b ? b : 1; }
+    /// The finest boxes of a rank hold about 1 / fine_per_rank of its particles (default 4096; at least N_crit).
+    /// Finer boxes prune the trees closer and cost more tests.
+    void set_fine_per_rank(std::size_t f) noexcept { fine_per_rank_ = f ? f : 1; }
 
 private:
     Backend& be_;
     const Comm& comm_;
-    std::size_t boxes_per_rank_ = 64;
+    std::size_t fine_per_rank_ = 4096;
     LetStats stats_;
     std::vector<std::byte> send_;
     std::vector<std::size_t> send_offsets_;
     RemoteTrees remote_;
-    Buffer<bn_f4> boxes_;
+    Buffer<bn_f4> boxes_, coarse_, fine_;
+    Buffer<bn_u32> runs_, fine_begin_;
     Buffer<bn_u32> opened_, keep_, send_count_, cell_index_, particle_index_;
     Buffer<bn_f4> out_com_, out_quad0_, out_quad1_, out_pos_;
     Buffer<bn_u32> out_first_, out_count_;

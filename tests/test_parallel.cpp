@@ -1,0 +1,130 @@
+/**
+ * @file test_parallel.cpp
+ * @brief The pieces of a run over several ranks, in one process (core/parallel/): the local essential tree of one
+ *        half of a system for the other half, walked with TreeForces::add_remote, against direct summation and one
+ *        tree of both halves; and the decomposition on one rank. The multi-rank tests are tests/mpi/.
+ */
+#include "core/gravity/forces.hpp"
+#include "core/parallel/comm.hpp"
+#include "core/parallel/domain.hpp"
+#include "core/parallel/let.hpp"
+#include "core/simulation/plummer.hpp"
+#include "core/tree/octree.hpp"
+#include "tests/checks.hpp"
+#include "tests/harness.hpp"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace banyan {
+namespace {
+
+using test::backend;
+
+/// Sorted relative errors of @p acc (for targets @p first .. first + acc.size() - 1 of @p all) against direct summation.
+std::vector<double> errors_against_direct(const std::vector<bn_f4>& all, std::size_t first,
+                                          const std::vector<bn_f4>& acc, double eps)
+{
+    Backend& be = backend();
+    auto p = be.upload<bn_f4>(all, "test.pos");
+    std::vector<bn_u32> t(acc.size());
+    std::iota(t.begin(), t.end(), static_cast<bn_u32>(first));
+    auto targets = be.upload<bn_u32>(t, "test.targets");
+    auto ref = be.alloc<double>(4 * t.size(), "test.ref");
+    direct_forces_f64_targets(be, p, all.size(), targets, t.size(), eps, ref);
+    const auto r = ref.download(4 * t.size());
+    std::vector<double> e(t.size());
+    for (std::size_t i = 0; i < t.size(); ++i) {
+        const double dx = acc[i].x - r[4 * i], dy = acc[i].y - r[4 * i + 1], dz = acc[i].z - r[4 * i + 2];
+        const double a = std::sqrt(r[4 * i] * r[4 * i] + r[4 * i + 1] * r[4 * i + 1] + r[4 * i + 2] * r[4 * i + 2]);
+        e[i] = std::sqrt(dx * dx + dy * dy + dz * dz) / a;
+    }
+    std::sort(e.begin(), e.end());
+    return e;
+}
+
+} // namespace
+
+std::size_t test::let_of_halves(Backend& be, std::size_t n, std::uint64_t seed, float theta, std::vector<bn_f4>& all,
+                                Octree& ta, Octree& tb, LetExchange& let)
+{
+    all = plummer(n, seed).pos;
+    std::stable_partition(all.begin(), all.end(), [](const bn_f4& p) { return p.x < 0.1f; });
+    const std::size_t na = static_cast<std::size_t>(
+        std::find_if(all.begin(), all.end(), [](const bn_f4& p) { return p.x >= 0.1f; }) - all.begin());
+    ta.set_particles(std::span<const bn_f4>(all.data(), na));
+    tb.set_particles(std::span<const bn_f4>(all.data() + na, n - na));
+    ta.build();
+    tb.build();
+    (void)be;
+    const auto boxes_a = let.boxes_message(ta);
+    std::vector<std::byte> tree_b;
+    let.tree_for(tb, theta, boxes_a, tree_b);
+    const std::size_t offsets[2] = {0, tree_b.size()};
+    let.receive(tree_b, offsets);
+    return na;
+}
+
+TEST_CASE("a local essential tree of one half, walked for the other half, gives the forces of the whole")
+{
+    const std::size_t n = 20000; // halves of 10000: large enough that the tree sent is pruned
+    for (const float theta : {0.5f, 0.75f}) {
+        // Halves by x: a's particles are the targets, b sends its tree.
+        std::vector<bn_f4> all;
+        Octree ta(backend()), tb(backend());
+        LetExchange let(backend(), Comm::world());
+        const std::size_t na = test::let_of_halves(backend(), n, 31, theta, all, ta, tb, let);
+        const std::size_t nb = n - na;
+        const RemoteTrees& r = let.remote();
+        // Pruned: part of b's cells and particles, not all of them.
+        CHECK(r.cells > 0);
+        CHECK(r.cells < tb.cells());
+        CHECK(r.particles < nb);
+        TreeForces f(backend());
+        f.compute(ta, theta, 0.01f);
+        CHECK(f.add_remote(ta, r));
+        // Results in a's input order, for the particles of a.
+        auto out = backend().alloc<bn_f4>(na, "test.acc");
+        f.to_input_order(ta, out);
+        const auto acc = out.download(na);
+        const auto mine = errors_against_direct(all, 0, acc, 0.01);
+        const auto whole = tree_forces(backend(), all, theta, 0.01f);
+        const std::vector<bn_f4> one(whole.acc.begin(), whole.acc.begin() + static_cast<long>(na));
+        const auto ref = errors_against_direct(all, 0, one, 0.01);
+        INFO(fmt::format("theta {}: {} + {} particles, LET {} of {} cells, {} particles; median {:.3e} (one tree "
+                         "{:.3e}), 99% {:.3e} ({:.3e})",
+                         theta, na, nb, r.cells, tb.cells(), r.particles, mine[mine.size() / 2],
+                         ref[ref.size() / 2], mine[mine.size() * 99 / 100], ref[ref.size() * 99 / 100]));
+        CHECK(mine[mine.size() / 2] <= 1.25 * ref[ref.size() / 2]);
+        CHECK(mine[mine.size() * 99 / 100] <= 1.5 * ref[ref.size() * 99 / 100]);
+        CHECK(mine.back() <= 2.5 * ref.back());
+        // Interactions: the remote walk added to the local one.
+        CHECK(f.totals().pc > 0);
+    }
+}
+
+TEST_CASE("the decomposition on one rank keeps every particle")
+{
+    const auto p = plummer(3000, 8).pos;
+    Octree tree(backend());
+    std::vector<bn_f4> vel(p.size(), bn_f4{1, 2, 3, 0});
+    tree.set_particles(p, vel);
+    Decomposition d(backend(), Comm::world());
+    if (Comm::world().parallel()) return; // this suite runs on one rank; tests/mpi/ has the others
+    const BalanceStats s = d.balance(tree, 0.0);
+    CHECK(s.sent == 0);
+    CHECK(s.received == 0);
+    REQUIRE(tree.size() == p.size());
+    const auto ids = tree.ids().download(p.size());
+    const auto pos = tree.pos().download(p.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        CHECK(ids[i] < p.size());
+        if (ids[i] < p.size()) CHECK(pos[i].x == p[ids[i]].x);
+    }
+}
+
+} // namespace banyan
