@@ -50,31 +50,35 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letGroupBox
     }
 }
 
-/* opened[c] = 1 when some group inside one of the other rank's boxes may open cell c (bn_let_opens): coarse box k
- * (coarse[2k], coarse[2k + 1]) holds the fine boxes [fine_begin[k], fine_begin[k + 1]), which are tested only when
- * the coarse one fails (a fine box lies inside its coarse box, so no test is skipped that could fail). Work-group
- * BANYAN_WG. */
+/* For the cells [first_cell, end_cell) of one level, launched level by level from the root: opened[c] = 1 when c's
+ * parent is opened (the root has none) and some group inside one of the other rank's boxes may open c
+ * (bn_let_opens); cells under a closed cell are not tested at all. Coarse box k (coarse[2k], coarse[2k + 1]) holds
+ * the fine boxes [fine_begin[k], fine_begin[k + 1]), tested only when the coarse one fails (a fine box lies inside
+ * its coarse box, so no test is skipped that could fail). Work-group BANYAN_WG. */
 __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letOpened(
-    __global const bn_f4* cell_com, __global const bn_f4* cell_quad1, bn_u32 ncells, float inv_theta,
-    __global const bn_f4* coarse, bn_u32 ncoarse, __global const bn_f4* fine, __global const bn_u32* fine_begin,
-    __global bn_u32* opened)
+    __global const bn_f4* cell_com, __global const bn_f4* cell_quad1, __global const bn_u32* cell_parent,
+    bn_u32 first_cell, bn_u32 end_cell, float inv_theta, __global const bn_f4* coarse, bn_u32 ncoarse,
+    __global const bn_f4* fine, __global const bn_u32* fine_begin, __global bn_u32* opened)
 {
-    const uint c = get_global_id(0);
-    if (c >= ncells) return;
-    const bn_f4 com = cell_com[c];
-    const bn_f4 q1 = cell_quad1[c];
+    const uint c = first_cell + get_global_id(0);
+    if (c >= end_cell) return;
+    const bn_u32 p = cell_parent[c];
     bn_u32 open = 0u;
-    for (uint k = 0; k < ncoarse && !open; ++k) {
-        if (!bn_let_opens(com, q1, inv_theta, coarse[2 * k], coarse[2 * k + 1])) continue;
-        const uint end = fine_begin[k + 1];
-        for (uint f = fine_begin[k]; f < end && !open; ++f)
-            open = bn_let_opens(com, q1, inv_theta, fine[2 * f], fine[2 * f + 1]) ? 1u : 0u;
+    if (p == BANYAN_TREE_NO_PARENT || opened[p]) {
+        const bn_f4 com = cell_com[c];
+        const bn_f4 q1 = cell_quad1[c];
+        for (uint k = 0; k < ncoarse && !open; ++k) {
+            if (!bn_let_opens(com, q1, inv_theta, coarse[2 * k], coarse[2 * k + 1])) continue;
+            const uint end = fine_begin[k + 1];
+            for (uint f = fine_begin[k]; f < end && !open; ++f)
+                open = bn_let_opens(com, q1, inv_theta, fine[2 * f], fine[2 * f + 1]) ? 1u : 0u;
+        }
     }
     opened[c] = open;
 }
 
-/* keep[c] = 1 when every ancestor of cell c is opened (the root is always kept); send[c] = the particles cell c
- * sends: its count when it is a kept, opened leaf, else 0. Work-group BANYAN_WG. */
+/* keep[c] = 1 when c's parent is opened (then every ancestor is; the root is always kept); send[c] = the particles
+ * cell c sends: its count when it is an opened leaf, else 0. Work-group BANYAN_WG. */
 __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letSelect(__global const bn_u32* cell_parent,
                                                                               __global const bn_u32* cell_count,
                                                                               __global const bn_u32* opened,
@@ -83,11 +87,10 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letSelect(_
 {
     const uint c = get_global_id(0);
     if (c >= ncells) return;
-    bn_u32 k = 1u;
-    for (bn_u32 p = cell_parent[c]; p != BANYAN_TREE_NO_PARENT && k; p = cell_parent[p]) k = opened[p];
+    const bn_u32 p = cell_parent[c];
     const bn_u32 cnt = cell_count[c];
-    keep[c] = k;
-    send[c] = k && opened[c] && bn_tree_is_leaf(cnt) ? bn_tree_count(cnt) : 0u;
+    keep[c] = p == BANYAN_TREE_NO_PARENT || opened[p] ? 1u : 0u;
+    send[c] = opened[c] && bn_tree_is_leaf(cnt) ? bn_tree_count(cnt) : 0u;
 }
 
 /* The local essential tree: kept cell c goes to index cell_index[c] (exclusive scan of keep) with its multipoles;

@@ -51,42 +51,46 @@ __global__ void __launch_bounds__(BANYAN_WG)
 }
 BANYAN_CUDA_KERNEL(letGroupBoxes);
 
-/* opened[c] = 1 when some group inside one of the other rank's boxes may open cell c (bn_let_opens): coarse box k
- * (coarse[2k], coarse[2k + 1]) holds the fine boxes [fine_begin[k], fine_begin[k + 1]), which are tested only when
- * the coarse one fails (a fine box lies inside its coarse box, so no test is skipped that could fail). Block
- * BANYAN_WG. */
+/* For the cells [first_cell, end_cell) of one level, launched level by level from the root: opened[c] = 1 when c's
+ * parent is opened (the root has none) and some group inside one of the other rank's boxes may open c
+ * (bn_let_opens); cells under a closed cell are not tested at all. Coarse box k (coarse[2k], coarse[2k + 1]) holds
+ * the fine boxes [fine_begin[k], fine_begin[k + 1]), tested only when the coarse one fails (a fine box lies inside
+ * its coarse box, so no test is skipped that could fail). Block BANYAN_WG. */
 __global__ void __launch_bounds__(BANYAN_WG)
-    letOpened(const bn_f4* cell_com, const bn_f4* cell_quad1, bn_u32 ncells, float inv_theta, const bn_f4* coarse,
-              bn_u32 ncoarse, const bn_f4* fine, const bn_u32* fine_begin, bn_u32* opened)
+    letOpened(const bn_f4* cell_com, const bn_f4* cell_quad1, const bn_u32* cell_parent, bn_u32 first_cell,
+              bn_u32 end_cell, float inv_theta, const bn_f4* coarse, bn_u32 ncoarse, const bn_f4* fine,
+              const bn_u32* fine_begin, bn_u32* opened)
 {
-    const bn_u32 c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= ncells) return;
-    const bn_f4 com = cell_com[c];
-    const bn_f4 q1 = cell_quad1[c];
+    const bn_u32 c = first_cell + blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= end_cell) return;
+    const bn_u32 p = cell_parent[c];
     bn_u32 open = 0u;
-    for (bn_u32 k = 0; k < ncoarse && !open; ++k) {
-        if (!bn_let_opens(com, q1, inv_theta, coarse[2 * k], coarse[2 * k + 1])) continue;
-        const bn_u32 end = fine_begin[k + 1];
-        for (bn_u32 f = fine_begin[k]; f < end && !open; ++f)
-            open = bn_let_opens(com, q1, inv_theta, fine[2 * f], fine[2 * f + 1]) ? 1u : 0u;
+    if (p == BANYAN_TREE_NO_PARENT || opened[p]) {
+        const bn_f4 com = cell_com[c];
+        const bn_f4 q1 = cell_quad1[c];
+        for (bn_u32 k = 0; k < ncoarse && !open; ++k) {
+            if (!bn_let_opens(com, q1, inv_theta, coarse[2 * k], coarse[2 * k + 1])) continue;
+            const bn_u32 end = fine_begin[k + 1];
+            for (bn_u32 f = fine_begin[k]; f < end && !open; ++f)
+                open = bn_let_opens(com, q1, inv_theta, fine[2 * f], fine[2 * f + 1]) ? 1u : 0u;
+        }
     }
     opened[c] = open;
 }
 BANYAN_CUDA_KERNEL(letOpened);
 
-/* keep[c] = 1 when every ancestor of cell c is opened (the root is always kept); send[c] = the particles cell c
- * sends: its count when it is a kept, opened leaf, else 0. Block BANYAN_WG. */
+/* keep[c] = 1 when c's parent is opened (then every ancestor is; the root is always kept); send[c] = the particles
+ * cell c sends: its count when it is an opened leaf, else 0. Block BANYAN_WG. */
 __global__ void __launch_bounds__(BANYAN_WG)
     letSelect(const bn_u32* cell_parent, const bn_u32* cell_count, const bn_u32* opened, bn_u32 ncells,
               bn_u32* keep, bn_u32* send)
 {
     const bn_u32 c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= ncells) return;
-    bn_u32 k = 1u;
-    for (bn_u32 p = cell_parent[c]; p != BANYAN_TREE_NO_PARENT && k; p = cell_parent[p]) k = opened[p];
+    const bn_u32 p = cell_parent[c];
     const bn_u32 cnt = cell_count[c];
-    keep[c] = k;
-    send[c] = k && opened[c] && bn_tree_is_leaf(cnt) ? bn_tree_count(cnt) : 0u;
+    keep[c] = p == BANYAN_TREE_NO_PARENT || opened[p] ? 1u : 0u;
+    send[c] = opened[c] && bn_tree_is_leaf(cnt) ? bn_tree_count(cnt) : 0u;
 }
 BANYAN_CUDA_KERNEL(letSelect);
 

@@ -172,8 +172,14 @@ void LetExchange::tree_for(const Octree& tree, float theta, std::span<const std:
     ensure_size(be_, send_count_, nc, "let.send_count");
     ensure_size(be_, cell_index_, nc, "let.cell_index");
     ensure_size(be_, particle_index_, nc, "let.particle_index");
-    be_.launch("letOpened", cells_grid, tree.cell_com(), tree.cell_quad1(), u32(nc), inv_theta, coarse_, u32(ncq),
-               fine_, fine_begin_, opened_);
+    // Level by level from the root: a cell is tested only when its parent was opened.
+    const auto& lb = tree.level_begin();
+    for (int level = 0; level < BANYAN_TREE_LEVELS && lb[static_cast<std::size_t>(level)] < nc; ++level) {
+        const std::size_t a = lb[static_cast<std::size_t>(level)], b = lb[static_cast<std::size_t>(level) + 1];
+        if (a == b) break;
+        be_.launch("letOpened", Grid{(b - a + wg - 1) / wg, wg}, tree.cell_com(), tree.cell_quad1(),
+                   tree.cell_parent(), u32(a), u32(b), inv_theta, coarse_, u32(ncq), fine_, fine_begin_, opened_);
+    }
     be_.launch("letSelect", cells_grid, tree.cell_parent(), tree.cell_count(), opened_, u32(nc), keep_,
                send_count_);
     be_.exclusive_scan(keep_, cell_index_, nc);
