@@ -255,8 +255,8 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
     }
     bench::Table table({{"N", 5, true},        {"P", 2, true},         {"theta", 6, true},   {"balance", 8, true},
                         {"build", 8, true},    {"LET", 7, true},       {"walk", 8, true},    {"remote", 7, true},
-                        {"total ms", 9, true}, {"Mpart/s", 8, true},   {"spread", 6, true},  {"moved", 8, true},
-                        {"LET MB", 7, true},   {"B/part", 0}});
+                        {"total ms", 9, true}, {"Mpart/s", 8, true},   {"pp", 5, true},      {"pc", 5, true},
+                        {"spread", 6, true},   {"moved", 8, true},     {"LET MB", 7, true},  {"B/part", 0}});
     if (root) {
         fmt::print("\n");
         table.print_header();
@@ -283,6 +283,7 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
                 table.print_row({fmt::format("2^{}", log2), fmt::format("{}", P), fmt::format("{:.2f}", theta),
                                  ms(r.balance), ms(r.build), ms(r.let_build), ms(r.local_walk), ms(r.remote_walk),
                                  ms(r.total), bench::figure(bench::mega_per_s(r.n, r.total)),
+                                 fmt::format("{:.0f}", r.pp), fmt::format("{:.0f}", r.pc),
                                  fmt::format("{:.2f}", r.walk_spread), fmt::format("{:.0f}", r.moved),
                                  fmt::format("{:.1f}", r.let_mb),
                                  fmt::format("{:.1f}", double(r.bytes) * double(P) / double(r.n))});
@@ -312,7 +313,8 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
     if (root) {
         fmt::print("\nN: {}; balance = decomposition and particle exchange; LET = boxes and trees for the other ranks "
                    "(device, then host); walk = local walk, with the exchange of the trees beside it on the host; "
-                   "remote = walks over the trees received; spread = slowest rank's walks / mean; moved = particles "
+                   "remote = walks over the trees received; pp, pc = interactions per particle over all ranks' walks (the "
+                   "trees of other ranks split cells that one tree would take whole: more than on one rank); spread = slowest rank's walks / mean; moved = particles "
                    "that changed rank, LET MB = trees and boxes sent, per evaluation over all ranks; B/part = peak "
                    "device memory of the largest rank x P / N\n",
                    per_rank ? "per rank" : "in all");
