@@ -4,29 +4,32 @@
  *        the tree walk). Same kernels as kernels_cu/direct.cu.
  */
 
-/* One work-item per target; sources pass through local memory in tiles of BANYAN_WG (the classic shared-memory
- * N-body loop). Work-group BANYAN_WG; local memory BANYAN_WG float4. The self-pair is skipped by index.
- * pos_mass: x, y, z, m per particle. acc_pot: ax, ay, az, potential per particle. */
+/* One work-item per target: particles first .. first + count - 1 (a rank's share of a run over several; 0 and n
+ * for all), from all n, into acc_pot[0 .. count - 1]. Sources pass through local memory in tiles of BANYAN_WG (the
+ * classic shared-memory N-body loop). Work-group BANYAN_WG; local memory BANYAN_WG float4. The self-pair is skipped
+ * by index. pos_mass: x, y, z, m per particle. acc_pot: ax, ay, az, potential per target. */
 __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1)))
-void directForces(__global const bn_f4* pos_mass, bn_u32 n, float eps2, __global bn_f4* acc_pot)
+void directForces(__global const bn_f4* pos_mass, bn_u32 n, bn_u32 first, bn_u32 count, float eps2,
+                  __global bn_f4* acc_pot)
 {
     __local bn_f4 tile[BANYAN_WG];
-    const bn_u32 i = (bn_u32)get_global_id(0);
+    const bn_u32 t = (bn_u32)get_global_id(0);
+    const bn_u32 i = first + t;
     const bn_u32 lid = (bn_u32)get_local_id(0);
-    const bn_f4 me = i < n ? pos_mass[i] : (bn_f4)(0.0f);
+    const bn_f4 me = t < count ? pos_mass[i] : (bn_f4)(0.0f);
     bn_f4 acc = (bn_f4)(0.0f);
     for (bn_u32 base = 0; base < n; base += BANYAN_WG) {
         const bn_u32 j = base + lid;
         tile[lid] = j < n ? pos_mass[j] : (bn_f4)(0.0f);
         barrier(CLK_LOCAL_MEM_FENCE);
-        const bn_u32 count = min((bn_u32)BANYAN_WG, n - base);
-        for (bn_u32 k = 0; k < count; ++k) {
+        const bn_u32 in_tile = min((bn_u32)BANYAN_WG, n - base);
+        for (bn_u32 k = 0; k < in_tile; ++k) {
             const bn_f4 s = tile[k];
             if (base + k != i) acc = bn_interact_pp(acc, s.x - me.x, s.y - me.y, s.z - me.z, s.w, eps2);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    if (i < n) acc_pot[i] = acc;
+    if (t < count) acc_pot[t] = acc;
 }
 
 /* The double-precision sum of both F64 kernels: (ax, ay, az, phi) on a target at `me` from all n particles but the

@@ -6,27 +6,30 @@
 #include "backend_cuda/kernel_registry.hpp"
 #include "core/device_shared.h"
 
-/* One thread per target; sources pass through shared memory in tiles of BANYAN_WG. Block BANYAN_WG; shared
- * BANYAN_WG float4. The self-pair is skipped by index. */
-__global__ void __launch_bounds__(BANYAN_WG) directForces(const bn_f4* pos_mass, bn_u32 n, float eps2, bn_f4* acc_pot)
+/* One thread per target: particles first .. first + count - 1 (a rank's share of a run over several; 0 and n for
+ * all), from all n, into acc_pot[0 .. count - 1]. Sources pass through shared memory in tiles of BANYAN_WG. Block
+ * BANYAN_WG; shared BANYAN_WG float4. The self-pair is skipped by index. */
+__global__ void __launch_bounds__(BANYAN_WG) directForces(const bn_f4* pos_mass, bn_u32 n, bn_u32 first, bn_u32 count,
+                                                          float eps2, bn_f4* acc_pot)
 {
     __shared__ bn_f4 tile[BANYAN_WG];
-    const bn_u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    const bn_u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    const bn_u32 i = first + t;
     const bn_u32 lid = threadIdx.x;
-    const bn_f4 me = i < n ? pos_mass[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+    const bn_f4 me = t < count ? pos_mass[i] : make_float4(0.f, 0.f, 0.f, 0.f);
     bn_f4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
     for (bn_u32 base = 0; base < n; base += BANYAN_WG) {
         const bn_u32 j = base + lid;
         tile[lid] = j < n ? pos_mass[j] : make_float4(0.f, 0.f, 0.f, 0.f);
         __syncthreads();
-        const bn_u32 count = min(static_cast<bn_u32>(BANYAN_WG), n - base);
-        for (bn_u32 k = 0; k < count; ++k) {
+        const bn_u32 in_tile = min(static_cast<bn_u32>(BANYAN_WG), n - base);
+        for (bn_u32 k = 0; k < in_tile; ++k) {
             const bn_f4 s = tile[k];
             if (base + k != i) acc = bn_interact_pp(acc, s.x - me.x, s.y - me.y, s.z - me.z, s.w, eps2);
         }
         __syncthreads();
     }
-    if (i < n) acc_pot[i] = acc;
+    if (t < count) acc_pot[t] = acc;
 }
 BANYAN_CUDA_KERNEL(directForces);
 

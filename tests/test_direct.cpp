@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 using namespace banyan;
 
@@ -109,4 +110,31 @@ TEST_CASE("direct summation conserves momentum to round-off")
         scale += p[i].w * std::sqrt(a[4 * i] * a[4 * i] + a[4 * i + 1] * a[4 * i + 1] + a[4 * i + 2] * a[4 * i + 2]);
     }
     CHECK(std::sqrt(px * px + py * py + pz * pz) <= 1e-12 * scale);
+}
+
+TEST_CASE("direct summation of a range of targets equals those places of the whole, bit for bit")
+{
+    // A rank's share of `banyan forces --direct` over several ranks: targets first .. first + count - 1 from all n.
+    auto& be = test::backend();
+    const std::size_t n = 1000;
+    const auto p = random_ball(n);
+    auto pos = be.upload<bn_f4>(p, "pos");
+    auto whole = be.alloc<bn_f4>(n, "whole");
+    direct_forces(be, pos, n, 0.01f, whole);
+    const auto all = whole.download();
+    for (auto [first, count] : {std::pair<std::size_t, std::size_t>{0, 1}, {0, 333}, {333, 334}, {667, 333},
+                                {999, 1}, {500, 0}, {1000, 0}}) {
+        INFO("targets ", first, " + ", count);
+        auto part = be.alloc<bn_f4>(std::max<std::size_t>(count, 1), "part");
+        part.fill(bn_f4{NAN, NAN, NAN, NAN});
+        direct_forces(be, pos, n, first, count, 0.01f, part);
+        const auto got = part.download();
+        for (std::size_t t = 0; t < count; ++t) {
+            const bn_f4 a = all[first + t], b = got[t];
+            REQUIRE(std::memcmp(&a, &b, sizeof a) == 0);
+        }
+        if (count == 0) CHECK(std::isnan(got[0].x)); // nothing written
+    }
+    auto part = be.alloc<bn_f4>(10, "part");
+    CHECK_THROWS_AS(direct_forces(be, pos, n, 995, 10, 0.01f, part), std::invalid_argument);
 }

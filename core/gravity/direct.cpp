@@ -23,8 +23,18 @@ Grid grid_for(const Backend& be, std::size_t n)
 
 void direct_forces(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n, float eps, Buffer<bn_f4>& acc_pot)
 {
-    if (pos_mass.size() < n || acc_pot.size() < n) throw std::invalid_argument("direct_forces: buffers too small");
-    be.launch("directForces", grid_for(be, n), pos_mass, static_cast<bn_u32>(n), eps * eps, acc_pot);
+    direct_forces(be, pos_mass, n, 0, n, eps, acc_pot);
+}
+
+void direct_forces(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n, std::size_t first, std::size_t count,
+                   float eps, Buffer<bn_f4>& acc_pot)
+{
+    if (first > n || count > n - first) throw std::invalid_argument("direct_forces: targets beyond the particles");
+    if (pos_mass.size() < n || acc_pot.size() < count) throw std::invalid_argument("direct_forces: buffers too small");
+    grid_for(be, n); // the size check
+    if (count == 0) return;
+    be.launch("directForces", grid_for(be, count), pos_mass, static_cast<bn_u32>(n), static_cast<bn_u32>(first),
+              static_cast<bn_u32>(count), eps * eps, acc_pot);
 }
 
 void direct_forces_f64(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n, double eps,

@@ -12,6 +12,11 @@ namespace banyan {
 /// precision. @p pos_mass holds x, y, z, m. Both buffers hold at least @p n elements.
 void direct_forces(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n, float eps, Buffer<bn_f4>& acc_pot);
 
+/// As above for the targets first .. first + count - 1 only (from all n particles), into acc_pot[0 .. count - 1]:
+/// a rank's share of a direct sum over several. The same sums, bit for bit, as those places of the whole.
+void direct_forces(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n, std::size_t first, std::size_t count,
+                   float eps, Buffer<bn_f4>& acc_pot);
+
 /// As direct_forces, with differences and sums in double precision; acc_pot holds 4 doubles per particle.
 void direct_forces_f64(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n, double eps,
                        Buffer<double>& acc_pot);
