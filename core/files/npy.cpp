@@ -20,18 +20,24 @@ namespace banyan {
 
 static_assert(std::endian::native == std::endian::little, "the .npy writer assumes a little-endian host");
 
-void write_npy(const std::string& path, const std::vector<float>& data, std::size_t rows, std::size_t cols)
+std::string npy_header(std::size_t rows, std::size_t cols)
 {
-    if (data.size() != rows * cols) throw std::invalid_argument("write_npy: data size disagrees with the shape");
     std::string dict = fmt::format("{{'descr': '<f4', 'fortran_order': False, 'shape': ({}, {}), }}", rows, cols);
     const std::size_t unpadded = 10 + dict.size() + 1; // magic(6) + version(2) + length(2) + dict + '\n'
     dict.append((64 - unpadded % 64) % 64, ' ');
     dict.push_back('\n');
     const auto len = static_cast<std::uint16_t>(dict.size());
+    std::string head("\x93NUMPY\x01\x00", 8);
+    head.append(reinterpret_cast<const char*>(&len), 2);
+    return head + dict;
+}
+
+void write_npy(const std::string& path, const std::vector<float>& data, std::size_t rows, std::size_t cols)
+{
+    if (data.size() != rows * cols) throw std::invalid_argument("write_npy: data size disagrees with the shape");
+    const std::string head = npy_header(rows, cols);
     write_file_atomically(path, [&](std::ostream& out) {
-        out.write("\x93NUMPY\x01\x00", 8);
-        out.write(reinterpret_cast<const char*>(&len), 2);
-        out.write(dict.data(), static_cast<std::streamsize>(dict.size()));
+        out.write(head.data(), static_cast<std::streamsize>(head.size()));
         out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size() * 4));
     });
 }

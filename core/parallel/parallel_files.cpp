@@ -1,9 +1,12 @@
 /**
- * @file parallel_tipsy.cpp
- * @brief The collective tipsy writer (parallel_tipsy.hpp). Format as core/files/tipsy.cpp writes it: big-endian,
- *        a 32-byte header (double time, int N, 3, ngas, ndark, nstar, pad), then 9 floats per dark particle.
+ * @file parallel_files.cpp
+ * @brief Files written by all ranks together (parallel_files.hpp). Tipsy as core/files/tipsy.cpp writes it:
+ *        big-endian, a 32-byte header (double time, int N, 3, ngas, ndark, nstar, pad), then 9 floats per dark
+ *        particle; .npy with the header of core/files/npy.cpp.
  */
-#include "core/parallel/parallel_tipsy.hpp"
+#include "core/parallel/parallel_files.hpp"
+
+#include "core/files/npy.hpp"
 
 #include <fmt/format.h>
 
@@ -11,14 +14,13 @@
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
-#include <unistd.h>
 
 namespace banyan {
 
 namespace {
 
-constexpr std::size_t header_bytes = 32;
-constexpr std::size_t record_bytes = 36; // mass, x, y, z, vx, vy, vz, eps, phi
+constexpr std::size_t tipsy_header_bytes = 32;
+constexpr std::size_t tipsy_record_bytes = 36; // mass, x, y, z, vx, vy, vz, eps, phi
 
 void put_be32(std::byte* p, std::uint32_t v)
 {
@@ -27,12 +29,24 @@ void put_be32(std::byte* p, std::uint32_t v)
 }
 void put_float(std::byte* p, float f) { put_be32(p, std::bit_cast<std::uint32_t>(f)); }
 
+/// Writes @p block at @p offset of a file of @p total bytes, together, into a temporary name that rank 0 renames
+/// to @p path once every rank has written.
+void write_blocks(const Comm& comm, const std::string& path, std::uint64_t total, std::uint64_t offset,
+                  std::span<const std::byte> block)
+{
+    const std::string tmp = path + ".tmp.parallel";
+    comm.write_file(tmp, total, offset, block);
+    comm.barrier();
+    if (comm.rank() == 0) std::filesystem::rename(tmp, path);
+    comm.barrier();
+}
+
 } // namespace
 
-void write_tipsy_parallel(const Comm& comm, const std::string& path, double time, std::size_t n_total,
-                          const RankParticles& mine, float eps)
+std::vector<std::byte> records_of_my_block(const Comm& comm, std::size_t n_total, std::span<const bn_u32> ids,
+                                           std::span<const std::byte> records, std::size_t record_bytes,
+                                           std::size_t& first, std::size_t& last)
 {
-    if (n_total >= (std::size_t{1} << 31)) throw std::runtime_error("tipsy: more than 2^31 - 1 particles");
     const std::size_t P = static_cast<std::size_t>(comm.size()), me = static_cast<std::size_t>(comm.rank());
     auto block_start = [&](std::size_t q) { return q * n_total / P; };
     auto owner = [&](std::size_t id) {
@@ -41,53 +55,95 @@ void write_tipsy_parallel(const Comm& comm, const std::string& path, double time
         while (q > 0 && block_start(q) > id) --q;
         return q;
     };
+    const std::size_t n = ids.size();
+    if (records.size() != n * record_bytes) throw std::invalid_argument("records_of_my_block: sizes disagree");
+    bool bad_id = false;
+    for (const bn_u32 id : ids) bad_id |= id >= n_total;
+    if (comm.any(bad_id)) throw std::runtime_error("parallel file: particle ids are not 0 .. N-1");
     // Records with their ids, to the ranks that write them.
-    const std::size_t n = mine.ids.size();
-    constexpr std::size_t wire = 4 + record_bytes;
+    const std::size_t wire = 4 + record_bytes;
     std::vector<std::size_t> offsets(P + 1, 0), dest(n);
-    for (std::size_t i = 0; i < n; ++i) ++offsets[(dest[i] = owner(mine.ids[i])) + 1];
+    for (std::size_t i = 0; i < n; ++i) ++offsets[(dest[i] = owner(ids[i])) + 1];
     for (std::size_t q = 0; q < P; ++q) offsets[q + 1] += offsets[q];
     std::vector<std::size_t> fill(offsets.begin(), offsets.end() - 1);
     std::vector<std::byte> send(n * wire);
     for (std::size_t i = 0; i < n; ++i) {
         std::byte* r = send.data() + fill[dest[i]]++ * wire;
-        std::memcpy(r, &mine.ids[i], 4);
-        const float f[9] = {mine.pos[i].w, mine.pos[i].x, mine.pos[i].y, mine.pos[i].z, mine.vel[i].x,
-                            mine.vel[i].y, mine.vel[i].z, eps, mine.phi[i]};
-        for (int k = 0; k < 9; ++k) put_float(r + 4 + 4 * k, f[k]);
+        std::memcpy(r, &ids[i], 4);
+        std::memcpy(r + 4, records.data() + i * record_bytes, record_bytes);
     }
     for (auto& o : offsets) o *= wire;
     std::vector<std::size_t> recv_offsets;
     const auto recv = comm.exchange(send, offsets, recv_offsets);
 
-    // This rank's part of the file: the header first on rank 0, then records first .. last - 1 in id order.
-    const std::size_t first = block_start(me), last = block_start(me + 1);
-    const std::size_t head = me == 0 ? header_bytes : 0;
-    std::vector<std::byte> part(head + (last - first) * record_bytes);
+    first = block_start(me), last = block_start(me + 1);
+    std::vector<std::byte> block((last - first) * record_bytes);
     std::vector<unsigned char> seen(last - first, 0);
+    bool twice = false;
     for (std::size_t at = 0; at < recv.size(); at += wire) {
         bn_u32 id;
         std::memcpy(&id, recv.data() + at, 4);
-        if (id < first || id >= last || seen[id - first]) throw std::runtime_error("tipsy: particle ids are not 0 .. N-1");
+        twice |= seen[id - first] != 0;
         seen[id - first] = 1;
-        std::memcpy(part.data() + head + (id - first) * record_bytes, recv.data() + at + 4, record_bytes);
+        std::memcpy(block.data() + (id - first) * record_bytes, recv.data() + at + 4, record_bytes);
     }
-    bool complete = recv.size() / wire == last - first;
-    if (comm.any(!complete)) throw std::runtime_error(fmt::format("tipsy: {}: particles are missing", path));
-    if (me == 0) {
+    if (comm.any(twice)) throw std::runtime_error("parallel file: a particle id occurs twice");
+    if (comm.any(recv.size() / wire != last - first)) throw std::runtime_error("parallel file: particles are missing");
+    return block;
+}
+
+void write_tipsy_parallel(const Comm& comm, const std::string& path, double time, std::size_t n_total,
+                          const RankParticles& mine, float eps)
+{
+    if (n_total >= (std::size_t{1} << 31)) throw std::runtime_error("tipsy: more than 2^31 - 1 particles");
+    const std::size_t n = mine.ids.size();
+    std::vector<std::byte> records(n * tipsy_record_bytes);
+    for (std::size_t i = 0; i < n; ++i) {
+        const float f[9] = {mine.pos[i].w, mine.pos[i].x, mine.pos[i].y, mine.pos[i].z, mine.vel[i].x,
+                            mine.vel[i].y, mine.vel[i].z, eps, mine.phi[i]};
+        for (int k = 0; k < 9; ++k) put_float(records.data() + i * tipsy_record_bytes + 4 * k, f[k]);
+    }
+    std::size_t first = 0, last = 0;
+    std::vector<std::byte> block;
+    try {
+        block = records_of_my_block(comm, n_total, mine.ids, records, tipsy_record_bytes, first, last);
+    } catch (const std::runtime_error& e) {
+        throw std::runtime_error(fmt::format("tipsy: {}: {}", path, e.what()));
+    }
+    // Rank 0 writes the header before its records.
+    if (comm.rank() == 0) {
+        std::vector<std::byte> head(tipsy_header_bytes);
         std::uint64_t t = std::bit_cast<std::uint64_t>(time);
         if constexpr (std::endian::native == std::endian::little) t = __builtin_bswap64(t);
-        std::memcpy(part.data(), &t, 8);
+        std::memcpy(head.data(), &t, 8);
         const std::uint32_t h[6] = {static_cast<std::uint32_t>(n_total), 3u, 0u, static_cast<std::uint32_t>(n_total),
                                     0u, 0u};
-        for (int k = 0; k < 6; ++k) put_be32(part.data() + 8 + 4 * k, h[k]);
+        for (int k = 0; k < 6; ++k) put_be32(head.data() + 8 + 4 * k, h[k]);
+        block.insert(block.begin(), head.begin(), head.end());
     }
-    const std::string tmp = path + ".tmp.parallel";
-    comm.write_file(tmp, header_bytes + n_total * record_bytes, me == 0 ? 0 : header_bytes + first * record_bytes,
-                    part);
-    comm.barrier();
-    if (me == 0) std::filesystem::rename(tmp, path);
-    comm.barrier();
+    write_blocks(comm, path, tipsy_header_bytes + n_total * tipsy_record_bytes,
+                 comm.rank() == 0 ? 0 : tipsy_header_bytes + first * tipsy_record_bytes, block);
+}
+
+void write_npy_parallel(const Comm& comm, const std::string& path, std::size_t n_total, std::span<const bn_u32> ids,
+                        std::span<const bn_f4> rows)
+{
+    static_assert(sizeof(bn_f4) == 16, "a row is 4 float32");
+    if (ids.size() != rows.size()) throw std::invalid_argument("write_npy_parallel: sizes disagree");
+    std::size_t first = 0, last = 0;
+    std::vector<std::byte> block;
+    try {
+        block = records_of_my_block(comm, n_total, ids, std::as_bytes(rows), sizeof(bn_f4), first, last);
+    } catch (const std::runtime_error& e) {
+        throw std::runtime_error(fmt::format("{}: {}", path, e.what()));
+    }
+    const std::string head = npy_header(n_total, 4);
+    if (comm.rank() == 0) {
+        const auto* h = reinterpret_cast<const std::byte*>(head.data());
+        block.insert(block.begin(), h, h + head.size());
+    }
+    write_blocks(comm, path, head.size() + n_total * sizeof(bn_f4), comm.rank() == 0 ? 0 : head.size() + first * sizeof(bn_f4),
+                 block);
 }
 
 } // namespace banyan

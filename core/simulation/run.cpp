@@ -6,7 +6,7 @@
 
 #include "core/device/devices.hpp"
 #include "core/parallel/comm.hpp"
-#include "core/parallel/parallel_tipsy.hpp"
+#include "core/parallel/parallel_files.hpp"
 #include "core/error.hpp"
 #include "core/simulation/checkpoint.hpp"
 #include "core/version.hpp"

@@ -15,7 +15,7 @@
 #include "core/gravity/precision.hpp"
 #include "core/parallel/comm.hpp"
 #include "core/parallel/parallel_forces.hpp"
-#include "core/parallel/parallel_tipsy.hpp"
+#include "core/parallel/parallel_files.hpp"
 #include "core/tree/octree.hpp"
 
 #include <array>
@@ -98,7 +98,7 @@ public:
     std::size_t input_order(std::vector<bn_f4>& pos, std::vector<bn_f4>& vel, std::vector<bn_f4>& acc);
 
     /// This rank's particles (device order) with their ids, in the input's units: what a snapshot over several ranks
-    /// writes (parallel_tipsy.hpp). Returns how many accelerations and potentials left float's range.
+    /// writes (parallel_files.hpp). Returns how many accelerations and potentials left float's range.
     std::size_t rank_particles(RankParticles& out);
 
     /// Positions of the particles with ids @p a and @p b (both < total_size()).
