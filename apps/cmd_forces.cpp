@@ -1,23 +1,27 @@
 /**
  * @file cmd_forces.cpp
  * @brief `banyan forces`: one force evaluation of the particles of a tipsy file, by the tree walk or by direct
- *        summation, written as a float32 .npy array (N, 4) = (ax, ay, az, potential) in the file's particle order.
+ *        summation, written as a float32 .npy array (N, 4) = (ax, ay, az, potential) in the file's particle order;
+ *        under mpirun over all ranks (each takes a slice of the particles, the file is written by all together).
  */
 #include "apps/cli.hpp"
-#include "core/parallel/comm.hpp"
 #include "core/error.hpp"
 
 #include "core/gravity/direct.hpp"
 #include "core/gravity/forces.hpp"
 #include "core/gravity/precision.hpp"
-#include "core/files/npy.hpp"
 #include "core/files/tipsy.hpp"
+#include "core/parallel/comm.hpp"
+#include "core/parallel/parallel_files.hpp"
+#include "core/parallel/parallel_forces.hpp"
+#include "core/parallel/rank_device.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <numeric>
 
 namespace banyan::cli {
 
@@ -45,69 +49,90 @@ int run_forces(const std::vector<std::string>& args)
         throw UsageError(fmt::format("forces: --theta must be in [0, 1], got {}", theta));
     const bool direct = opt.has("direct");
 
+    // Under mpirun every rank reads the file and takes its slice of the particles; the tree walk moves them between
+    // ranks (ParallelForces), the direct sum takes all as sources. One rank is the same code with one slice.
+    const Comm& comm = Comm::world();
+    const bool root = comm.rank() == 0;
     const std::string in = opt.str("in");
     const Snapshot s = read_tipsy(in);
     check_particles(s, in);
-    const double eps = opt.has("eps") ? opt.number("eps") : file_softening(s, in, "forces", true);
+    const double eps = opt.has("eps") ? opt.number("eps") : file_softening(s, in, "forces", root);
     if (!(eps >= 0.0)) throw UsageError(fmt::format("forces: --eps must be >= 0, got {}", eps));
     const std::size_t n = s.size();
     std::vector<bn_f4> pos(n);
     for (std::size_t i = 0; i < n; ++i) pos[i] = {s.pos[3 * i], s.pos[3 * i + 1], s.pos[3 * i + 2], s.mass[i]};
     check_precision_range(pos, eps, in);
+    // In internal units (precision.hpp), the same on every rank: they come from all particles.
+    const InternalUnits units = InternalUnits::for_system(pos);
+    units.to_internal(pos);
+    const float eps_internal = static_cast<float>(units.length_to_internal(eps));
+    const std::size_t P = static_cast<std::size_t>(comm.size()), r = static_cast<std::size_t>(comm.rank());
+    const std::size_t first = r * n / P, count = (r + 1) * n / P - first;
 
-    if (Comm::world().parallel())
-        throw UsageError("forces: runs on one rank for now (each rank would write the whole output); start it "
-                         "without mpirun or with mpirun -n 1. `banyan run` and `banyan bench forces` run on many");
-    auto be = open_device(opt.device_request());
+    auto be = open_device(rank_device(opt.device_request(), comm));
+    comm.barrier();
     const auto t0 = std::chrono::steady_clock::now();
-    std::vector<bn_f4> acc;
+    std::vector<bn_f4> acc; // this rank's particles, ids[i] for acc[i]
+    std::vector<bn_u32> ids;
     InteractionTotals totals;
-    std::size_t out_of_range = 0;
     if (direct) {
-        const InternalUnits units = InternalUnits::for_system(pos); // as tree_forces does
-        std::vector<bn_f4> internal = pos;
-        units.to_internal(internal);
-        auto p = be->upload<bn_f4>(internal, "forces.pos");
-        auto a = be->alloc<bn_f4>(n, "forces.acc");
-        direct_forces(*be, p, n, static_cast<float>(units.length_to_internal(eps)), a);
-        acc = a.download(n);
-        out_of_range = units.forces_from_internal(acc);
+        auto p = be->upload<bn_f4>(pos, "forces.pos");
+        auto a = be->alloc<bn_f4>(std::max<std::size_t>(count, 1), "forces.acc");
+        direct_forces(*be, p, n, first, count, eps_internal, a);
+        acc = a.download(count);
+        ids.resize(count);
+        std::iota(ids.begin(), ids.end(), static_cast<bn_u32>(first));
     } else {
-        ForceResult r = tree_forces(*be, pos, static_cast<float>(theta), static_cast<float>(eps));
-        acc = std::move(r.acc);
-        totals = r.totals;
-        out_of_range = r.out_of_range;
+        std::vector<bn_u32> slice_ids(count);
+        std::iota(slice_ids.begin(), slice_ids.end(), static_cast<bn_u32>(first));
+        Octree tree(*be);
+        tree.set_particles(std::span<const bn_f4>(pos).subspan(first, count), {}, slice_ids);
+        ParallelForces pf(*be, comm);
+        pf.compute(tree, static_cast<float>(theta), eps_internal);
+        if (auto warning = check_tree_depth(tree, units, in)) notice("warning: " + *warning);
+        acc = pf.forces().acc().download(tree.size());
+        ids = tree.ids().download(tree.size());
+        totals = pf.forces().totals();
     }
+    comm.barrier();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::uint64_t sums[2] = {totals.pp, totals.pc};
+    comm.sum(std::span<std::uint64_t>(sums, 2));
 
-    // Results that left float's range are never written: a file of NaN would pass for results downstream.
-    if (out_of_range)
-        throw NumericalError(fmt::format(
+    // Results that left float's range are never written: a file of NaN would pass for results downstream. The rank
+    // that holds them says so and stops all; the others wait for that at the barrier.
+    std::string bad;
+    if (const std::size_t out_of_range = units.forces_from_internal(acc))
+        bad = fmt::format(
             "forces: {} accelerations or potentials lie beyond float's range (1.2e-38 .. 3.4e38) in the units of {}; "
             "nothing was written to {}. Give the particles in units where G M / r^2 and G M / r fit a float",
-            out_of_range, in, opt.str("out")));
-    if (const std::size_t first = first_non_finite(acc); first < n) {
-        const auto bad =
+            out_of_range, in, opt.str("out"));
+    else if (const std::size_t i = first_non_finite(acc); i < acc.size()) {
+        const auto how_many =
             std::count_if(acc.begin(), acc.end(), [](const bn_f4& a) { return first_non_finite({&a, 1}) == 0; });
-        throw NumericalError(fmt::format(
-            "forces: {} of {} particles got non-finite results (the first, particle {}: {}, {}, {}, potential {}); "
-            "nothing was written to {}. Nearly coincident particles with --eps 0? (README, \"Limits\")",
-            bad, n, first, acc[first].x, acc[first].y, acc[first].z, acc[first].w, opt.str("out")));
+        bad = fmt::format(
+            "forces: {} of {} particles{} got non-finite results (particle {}: {}, {}, {}, potential {}); nothing was "
+            "written to {}. Nearly coincident particles with --eps 0? (README, \"Limits\")",
+            how_many, acc.size(), comm.parallel() ? " of this rank" : "", ids[i], acc[i].x, acc[i].y, acc[i].z,
+            acc[i].w, opt.str("out"));
     }
-    std::vector<float> out(4 * n);
-    for (std::size_t i = 0; i < n; ++i)
-        out[4 * i] = acc[i].x, out[4 * i + 1] = acc[i].y, out[4 * i + 2] = acc[i].z, out[4 * i + 3] = acc[i].w;
-    write_npy(opt.str("out"), out, n, 4);
+    if (comm.any(!bad.empty())) {
+        if (!bad.empty()) throw NumericalError(bad);
+        comm.barrier(); // never returns: the failing rank stops every rank
+    }
+    write_npy_parallel(comm, opt.str("out"), n, ids, acc);
+    if (!root) return 0;
 
     const DeviceInfo& d = be->info();
+    const std::string where = comm.parallel() ? fmt::format("{} ranks (rank 0: {} #{}, {})", P, to_string(d.backend),
+                                                           d.index, d.name)
+                                              : fmt::format("{} #{} ({})", to_string(d.backend), d.index, d.name);
     if (direct)
-        fmt::print("{} particles, direct summation, eps {}: {:.3f} s on {} #{} ({})\n", n, float(eps), seconds,
-                   to_string(d.backend), d.index, d.name);
+        fmt::print("{} particles, direct summation, eps {}: {:.3f} s on {}\n", n, float(eps), seconds, where);
     else
-        fmt::print("{} particles, tree, theta {}, eps {}: {:.3f} s on {} #{} ({}); per particle {:.1f} "
-                   "particle-particle and {:.1f} particle-cell interactions\n",
-                   n, theta, float(eps), seconds, to_string(d.backend), d.index, d.name,
-                   double(totals.pp) / double(n), double(totals.pc) / double(n));
+        fmt::print("{} particles, tree, theta {}, eps {}: {:.3f} s on {}; per particle {:.1f} particle-particle and "
+                   "{:.1f} particle-cell interactions\n",
+                   n, theta, float(eps), seconds, where, double(sums[0]) / double(n), double(sums[1]) / double(n));
     fmt::print("wrote {} ({} x 4 float32: ax, ay, az, potential)\n", opt.str("out"), n);
     return 0;
 }
