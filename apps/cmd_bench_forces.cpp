@@ -170,6 +170,9 @@ struct ParallelRow {
     double moved = 0, let_mb = 0, let_cells = 0, let_particles = 0; ///< per evaluation, all ranks
     double pp = 0, pc = 0;                                          ///< per particle
     std::size_t bytes = 0;                                           ///< peak device memory, largest rank
+    /// Inside the phases, slowest rank: boxes, downloads of the trees, messages, upload of what arrived (host
+    /// clock); the local and the remote walk alone (device events).
+    double boxes = 0, download = 0, mpi = 0, upload = 0, local_device = 0, remote_device = 0;
 };
 
 /// `bench forces` under mpirun: each rank holds N / P particles (its own Plummer sphere of that many, seed + rank,
@@ -190,7 +193,7 @@ ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::ui
     tree.set_particles(p.pos, {}, ids);
     p = Particles();
     ParallelForces pf(be, comm);
-    std::vector<double> cols[7];
+    std::vector<double> cols[13];
     double moved = 0, let_bytes = 0, let_cells = 0, let_parts = 0;
     for (int i = 0; i < warmup + reps; ++i) {
         comm.barrier();
@@ -200,13 +203,15 @@ ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::ui
             if (std::string bad = sanity(pf.forces(), tree.size()); !bad.empty())
                 throw std::runtime_error(fmt::format("rank {}: wrong forces: {}", r, bad));
         if (i < warmup) continue;
-        double v[8] = {t.balance, t.build, t.let_build, t.local_walk, t.remote_walk, t.total,
-                       t.local_walk + t.remote_walk, 0};
+        double v[13] = {t.balance,          t.build,          t.let_build,   t.local_walk,         t.remote_walk,
+                        t.total,            t.local_walk + t.remote_walk,     t.let.boxes_ms, t.let.download_ms,
+                        t.let.mpi_ms,       t.let.upload_ms,  t.local_walk_device,          t.remote_walk_device};
         double mean_walk = v[6];
-        comm.max(std::span<double>(v, 7));
+        comm.max(std::span<double>(v, 13));
         comm.sum(std::span<double>(&mean_walk, 1));
         mean_walk /= static_cast<double>(P);
-        for (int k = 0; k < 6; ++k) cols[k].push_back(v[k]);
+        for (int k = 0; k < 13; ++k)
+            if (k != 6) cols[k].push_back(v[k]);
         cols[6].push_back(mean_walk > 0 ? v[6] / mean_walk : 1.0);
         double traffic[4] = {static_cast<double>(t.balance_stats.sent), static_cast<double>(t.let.bytes_sent),
                              static_cast<double>(t.let.cells_sent), static_cast<double>(t.let.particles_sent)};
@@ -216,9 +221,10 @@ ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::ui
     ParallelRow row;
     row.n = n;
     row.theta = theta;
-    double* out[7] = {&row.balance, &row.build, &row.let_build, &row.local_walk, &row.remote_walk, &row.total,
-                      &row.walk_spread};
-    for (int k = 0; k < 7; ++k) *out[k] = bench::median(cols[k]);
+    double* out[13] = {&row.balance,     &row.build,         &row.let_build, &row.local_walk, &row.remote_walk,
+                       &row.total,       &row.walk_spread,   &row.boxes,     &row.download,   &row.mpi,
+                       &row.upload,      &row.local_device,  &row.remote_device};
+    for (int k = 0; k < 13; ++k) *out[k] = bench::median(cols[k]);
     row.moved = moved / reps, row.let_mb = let_bytes / reps / 1e6, row.let_cells = let_cells / reps;
     row.let_particles = let_parts / reps;
     double inter[2] = {static_cast<double>(pf.forces().totals().pp), static_cast<double>(pf.forces().totals().pc)};
@@ -273,6 +279,7 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
     j.key("warmup").integer(warmup);
     j.key("reps").integer(reps);
     j.key("results").begin_array();
+    std::vector<std::pair<std::string, ParallelRow>> done;
     for (int log2 = min_log2; log2 <= max_log2; ++log2) {
         const std::size_t n = (std::size_t{1} << log2) * (per_rank ? P : 1);
         for (double theta : thetas) {
@@ -287,6 +294,7 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
                                  fmt::format("{:.2f}", r.walk_spread), fmt::format("{:.0f}", r.moved),
                                  fmt::format("{:.1f}", r.let_mb),
                                  fmt::format("{:.1f}", double(r.bytes) * double(P) / double(r.n))});
+            done.emplace_back(fmt::format("2^{}", log2), r);
             j.begin_object();
             j.key("n").integer(static_cast<long long>(r.n));
             j.key("n_per_rank").integer(static_cast<long long>(r.n / P));
@@ -305,18 +313,38 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
             j.key("pp_per_particle").number(r.pp);
             j.key("pc_per_particle").number(r.pc);
             j.key("peak_device_bytes_max_rank").integer(static_cast<long long>(r.bytes));
+            j.key("boxes_ms").number(r.boxes);
+            j.key("tree_download_ms").number(r.download);
+            j.key("mpi_ms").number(r.mpi);
+            j.key("tree_upload_ms").number(r.upload);
+            j.key("local_walk_device_ms").number(r.local_device);
+            j.key("remote_walk_device_ms").number(r.remote_device);
             j.end_object();
         }
     }
     j.end_array();
     j.end_object();
     if (root) {
+        // Inside the phases: where the host's part of LET and walk goes, and the walks alone on the device.
+        bench::Table inside({{"N", 5, true},      {"theta", 6, true},  {"boxes", 7, true}, {"download", 9, true},
+                             {"MPI", 7, true},    {"upload", 7, true}, {"walk dev", 9, true},
+                             {"remote dev", 0}});
+        fmt::print("\n");
+        inside.print_header();
+        for (const auto& [label, r] : done)
+            inside.print_row({label, fmt::format("{:.2f}", r.theta), fmt::format("{:.2f}", r.boxes),
+                              fmt::format("{:.2f}", r.download), fmt::format("{:.2f}", r.mpi),
+                              fmt::format("{:.2f}", r.upload), fmt::format("{:.2f}", r.local_device),
+                              fmt::format("{:.2f}", r.remote_device)});
         fmt::print("\nN: {}; balance = decomposition and particle exchange; LET = boxes and trees for the other ranks "
                    "(device, then host); walk = local walk, with the exchange of the trees beside it on the host; "
                    "remote = walks over the trees received; pp, pc = interactions per particle over all ranks' walks (the "
                    "trees of other ranks split cells that one tree would take whole: more than on one rank); spread = slowest rank's walks / mean; moved = particles "
                    "that changed rank, LET MB = trees and boxes sent, per evaluation over all ranks; B/part = peak "
-                   "device memory of the largest rank x P / N\n",
+                   "device memory of the largest rank x P / N. Second table, inside those phases: boxes = this "
+                   "rank's boxes and their all-gather, download = the trees into host memory (both in LET), MPI = "
+                   "the messages, upload = the trees received onto the device (both in walk; the upload waits for "
+                   "the local walk); walk dev, remote dev = the walks alone by device events\n",
                    per_rank ? "per rank" : "in all");
         if (opt.has("json")) {
             write_file_atomically(opt.str("json"), [&](std::ostream& f) { f << j.text(); });

@@ -62,7 +62,7 @@ std::size_t test::let_of_halves(Backend& be, std::size_t n, std::uint64_t seed, 
     tb.build();
     (void)be;
     const auto boxes_a = let.boxes_message(ta);
-    std::vector<std::byte> tree_b;
+    HostBytes tree_b;
     let.tree_for(tb, theta, boxes_a, tree_b);
     const std::size_t offsets[2] = {0, tree_b.size()};
     let.receive(tree_b, offsets);

@@ -225,13 +225,17 @@ void Comm::broadcast(std::vector<std::byte>& data, int root) const
 #endif
 }
 
-std::vector<std::byte> Comm::exchange(std::span<const std::byte> send, std::span<const std::size_t> send_offsets,
-                                      std::vector<std::size_t>& recv_offsets) const
+namespace {
+
+/// Comm::exchange into either kind of byte vector.
+template <class Bytes>
+void exchange_into(const Comm& comm, std::span<const std::byte> send, std::span<const std::size_t> send_offsets,
+                   Bytes& recv, std::vector<std::size_t>& recv_offsets)
 {
-    const std::size_t P = static_cast<std::size_t>(size_);
+    const std::size_t P = static_cast<std::size_t>(comm.size());
     if (send_offsets.size() != P + 1 || send_offsets[P] > send.size())
         throw std::invalid_argument("Comm::exchange: send_offsets must have one entry per rank and one more");
-    const std::size_t me = static_cast<std::size_t>(rank_);
+    const std::size_t me = static_cast<std::size_t>(comm.rank());
     std::vector<std::uint64_t> out_bytes(P), in_bytes(P);
     for (std::size_t q = 0; q < P; ++q) out_bytes[q] = send_offsets[q + 1] - send_offsets[q];
 #if defined(BANYAN_HAVE_MPI)
@@ -245,7 +249,7 @@ std::vector<std::byte> Comm::exchange(std::span<const std::byte> send, std::span
 #endif
     recv_offsets.assign(P + 1, 0);
     for (std::size_t q = 0; q < P; ++q) recv_offsets[q + 1] = recv_offsets[q] + in_bytes[q];
-    std::vector<std::byte> recv(recv_offsets[P]);
+    recv.resize(recv_offsets[P]);
     // Our own part without MPI; the others as messages of at most 1 GiB each, all posted at once. Both sides know
     // every byte count, so the pieces match one to one.
     std::copy(send.begin() + static_cast<std::ptrdiff_t>(send_offsets[me]),
@@ -274,7 +278,22 @@ std::vector<std::byte> Comm::exchange(std::span<const std::byte> send, std::span
     if (!requests.empty())
         check(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
 #endif
+}
+
+} // namespace
+
+std::vector<std::byte> Comm::exchange(std::span<const std::byte> send, std::span<const std::size_t> send_offsets,
+                                      std::vector<std::size_t>& recv_offsets) const
+{
+    std::vector<std::byte> recv;
+    exchange_into(*this, send, send_offsets, recv, recv_offsets);
     return recv;
+}
+
+void Comm::exchange(std::span<const std::byte> send, std::span<const std::size_t> send_offsets, HostBytes& recv,
+                    std::vector<std::size_t>& recv_offsets) const
+{
+    exchange_into(*this, send, send_offsets, recv, recv_offsets);
 }
 
 void Comm::write_file(const std::string& path, std::uint64_t total_bytes, std::uint64_t offset,

@@ -14,11 +14,41 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace banyan {
+
+/// An allocator whose resize() leaves new elements uninitialised: host staging buffers of hundreds of megabytes that
+/// are written over at once (downloads, received messages) are not zero-filled first.
+template <class T>
+struct UninitializedAllocator : std::allocator<T> {
+    template <class U>
+    struct rebind {
+        using other = UninitializedAllocator<U>;
+    };
+    UninitializedAllocator() = default;
+    template <class U>
+    UninitializedAllocator(const UninitializedAllocator<U>&) noexcept
+    {
+    }
+    template <class U>
+    void construct(U* p) noexcept
+    {
+        ::new (static_cast<void*>(p)) U;
+    }
+    template <class U, class... A>
+    void construct(U* p, A&&... a)
+    {
+        ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+    }
+};
+
+/// Bytes staged on the host for the ranks' exchanges; kept between evaluations, so that pages are touched once.
+using HostBytes = std::vector<std::byte, UninitializedAllocator<std::byte>>;
 
 class Comm {
 public:
@@ -70,6 +100,9 @@ public:
     /// every rank sent to this one, in rank order, with recv_offsets (P + 1 entries) marking each rank's part.
     std::vector<std::byte> exchange(std::span<const std::byte> send, std::span<const std::size_t> send_offsets,
                                     std::vector<std::size_t>& recv_offsets) const;
+    /// The same into @p recv (resized, not cleared first): a buffer kept from one exchange to the next.
+    void exchange(std::span<const std::byte> send, std::span<const std::size_t> send_offsets, HostBytes& recv,
+                  std::vector<std::size_t>& recv_offsets) const;
 
     /// Writes one file together: every rank writes its @p bytes at byte @p offset (parts must not overlap) into
     /// @p path, which is created or truncated to @p total_bytes. Collective; one rank, plain POSIX writes.

@@ -26,22 +26,13 @@ double ms_since(std::chrono::steady_clock::time_point t0)
 
 /// Appends @p n elements of @p b to @p out (downloaded in place).
 template <class T>
-void append(std::vector<std::byte>& out, const Buffer<T>& b, std::size_t n)
+void append(HostBytes& out, const Buffer<T>& b, std::size_t n)
 {
     const std::size_t at = out.size();
     out.resize(at + n * sizeof(T));
     if (n) b.download(std::span<T>(reinterpret_cast<T*>(out.data() + at), n));
 }
 
-/// Reads @p n elements of T from @p p into @p out (appended); returns the position after them.
-template <class T>
-const std::byte* take(const std::byte* p, std::size_t n, std::vector<T>& out)
-{
-    const std::size_t at = out.size();
-    out.resize(at + n);
-    if (n) std::memcpy(out.data() + at, p, n * sizeof(T));
-    return p + n * sizeof(T);
-}
 
 /// This rank's particles as seen by the others: the coarsest cells holding at most `coarse` particles, and inside
 /// them the coarsest holding at most `fine` (a leaf that holds more is taken whole), each as the run of groups it
@@ -143,8 +134,7 @@ std::vector<std::byte> LetExchange::boxes_message(const Octree& tree)
     return msg;
 }
 
-void LetExchange::tree_for(const Octree& tree, float theta, std::span<const std::byte> boxes,
-                           std::vector<std::byte>& out)
+void LetExchange::tree_for(const Octree& tree, float theta, std::span<const std::byte> boxes, HostBytes& out)
 {
     const std::size_t nc = tree.cells();
     bn_u32 h[2] = {0, 0};
@@ -199,12 +189,14 @@ void LetExchange::tree_for(const Octree& tree, float theta, std::span<const std:
     const std::size_t at = out.size();
     out.resize(at + sizeof header);
     std::memcpy(out.data() + at, header, sizeof header);
+    const auto t0 = std::chrono::steady_clock::now();
     append(out, out_pos_, parts);
     append(out, out_com_, cells);
     append(out, out_quad0_, cells);
     append(out, out_quad1_, cells);
     append(out, out_first_, cells);
     append(out, out_count_, cells);
+    stats_.download_ms += ms_since(t0);
     stats_.cells_sent += cells;
     stats_.particles_sent += parts;
 }
@@ -218,6 +210,7 @@ void LetExchange::build(const Octree& tree, float theta)
     const auto msg = boxes_message(tree);
     std::vector<std::size_t> counts;
     const auto boxes = comm_.all_gather(msg, &counts);
+    stats_.boxes_ms = ms_since(t0);
     stats_.bytes_sent += msg.size() * (P - 1);
     stats_.bytes_received += boxes.size() - msg.size();
     send_.clear();
@@ -237,54 +230,77 @@ void LetExchange::build(const Octree& tree, float theta)
 void LetExchange::exchange()
 {
     const auto t0 = std::chrono::steady_clock::now();
-    std::vector<std::size_t> offsets;
-    const auto recv = comm_.exchange(send_, send_offsets_, offsets);
-    stats_.bytes_received += recv.size();
-    receive(recv, offsets);
+    comm_.exchange(send_, send_offsets_, recv_, recv_offsets_);
+    stats_.mpi_ms = ms_since(t0);
+    stats_.bytes_received += recv_.size();
+    receive(recv_, recv_offsets_);
     stats_.exchange_ms = ms_since(t0);
 }
 
-void LetExchange::receive(std::span<const std::byte> recv, std::span<const std::size_t> offsets)
+void LetExchange::receive(std::span<std::byte> recv, std::span<const std::size_t> offsets)
 {
     const std::size_t P = offsets.size() - 1;
-
-    // Concatenated: indices of each tree shift by the cells and particles of the trees before it.
-    std::vector<bn_f4> pos, com, quad0, quad1;
-    std::vector<bn_u32> first, count;
+    // Where each tree's arrays lie in recv, and where they go in the concatenation: the indices of each tree shift
+    // by the cells and particles of the trees before it.
+    struct Piece {
+        std::size_t cells, parts, c0, p0;
+        std::byte* at; // its pos array
+    };
+    std::vector<Piece> pieces;
     remote_.roots.clear();
+    std::size_t cells_total = 0, parts_total = 0;
     for (std::size_t q = 0; q < P; ++q) {
         if (offsets[q + 1] == offsets[q]) continue;
-        const std::byte* p = recv.data() + offsets[q];
+        std::byte* p = recv.data() + offsets[q];
         std::uint64_t header[2];
+        if (offsets[q + 1] - offsets[q] < sizeof header)
+            throw std::runtime_error("local essential tree: a damaged message");
         std::memcpy(header, p, sizeof header);
-        p += sizeof header;
         const std::size_t cells = header[0], parts = header[1];
-        const std::size_t c0 = com.size(), p0 = pos.size();
-        p = take(p, parts, pos);
-        p = take(p, cells, com);
-        p = take(p, cells, quad0);
-        p = take(p, cells, quad1);
-        p = take(p, cells, first);
-        p = take(p, cells, count);
-        if (p != recv.data() + offsets[q + 1]) throw std::runtime_error("local essential tree: a damaged message");
-        for (std::size_t c = c0; c < com.size(); ++c) first[c] += u32(bn_tree_is_leaf(count[c]) ? p0 : c0);
-        remote_.roots.push_back(u32(c0));
+        if (sizeof header + parts * sizeof(bn_f4) + cells * (3 * sizeof(bn_f4) + 2 * sizeof(bn_u32)) !=
+            offsets[q + 1] - offsets[q])
+            throw std::runtime_error("local essential tree: a damaged message");
+        pieces.push_back({cells, parts, cells_total, parts_total, p + sizeof header});
+        remote_.roots.push_back(u32(cells_total));
+        cells_total += cells, parts_total += parts;
     }
-    remote_.cells = com.size();
-    remote_.particles = pos.size();
-    stats_.cells_received = remote_.cells;
-    stats_.particles_received = remote_.particles;
-    auto put = [&](auto& b, const auto& v, const char* what) {
-        using T = typename std::remove_reference_t<decltype(b)>::value_type;
-        ensure_size(be_, b, v.size(), what);
-        if (!v.empty()) b.upload(std::span<const T>(v));
-    };
-    put(remote_.pos, pos, "let.remote_pos");
-    put(remote_.com, com, "let.remote_com");
-    put(remote_.quad0, quad0, "let.remote_quad0");
-    put(remote_.quad1, quad1, "let.remote_quad1");
-    put(remote_.first, first, "let.remote_first");
-    put(remote_.count, count, "let.remote_count");
+    remote_.cells = cells_total;
+    remote_.particles = parts_total;
+    stats_.cells_received = cells_total;
+    stats_.particles_received = parts_total;
+    ensure_size(be_, remote_.pos, parts_total, "let.remote_pos");
+    ensure_size(be_, remote_.com, cells_total, "let.remote_com");
+    ensure_size(be_, remote_.quad0, cells_total, "let.remote_quad0");
+    ensure_size(be_, remote_.quad1, cells_total, "let.remote_quad1");
+    ensure_size(be_, remote_.first, cells_total, "let.remote_first");
+    ensure_size(be_, remote_.count, cells_total, "let.remote_count");
+    const auto t0 = std::chrono::steady_clock::now();
+    for (const Piece& k : pieces) {
+        std::byte* p = k.at;
+        auto put = [&](auto& b, std::size_t n, std::size_t offset) {
+            using T = typename std::remove_reference_t<decltype(b)>::value_type;
+            // The message is a byte stream: its arrays need not be aligned for T, so they go up as bytes.
+            if (n) b.raw().upload(p, n * sizeof(T), offset * sizeof(T));
+            p += n * sizeof(T);
+        };
+        // A leaf's first is a particle index, a cell's its first child's: both shift to the concatenation.
+        std::byte* first = p + k.parts * sizeof(bn_f4) + 3 * k.cells * sizeof(bn_f4);
+        const std::byte* count = first + k.cells * sizeof(bn_u32);
+        for (std::size_t c = 0; c < k.cells; ++c) {
+            bn_u32 f, n;
+            std::memcpy(&f, first + 4 * c, 4);
+            std::memcpy(&n, count + 4 * c, 4);
+            f += u32(bn_tree_is_leaf(n) ? k.p0 : k.c0);
+            std::memcpy(first + 4 * c, &f, 4);
+        }
+        put(remote_.pos, k.parts, k.p0);
+        put(remote_.com, k.cells, k.c0);
+        put(remote_.quad0, k.cells, k.c0);
+        put(remote_.quad1, k.cells, k.c0);
+        put(remote_.first, k.cells, k.c0);
+        put(remote_.count, k.cells, k.c0);
+    }
+    stats_.upload_ms = ms_since(t0);
 }
 
 } // namespace banyan

@@ -32,7 +32,11 @@ struct LetStats {
     std::uint64_t cells_received = 0, particles_received = 0; ///< summed over the trees that arrived
     std::uint64_t bytes_sent = 0, bytes_received = 0;         ///< trees and boxes
     double build_ms = 0;    ///< boxes, the trees on the device and their download (wall time)
+    double boxes_ms = 0;    ///< of build_ms: this rank's boxes and their all-gather
+    double download_ms = 0; ///< of build_ms: the downloads of the trees into host memory
     double exchange_ms = 0; ///< the exchange and the upload of what arrived (wall time)
+    double mpi_ms = 0;      ///< of exchange_ms: the messages
+    double upload_ms = 0;   ///< of exchange_ms: the upload (it waits for the walk the device runs when it starts)
 };
 
 class LetExchange {
@@ -52,9 +56,10 @@ public:
     std::vector<std::byte> boxes_message(const Octree& tree);
     /// Appends to @p out the local essential tree of @p tree for the rank whose boxes_message() is @p boxes (nothing
     /// when either has no particles).
-    void tree_for(const Octree& tree, float theta, std::span<const std::byte> boxes, std::vector<std::byte>& out);
-    /// Concatenates the trees in @p recv (rank q's in [offsets[q], offsets[q + 1])) into remote(), on the device.
-    void receive(std::span<const std::byte> recv, std::span<const std::size_t> offsets);
+    void tree_for(const Octree& tree, float theta, std::span<const std::byte> boxes, HostBytes& out);
+    /// Concatenates the trees in @p recv (rank q's in [offsets[q], offsets[q + 1])) into remote(), on the device:
+    /// each array uploaded where it lies (the cells' first indices shifted in place in @p recv).
+    void receive(std::span<std::byte> recv, std::span<const std::size_t> offsets);
 
     const RemoteTrees& remote() const noexcept { return remote_; }
     const LetStats& stats() const noexcept { return stats_; }
@@ -68,8 +73,8 @@ private:
     const Comm& comm_;
     std::size_t fine_per_rank_ = 4096;
     LetStats stats_;
-    std::vector<std::byte> send_;
-    std::vector<std::size_t> send_offsets_;
+    HostBytes send_, recv_; // kept from one evaluation to the next
+    std::vector<std::size_t> send_offsets_, recv_offsets_;
     RemoteTrees remote_;
     Buffer<bn_f4> boxes_, coarse_, fine_;
     Buffer<bn_u32> runs_, fine_begin_;

@@ -39,10 +39,10 @@ void ParallelForces::compute(Octree& tree, float theta, float eps, ParallelTimin
     forces_.begin(tree, theta, eps);
     if (many) let_.exchange();
     const auto t4 = Clock::now();
-    forces_.end(tree);
+    forces_.end(tree, &t.local_walk_device);
     const auto t5 = Clock::now();
     if (many) {
-        for (int attempt = 0; !forces_.add_remote(tree, let_.remote()); ++attempt) {
+        for (int attempt = 0; !forces_.add_remote(tree, let_.remote(), &t.remote_walk_device); ++attempt) {
             // A level list outgrew the spill buffer (now grown) in the walk over the others' trees: the sums are
             // incomplete, so both walks run again.
             if (attempt >= 16) throw std::runtime_error("tree forces: level lists keep outgrowing the spill buffer");

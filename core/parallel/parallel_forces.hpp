@@ -29,6 +29,7 @@ struct ParallelTimings {
     double let_exchange = 0; ///< the exchange of the trees (host, during the local walk)
     double remote_walk = 0; ///< the walk over the trees that arrived
     double total = 0;
+    double local_walk_device = 0, remote_walk_device = 0; ///< the walks alone (device events)
     BalanceStats balance_stats;
     LetStats let;
 };
