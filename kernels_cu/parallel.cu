@@ -51,6 +51,35 @@ __global__ void __launch_bounds__(BANYAN_WG)
 }
 BANYAN_CUDA_KERNEL(letGroupBoxes);
 
+/* The boxes the other ranks see (let.hpp), chosen one level of cells at a time from the root: cell c is chosen when
+ * no ancestor is and it holds at most `limit` particles or is a leaf; chosen cells are appended (first particle,
+ * particles) to list at an atomic count (order arbitrary: the caller sorts), covered[c] = 1 when c or an ancestor is
+ * chosen. Entries beyond list_cap are counted, not written. Block BANYAN_WG. */
+__global__ void __launch_bounds__(BANYAN_WG)
+    letBoxCells(const bn_u32* cell_pbegin, const bn_u32* cell_pcount, const bn_u32* cell_count,
+                const bn_u32* cell_parent, bn_u32 first_cell, bn_u32 end_cell, bn_u32 limit, bn_u32* covered,
+                bn_u32* list_count, bn_u32* list, bn_u32 list_cap)
+{
+    const bn_u32 c = first_cell + blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= end_cell) return;
+    const bn_u32 p = cell_parent[c];
+    bn_u32 cov = 1u;
+    if (p == BANYAN_TREE_NO_PARENT || !covered[p]) {
+        const bn_u32 n = cell_pcount[c];
+        if (n <= limit || bn_tree_is_leaf(cell_count[c])) {
+            const bn_u32 slot = bn_atomic_add_u32(list_count, 1u);
+            if (slot < list_cap) {
+                list[2 * slot] = cell_pbegin[c];
+                list[2 * slot + 1] = n;
+            }
+        } else {
+            cov = 0u;
+        }
+    }
+    covered[c] = cov;
+}
+BANYAN_CUDA_KERNEL(letBoxCells);
+
 /* For the cells [first_cell, end_cell) of one level, launched level by level from the root: opened[c] = 1 when c's
  * parent is opened (the root has none) and some group inside one of the other rank's boxes may open c
  * (bn_let_opens); cells under a closed cell are not tested at all. Coarse box k (coarse[2k], coarse[2k + 1]) holds

@@ -37,52 +37,21 @@ void append(HostBytes& out, const Buffer<T>& b, std::size_t n)
 /// This rank's particles as seen by the others: the coarsest cells holding at most `coarse` particles, and inside
 /// them the coarsest holding at most `fine` (a leaf that holds more is taken whole), each as the run of groups it
 /// holds. Cells never straddle the space-filling curve's jumps, so their boxes stay tight (runs of equal counts
-/// would not: one run across two far octants spans everything between). Reads the top levels of the tree only.
+/// would not: one run across two far octants spans everything between).
 struct BoxRuns {
     std::vector<bn_u32> coarse, fine; ///< pairs (first group, end group) per box
     std::vector<bn_u32> fine_begin;   ///< the fine boxes of coarse box k: [fine_begin[k], fine_begin[k + 1])
 };
 
-BoxRuns box_runs(const Octree& tree, std::size_t coarse, std::size_t fine)
+/// @p coarse and @p fine: the chosen cells as (first particle, particles), sorted.
+BoxRuns box_runs(const Octree& tree, const std::vector<std::pair<bn_u32, bn_u32>>& coarse,
+                 const std::vector<std::pair<bn_u32, bn_u32>>& fine)
 {
     BoxRuns r;
     const std::size_t ng = tree.groups();
     if (ng == 0) return r;
     const auto group_first = tree.group_first().download(ng);
-    const auto& lb = tree.level_begin();
-    std::vector<bn_u32> pbegin, pcount, parent, count;
-    std::vector<unsigned char> covered_c, covered_f; // per cell scanned: under a chosen cell
-    std::vector<std::pair<bn_u32, bn_u32>> chosen_c, chosen_f; // (first particle, particles)
-    std::size_t done = 0;
-    for (int level = 0; level < BANYAN_TREE_LEVELS && done < tree.size(); ++level) {
-        const std::size_t a = lb[static_cast<std::size_t>(level)], b = lb[static_cast<std::size_t>(level) + 1];
-        if (a == b) break;
-        auto grab = [&](const Buffer<bn_u32>& buf, std::vector<bn_u32>& v) {
-            v.resize(b);
-            buf.download(std::span<bn_u32>(v.data() + a, b - a), a);
-        };
-        grab(tree.cell_pbegin(), pbegin), grab(tree.cell_pcount(), pcount), grab(tree.cell_parent(), parent);
-        grab(tree.cell_count(), count);
-        covered_c.resize(b, 0), covered_f.resize(b, 0);
-        for (std::size_t c = a; c < b; ++c) {
-            const bool root = parent[c] == BANYAN_TREE_NO_PARENT;
-            const bool leaf = bn_tree_is_leaf(count[c]) != 0;
-            auto choose = [&](std::vector<unsigned char>& covered, std::size_t limit, auto& out) {
-                if (!root && covered[parent[c]]) {
-                    covered[c] = 1;
-                } else if (pcount[c] <= limit || leaf) {
-                    covered[c] = 1;
-                    out.emplace_back(pbegin[c], pcount[c]);
-                    return true;
-                }
-                return false;
-            };
-            choose(covered_c, coarse, chosen_c);
-            if (choose(covered_f, fine, chosen_f)) done += pcount[c];
-        }
-    }
-    auto runs = [&](std::vector<std::pair<bn_u32, bn_u32>>& cells) {
-        std::sort(cells.begin(), cells.end());
+    auto runs = [&](const std::vector<std::pair<bn_u32, bn_u32>>& cells) {
         std::vector<bn_u32> out;
         for (const auto& [first, n] : cells) {
             const auto g0 = std::lower_bound(group_first.begin(), group_first.end(), first) - group_first.begin();
@@ -92,8 +61,8 @@ BoxRuns box_runs(const Octree& tree, std::size_t coarse, std::size_t fine)
         }
         return out;
     };
-    r.coarse = runs(chosen_c);
-    r.fine = runs(chosen_f);
+    r.coarse = runs(coarse);
+    r.fine = runs(fine);
     // Fine runs nest in coarse ones (a smaller limit chooses descendants), both in curve order.
     std::size_t f = 0;
     r.fine_begin.push_back(0);
@@ -108,11 +77,40 @@ BoxRuns box_runs(const Octree& tree, std::size_t coarse, std::size_t fine)
 
 LetExchange::LetExchange(Backend& be, const Comm& comm) : be_(be), comm_(comm) {}
 
+std::vector<std::pair<bn_u32, bn_u32>> LetExchange::chosen_cells(const Octree& tree, std::size_t limit)
+{
+    const std::size_t nc = tree.cells(), n = tree.size(), wg = be_.work_group_size();
+    if (nc == 0) return {};
+    // Every chosen cell is a distinct cell; and per level the cells left uncovered hold more than `limit` particles
+    // each (at most n / limit of them), each with at most 8 children chosen.
+    const std::size_t cap = std::min(nc, 8 * BANYAN_TREE_LEVELS * (n / std::max<std::size_t>(limit, 1) + 1));
+    ensure_size(be_, opened_, nc, "let.opened"); // here: covered
+    ensure_size(be_, box_list_, 2 * cap, "let.box_list");
+    ensure_size(be_, box_count_, 1, "let.box_count");
+    box_count_.fill(0u);
+    const auto& lb = tree.level_begin();
+    for (int level = 0; level < BANYAN_TREE_LEVELS && lb[static_cast<std::size_t>(level)] < nc; ++level) {
+        const std::size_t a = lb[static_cast<std::size_t>(level)], b = lb[static_cast<std::size_t>(level) + 1];
+        if (a == b) break;
+        be_.launch("letBoxCells", Grid{(b - a + wg - 1) / wg, wg}, tree.cell_pbegin(), tree.cell_pcount(),
+                   tree.cell_count(), tree.cell_parent(), u32(a), u32(b), u32(limit), opened_, box_count_, box_list_,
+                   u32(cap));
+    }
+    const std::size_t chosen = box_count_.at(0);
+    if (chosen > cap) throw std::logic_error("local essential tree: more boxes than cells can give");
+    const auto flat = box_list_.download(2 * chosen);
+    std::vector<std::pair<bn_u32, bn_u32>> cells(chosen);
+    for (std::size_t i = 0; i < chosen; ++i) cells[i] = {flat[2 * i], flat[2 * i + 1]};
+    std::sort(cells.begin(), cells.end()); // the kernel appends in no set order
+    return cells;
+}
+
 std::vector<std::byte> LetExchange::boxes_message(const Octree& tree)
 {
     const std::size_t n = tree.size(), wg = be_.work_group_size();
-    const BoxRuns runs = box_runs(tree, std::max<std::size_t>(BANYAN_N_CRIT, n / 64),
-                                  std::max<std::size_t>(BANYAN_N_CRIT, n / fine_per_rank_));
+    const auto coarse = chosen_cells(tree, std::max<std::size_t>(BANYAN_N_CRIT, n / 64));
+    const auto fine = chosen_cells(tree, std::max<std::size_t>(BANYAN_N_CRIT, n / fine_per_rank_));
+    const BoxRuns runs = box_runs(tree, coarse, fine);
     const std::size_t nc_box = runs.coarse.size() / 2, nf_box = runs.fine.size() / 2, nall = nc_box + nf_box;
     std::vector<bn_f4> boxes(2 * nall);
     if (nall) {

@@ -7,7 +7,8 @@
  *
  * The other rank's particles are known here by boxes in two levels, shared by all ranks after each build: coarse
  * boxes (the bounding boxes of the groups of each of its coarsest cells with at most 1/64 of its particles) and fine
- * ones inside them (cells with at most 1/4096), tested only where the coarse box fails. A cell is
+ * ones inside them (cells with at most 1/4096), tested only where the coarse box fails; the cells are chosen on the
+ * device (letBoxCells), so that only the few hundred or thousand chosen come back to the host. A cell is
  * opened when a group in some box may open it (bn_let_opens in tree_shared.h, with a margin over the walk's own
  * test); the tree sent holds every cell whose ancestors are all opened, in the octree's order, so children stay
  * consecutive and the root is cell 0. Built on the device (kernels letOpened, letSelect, letGather and two scans),
@@ -22,6 +23,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace banyan {
@@ -69,6 +71,9 @@ public:
     void set_fine_per_rank(std::size_t f) noexcept { fine_per_rank_ = f ? f : 1; }
 
 private:
+    /// The cells chosen as boxes for @p limit (letBoxCells, level by level), as (first particle, particles), sorted.
+    std::vector<std::pair<bn_u32, bn_u32>> chosen_cells(const Octree& tree, std::size_t limit);
+
     Backend& be_;
     const Comm& comm_;
     std::size_t fine_per_rank_ = 4096;
@@ -77,7 +82,7 @@ private:
     std::vector<std::size_t> send_offsets_, recv_offsets_;
     RemoteTrees remote_;
     Buffer<bn_f4> boxes_, coarse_, fine_;
-    Buffer<bn_u32> runs_, fine_begin_;
+    Buffer<bn_u32> runs_, fine_begin_, box_list_, box_count_;
     Buffer<bn_u32> opened_, keep_, send_count_, cell_index_, particle_index_;
     Buffer<bn_f4> out_com_, out_quad0_, out_quad1_, out_pos_;
     Buffer<bn_u32> out_first_, out_count_;
