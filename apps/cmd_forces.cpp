@@ -118,7 +118,8 @@ int run_forces(const std::vector<std::string>& args)
     }
     if (comm.any(!bad.empty())) {
         if (!bad.empty()) throw NumericalError(bad);
-        comm.barrier(); // never returns: the failing rank stops every rank
+        comm.barrier(); // the failing rank stops every rank (MPI_Abort) before this returns
+        throw std::runtime_error("forces: another rank failed");
     }
     write_npy_parallel(comm, opt.str("out"), n, ids, acc);
     if (!root) return 0;

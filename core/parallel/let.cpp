@@ -33,7 +33,6 @@ void append(HostBytes& out, const Buffer<T>& b, std::size_t n)
     if (n) b.download(std::span<T>(reinterpret_cast<T*>(out.data() + at), n));
 }
 
-
 /// This rank's particles as seen by the others: the coarsest cells holding at most `coarse` particles, and inside
 /// them the coarsest holding at most `fine` (a leaf that holds more is taken whole), each as the run of groups it
 /// holds. Cells never straddle the space-filling curve's jumps, so their boxes stay tight (runs of equal counts
