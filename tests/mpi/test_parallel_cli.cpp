@@ -14,45 +14,27 @@
 #include "core/parallel/comm.hpp"
 #include "core/simulation/plummer.hpp"
 #include "tests/harness.hpp"
+#include "tests/mpi/force_errors.hpp"
 #include "tests/mpi/shared_folder.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <cmath>
 #include <cstring>
-#include <numeric>
 
 namespace banyan {
 namespace {
 
 namespace fs = std::filesystem;
 using test::backend;
+using test::quantile;
 
-/// Sorted relative acceleration errors of rows (ax, ay, az, phi) against double-precision direct summation.
-std::vector<double> errors(const std::vector<bn_f4>& pos, const std::vector<float>& rows, double eps)
+/// The rows of an (N, 4) float array as float4.
+std::vector<bn_f4> as_f4(const std::vector<float>& rows)
 {
-    Backend& be = backend();
-    const std::size_t n = pos.size();
-    auto p = be.upload<bn_f4>(pos, "test.pos");
-    auto ref = be.alloc<double>(4 * n, "test.ref");
-    direct_forces_f64(be, p, n, eps, ref);
-    const auto r = ref.download(4 * n);
-    std::vector<double> e(n);
-    for (std::size_t i = 0; i < n; ++i) {
-        const double dx = rows[4 * i] - r[4 * i], dy = rows[4 * i + 1] - r[4 * i + 1], dz = rows[4 * i + 2] - r[4 * i + 2];
-        const double a = std::sqrt(r[4 * i] * r[4 * i] + r[4 * i + 1] * r[4 * i + 1] + r[4 * i + 2] * r[4 * i + 2]);
-        e[i] = std::sqrt(dx * dx + dy * dy + dz * dz) / (a > 0 ? a : 1.0);
-        if (!std::isfinite(e[i])) e[i] = 1e30;
-    }
-    std::sort(e.begin(), e.end());
-    return e;
-}
-
-double quantile(const std::vector<double>& sorted, double q)
-{
-    return sorted[std::min(sorted.size() - 1, static_cast<std::size_t>(q * sorted.size()))];
+    std::vector<bn_f4> v(rows.size() / 4);
+    std::memcpy(v.data(), rows.data(), v.size() * sizeof(bn_f4));
+    return v;
 }
 
 } // namespace
@@ -106,11 +88,8 @@ TEST_CASE("banyan forces over P ranks: one file in the input's order, direct bit
     // test_parallel_forces.cpp: the trees of P ranks accept other cells).
     const auto tree = read_npy((dir / "tree.npy").string(), &rows, &cols);
     CHECK(rows == n);
-    const auto mine = errors(p, tree, eps);
-    const auto one_acc = tree_forces(backend(), p, 0.75f, eps).acc;
-    std::vector<float> one(4 * n);
-    std::memcpy(one.data(), one_acc.data(), n * sizeof(bn_f4));
-    const auto ref = errors(p, one, eps);
+    const auto mine = test::force_errors(p, as_f4(tree), eps);
+    const auto ref = test::force_errors(p, tree_forces(backend(), p, 0.75f, eps).acc, eps);
     INFO(fmt::format("P = {}: median {:.3e} (one rank {:.3e}), 99% {:.3e} ({:.3e}), max {:.3e} ({:.3e})",
                      comm.size(), quantile(mine, 0.5), quantile(ref, 0.5), quantile(mine, 0.99), quantile(ref, 0.99),
                      mine.back(), ref.back()));

@@ -13,6 +13,7 @@
 #include "core/simulation/plummer.hpp"
 #include "core/tree/octree.hpp"
 #include "tests/harness.hpp"
+#include "tests/mpi/force_errors.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -27,6 +28,7 @@ namespace banyan {
 namespace {
 
 using test::backend;
+using test::quantile;
 
 /// This rank's slice of @p all with global ids.
 void slice(const std::vector<bn_f4>& all, const Comm& comm, std::vector<bn_f4>& pos, std::vector<bn_u32>& ids)
@@ -57,34 +59,6 @@ std::vector<bn_f4> gather_global(const Comm& comm, Octree& tree, const TreeForce
     return out;
 }
 
-/// Relative acceleration errors of @p acc against double-precision direct summation of @p pos.
-std::vector<double> errors(const std::vector<bn_f4>& pos, const std::vector<bn_f4>& acc, double eps)
-{
-    Backend& be = backend();
-    const std::size_t n = pos.size();
-    auto p = be.upload<bn_f4>(pos, "test.pos");
-    std::vector<bn_u32> t(n);
-    std::iota(t.begin(), t.end(), 0u);
-    auto targets = be.upload<bn_u32>(t, "test.targets");
-    auto ref = be.alloc<double>(4 * n, "test.ref");
-    direct_forces_f64_targets(be, p, n, targets, n, eps, ref);
-    const auto r = ref.download(4 * n);
-    std::vector<double> e(n);
-    for (std::size_t i = 0; i < n; ++i) {
-        const double dx = acc[i].x - r[4 * i], dy = acc[i].y - r[4 * i + 1], dz = acc[i].z - r[4 * i + 2];
-        const double a = std::sqrt(r[4 * i] * r[4 * i] + r[4 * i + 1] * r[4 * i + 1] + r[4 * i + 2] * r[4 * i + 2]);
-        e[i] = std::sqrt(dx * dx + dy * dy + dz * dz) / (a > 0 ? a : 1.0);
-        if (!std::isfinite(e[i])) e[i] = 1e30;
-    }
-    std::sort(e.begin(), e.end());
-    return e;
-}
-
-double quantile(const std::vector<double>& sorted, double q)
-{
-    return sorted.empty() ? 0.0 : sorted[std::min(sorted.size() - 1, static_cast<std::size_t>(q * sorted.size()))];
-}
-
 /// Forces of @p all over the ranks (theta 0.75): every particle once, errors no worse than one rank's.
 ParallelTimings check_against_one_rank(const std::vector<bn_f4>& all, float theta, float eps, ParallelForces& pf,
                                        Octree& tree, bool from_slices)
@@ -102,8 +76,8 @@ ParallelTimings check_against_one_rank(const std::vector<bn_f4>& all, float thet
     std::vector<int> seen;
     const auto acc = gather_global(comm, tree, pf.forces(), n, seen);
     CHECK(std::all_of(seen.begin(), seen.end(), [](int s) { return s == 1; }));
-    const auto mine = errors(all, acc, eps);
-    const auto one = errors(all, tree_forces(backend(), all, theta, eps).acc, eps);
+    const auto mine = test::force_errors(all, acc, eps);
+    const auto one = test::force_errors(all, tree_forces(backend(), all, theta, eps).acc, eps);
     // Same opening test, other cells: each rank's tree covers its own particles only, so particle by particle the
     // errors differ from one rank's either way (the medians measured come out 10-20 % lower). Tolerances: the median
     // within 25 %, the 99th percentile (40 particles of 4000) within 50 %, the worst within a factor 2.5.
@@ -150,7 +124,7 @@ TEST_CASE("theta 0 over P ranks is direct summation")
     pf.compute(tree, 0.0f, 0.02f);
     std::vector<int> seen;
     const auto acc = gather_global(comm, tree, pf.forces(), n, seen);
-    const auto e = errors(all, acc, 0.02);
+    const auto e = test::force_errors(all, acc, 0.02);
     CHECK(e.back() < 2e-5);
     // Every pair once: N (N - 1) particle interactions over all ranks, no cell accepted.
     std::uint64_t totals[2] = {pf.forces().totals().pp, pf.forces().totals().pc};
