@@ -6,6 +6,7 @@
 #include "core/gravity/forces.hpp"
 
 #include "core/error.hpp"
+#include "core/gravity/direct.hpp"
 #include "core/gravity/precision.hpp"
 
 #include <fmt/format.h>
@@ -234,6 +235,22 @@ ForceResult tree_forces(Backend& be, std::span<const bn_f4> pos, float theta, fl
     r.pp = pp.download(n);
     r.pc = pc.download(n);
     r.totals = forces.totals();
+    return r;
+}
+
+ForceResult direct_forces(Backend& be, std::span<const bn_f4> pos, float eps)
+{
+    ForceResult r;
+    const std::size_t n = pos.size();
+    if (n == 0) return r;
+    const InternalUnits units = InternalUnits::for_system(pos);
+    std::vector<bn_f4> internal(pos.begin(), pos.end());
+    units.to_internal(internal);
+    auto p = be.upload<bn_f4>(internal, "forces.pos");
+    auto acc = be.alloc<bn_f4>(n, "forces.acc");
+    direct_forces(be, p, n, static_cast<float>(units.length_to_internal(eps)), acc);
+    r.acc = acc.download(n);
+    r.out_of_range = units.forces_from_internal(r.acc);
     return r;
 }
 

@@ -149,6 +149,10 @@ struct ForceResult {
 /// units (check_tree_depth).
 ForceResult tree_forces(Backend& be, std::span<const bn_f4> pos, float theta, float eps);
 
+/// Direct summation in single precision (core/gravity/direct.hpp) in one call, as tree_forces: internal units,
+/// results in input order (no interaction counts).
+ForceResult direct_forces(Backend& be, std::span<const bn_f4> pos, float eps);
+
 /// The index of the first element of @p v with a component that is not finite (NaN or infinite); v.size() when all
 /// are. Results of a force evaluation (and states built from them) are checked with it before they are written.
 std::size_t first_non_finite(std::span<const bn_f4> v);

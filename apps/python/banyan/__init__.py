@@ -1,0 +1,260 @@
+"""banyan: a gravitational N-body tree-code that runs entirely on the GPU (CUDA and OpenCL).
+
+The functions here take NumPy arrays and give NumPy arrays back, in the order of the input particles, in the
+input's units with G = 1 (N-body units unless you scale your own):
+
+    acc, pot = banyan.gravity(pos, mass, theta=0.75, eps=0.01)     # (N, 3) accelerations, (N,) potentials
+    acc, pot = banyan.gravity_at(points, pos, mass)                # the field of the particles at the points
+    sim = banyan.Simulation(pos, vel, mass, eps=0.05, dt=1/64)     # a whole simulation on the device
+    sim.evolve(10.0); sim.energies(); sim.save("run.ckpt")
+
+Arrays: positions, velocities and points are (N, 3), masses (N,). banyan computes in float32. float32 arrays in C
+order are used as they are (no copy); float64 (or float16) arrays are converted to float32 once, on the way in (a
+copy, the only one; values beyond float32's range are refused); integer, complex or object arrays, wrong shapes,
+NaN or infinite values and masses that are not positive are refused with a banyan.UsageError (a ValueError) that
+names the argument and the first bad particle. Results are new float32 arrays.
+
+Devices: backend="auto" takes a CUDA GPU, else an OpenCL GPU, else the CPU through PoCL (as `banyan run`); "cuda"
+or "opencl" asks for one, and device=N for its N-th device (banyan.devices() lists them). Opened devices are kept
+for the life of the process, so the first call pays for opening (and, on OpenCL, compiling the kernels once per
+machine: about 20 s through PoCL), later calls do not.
+"""
+from __future__ import annotations
+
+import math
+import os
+from typing import Any, Optional, Tuple
+
+import numpy as np
+
+from . import _banyan
+from ._banyan import DeviceError, NumericalError, UsageError
+
+__version__: str = _banyan.__version__
+__all__ = ["devices", "gravity", "gravity_at", "Simulation", "UsageError", "NumericalError", "DeviceError"]
+
+_opened: dict = {}
+
+
+def devices() -> list:
+    """Every device of every backend compiled in: a list of dicts with backend, index, name, vendor, version, gpu,
+    memory_bytes, compute_units and label ('backend #index name', as `banyan devices` prints it)."""
+    return _banyan.devices()
+
+
+def _device(backend: str, device: Optional[int]) -> Any:
+    if backend not in ("auto", "cuda", "opencl"):
+        raise UsageError(f"backend must be 'auto', 'cuda' or 'opencl', got {backend!r}")
+    if device is not None and (not isinstance(device, (int, np.integer)) or isinstance(device, bool) or device < 0):
+        raise UsageError(f"device must be None (the best) or an index >= 0, got {device!r}")
+    key = (backend, -1 if device is None else int(device))
+    if key not in _opened:
+        _opened[key] = _banyan.open(*key)
+    return _opened[key]
+
+
+def _floats(name: str, a: Any, shape: Tuple[int, ...]) -> np.ndarray:
+    """@p a as a float32 array in C order of @p shape (-1: any length), converted once if it is another float type."""
+    if hasattr(a, "__dlpack_device__") and not isinstance(a, np.ndarray):
+        device_type = a.__dlpack_device__()[0]
+        if device_type != 1:  # kDLCPU
+            raise UsageError(
+                f"{name}: an array on a device (DLPack device type {device_type}); banyan takes NumPy arrays "
+                "(move it to the host first, e.g. cupy.asnumpy(a) or a.cpu().numpy())")
+    arr = np.asarray(a)
+    if arr.dtype.kind != "f":
+        raise UsageError(f"{name}: floating-point values are needed, got an array of {arr.dtype}")
+    if arr.ndim != len(shape) or any(s != -1 and s != d for s, d in zip(shape, arr.shape)):
+        want = "(N, 3)" if len(shape) == 2 else "(N,)"
+        raise UsageError(f"{name}: shape {arr.shape}, expected {want}")
+    if arr.dtype != np.float32:
+        with np.errstate(over="ignore"):
+            converted = arr.astype(np.float32)
+        bad = np.isfinite(arr) & ~np.isfinite(converted)
+        if bad.any():
+            i = int(np.argwhere(bad)[0][0])
+            raise UsageError(f"{name}: particle {i} has a value beyond float32's range ({arr[i]}); banyan computes "
+                             "in float32: give the particles in units where they fit")
+        arr = converted
+    return np.ascontiguousarray(arr)
+
+
+def _check_finite(name: str, a: np.ndarray, what: str) -> None:
+    ok = np.isfinite(a)
+    if not ok.all():
+        i = int(np.argwhere(~ok)[0][0])
+        raise UsageError(f"{name}: particle {i} has a non-finite {what} ({', '.join(str(v) for v in np.atleast_1d(a[i]))})")
+
+
+def _particles(pos: Any, mass: Any, pos_name: str = "pos") -> Tuple[np.ndarray, np.ndarray]:
+    p = _floats(pos_name, pos, (-1, 3))
+    m = _floats("mass", mass, (-1,))
+    if p.shape[0] == 0:
+        raise UsageError(f"{pos_name}: no particles (N = 0); at least one is needed")
+    if m.shape[0] != p.shape[0]:
+        raise UsageError(f"mass: {m.shape[0]} masses for {p.shape[0]} particles")
+    _check_finite(pos_name, p, "coordinate")
+    bad = ~(np.isfinite(m) & (m > 0))
+    if bad.any():
+        i = int(np.argwhere(bad)[0][0])
+        raise UsageError(f"mass: particle {i} has mass {m[i]}; masses must be positive and finite")
+    return p, m
+
+
+def _check_parameters(theta: float, eps: float) -> None:
+    if not (0.0 < float(theta) <= 1.0):
+        raise UsageError(f"theta must be in (0, 1], got {theta}")
+    if not (float(eps) >= 0.0 and math.isfinite(float(eps))):
+        raise UsageError(f"eps must be >= 0 and finite, got {eps}")
+
+
+def gravity(pos: Any, mass: Any, theta: float = 0.75, eps: float = 0.0, backend: str = "auto",
+            device: Optional[int] = None, direct: bool = False) -> Tuple[np.ndarray, np.ndarray]:
+    """Accelerations (N, 3) and potentials (N,) of N particles on each other, in the order of the input.
+
+    pos: (N, 3) positions; mass: (N,) positive masses; G = 1. theta: the opening angle of the tree walk, in (0, 1]
+    (0.75: about 1e-3 relative error at the 99th percentile on a Plummer sphere; smaller is more accurate and
+    slower). eps: Plummer softening length (0: none; then coincident particles give non-finite results, which are
+    refused with a banyan.NumericalError). direct=True sums all pairs in float32 instead (O(N^2): for checks and
+    small N). backend, device: see the module's help.
+    """
+    _check_parameters(theta, eps)
+    p, m = _particles(pos, mass)
+    acc = np.empty((p.shape[0], 3), np.float32)
+    pot = np.empty(p.shape[0], np.float32)
+    _banyan.gravity(_device(backend, device), p, m, float(theta), float(eps), bool(direct), acc, pot)
+    return acc, pot
+
+
+def gravity_at(points: Any, pos: Any, mass: Any, theta: float = 0.75, eps: float = 0.0, backend: str = "auto",
+               device: Optional[int] = None, direct: bool = False) -> Tuple[np.ndarray, np.ndarray]:
+    """The acceleration (M, 3) and potential (M,) that N particles create at M points (test particles, which feel
+    the particles and act on nothing): what a coupling scheme such as AMUSE's bridge asks of a gravity code.
+
+    The points join the tree as massless particles, so the field at each comes from the same walk as gravity()'s.
+    A point exactly on a particle with eps = 0 gets a non-finite value (refused with banyan.NumericalError).
+    Arguments as for gravity().
+    """
+    _check_parameters(theta, eps)
+    p, m = _particles(pos, mass)
+    q = _floats("points", points, (-1, 3))
+    _check_finite("points", q, "coordinate")
+    acc = np.empty((q.shape[0], 3), np.float32)
+    pot = np.empty(q.shape[0], np.float32)
+    if q.shape[0] == 0:
+        return acc, pot
+    _banyan.gravity_at(_device(backend, device), q, p, m, float(theta), float(eps), bool(direct), acc, pot)
+    return acc, pot
+
+
+class Simulation:
+    """A whole N-body simulation on the device, as `banyan run` makes it: kick-drift-kick leapfrog with one shared
+    time step dt, the octree rebuilt and walked every step, energies summed on the device in double precision.
+
+    The same particles and parameters give the same numbers, bit for bit, as `banyan run --in FILE` on the same
+    device. Positions, velocities, accelerations and potentials come back in the order of the input.
+
+        sim = banyan.Simulation(pos, vel, mass, theta=0.75, eps=0.05, dt=1/64)
+        sim.evolve(2.0)               # to t = 2 (Ctrl-C stops between two steps with KeyboardInterrupt)
+        e = sim.energies()            # kinetic, potential, total, momentum, angular_momentum
+        sim.save("run.ckpt")          # the CLI's checkpoint: Simulation.load("run.ckpt") continues it exactly
+    """
+
+    def __init__(self, pos: Any, vel: Any, mass: Any, theta: float = 0.75, eps: float = 0.05, dt: float = 1 / 64,
+                 time: float = 0.0, backend: str = "auto", device: Optional[int] = None, _engine: Any = None):
+        if _engine is not None:
+            self._sim = _engine
+            return
+        _check_parameters(theta, eps)
+        if not (float(dt) > 0 and math.isfinite(float(dt))):
+            raise UsageError(f"dt must be > 0 and finite, got {dt}")
+        p, m = _particles(pos, mass)
+        v = _floats("vel", vel, (-1, 3))
+        if v.shape[0] != p.shape[0]:
+            raise UsageError(f"vel: {v.shape[0]} velocities for {p.shape[0]} particles")
+        _check_finite("vel", v, "velocity")
+        self._sim = _banyan.Simulation(_device(backend, device), p, v, m, float(theta), float(eps), float(dt),
+                                       float(time))
+
+    @classmethod
+    def load(cls, path: "str | os.PathLike[str]", backend: Optional[str] = None,
+             device: Optional[int] = None) -> "Simulation":
+        """Continues the checkpoint at path (a file written by save(), or a `banyan run` output folder) exactly. By
+        default on the device that wrote it, when it is present (a continuation is bit for bit on the same device
+        and backend); else on the best one, or on the one asked for."""
+        path = os.fspath(path)
+        if backend is None and device is None:
+            found = _banyan.checkpoint_device(path)
+            backend, device = found if found is not None else ("auto", None)
+        return cls(None, None, None, _engine=_banyan.Simulation.load(_device(backend or "auto", device), path))
+
+    def step(self, n: int = 1) -> None:
+        """Takes n steps of dt."""
+        if not isinstance(n, (int, np.integer)) or n < 0:
+            raise UsageError(f"step: n must be a whole number >= 0, got {n!r}")
+        self._sim.step(int(n))
+
+    def evolve(self, t_end: float) -> None:
+        """Steps until t_end, on the time grid of the start (as `banyan run --t-end`). Ctrl-C raises
+        KeyboardInterrupt between two steps; the simulation stays consistent and can go on."""
+        if not math.isfinite(float(t_end)):
+            raise UsageError(f"evolve: t_end must be finite, got {t_end}")
+        self._sim.evolve(float(t_end))
+
+    def _state(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        n = self._sim.size
+        pos, vel, acc = (np.empty((n, 3), np.float32) for _ in range(3))
+        pot = np.empty(n, np.float32)
+        self._sim.state(pos, vel, acc, pot)
+        return pos, vel, acc, pot
+
+    @property
+    def time(self) -> float:
+        """The simulated time: the start time plus steps * dt."""
+        return self._sim.time
+
+    @property
+    def steps(self) -> int:
+        """Steps taken since the start."""
+        return self._sim.steps
+
+    @property
+    def positions(self) -> np.ndarray:
+        """(N, 3) float32, in input order (a fresh copy from the device)."""
+        return self._state()[0]
+
+    @property
+    def velocities(self) -> np.ndarray:
+        """(N, 3) float32, in input order."""
+        return self._state()[1]
+
+    @property
+    def accelerations(self) -> np.ndarray:
+        """(N, 3) float32 of the last force evaluation (at the current positions), in input order."""
+        return self._state()[2]
+
+    @property
+    def potentials(self) -> np.ndarray:
+        """(N,) float32 of the last force evaluation, in input order."""
+        return self._state()[3]
+
+    def energies(self) -> dict:
+        """kinetic, potential (half the sum of m phi), total, momentum (3-tuple), angular_momentum (3-tuple), and
+        de = (E0 - E) / E0 against the start, summed on the device in double precision."""
+        e = self._sim.energies()
+        e["de"] = (self._sim.e0 - e["total"]) / self._sim.e0
+        return e
+
+    def save(self, path: "str | os.PathLike[str]") -> None:
+        """Writes the exact device state as the CLI's checkpoint (temporary name, then renamed). Simulation.load
+        continues it bit for bit; so does `banyan run --restart DIR` when it is DIR/checkpoint.bin."""
+        self._sim.save(os.fspath(path))
+
+    @property
+    def device(self) -> str:
+        """The device it runs on ('backend #index name')."""
+        return self._sim.device
+
+    def __repr__(self) -> str:
+        return (f"banyan.Simulation(N={self._sim.size}, t={self.time:g}, steps={self.steps}, theta={self._sim.theta:g}, "
+                f"eps={self._sim.eps:g}, dt={self._sim.dt:g}, device={self.device!r})")

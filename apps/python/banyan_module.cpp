@@ -1,0 +1,405 @@
+/**
+ * @file banyan_module.cpp
+ * @brief The compiled part of the Python module (`banyan._banyan`, nanobind): devices, one force evaluation, the
+ *        field at points, and a whole simulation, over core/ as the CLI uses it.
+ *
+ * Arrays arrive here already checked and laid out by apps/python/banyan/__init__.py (float32, C order, the shapes
+ * below); results are written into arrays the caller allocated, so no array changes owner across the boundary.
+ * banyan's errors become Python exceptions with the CLI's messages: UsageError (a ValueError), NumericalError (an
+ * ArithmeticError), DeviceError (a RuntimeError).
+ */
+#include "core/device/devices.hpp"
+#include "core/error.hpp"
+#include "core/gravity/direct.hpp"
+#include "core/gravity/forces.hpp"
+#include "core/gravity/precision.hpp"
+#include "core/simulation/checkpoint.hpp"
+#include "core/simulation/run.hpp"
+#include "core/simulation/run_options.hpp"
+#include "core/simulation/simulation.hpp"
+#include "core/version.hpp"
+
+#include <fmt/format.h>
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace banyan::python {
+
+// Host arrays of float32 in C order: (N, 3) vectors and (N,) scalars.
+using Vec3In = nb::ndarray<const float, nb::shape<-1, 3>, nb::c_contig, nb::device::cpu>;
+using ScalarIn = nb::ndarray<const float, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using Vec3Out = nb::ndarray<float, nb::shape<-1, 3>, nb::c_contig, nb::device::cpu>;
+using ScalarOut = nb::ndarray<float, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+/// An opened device: what banyan.devices() lists and every call below runs on.
+struct Device {
+    std::unique_ptr<Backend> backend;
+    std::string label() const { return device_label(backend->info()); }
+};
+
+std::unique_ptr<Device> open(const std::string& backend, int index)
+{
+    nb::gil_scoped_release unlocked; // opening compiles or loads the OpenCL program: seconds, the first time
+    return std::make_unique<Device>(Device{open_device(DeviceRequest{backend, index})});
+}
+
+nb::list devices()
+{
+    nb::list out;
+    for (const BackendDevices& b : discover_devices()) {
+        for (const DeviceInfo& d : b.devices) {
+            nb::dict e;
+            e["backend"] = to_string(d.backend);
+            e["index"] = d.index;
+            e["name"] = d.name;
+            e["vendor"] = d.vendor;
+            e["version"] = d.version;
+            e["gpu"] = d.gpu;
+            e["memory_bytes"] = d.memory_bytes;
+            e["compute_units"] = d.compute_units;
+            e["label"] = device_label(d);
+            out.append(e);
+        }
+    }
+    return out;
+}
+
+/// The (backend, index) of the device that wrote the checkpoint at @p path (a file or a run folder), when that
+/// device is present here; None otherwise.
+nb::object checkpoint_device(const std::string& path)
+{
+    namespace fs = std::filesystem;
+    const std::string file = fs::is_directory(path) ? (fs::path(path) / "checkpoint.bin").string() : path;
+    const KeyValues kv = read_checkpoint_header(file);
+    const auto it = kv.find("device");
+    if (it == kv.end()) return nb::none();
+    const std::optional<DeviceRequest> req = find_device(it->second);
+    if (!req) return nb::none();
+    return nb::make_tuple(req->backend, req->device);
+}
+
+/// (x, y, z, m) per particle from (N, 3) positions and (N,) masses; massless when @p mass is empty.
+std::vector<bn_f4> pack(const Vec3In& pos, const float* mass)
+{
+    const std::size_t n = pos.shape(0);
+    std::vector<bn_f4> out(n);
+    const float* p = pos.data();
+    for (std::size_t i = 0; i < n; ++i) out[i] = {p[3 * i], p[3 * i + 1], p[3 * i + 2], mass ? mass[i] : 0.0f};
+    return out;
+}
+
+/// Writes (ax, ay, az, phi) rows [first, first + acc_out.shape(0)) of @p acc into the caller's arrays.
+void unpack(const std::vector<bn_f4>& acc, std::size_t first, Vec3Out& acc_out, ScalarOut& pot_out)
+{
+    float* a = acc_out.data();
+    float* p = pot_out.data();
+    for (std::size_t i = 0; i < acc_out.shape(0); ++i) {
+        const bn_f4& v = acc[first + i];
+        a[3 * i] = v.x, a[3 * i + 1] = v.y, a[3 * i + 2] = v.z, p[i] = v.w;
+    }
+}
+
+/// Tree walk or direct summation of @p particles (input order), results in input order and units. Refuses results
+/// that left float's range, as `banyan forces` does.
+std::vector<bn_f4> forces_of(Backend& be, std::span<const bn_f4> particles, double theta, double eps, bool direct)
+{
+    std::vector<bn_f4> acc;
+    std::size_t out_of_range = 0;
+    {
+        nb::gil_scoped_release unlocked;
+        if (direct) {
+            ForceResult r = direct_forces(be, particles, static_cast<float>(eps));
+            acc = std::move(r.acc), out_of_range = r.out_of_range;
+        } else {
+            ForceResult r = tree_forces(be, particles, static_cast<float>(theta), static_cast<float>(eps));
+            acc = std::move(r.acc), out_of_range = r.out_of_range;
+        }
+    }
+    if (out_of_range)
+        throw NumericalError(fmt::format("gravity: {} accelerations or potentials lie beyond float's range (1.2e-38 .. "
+                                         "3.4e38) in the units of the input. Give the particles in units where G M / "
+                                         "r^2 and G M / r fit a float",
+                                         out_of_range));
+    if (const std::size_t i = first_non_finite(acc); i < acc.size())
+        throw NumericalError(fmt::format("gravity: particle {} got a non-finite result ({}, {}, {}, potential {}). "
+                                         "Nearly coincident particles with eps = 0?",
+                                         i, acc[i].x, acc[i].y, acc[i].z, acc[i].w));
+    return acc;
+}
+
+void check_theta_eps(double theta, double eps)
+{
+    if (!(theta > 0.0 && theta <= 1.0)) throw UsageError(fmt::format("theta must be in (0, 1], got {}", theta));
+    if (!(eps >= 0.0 && std::isfinite(eps))) throw UsageError(fmt::format("eps must be >= 0 and finite, got {}", eps));
+}
+
+void gravity(Device& dev, const Vec3In& pos, const ScalarIn& mass, double theta, double eps, bool direct,
+             Vec3Out acc_out, ScalarOut pot_out)
+{
+    check_theta_eps(theta, eps);
+    std::vector<bn_f4> particles = pack(pos, mass.data());
+    check_precision_range(particles, eps, "gravity");
+    const std::vector<bn_f4> acc = forces_of(*dev.backend, particles, theta, eps, direct);
+    unpack(acc, 0, acc_out, pot_out);
+}
+
+/// The field of the particles at @p points: the points join the tree as massless particles (a massless cell takes
+/// its geometric centre, tree_multipoles), so they feel every particle and move nothing.
+void gravity_at(Device& dev, const Vec3In& points, const Vec3In& pos, const ScalarIn& mass, double theta, double eps,
+                bool direct, Vec3Out acc_out, ScalarOut pot_out)
+{
+    check_theta_eps(theta, eps);
+    std::vector<bn_f4> particles = pack(pos, mass.data());
+    check_precision_range(particles, eps, "gravity_at");
+    const std::vector<bn_f4> at = pack(points, nullptr);
+    particles.insert(particles.end(), at.begin(), at.end());
+    const std::vector<bn_f4> acc = forces_of(*dev.backend, particles, theta, eps, direct);
+    unpack(acc, pos.shape(0), acc_out, pot_out);
+}
+
+/// banyan.Simulation's engine: core/simulation's Simulation started as `banyan run --in FILE` starts it, so that the
+/// same particles give the same numbers bit for bit, and saved in the CLI's checkpoint format.
+class PySimulation {
+public:
+    PySimulation(Device& dev, const Vec3In& pos, const Vec3In& vel, const ScalarIn& mass, double theta, double eps,
+                 double dt, double time)
+        : dev_(dev)
+    {
+        opt_.ic = "file";
+        opt_.in = "(banyan.Simulation)";
+        opt_.theta = theta, opt_.eps = eps, opt_.dt = dt;
+        opt_.t_end = time + dt; // checked below; evolve() sets the end it is given
+        opt_.check();
+        const std::size_t n = pos.shape(0);
+        fields_ = Snapshot::dark(n);
+        fields_.time = time;
+        std::memcpy(fields_.pos.data(), pos.data(), 3 * n * sizeof(float));
+        std::memcpy(fields_.vel.data(), vel.data(), 3 * n * sizeof(float));
+        std::memcpy(fields_.mass.data(), mass.data(), n * sizeof(float));
+        std::fill(fields_.eps.begin(), fields_.eps.end(), static_cast<float>(eps));
+        check_initial_conditions(fields_, opt_);
+        std::vector<bn_f4> p(n), v(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            p[i] = {fields_.pos[3 * i], fields_.pos[3 * i + 1], fields_.pos[3 * i + 2], fields_.mass[i]};
+            v[i] = {fields_.vel[3 * i], fields_.vel[3 * i + 1], fields_.vel[3 * i + 2], 0.0f};
+        }
+        std::fill(fields_.pos.begin(), fields_.pos.end(), 0.0f); // the checkpoint keeps only fields never changed
+        std::fill(fields_.vel.begin(), fields_.vel.end(), 0.0f);
+        std::fill(fields_.mass.begin(), fields_.mass.end(), 0.0f);
+        sim_ = std::make_unique<Simulation>(*dev_.backend, opt_.simulation());
+        {
+            nb::gil_scoped_release unlocked;
+            sim_->start(p, v, time);
+        }
+        e0_ = checked_energies().total();
+    }
+
+    /// Continues the checkpoint at @p path (a file, or a run folder holding checkpoint.bin) exactly.
+    static std::unique_ptr<PySimulation> load(Device& dev, const std::string& path)
+    {
+        namespace fs = std::filesystem;
+        const std::string file = fs::is_directory(path) ? (fs::path(path) / "checkpoint.bin").string() : path;
+        Checkpoint c = read_checkpoint(file);
+        if (c.header.count("ranks") && c.header.at("ranks") != "1")
+            throw UsageError(fmt::format("{}: written by {} ranks; load it with `mpirun -n {} banyan run --restart`",
+                                         file, c.header.at("ranks"), c.header.at("ranks")));
+        auto s = std::unique_ptr<PySimulation>(new PySimulation(dev));
+        s->opt_ = RunOptions::from_text(c.header);
+        s->opt_.check();
+        c.state.step = u64_of(c.header, "step", file);
+        c.state.t_begin = double_of(c.header, "t_begin", file);
+        s->e0_ = double_of(c.header, "e0", file);
+        s->max_de_ = double_of(c.header, "max_de", file);
+        s->header_ = c.header;
+        const std::size_t wg = u64_of(c.header, "work_group_size", file);
+        if (wg != dev.backend->work_group_size()) dev.backend->set_work_group_size(wg);
+        s->fields_ = std::move(c.fields);
+        s->sim_ = std::make_unique<Simulation>(*dev.backend, s->opt_.simulation());
+        s->sim_->restore(c.state);
+        return s;
+    }
+
+    /// @p n steps; Ctrl-C (SIGINT) raises KeyboardInterrupt between two steps.
+    void step(std::uint64_t n)
+    {
+        for (std::uint64_t i = 0; i < n; ++i) {
+            {
+                nb::gil_scoped_release unlocked;
+                sim_->step();
+            }
+            if (PyErr_CheckSignals() != 0) throw nb::python_error();
+        }
+        track_de();
+    }
+
+    /// Steps until @p t_end, on the time grid of the start (as `banyan run --t-end`).
+    void evolve(double t_end)
+    {
+        const std::uint64_t end = steps_between(sim_->t_begin(), t_end, opt_.dt);
+        if (end > sim_->steps()) step(end - sim_->steps());
+        opt_.t_end = std::max(opt_.t_end, t_end);
+    }
+
+    double time() const { return sim_->time(); }
+    std::uint64_t steps() const { return sim_->steps(); }
+    std::size_t size() const { return sim_->size(); }
+    double e0() const { return e0_; }
+    double max_de() const { return max_de_; }
+
+    /// Positions, velocities, accelerations and potentials, in input order, into the caller's arrays.
+    void state(Vec3Out pos, Vec3Out vel, Vec3Out acc, ScalarOut pot)
+    {
+        std::vector<bn_f4> p, v, a;
+        {
+            nb::gil_scoped_release unlocked;
+            if (const std::size_t lost = sim_->input_order(p, v, a))
+                throw NumericalError(fmt::format("Simulation: {} accelerations or potentials left float's range in "
+                                                 "the units of the input",
+                                                 lost));
+        }
+        float *xp = pos.data(), *xv = vel.data(), *xa = acc.data(), *xf = pot.data();
+        for (std::size_t i = 0; i < p.size(); ++i) {
+            xp[3 * i] = p[i].x, xp[3 * i + 1] = p[i].y, xp[3 * i + 2] = p[i].z;
+            xv[3 * i] = v[i].x, xv[3 * i + 1] = v[i].y, xv[3 * i + 2] = v[i].z;
+            xa[3 * i] = a[i].x, xa[3 * i + 1] = a[i].y, xa[3 * i + 2] = a[i].z, xf[i] = a[i].w;
+        }
+    }
+
+    nb::dict energies()
+    {
+        const Energies e = checked_energies();
+        nb::dict d;
+        d["kinetic"] = e.kinetic;
+        d["potential"] = e.potential;
+        d["total"] = e.total();
+        d["momentum"] = nb::make_tuple(e.momentum[0], e.momentum[1], e.momentum[2]);
+        d["angular_momentum"] = nb::make_tuple(e.angular_momentum[0], e.angular_momentum[1], e.angular_momentum[2]);
+        return d;
+    }
+
+    /// Writes the CLI's checkpoint (core/simulation/checkpoint.hpp): `banyan run --restart` continues a folder
+    /// holding it as checkpoint.bin, and load() continues it here.
+    void save(const std::string& path)
+    {
+        const SimulationState st = sim_->save();
+        if (const std::size_t i = first_non_finite(st.pos); i < st.pos.size())
+            throw NumericalError(fmt::format("Simulation.save: particle {} has a non-finite position; nothing was "
+                                             "written to {}",
+                                             st.ids[i], path));
+        RunOptions o = opt_;
+        o.t_end = std::max(o.t_end, sim_->time() + o.dt / 2); // an end the CLI accepts (it must lie ahead)
+        const double t = sim_->time();
+        const std::string text =
+            o.to_text() +
+            fmt::format("banyan_version={}\nstep={}\nt_begin={}\ne0={}\nmax_de={}\nnext_snapshot={}\n"
+                        "snapshots_written={}\nnext_checkpoint={}\nlog_bytes=0\nwork_group_size={}\ndevice={}\n"
+                        "last_log_step={}\nlast_log_time={}\nlast_de={}\nlast_centre_distance=-1\n",
+                        version, st.step, st.t_begin, e0_, max_de_, grid_after(t, o.snapshot_every),
+                        value_or(header_, "snapshots_written", "0"), grid_after(t, o.checkpoint_every),
+                        dev_.backend->work_group_size(), device_label(dev_.backend->info()), st.step, t, last_de_);
+        nb::gil_scoped_release unlocked;
+        write_checkpoint(path, text, st, fields_);
+    }
+
+    std::string device() const { return dev_.label(); }
+    double theta() const { return opt_.theta; }
+    double eps() const { return opt_.eps; }
+    double dt() const { return opt_.dt; }
+
+private:
+    explicit PySimulation(Device& dev) : dev_(dev) {}
+
+    Energies checked_energies()
+    {
+        Energies e;
+        {
+            nb::gil_scoped_release unlocked;
+            e = sim_->energies();
+        }
+        if (!all_finite(e))
+            throw NumericalError(fmt::format("Simulation: the energies went non-finite at step {} (t = {})",
+                                             sim_->steps(), sim_->time()));
+        return e;
+    }
+    void track_de()
+    {
+        const double e = checked_energies().total();
+        last_de_ = (e0_ - e) / e0_;
+        max_de_ = std::max(max_de_, std::fabs(last_de_));
+    }
+    /// The index of the first point after @p t of a grid of spacing @p every from the start (as Run keeps it).
+    std::uint64_t grid_after(double t, double every) const
+    {
+        if (!(every > 0)) return 1;
+        return static_cast<std::uint64_t>(std::floor((t - sim_->t_begin()) / every + 1e-9)) + 1;
+    }
+    static std::string value_or(const KeyValues& kv, const char* key, const char* fallback)
+    {
+        auto it = kv.find(key);
+        return it == kv.end() ? fallback : it->second;
+    }
+
+    Device& dev_;
+    RunOptions opt_;
+    Snapshot fields_; // the fields a checkpoint carries that the simulation never changes
+    KeyValues header_; // of the checkpoint this was loaded from
+    std::unique_ptr<Simulation> sim_;
+    double e0_ = 0, max_de_ = 0, last_de_ = 0;
+};
+
+} // namespace banyan::python
+
+NB_MODULE(_banyan, m)
+{
+    using namespace banyan;
+    using namespace banyan::python;
+    m.doc() = "banyan's compiled core; use the functions of the banyan package, which check and lay out arrays";
+    m.attr("__version__") = banyan::version;
+    nb::exception<UsageError>(m, "UsageError", PyExc_ValueError);
+    nb::exception<NumericalError>(m, "NumericalError", PyExc_ArithmeticError);
+    nb::exception<DeviceError>(m, "DeviceError", PyExc_RuntimeError);
+
+    m.def("devices", &python::devices, "Every device of every backend compiled in, best first within a backend.");
+    nb::class_<Device>(m, "Device", "An opened device (a backend and one of its devices).")
+        .def_prop_ro("label", &Device::label, "'backend #index name', as `banyan devices` prints it");
+    m.def("open", &python::open, "backend"_a, "index"_a, "Opens a device: backend 'auto', 'cuda' or 'opencl'; index -1: the best.");
+    m.def("checkpoint_device", &python::checkpoint_device, "path"_a,
+          "(backend, index) of the device that wrote a checkpoint, when present here; else None.");
+    m.def("gravity", &python::gravity, "device"_a, "pos"_a.noconvert(), "mass"_a.noconvert(), "theta"_a, "eps"_a, "direct"_a,
+          "acc"_a.noconvert(), "pot"_a.noconvert(), "Accelerations and potentials of the particles, into acc and pot.");
+    m.def("gravity_at", &python::gravity_at, "device"_a, "points"_a.noconvert(), "pos"_a.noconvert(), "mass"_a.noconvert(),
+          "theta"_a, "eps"_a, "direct"_a, "acc"_a.noconvert(), "pot"_a.noconvert(),
+          "The field of the particles at the points, into acc and pot.");
+    nb::class_<PySimulation>(m, "Simulation", "The device state of a simulation; see banyan.Simulation.")
+        .def(nb::init<Device&, const Vec3In&, const Vec3In&, const ScalarIn&, double, double, double, double>(),
+             "device"_a, "pos"_a.noconvert(), "vel"_a.noconvert(), "mass"_a.noconvert(), "theta"_a, "eps"_a, "dt"_a,
+             "time"_a, nb::keep_alive<1, 2>())
+        .def_static("load", &PySimulation::load, "device"_a, "path"_a, nb::keep_alive<0, 1>())
+        .def("step", &PySimulation::step, "n"_a)
+        .def("evolve", &PySimulation::evolve, "t_end"_a)
+        .def("state", &PySimulation::state, "pos"_a.noconvert(), "vel"_a.noconvert(), "acc"_a.noconvert(),
+             "pot"_a.noconvert())
+        .def("energies", &PySimulation::energies)
+        .def("save", &PySimulation::save, "path"_a)
+        .def_prop_ro("time", &PySimulation::time)
+        .def_prop_ro("steps", &PySimulation::steps)
+        .def_prop_ro("size", &PySimulation::size)
+        .def_prop_ro("e0", &PySimulation::e0)
+        .def_prop_ro("max_de", &PySimulation::max_de)
+        .def_prop_ro("device", &PySimulation::device)
+        .def_prop_ro("theta", &PySimulation::theta)
+        .def_prop_ro("eps", &PySimulation::eps)
+        .def_prop_ro("dt", &PySimulation::dt);
+}
