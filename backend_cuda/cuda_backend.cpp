@@ -71,6 +71,15 @@ public:
                                           static_cast<const char*>(s.ptr()) + src_offset, n,
                                           cudaMemcpyDeviceToDevice, stream_));
     }
+    void copy_rows_from(const RawBuffer& src, std::size_t rows, std::size_t row_bytes, std::size_t src_offset,
+                        std::size_t src_pitch, std::size_t dst_offset, std::size_t dst_pitch) override
+    {
+        if (!rows || !row_bytes) return;
+        const auto& s = static_cast<const CudaBuffer&>(src);
+        BANYAN_CUDA_CHECK(cudaMemcpy2DAsync(static_cast<char*>(ptr_) + dst_offset, dst_pitch,
+                                            static_cast<const char*>(s.ptr()) + src_offset, src_pitch, row_bytes, rows,
+                                            cudaMemcpyDeviceToDevice, stream_));
+    }
 
 private:
     void* ptr_;
@@ -133,6 +142,18 @@ CudaBackend::CudaBackend(int device, DeviceInfo info) : device_(device), info_(s
 CudaBackend::~CudaBackend()
 {
     if (stream_) cudaStreamDestroy(stream_);
+}
+
+std::unique_ptr<RawBuffer> CudaBackend::wrap_device_memory(void* ptr, std::size_t bytes)
+{
+    cudaPointerAttributes a{};
+    BANYAN_CUDA_CHECK(cudaPointerGetAttributes(&a, ptr));
+    if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged)
+        throw UsageError("cuda: the memory handed over is not device memory");
+    if (a.device != device_)
+        throw UsageError(fmt::format("cuda: the memory handed over is on CUDA device {}, this backend runs on device {}",
+                                     a.device, device_));
+    return std::make_unique<CudaBuffer>(ptr, bytes, stream_, false);
 }
 
 std::unique_ptr<RawBuffer> CudaBackend::alloc_raw(std::size_t bytes, std::string_view what)

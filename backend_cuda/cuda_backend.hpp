@@ -17,6 +17,7 @@ public:
 
     const DeviceInfo& info() const override { return info_; }
     std::unique_ptr<RawBuffer> alloc_raw(std::size_t bytes, std::string_view what) override;
+    std::unique_ptr<RawBuffer> wrap_device_memory(void* ptr, std::size_t bytes) override;
     void launch_raw(std::string_view name, Grid grid, std::span<const KernelArg> args) override;
     void set_work_group_size(std::size_t wg) override;
     void synchronize() override;

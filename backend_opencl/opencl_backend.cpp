@@ -207,6 +207,16 @@ public:
             BANYAN_CL_CHECK(clEnqueueCopyBuffer(queue_, static_cast<const ClBuffer&>(src).mem(), mem(), src_offset,
                                                 dst_offset, n, 0, nullptr, nullptr));
     }
+    void copy_rows_from(const RawBuffer& src, std::size_t rows, std::size_t row_bytes, std::size_t src_offset,
+                        std::size_t src_pitch, std::size_t dst_offset, std::size_t dst_pitch) override
+    {
+        if (!rows || !row_bytes) return;
+        // Origins in bytes (x), rows (y): the offsets go in x, so that any byte offset is allowed.
+        const std::size_t src_origin[3] = {src_offset, 0, 0}, dst_origin[3] = {dst_offset, 0, 0};
+        const std::size_t region[3] = {row_bytes, rows, 1};
+        BANYAN_CL_CHECK(clEnqueueCopyBufferRect(queue_, static_cast<const ClBuffer&>(src).mem(), mem(), src_origin,
+                                                dst_origin, region, src_pitch, 0, dst_pitch, 0, 0, nullptr, nullptr));
+    }
 
 private:
     MemObject retained_root_; // views only: declared first, so released after the sub-buffer (members go in reverse)

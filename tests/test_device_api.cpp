@@ -44,6 +44,39 @@ TEST_CASE("buffers round-trip, fill and copy")
     CHECK(empty.download().empty());
 }
 
+TEST_CASE("row copies interleave (N, 3) and (N,) arrays into records and split them again")
+{
+    auto& be = test::backend();
+    const std::size_t n = 1001; // odd, so that no row count is a power of two
+    std::vector<float> xyz(3 * n), m(n);
+    for (std::size_t i = 0; i < 3 * n; ++i) xyz[i] = static_cast<float>(i) * 0.5f - 7.f;
+    for (std::size_t i = 0; i < n; ++i) m[i] = 1.f / static_cast<float>(i + 1);
+    auto dx = be.upload<float>(xyz, "rows.xyz");
+    auto dm = be.upload<float>(m, "rows.m");
+    auto rec = be.alloc<bn_f4>(n + 2, "rows.rec");
+    rec.fill(bn_f4{-1.f, -1.f, -1.f, -1.f});
+    // Records 1 .. n: x, y, z from the (N, 3) array, m from the (N,) one (a byte offset that is no multiple of 16).
+    rec.raw().copy_rows_from(dx.raw(), n, 12, 0, 12, 16, 16);
+    rec.raw().copy_rows_from(dm.raw(), n, 4, 0, 4, 16 + 12, 16);
+    const auto r = rec.download();
+    CHECK((r[0].x == -1.f && r[0].w == -1.f && r[n + 1].x == -1.f && r[n + 1].w == -1.f)); // untouched around
+    bool same = true;
+    for (std::size_t i = 0; i < n; ++i)
+        same = same && r[i + 1].x == xyz[3 * i] && r[i + 1].y == xyz[3 * i + 1] && r[i + 1].z == xyz[3 * i + 2] &&
+               r[i + 1].w == m[i];
+    CHECK(same);
+    // And back: the records' x, y, z into an (N, 3) array, their w into an (N,) one, from an offset of 4 bytes.
+    auto back_xyz = be.alloc<float>(3 * n, "rows.back_xyz");
+    auto back_m = be.alloc<float>(n + 1, "rows.back_m");
+    back_m.fill(0.f);
+    back_xyz.raw().copy_rows_from(rec.raw(), n, 12, 16, 16, 0, 12);
+    back_m.raw().copy_rows_from(rec.raw(), n, 4, 16 + 12, 16, 4, 4);
+    CHECK(back_xyz.download() == xyz);
+    const auto bm = back_m.download();
+    CHECK(bm[0] == 0.f);
+    CHECK(std::vector<float>(bm.begin() + 1, bm.end()) == m);
+}
+
 TEST_CASE("the memory meter counts allocations until they are freed, and keeps the high-water mark")
 {
     auto& be = test::backend();

@@ -42,6 +42,11 @@ using Vec3In = nb::ndarray<const float, nb::shape<-1, 3>, nb::c_contig, nb::devi
 using ScalarIn = nb::ndarray<const float, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 using Vec3Out = nb::ndarray<float, nb::shape<-1, 3>, nb::c_contig, nb::device::cpu>;
 using ScalarOut = nb::ndarray<float, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+// The same on a CUDA device (CuPy, PyTorch), through DLPack: the data stay where they are.
+using Vec3Dev = nb::ndarray<const float, nb::shape<-1, 3>, nb::c_contig, nb::device::cuda>;
+using ScalarDev = nb::ndarray<const float, nb::ndim<1>, nb::c_contig, nb::device::cuda>;
+using Vec3DevOut = nb::ndarray<float, nb::shape<-1, 3>, nb::c_contig, nb::device::cuda>;
+using ScalarDevOut = nb::ndarray<float, nb::ndim<1>, nb::c_contig, nb::device::cuda>;
 
 /// An opened device: what banyan.devices() lists and every call below runs on.
 struct Device {
@@ -167,6 +172,52 @@ void gravity_at(Device& dev, const Vec3In& points, const Vec3In& pos, const Scal
     particles.insert(particles.end(), at.begin(), at.end());
     const std::vector<bn_f4> acc = forces_of(*dev.backend, particles, theta, eps, direct);
     unpack(acc, pos.shape(0), acc_out, pot_out);
+}
+
+/// The internal units (precision.hpp) of a system of this extent and total mass, as exponents of two: (k, j,
+/// acceleration exponent, potential exponent). The device path scales by them itself (exactly: powers of two).
+nb::tuple internal_units(double extent, double mass)
+{
+    const InternalUnits u = InternalUnits::for_extent_and_mass(extent, mass);
+    return nb::make_tuple(u.k, u.j, u.acceleration_exp(), u.potential_exp());
+}
+
+/// gravity (no points) or gravity_at on CUDA arrays, in internal units (the caller scaled them; @p eps too): the
+/// arrays are interleaved into the tree's particle array on the device (row copies, no kernel), walked, and the
+/// results split into the caller's arrays, with no copy through the host.
+void gravity_device(Device& dev, const Vec3Dev& pos, const ScalarDev& mass, const Vec3Dev& points, double theta,
+                    double eps, bool direct, Vec3DevOut acc_out, ScalarDevOut pot_out)
+{
+    check_theta_eps(theta, eps);
+    Backend& be = *dev.backend;
+    const std::size_t n = pos.shape(0), q = points.shape(0), total = n + q;
+    const std::size_t out_first = q ? n : 0, out_n = q ? q : n;
+    if (acc_out.shape(0) != out_n || pot_out.shape(0) != out_n || mass.shape(0) != n)
+        throw UsageError("gravity: array lengths disagree");
+    if (n == 0 || out_n == 0) return;
+    nb::gil_scoped_release unlocked;
+    auto wrap = [&](const void* p, std::size_t bytes) { return be.wrap_device_memory(const_cast<void*>(p), bytes); };
+    auto put = [&](Buffer<bn_f4>& into) {
+        const bn_f4 zero{0, 0, 0, 0};
+        into.fill(zero); // the points' masses stay 0
+        into.raw().copy_rows_from(*wrap(pos.data(), 12 * n), n, 12, 0, 12, 0, 16);
+        into.raw().copy_rows_from(*wrap(mass.data(), 4 * n), n, 4, 0, 4, 12, 16);
+        if (q) into.raw().copy_rows_from(*wrap(points.data(), 12 * q), q, 12, 0, 12, 16 * n, 16);
+    };
+    auto acc = be.alloc<bn_f4>(total, "python.acc");
+    if (direct) {
+        auto p = be.alloc<bn_f4>(total, "python.pos");
+        put(p);
+        direct_forces(be, p, total, static_cast<float>(eps), acc);
+    } else {
+        Octree tree(be);
+        tree.resize(total, false);
+        put(tree.pos());
+        tree_forces_on_device(be, tree, InternalUnits{}, static_cast<float>(theta), static_cast<float>(eps), acc);
+    }
+    wrap(acc_out.data(), 12 * out_n)->copy_rows_from(acc.raw(), out_n, 12, 16 * out_first, 16, 0, 12);
+    wrap(pot_out.data(), 4 * out_n)->copy_rows_from(acc.raw(), out_n, 4, 16 * out_first + 12, 16, 0, 4);
+    be.synchronize(); // the caller's library reads the results next, on its own stream
 }
 
 /// banyan.Simulation's engine: core/simulation's Simulation started as `banyan run --in FILE` starts it, so that the
@@ -379,6 +430,11 @@ NB_MODULE(_banyan, m)
           "(backend, index) of the device that wrote a checkpoint, when present here; else None.");
     m.def("gravity", &python::gravity, "device"_a, "pos"_a.noconvert(), "mass"_a.noconvert(), "theta"_a, "eps"_a, "direct"_a,
           "acc"_a.noconvert(), "pot"_a.noconvert(), "Accelerations and potentials of the particles, into acc and pot.");
+    m.def("internal_units", &python::internal_units, "extent"_a, "mass"_a,
+          "(k, j, acceleration exponent, potential exponent) of the internal units of such a system.");
+    m.def("gravity_device", &python::gravity_device, "device"_a, "pos"_a.noconvert(), "mass"_a.noconvert(),
+          "points"_a.noconvert(), "theta"_a, "eps"_a, "direct"_a, "acc"_a.noconvert(), "pot"_a.noconvert(),
+          "gravity or gravity_at on CUDA arrays in internal units, into acc and pot (CUDA arrays too).");
     m.def("gravity_at", &python::gravity_at, "device"_a, "points"_a.noconvert(), "pos"_a.noconvert(), "mass"_a.noconvert(),
           "theta"_a, "eps"_a, "direct"_a, "acc"_a.noconvert(), "pot"_a.noconvert(),
           "The field of the particles at the points, into acc and pot.");

@@ -44,4 +44,11 @@ std::size_t Backend::scratch_bytes() const
     return total;
 }
 
+std::unique_ptr<RawBuffer> Backend::wrap_device_memory(void*, std::size_t)
+{
+    throw UsageError(fmt::format("the {} backend cannot take memory that another library allocated on the device "
+                                 "(DLPack); give host arrays, or use the CUDA backend",
+                                 to_string(info().backend)));
+}
+
 } // namespace banyan

@@ -93,6 +93,11 @@ public:
     // ---- memory ---------------------------------------------------------------------------------------
     /// @param what names the allocation in the error raised when the device is out of memory.
     virtual std::unique_ptr<RawBuffer> alloc_raw(std::size_t bytes, std::string_view what) = 0;
+    /// A buffer over @p bytes of device memory at @p ptr that another library allocated on this device (a CUDA
+    /// array of CuPy or PyTorch, handed over through DLPack): not owned, not counted by memory(); the memory must
+    /// outlive the buffer, and the caller orders the other library's work on it before ours (by synchronising).
+    /// Throws UsageError on a backend without device pointers (OpenCL 1.2).
+    virtual std::unique_ptr<RawBuffer> wrap_device_memory(void* ptr, std::size_t bytes);
 
     /// Allocates @p n elements, counted by memory() until the buffer is destroyed.
     template <class T>

@@ -53,6 +53,11 @@ public:
     /// Device-side copy of @p bytes from @p src at @p src_offset to this buffer at @p dst_offset.
     virtual void copy_from(const RawBuffer& src, std::size_t bytes, std::size_t src_offset,
                            std::size_t dst_offset) = 0;
+    /// Device-side copy of @p rows rows of @p row_bytes each from @p src (row r at src_offset + r * src_pitch) to
+    /// this buffer (row r at dst_offset + r * dst_pitch): interleaves or splits arrays of records, e.g. (N, 3)
+    /// positions and (N,) masses into x, y, z, m, without a kernel. Pitches are >= row_bytes.
+    virtual void copy_rows_from(const RawBuffer& src, std::size_t rows, std::size_t row_bytes, std::size_t src_offset,
+                                std::size_t src_pitch, std::size_t dst_offset, std::size_t dst_pitch) = 0;
     /// A buffer that aliases bytes [offset, offset + bytes) of this one: no allocation, not counted by the meter.
     /// This buffer must outlive the view. @p offset must be a multiple of DeviceInfo::view_align.
     virtual std::unique_ptr<RawBuffer> view(std::size_t offset, std::size_t bytes) const = 0;

@@ -238,6 +238,17 @@ ForceResult tree_forces(Backend& be, std::span<const bn_f4> pos, float theta, fl
     return r;
 }
 
+void tree_forces_on_device(Backend& be, Octree& tree, const InternalUnits& units, float theta, float eps,
+                           Buffer<bn_f4>& acc)
+{
+    if (tree.size() == 0) return;
+    tree.build();
+    if (auto warning = check_tree_depth(tree, units, "the particles")) notice("warning: " + *warning);
+    TreeForces forces(be);
+    forces.compute(tree, theta, eps);
+    forces.to_input_order(tree, acc);
+}
+
 ForceResult direct_forces(Backend& be, std::span<const bn_f4> pos, float eps)
 {
     ForceResult r;

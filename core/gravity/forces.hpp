@@ -10,6 +10,7 @@
 #pragma once
 
 #include "core/device/backend.hpp"
+#include "core/gravity/precision.hpp"
 #include "core/tree/octree.hpp"
 
 #include <cstdint>
@@ -148,6 +149,13 @@ struct ForceResult {
 /// range are counted in out_of_range. Warns (notice) of an overfull deep leaf, refuses particles too close for any
 /// units (check_tree_depth).
 ForceResult tree_forces(Backend& be, std::span<const bn_f4> pos, float theta, float eps);
+
+/// Tree forces of the @p tree's particles, which the caller has put on the device itself (Octree::resize, then
+/// pos() filled, in internal units; ids as resize leaves them): accelerations and potentials in the order of the
+/// particles as given, into @p acc (at least tree.size() elements), still in internal units. What tree_forces does
+/// without its host copies, for particles that arrive on the device (the Python module's CUDA arrays).
+void tree_forces_on_device(Backend& be, Octree& tree, const InternalUnits& units, float theta, float eps,
+                           Buffer<bn_f4>& acc);
 
 /// Direct summation in single precision (core/gravity/direct.hpp) in one call, as tree_forces: internal units,
 /// results in input order (no interaction counts).

@@ -38,6 +38,11 @@ void scale(std::span<bn_f4> v, int xyz, int w)
 InternalUnits InternalUnits::for_system(std::span<const bn_f4> pos_mass)
 {
     const auto [extent, mass] = extent_and_mass(pos_mass);
+    return for_extent_and_mass(extent, mass);
+}
+
+InternalUnits InternalUnits::for_extent_and_mass(double extent, double mass)
+{
     InternalUnits u;
     if (extent > 0 && !(extent >= 1.0 / 16 && extent <= 1024)) u.k = std::ilogb(extent);
     if (mass > 0 && !(mass >= std::ldexp(1.0, -20) && mass <= std::ldexp(1.0, 20))) u.j = std::ilogb(mass);

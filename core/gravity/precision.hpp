@@ -32,6 +32,8 @@ struct InternalUnits {
     /// The units for particles (x, y, z, mass): the identity when their extent lies in [1/16, 1024] and their total
     /// mass in [2^-20, 2^20], else extent and mass scaled to within a factor of 2 of 1.
     static InternalUnits for_system(std::span<const bn_f4> pos_mass);
+    /// The same from the system's extent (the largest side of its bounding box) and total mass.
+    static InternalUnits for_extent_and_mass(double extent, double mass);
 
     bool identity() const noexcept { return k == 0 && j == 0; }
     int time_exp() const noexcept { return (3 * k - j) / 2; }

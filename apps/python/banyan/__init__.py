@@ -14,6 +14,11 @@ copy, the only one; values beyond float32's range are refused); integer, complex
 NaN or infinite values and masses that are not positive are refused with a banyan.UsageError (a ValueError) that
 names the argument and the first bad particle. Results are new float32 arrays.
 
+CUDA arrays: gravity and gravity_at also take CuPy arrays and PyTorch tensors on a CUDA GPU (all arguments on the
+same device) and give results of the same library on that device. banyan reads them where they are, through
+DLPack, and writes its results straight into the new arrays: nothing goes through the host. (The same rules hold:
+float64 is converted to float32 once, on the device.) Simulation takes NumPy arrays.
+
 Devices: backend="auto" takes a CUDA GPU, else an OpenCL GPU, else the CPU through PoCL (as `banyan run`); "cuda"
 or "opencl" asks for one, and device=N for its N-th device (banyan.devices() lists them). Opened devices are kept
 for the life of the process, so the first call pays for opening (and, on OpenCL, compiling the kernels once per
@@ -53,20 +58,19 @@ def _device(backend: str, device: Optional[int]) -> Any:
     return _opened[key]
 
 
+def _on_cuda(a: Any) -> bool:
+    """Whether @p a is an array on a CUDA device (CuPy, PyTorch, or any DLPack producer)."""
+    return (hasattr(a, "__dlpack_device__") and not isinstance(a, np.ndarray)
+            and a.__dlpack_device__()[0] in (2, 13))  # kDLCUDA, kDLCUDAManaged
+
+
 def _floats(name: str, a: Any, shape: Tuple[int, ...]) -> np.ndarray:
     """@p a as a float32 array in C order of @p shape (-1: any length), converted once if it is another float type."""
-    if hasattr(a, "__dlpack_device__") and not isinstance(a, np.ndarray):
-        device_type = a.__dlpack_device__()[0]
-        if device_type != 1:  # kDLCPU
-            raise UsageError(
-                f"{name}: an array on a device (DLPack device type {device_type}); banyan takes NumPy arrays "
-                "(move it to the host first, e.g. cupy.asnumpy(a) or a.cpu().numpy())")
+    if hasattr(a, "__dlpack_device__") and not isinstance(a, np.ndarray) and a.__dlpack_device__()[0] != 1:
+        raise UsageError(f"{name}: an array on a device (DLPack device type {a.__dlpack_device__()[0]}); banyan "
+                         "takes NumPy arrays, and CUDA arrays (CuPy, PyTorch) for gravity and gravity_at")
     arr = np.asarray(a)
-    if arr.dtype.kind != "f":
-        raise UsageError(f"{name}: floating-point values are needed, got an array of {arr.dtype}")
-    if arr.ndim != len(shape) or any(s != -1 and s != d for s, d in zip(shape, arr.shape)):
-        want = "(N, 3)" if len(shape) == 2 else "(N,)"
-        raise UsageError(f"{name}: shape {arr.shape}, expected {want}")
+    _check_layout(name, arr.dtype.kind, arr.ndim, arr.shape, str(arr.dtype), shape)
     if arr.dtype != np.float32:
         with np.errstate(over="ignore"):
             converted = arr.astype(np.float32)
@@ -77,6 +81,106 @@ def _floats(name: str, a: Any, shape: Tuple[int, ...]) -> np.ndarray:
                              "in float32: give the particles in units where they fit")
         arr = converted
     return np.ascontiguousarray(arr)
+
+
+def _check_layout(name: str, kind: str, ndim: int, shape: Tuple[int, ...], dtype: str, want: Tuple[int, ...]) -> None:
+    if kind != "f":
+        raise UsageError(f"{name}: floating-point values are needed, got an array of {dtype}")
+    if ndim != len(want) or any(s != -1 and s != d for s, d in zip(want, shape)):
+        raise UsageError(f"{name}: shape {tuple(shape)}, expected {'(N, 3)' if len(want) == 2 else '(N,)'}")
+
+
+class _Cuda:
+    """CUDA arrays of CuPy or PyTorch, handled with their own library, on the device: banyan reads them and writes
+    its results into new arrays of the same library through DLPack, with no copy through the host. float64 input is
+    converted to float32 once, on the device, as on the host."""
+
+    def __init__(self, like: Any):
+        mod = type(like).__module__.split(".")[0]
+        if mod not in ("cupy", "torch"):
+            raise UsageError(f"CUDA arrays of {mod} are not supported; give CuPy arrays or PyTorch tensors")
+        self.torch = mod == "torch"
+        self.xp = __import__(mod)
+        self.device = like.__dlpack_device__()[1]
+
+    def floats(self, name: str, a: Any, shape: Tuple[int, ...]) -> Any:
+        if not _on_cuda(a) or a.__dlpack_device__()[1] != self.device:
+            raise UsageError(f"{name}: all arrays must be on the same CUDA device (or all on the host)")
+        if type(a).__module__.split(".")[0] != ("torch" if self.torch else "cupy"):
+            raise UsageError(f"{name}: arrays of one library at a time (CuPy or PyTorch)")
+        kind = ("f" if a.dtype.is_floating_point else "?") if self.torch else a.dtype.kind
+        _check_layout(name, kind, a.ndim, tuple(a.shape), str(a.dtype), shape)
+        if self.torch:
+            return a.detach().to(self.xp.float32).contiguous()
+        return self.xp.ascontiguousarray(a, dtype=self.xp.float32)
+
+    def first_bad(self, ok: Any) -> Optional[int]:
+        """The first row where @p ok (a boolean array) is False anywhere, or None."""
+        ok = ok if ok.ndim == 1 else ok.all(1)
+        if bool(ok.all()):
+            return None
+        return int((~ok).nonzero()[0][0]) if not self.torch else int((~ok).nonzero()[0, 0])
+
+    def empty(self, shape: Tuple[int, ...]) -> Any:
+        if self.torch:
+            return self.xp.empty(shape, dtype=self.xp.float32, device=f"cuda:{self.device}")
+        with self.xp.cuda.Device(self.device):
+            return self.xp.empty(shape, dtype=self.xp.float32)
+
+    def synchronize(self) -> None:
+        """Waits for the library's work on its current stream: banyan's queue then reads finished arrays."""
+        if self.torch:
+            self.xp.cuda.current_stream(self.device).synchronize()
+        else:
+            with self.xp.cuda.Device(self.device):
+                self.xp.cuda.get_current_stream().synchronize()
+
+
+def _gravity_cuda(points: Any, pos: Any, mass: Any, theta: float, eps: float, backend: str, device: Optional[int],
+                  direct: bool) -> Tuple[Any, Any]:
+    """gravity (points None) or gravity_at on CUDA arrays: the device path of _banyan.gravity_device."""
+    cu = _Cuda(pos)
+    if backend not in ("auto", "cuda"):
+        raise UsageError(f"CUDA arrays need backend 'cuda' (or 'auto'), got {backend!r}")
+    if device is not None and device != cu.device:
+        raise UsageError(f"the arrays are on CUDA device {cu.device}, device={device} was asked for")
+    p = cu.floats("pos", pos, (-1, 3))
+    m = cu.floats("mass", mass, (-1,))
+    q = cu.floats("points", points, (-1, 3)) if points is not None else cu.empty((0, 3))
+    if p.shape[0] == 0:
+        raise UsageError("pos: no particles (N = 0); at least one is needed")
+    if m.shape[0] != p.shape[0]:
+        raise UsageError(f"mass: {m.shape[0]} masses for {p.shape[0]} particles")
+    xp = cu.xp
+    for name, a, what in (("pos", p, "coordinate"), ("points", q, "coordinate")):
+        i = cu.first_bad(xp.isfinite(a))
+        if i is not None:
+            raise UsageError(f"{name}: particle {i} has a non-finite {what}")
+    i = cu.first_bad(xp.isfinite(m) & (m > 0))
+    if i is not None:
+        raise UsageError(f"mass: particle {i} has mass {float(m[i])}; masses must be positive and finite")
+    # Internal units (exact powers of two), from the extent and total mass, as the host path chooses them.
+    lo, hi = (p.min(0), p.max(0)) if not cu.torch else (p.min(0).values, p.max(0).values)
+    extent = float((hi - lo).max())
+    total = float(m.double().sum() if cu.torch else m.sum(dtype=xp.float64))
+    k, j, acc_exp, pot_exp = _banyan.internal_units(extent, total)
+    if k or j:
+        p, q, m = p * 2.0 ** -k, q * 2.0 ** -k, m * 2.0 ** -j
+    out_n = q.shape[0] if points is not None else p.shape[0]
+    acc, pot = cu.empty((out_n, 3)), cu.empty((out_n,))
+    if out_n:
+        cu.synchronize()
+        _banyan.gravity_device(_device("cuda", cu.device), p, m, q, float(theta), math.ldexp(float(eps), -k),
+                               bool(direct), acc, pot)
+    if acc_exp or pot_exp:
+        acc, pot = acc * 2.0 ** acc_exp, pot * 2.0 ** pot_exp
+    i = cu.first_bad(xp.isfinite(acc)) if out_n else None
+    if i is None and out_n:
+        i = cu.first_bad(xp.isfinite(pot))
+    if i is not None:
+        raise NumericalError(f"gravity: particle {i} got a non-finite result, or one beyond float's range in the "
+                             "units of the input")
+    return acc, pot
 
 
 def _check_finite(name: str, a: np.ndarray, what: str) -> None:
@@ -119,6 +223,8 @@ def gravity(pos: Any, mass: Any, theta: float = 0.75, eps: float = 0.0, backend:
     small N). backend, device: see the module's help.
     """
     _check_parameters(theta, eps)
+    if _on_cuda(pos) or _on_cuda(mass):
+        return _gravity_cuda(None, pos, mass, theta, eps, backend, device, direct)
     p, m = _particles(pos, mass)
     acc = np.empty((p.shape[0], 3), np.float32)
     pot = np.empty(p.shape[0], np.float32)
@@ -136,6 +242,8 @@ def gravity_at(points: Any, pos: Any, mass: Any, theta: float = 0.75, eps: float
     Arguments as for gravity().
     """
     _check_parameters(theta, eps)
+    if _on_cuda(pos) or _on_cuda(mass) or _on_cuda(points):
+        return _gravity_cuda(points, pos, mass, theta, eps, backend, device, direct)
     p, m = _particles(pos, mass)
     q = _floats("points", points, (-1, 3))
     _check_finite("points", q, "coordinate")
