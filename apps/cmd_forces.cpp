@@ -1,7 +1,7 @@
 /**
  * @file cmd_forces.cpp
- * @brief `banyan forces`: one force evaluation of the particles of a tipsy file, by the tree walk or by direct
- *        summation, written as a float32 .npy array (N, 4) = (ax, ay, az, potential) in the file's particle order;
+ * @brief `banyan forces`: one force evaluation of the particles of a snapshot file (HDF5 or tipsy), by the tree
+ *        walk or by direct summation, written as a float32 .npy array (N, 4) = (ax, ay, az, potential) in the file's particle order;
  *        under mpirun over all ranks (each takes a slice of the particles, the file is written by all together).
  */
 #include "apps/cli.hpp"
@@ -10,7 +10,7 @@
 #include "core/gravity/direct.hpp"
 #include "core/gravity/forces.hpp"
 #include "core/gravity/precision.hpp"
-#include "core/files/tipsy.hpp"
+#include "core/files/snapshot_file.hpp"
 #include "core/parallel/comm.hpp"
 #include "core/parallel/parallel_files.hpp"
 #include "core/parallel/parallel_forces.hpp"
@@ -28,13 +28,14 @@ namespace banyan::cli {
 int run_forces(const std::vector<std::string>& args)
 {
     Options opt("forces",
-                "One force evaluation of the particles in a tipsy file (standard big-endian or native little-endian;\n"
-                "gas, dark and star particles alike): accelerations and potentials by the tree walk (paper sections\n"
+                "One force evaluation of the particles in a snapshot file, HDF5 (GADGET-2/4, SWIFT layout; positions\n"
+                "and masses, velocities not needed) or tipsy (either byte order), detected from its first bytes (all\n"
+                "particle types alike): accelerations and potentials by the tree walk (paper sections\n"
                 "2.2, 3.2, 3.3; monopole + quadrupole cells, opening test d > l / theta + delta) or, with --direct,\n"
                 "by direct summation in single precision. Writes a float32 .npy array of shape (N, 4): ax, ay, az,\n"
                 "potential, in the order of the particles in the file (G = 1, Plummer softening eps).");
     opt.device_options();
-    opt.value("in", "FILE", "tipsy file to read");
+    opt.value("in", "FILE", "snapshot file to read: HDF5 or tipsy (detected)");
     opt.value("out", "OUT.npy", "where to write the (N, 4) float32 array (temporary name, then renamed)");
     opt.value("theta", "T", "opening angle, 0 <= T <= 1 (0 opens every cell)", "0.75");
     opt.value("eps", "E", "Plummer softening length, >= 0 (default: the softening the file's dark and star "
@@ -54,8 +55,13 @@ int run_forces(const std::vector<std::string>& args)
     const Comm& comm = Comm::world();
     const bool root = comm.rank() == 0;
     const std::string in = opt.str("in");
-    const Snapshot s = read_tipsy(in);
+    SnapshotMeta meta;
+    const Snapshot s = read_snapshot(in, &meta, false); // positions and masses are enough: no velocities needed
     check_particles(s, in);
+    if (!opt.has("eps") && !meta.has_softening)
+        throw UsageError(fmt::format("forces: {} gives its collisionless particles no softening (no "
+                                     "PartTypeK/Softenings): give --eps",
+                                     in));
     const double eps = opt.has("eps") ? opt.number("eps") : file_softening(s, in, "forces", root);
     if (!(eps >= 0.0)) throw UsageError(fmt::format("forces: --eps must be >= 0, got {}", eps));
     const std::size_t n = s.size();

@@ -46,7 +46,7 @@ std::string clock_text(double seconds)
 /// Options that only a new run takes (a restart reads them from its checkpoint).
 const char* const run_only[] = {"ic", "in", "n", "seed", "theta", "eps", "dt", "log-every", "snapshot-every",
                                 "checkpoint-every", "out", "pericentre", "separation", "eccentricity",
-                                "bh-fraction", "direct"};
+                                "bh-fraction", "direct", "format", "units"};
 
 } // namespace
 
@@ -55,8 +55,9 @@ int run_run(const std::vector<std::string>& raw_args)
     Options opt("run",
                 "A whole N-body simulation on the device (paper sections 3.1, 4.2): shared-time-step leapfrog\n"
                 "(kick-drift-kick, Hut et al. 1995), the octree rebuilt and walked every step, energies and momenta\n"
-                "summed on the device. N-body units (G = 1). Writes to --out: snapshot_NNNNN.tipsy (standard\n"
-                "big-endian tipsy, particle i of the input is particle i of every snapshot), energy.csv (one line per\n"
+                "summed on the device. G = 1: N-body units, or the physical units --units names. Writes to --out:\n"
+                "snapshot_NNNNN.hdf5 (GADGET-4 HDF5 layout, which pynbody and yt open; or .tipsy with --format tipsy;\n"
+                "particle i of the input is particle i of every snapshot), energy.csv (one line per\n"
                 "--log-every steps: energies, dE = (E0 - E) / E0 and its largest magnitude so far, momentum, angular\n"
                 "momentum; a merger adds the distance of the two central particles) and checkpoint.bin. Ctrl-C writes\n"
                 "a checkpoint and stops; `banyan run --restart DIR` continues bit for bit on the same device.");
@@ -64,7 +65,8 @@ int run_run(const std::vector<std::string>& raw_args)
               "initial conditions: plummer, uniform (virialised uniform sphere), uniform-cold (cold collapse), "
               "merger (two Plummer spheres 1:3 with central massive particles)",
               "plummer");
-    opt.value("in", "FILE", "start from a tipsy file instead (either byte order; gas, dark and star particles)");
+    opt.value("in", "FILE", "start from a snapshot file instead: HDF5 (GADGET-2/4, SWIFT layout; all particle types) "
+                            "or tipsy (either byte order), detected from its first bytes");
     opt.value("n", "N", "number of particles (also -n)", "65536");
     opt.value("seed", "S", "random seed of the initial conditions", "1");
     opt.value("theta", "T", "opening angle, 0 < T <= 1", "0.75");
@@ -76,6 +78,12 @@ int run_run(const std::vector<std::string>& raw_args)
     opt.value("snapshot-every", "T", "time between snapshots (0: at the start and the end only; never: none)", "1");
     opt.value("checkpoint-every", "T", "time between checkpoints (0: start, end and Ctrl-C only; never: none)", "1");
     opt.value("out", "DIR", "output folder (created; must not hold a run already)", "banyan-run");
+    opt.value("format", "F", "snapshot format: hdf5 (GADGET-4 layout with potentials, accelerations, the options and "
+                             "the units) or tipsy (standard big-endian)", "hdf5");
+    opt.value("units", "L,M", "physical units of the numbers, written into HDF5 snapshots: a length and a mass unit "
+                              "(kpc,1e10Msun  pc,Msun  au,Msun  Mpc,1e10Msun); velocity and time units follow from "
+                              "G = 1 (kpc,1e10Msun: 207.4 km/s, 4.715 Myr). Default: N-body units, or those an HDF5 "
+                              "--in file states");
     opt.value("restart", "DIR", "continue the run whose checkpoint is in DIR (with --t-end, --backend, --device, "
                                 "--quiet only)");
     opt.value("pericentre", "R", "merger: pericentre of the Kepler orbit of the two centres", "1");
@@ -145,6 +153,8 @@ int run_run(const std::vector<std::string>& raw_args)
         ro.merger.bh_fraction = opt.number("bh-fraction");
         ro.direct = opt.has("direct");
         ro.out = opt.str("out");
+        ro.format = parse_snapshot_format(opt.str("format"), "run: --format");
+        ro.units = opt.str("units");
         ro.check();
         if (ro.ic != "merger")
             for (const char* name : {"pericentre", "separation", "eccentricity", "bh-fraction"})
@@ -157,7 +167,13 @@ int run_run(const std::vector<std::string>& raw_args)
     Snapshot ic;
     if (!restart) {
         if (ro.ic == "file") {
-            ic = initial_conditions(ro);
+            SnapshotMeta meta;
+            ic = initial_conditions(ro, &meta);
+            adopt_units(ro, ic);
+            if (!opt.has("eps") && !meta.has_softening)
+                throw UsageError(fmt::format("run: {} gives its collisionless particles no softening (no "
+                                             "PartTypeK/Softenings): give --eps",
+                                             ro.in));
             if (!opt.has("eps")) {
                 ro.eps = file_softening(ic, ro.in, "run", !quiet);
                 ro.check();
@@ -274,8 +290,10 @@ int run_run(const std::vector<std::string>& raw_args)
                 auto every = [](double v) {
                     return v == RunOptions::never ? std::string("never") : fmt::format("every {}", v);
                 };
-                fmt::print("output: {}/ (energy.csv every {} steps, snapshot_NNNNN.tipsy {}, checkpoint.bin {})\n",
-                           ro.out, ro.log_every, every(ro.snapshot_every), every(ro.checkpoint_every));
+                fmt::print("output: {}/ (energy.csv every {} steps, snapshot_NNNNN.{} {}, checkpoint.bin {})\n",
+                           ro.out, ro.log_every, to_string(ro.format), every(ro.snapshot_every),
+                           every(ro.checkpoint_every));
+                fmt::print("units: {}\n", parse_units(ro.units).describe());
                 std::fflush(stdout);
             }
             run = std::make_unique<Run>(*be, ro, std::move(ic), hooks);
@@ -343,8 +361,9 @@ int run_run(const std::vector<std::string>& raw_args)
                    run->last_record().time, run->max_de());
         if (run->last_record().centre_distance >= 0)
             fmt::print("; central particles {:.4g} apart", run->last_record().centre_distance);
-        fmt::print("\nfiles: {0}/snapshot_*.tipsy, {0}/energy.csv, {0}/checkpoint.bin{1}\n", run->options().out,
-                   comm.parallel() ? " (and checkpoint.bin.rankR of each other rank)" : "");
+        fmt::print("\nfiles: {0}/snapshot_*.{2}, {0}/energy.csv, {0}/checkpoint.bin{1}\n", run->options().out,
+                   comm.parallel() ? " (and checkpoint.bin.rankR of each other rank)" : "",
+                   to_string(run->options().format));
     }
     if (outcome == Run::Outcome::stopped) return g_stop == SIGTERM ? 143 : 130;
     return 0;

@@ -1,11 +1,20 @@
 /**
  * @file test_files.cpp
- * @brief Tipsy and .npy files: bit-exact round trips in both byte orders, and clear refusals of bad files and values.
- *        Device-free (test suite "static").
+ * @brief Tipsy, HDF5 and .npy files: bit-exact round trips (tipsy in both byte orders, HDF5 with every field and
+ *        GADGET particle type), GADGET / SWIFT files as other codes write them (float64, MassTable, their units),
+ *        clear refusals of bad files and values, format detection and physical units. Device-free (test suite
+ *        "static").
  */
 #include "core/error.hpp"
+#include "core/files/hdf5_snapshot.hpp"
+#include "core/files/key_values.hpp"
 #include "core/files/npy.hpp"
+#include "core/files/snapshot_file.hpp"
 #include "core/files/tipsy.hpp"
+#include "core/files/units.hpp"
+#include "core/version.hpp"
+
+#include <hdf5.h>
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -269,5 +278,386 @@ TEST_SUITE("static")
         CHECK(r == 2);
         CHECK(c == 4);
         fs::remove(path);
+    }
+}
+
+// ---- HDF5 snapshots and units ----------------------------------------------------------------------------------
+
+namespace {
+
+/// A snapshot with every field an HDF5 file holds: accelerations, ids, types 2, 3, 5, units.
+Snapshot full_snapshot(std::size_t ng, std::size_t nd, std::size_t ns, std::uint64_t seed)
+{
+    Snapshot s = random_snapshot(ng, nd, ns, seed);
+    std::mt19937_64 g(seed + 1);
+    std::uniform_real_distribution<float> u(-5.f, 5.f);
+    for (std::size_t i = 0; i < 3 * s.size(); ++i) s.acc.push_back(u(g));
+    for (std::size_t i = 0; i < s.size(); ++i) s.ids.push_back(g());
+    s.units = parse_units("kpc,1e10Msun");
+    return s;
+}
+
+void check_same(const Snapshot& r, const Snapshot& s)
+{
+    CHECK(r.time == s.time);
+    CHECK(r.n_gas == s.n_gas);
+    CHECK(r.n_dark == s.n_dark);
+    CHECK(r.n_star == s.n_star);
+    CHECK(r.n_type2 == s.n_type2);
+    CHECK(r.n_type3 == s.n_type3);
+    CHECK(r.n_type5 == s.n_type5);
+    CHECK(bits_equal(r.mass, s.mass));
+    CHECK(bits_equal(r.pos, s.pos));
+    CHECK(bits_equal(r.vel, s.vel));
+    CHECK(bits_equal(r.eps, s.eps));
+    CHECK(bits_equal(r.phi, s.phi));
+    CHECK(bits_equal(r.acc, s.acc));
+    CHECK(r.ids == s.ids);
+    CHECK(bits_equal(r.gas_rho, s.gas_rho));
+    CHECK(bits_equal(r.gas_temp, s.gas_temp));
+    CHECK(bits_equal(r.gas_metals, s.gas_metals));
+    CHECK(bits_equal(r.star_metals, s.star_metals));
+    CHECK(bits_equal(r.star_tform, s.star_tform));
+    CHECK(r.units.length_cm == s.units.length_cm);
+    CHECK(r.units.mass_g == s.units.mass_g);
+}
+
+/// Writes GADGET-style HDF5 files by hand, as an h5py script or another code would.
+struct H5Writer {
+    hid_t file;
+    explicit H5Writer(const std::string& path) : file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT))
+    {
+        REQUIRE(file >= 0);
+    }
+    ~H5Writer() { H5Fclose(file); }
+    hid_t group(const char* name)
+    {
+        hid_t g = H5Lexists(file, name, H5P_DEFAULT) > 0 ? H5Gopen2(file, name, H5P_DEFAULT)
+                                                         : H5Gcreate2(file, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        REQUIRE(g >= 0);
+        return g;
+    }
+    template <class T>
+    void attr(const char* where, const char* name, hid_t type, const std::vector<T>& v)
+    {
+        const hid_t g = group(where);
+        const hsize_t n = v.size();
+        const hid_t space = n == 1 ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &n, nullptr);
+        const hid_t a = H5Acreate2(g, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+        REQUIRE(H5Awrite(a, type, v.data()) >= 0);
+        H5Aclose(a), H5Sclose(space), H5Gclose(g);
+    }
+    template <class T>
+    void data(const char* where, const char* name, hid_t type, const std::vector<T>& v, hsize_t rows, hsize_t cols)
+    {
+        const hid_t g = group(where);
+        const hsize_t dims[2] = {rows, cols};
+        const hid_t space = H5Screate_simple(cols == 1 ? 1 : 2, dims, nullptr);
+        const hid_t d = H5Dcreate2(g, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        REQUIRE(H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) >= 0);
+        H5Dclose(d), H5Sclose(space), H5Gclose(g);
+    }
+};
+
+/// A GADGET-2 style file: n type-1 particles of float64 data with their mass in the MassTable, m stars in float32
+/// with Masses; the header's counts as int32 (GADGET-2) and units of kpc, 1e10 Msun and km/s in Parameters.
+void gadget_file(const std::string& path, std::size_t n, std::size_t m, bool units = true)
+{
+    H5Writer w(path);
+    w.attr<std::int32_t>("Header", "NumPart_ThisFile", H5T_NATIVE_INT32, {0, std::int32_t(n), 0, 0, std::int32_t(m), 0});
+    w.attr<double>("Header", "MassTable", H5T_NATIVE_DOUBLE, {0, 0.25, 0, 0, 0, 0});
+    w.attr<double>("Header", "Time", H5T_NATIVE_DOUBLE, {2.5});
+    w.attr<std::int32_t>("Header", "NumFilesPerSnapshot", H5T_NATIVE_INT32, {1});
+    std::vector<double> x(3 * n), v(3 * n);
+    for (std::size_t i = 0; i < 3 * n; ++i) x[i] = 0.1 * double(i) + 1e-12, v[i] = -0.5 * double(i);
+    w.data("PartType1", "Coordinates", H5T_NATIVE_DOUBLE, x, n, 3);
+    w.data("PartType1", "Velocities", H5T_NATIVE_DOUBLE, v, n, 3);
+    std::vector<std::uint32_t> ids(n);
+    for (std::size_t i = 0; i < n; ++i) ids[i] = std::uint32_t(1000 + i);
+    w.data("PartType1", "ParticleIDs", H5T_NATIVE_UINT32, ids, n, 1);
+    if (m) {
+        std::vector<float> xs(3 * m, 1.5f), vs(3 * m, 2.0f), ms(m, 0.125f);
+        w.data("PartType4", "Coordinates", H5T_NATIVE_FLOAT, xs, m, 3);
+        w.data("PartType4", "Velocities", H5T_NATIVE_FLOAT, vs, m, 3);
+        w.data("PartType4", "Masses", H5T_NATIVE_FLOAT, ms, m, 1);
+    }
+    if (units) {
+        w.attr<double>("Parameters", "UnitLength_in_cm", H5T_NATIVE_DOUBLE, {cgs::kpc});
+        w.attr<double>("Parameters", "UnitMass_in_g", H5T_NATIVE_DOUBLE, {1e10 * cgs::msun});
+        w.attr<double>("Parameters", "UnitVelocity_in_cm_per_s", H5T_NATIVE_DOUBLE, {1e5});
+    }
+}
+
+std::string hdf5_error(const std::string& path, bool need_velocities = true)
+{
+    try {
+        read_snapshot(path, nullptr, need_velocities);
+    } catch (const UsageError& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+} // namespace
+
+TEST_SUITE("static")
+{
+    TEST_CASE("hdf5: every field, every particle type and the units round-trip to the bit")
+    {
+        const auto path = temp_path("roundtrip.hdf5");
+        for (const bool extra_types : {false, true}) {
+            Snapshot s = full_snapshot(5, 17, 3, extra_types ? 9 : 8);
+            if (extra_types) s.n_type2 = 2, s.n_type3 = 3, s.n_type5 = 4; // types 1 (8), 2, 3, 5 among the dark
+            SnapshotMeta meta;
+            meta.parameters = "theta=0.75\nin=\nformat=hdf5\n";
+            write_hdf5(path, s, meta);
+            SnapshotMeta back;
+            const Snapshot r = read_hdf5(path, &back);
+            check_same(r, s);
+            CHECK(parse_key_values(back.parameters) == parse_key_values(meta.parameters));
+            CHECK(back.code == fmt::format("banyan {}", version));
+            CHECK(back.has_softening);
+            CHECK(back.velocity_factor == 1.0);
+            // The same snapshot gives the same bytes (no time stamps): restarted runs write the same files.
+            const std::string first = [&] {
+                std::ifstream in(path, std::ios::binary);
+                return std::string(std::istreambuf_iterator<char>(in), {});
+            }();
+            write_hdf5(path, s, meta);
+            std::ifstream in(path, std::ios::binary);
+            CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == first);
+        }
+        // Without ids and accelerations: ids are the particles' indices, no Acceleration.
+        Snapshot s = random_snapshot(0, 6, 2, 3);
+        write_hdf5(path, s, {});
+        const Snapshot r = read_hdf5(path);
+        CHECK(r.acc.empty());
+        CHECK(r.ids == std::vector<std::uint64_t>{0, 1, 2, 3, 4, 5, 6, 7});
+        CHECK(!r.units.physical());
+        fs::remove(path);
+    }
+
+    TEST_CASE("hdf5: GADGET files with float64 data, a MassTable and units where G is not 1")
+    {
+        const auto path = temp_path("gadget.hdf5");
+        gadget_file(path, 4, 2);
+        SnapshotMeta meta;
+        const Snapshot s = read_snapshot(path, &meta);
+        CHECK(s.n_dark == 4);
+        CHECK(s.n_star == 2);
+        CHECK(s.n_gas == 0);
+        for (std::size_t i = 0; i < 12; ++i) CHECK(s.pos[i] == static_cast<float>(0.1 * double(i) + 1e-12));
+        for (std::size_t i = 0; i < 4; ++i) CHECK(s.mass[i] == 0.25f); // from the MassTable
+        CHECK(s.mass[4] == 0.125f);
+        CHECK(s.pos[12] == 1.5f);
+        CHECK(s.ids[0] == 1000);
+        CHECK(!meta.has_softening); // no Softenings: runs must be given --eps
+        // kpc, 1e10 Msun, km/s: G is not 1; velocities and the time go to the velocity unit G = 1 implies.
+        CHECK(s.units.length_cm == cgs::kpc);
+        CHECK(s.units.mass_g == 1e10 * cgs::msun);
+        const double v_unit = std::sqrt(cgs::G * 1e10 * cgs::msun / cgs::kpc);
+        CHECK(meta.velocity_factor == doctest::Approx(1e5 / v_unit).epsilon(1e-12));
+        CHECK(s.vel[3] == static_cast<float>(-1.5 * 1e5 / v_unit));
+        CHECK(s.vel[12] == static_cast<float>(2.0 * 1e5 / v_unit));
+        CHECK(s.time == doctest::Approx(2.5 * v_unit / 1e5).epsilon(1e-12));
+        CHECK(detect_snapshot_format(path) == SnapshotFormat::hdf5);
+        fs::remove(path);
+
+        // SWIFT's Units group (U_L, U_M, U_t): the same units read back.
+        {
+            H5Writer w(path);
+            w.attr<std::int64_t>("Header", "NumPart_ThisFile", H5T_NATIVE_INT64, {0, 2, 0, 0, 0, 0});
+            w.data<float>("PartType1", "Coordinates", H5T_NATIVE_FLOAT, {1, 2, 3, 4, 5, 6}, 2, 3);
+            w.data<float>("PartType1", "Velocities", H5T_NATIVE_FLOAT, {1, 2, 3, 4, 5, 6}, 2, 3);
+            w.data<double>("PartType1", "Masses", H5T_NATIVE_DOUBLE, {1, 2}, 2, 1);
+            w.data<float>("PartType1", "Softenings", H5T_NATIVE_FLOAT, {0.1f, 0.1f}, 2, 1);
+            const Units u = parse_units("pc,Msun");
+            w.attr<double>("Units", "Unit length in cgs (U_L)", H5T_NATIVE_DOUBLE, {u.length_cm});
+            w.attr<double>("Units", "Unit mass in cgs (U_M)", H5T_NATIVE_DOUBLE, {u.mass_g});
+            w.attr<double>("Units", "Unit time in cgs (U_t)", H5T_NATIVE_DOUBLE, {u.time_s()});
+        }
+        const Snapshot swift = read_snapshot(path, &meta);
+        CHECK(same_units(swift.units, parse_units("pc,Msun")));
+        CHECK(meta.velocity_factor == doctest::Approx(1.0).epsilon(1e-9));
+        CHECK(swift.vel[5] == 6.0f);
+        CHECK(swift.mass[1] == 2.0f);
+        CHECK(meta.has_softening);
+        CHECK(swift.acc.empty());
+        CHECK(swift.ids.empty());
+        fs::remove(path);
+    }
+
+    TEST_CASE("hdf5: files without what a snapshot needs are refused, naming the file and the problem")
+    {
+        const auto path = temp_path("bad.hdf5");
+        auto starts_with_path = [&](const std::string& e) { return e.rfind(path.string() + ": ", 0) == 0; };
+        {
+            std::ofstream(path) << "this is no HDF5 file, nor a tipsy file";
+            const std::string e = [&] {
+                try {
+                    read_hdf5(path);
+                } catch (const UsageError& x) {
+                    return std::string(x.what());
+                }
+                return std::string("no error");
+            }();
+            CHECK(contains(e, "not an HDF5 file"));
+            CHECK(starts_with_path(e));
+            CHECK(detect_snapshot_format(path) == SnapshotFormat::tipsy);
+            CHECK(contains(hdf5_error(path), "not a tipsy file")); // read_snapshot: tipsy's reader says why
+        }
+        {
+            H5Writer w(path);
+            w.attr<double>("Other", "Time", H5T_NATIVE_DOUBLE, {1.0});
+        }
+        CHECK(contains(hdf5_error(path), "no Header group"));
+        {
+            H5Writer w(path);
+            w.attr<double>("Header", "Time", H5T_NATIVE_DOUBLE, {1.0});
+        }
+        CHECK(contains(hdf5_error(path), "no NumPart_ThisFile"));
+        {
+            H5Writer w(path);
+            w.attr<std::int32_t>("Header", "NumPart_ThisFile", H5T_NATIVE_INT32, {0, 2, 0, 0});
+        }
+        CHECK(contains(hdf5_error(path), "has 4 entries"));
+        {
+            H5Writer w(path);
+            w.attr<std::int32_t>("Header", "NumPart_ThisFile", H5T_NATIVE_INT32, {0, 2, 0, 0, 0, 0});
+            w.data<float>("PartType1", "Velocities", H5T_NATIVE_FLOAT, {1, 2, 3, 4, 5, 6}, 2, 3);
+            w.data<float>("PartType1", "Masses", H5T_NATIVE_FLOAT, {1, 2}, 2, 1);
+        }
+        CHECK(contains(hdf5_error(path), "PartType1/Coordinates is missing"));
+        {
+            H5Writer w(path);
+            w.attr<std::int32_t>("Header", "NumPart_ThisFile", H5T_NATIVE_INT32, {0, 2, 0, 0, 3, 0});
+            w.data<float>("PartType1", "Coordinates", H5T_NATIVE_FLOAT, {1, 2, 3, 4, 5, 6}, 2, 3);
+            w.data<float>("PartType1", "Masses", H5T_NATIVE_FLOAT, {1, 2}, 2, 1);
+        }
+        CHECK(contains(hdf5_error(path), "PartType1/Velocities is missing"));
+        CHECK(contains(hdf5_error(path, false), "type 4 but there is no PartType4 group"));
+        {
+            H5Writer w(path);
+            w.attr<std::int32_t>("Header", "NumPart_ThisFile", H5T_NATIVE_INT32, {0, 2, 0, 0, 0, 0});
+            w.data<float>("PartType1", "Coordinates", H5T_NATIVE_FLOAT, {1, 2, 3, 4, 5, 6}, 2, 3);
+            w.data<float>("PartType1", "Masses", H5T_NATIVE_FLOAT, {1, 2}, 2, 1);
+        }
+        {
+            // Forces need positions and masses only: no velocities is fine there (zero).
+            const Snapshot s = read_snapshot(path, nullptr, false);
+            CHECK(s.vel == std::vector<float>(6, 0.f));
+            CHECK(s.mass == std::vector<float>{1.f, 2.f});
+        }
+        {
+            H5Writer w(path);
+            w.attr<std::int32_t>("Header", "NumPart_ThisFile", H5T_NATIVE_INT32, {0, 3, 0, 0, 0, 0});
+            w.data<float>("PartType1", "Coordinates", H5T_NATIVE_FLOAT, {1, 2, 3, 4, 5, 6}, 2, 3);
+        }
+        {
+            const std::string e = hdf5_error(path, false);
+            CHECK(contains(e, "PartType1/Coordinates has shape (2, 3) but Header/NumPart_ThisFile[1] says 3"));
+            CHECK(starts_with_path(e));
+        }
+        {
+            H5Writer w(path);
+            w.attr<std::int32_t>("Header", "NumPart_ThisFile", H5T_NATIVE_INT32, {0, 2, 0, 0, 0, 0});
+            w.data<float>("PartType1", "Coordinates", H5T_NATIVE_FLOAT, {1, 2, 3, 4, 5, 6}, 2, 3);
+        }
+        CHECK(contains(hdf5_error(path, false), "no Masses dataset and Header/MassTable[1] is 0"));
+        {
+            H5Writer w(path);
+            w.attr<std::int32_t>("Header", "NumPart_ThisFile", H5T_NATIVE_INT32, {0, 2, 0, 0, 0, 0});
+            w.data<double>("PartType1", "Coordinates", H5T_NATIVE_DOUBLE, {1, 2, 3, 4, 5e39, 6}, 2, 3);
+            w.data<float>("PartType1", "Masses", H5T_NATIVE_FLOAT, {1, 2}, 2, 1);
+        }
+        {
+            const std::string e = hdf5_error(path, false);
+            CHECK(contains(e, "PartType1/Coordinates holds 5e+39 (particle 1), beyond single precision"));
+        }
+        {
+            H5Writer w(path);
+            w.attr<std::int32_t>("Header", "NumPart_ThisFile", H5T_NATIVE_INT32, {0, 2, 0, 0, 0, 0});
+            w.attr<std::int32_t>("Header", "NumFilesPerSnapshot", H5T_NATIVE_INT32, {4});
+        }
+        CHECK(contains(hdf5_error(path), "NumFilesPerSnapshot is 4"));
+
+        // A truncated file (a copy cut short, a write that never finished) is refused, never read as garbage.
+        Snapshot big = full_snapshot(0, 2000, 0, 5);
+        write_hdf5(path, big, {});
+        const auto size = fs::file_size(path);
+        for (const double keep : {0.5, 0.99}) {
+            fs::resize_file(path, static_cast<std::uintmax_t>(double(size) * keep));
+            const std::string e = hdf5_error(path);
+            INFO(e);
+            CHECK(starts_with_path(e));
+            CHECK((contains(e, "truncated") || contains(e, "damaged")));
+        }
+        fs::remove(path);
+    }
+
+    TEST_CASE("snapshot files: format by content, not by name; hdf5 | tipsy options")
+    {
+        const Snapshot s = full_snapshot(2, 3, 1, 4);
+        const auto h = temp_path("snap.tipsy"), t = temp_path("snap.hdf5"); // names that lie
+        write_snapshot(h.string(), s, SnapshotFormat::hdf5, {});
+        write_snapshot(t.string(), s, SnapshotFormat::tipsy, {});
+        CHECK(detect_snapshot_format(h) == SnapshotFormat::hdf5);
+        CHECK(detect_snapshot_format(t) == SnapshotFormat::tipsy);
+        SnapshotFormat f{};
+        CHECK(bits_equal(read_snapshot(h, nullptr, true, &f).pos, s.pos));
+        CHECK(f == SnapshotFormat::hdf5);
+        const Snapshot fromtipsy = read_snapshot(t, nullptr, true, &f);
+        CHECK(f == SnapshotFormat::tipsy);
+        CHECK(bits_equal(fromtipsy.pos, s.pos));
+        CHECK(!fromtipsy.units.physical()); // tipsy has no units
+        CHECK(parse_snapshot_format("hdf5") == SnapshotFormat::hdf5);
+        CHECK(parse_snapshot_format("tipsy") == SnapshotFormat::tipsy);
+        CHECK(std::string(to_string(SnapshotFormat::hdf5)) == "hdf5");
+        CHECK_THROWS_WITH_AS(parse_snapshot_format("h5", "--format"), "--format must be hdf5 or tipsy, got 'h5'",
+                             UsageError);
+        CHECK(detect_snapshot_format(temp_path("missing").string()) == SnapshotFormat::tipsy);
+        fs::remove(h), fs::remove(t);
+    }
+
+    TEST_CASE("units: LENGTH,MASS with velocity and time from G = 1; bad items named")
+    {
+        // The Earth's orbit: in au and Msun the velocity unit is 2 pi au / yr (29.78 km/s), the time unit yr / 2 pi.
+        const Units sun = parse_units("au,Msun");
+        CHECK(sun.velocity_cm_per_s() / cgs::km == doctest::Approx(2 * M_PI * cgs::au / cgs::year / cgs::km).epsilon(1e-4));
+        CHECK(sun.time_s() == doctest::Approx(cgs::year / (2 * M_PI)).epsilon(1e-4));
+        // Galaxies: kpc and 1e10 Msun give 207.4 km/s and 4.71 Myr (the well-known values of these units).
+        const Units gal = parse_units("kpc,1e10Msun");
+        CHECK(gal.velocity_cm_per_s() / cgs::km == doctest::Approx(207.4).epsilon(1e-3));
+        CHECK(gal.time_s() / (1e6 * cgs::year) == doctest::Approx(4.71).epsilon(2e-3));
+        CHECK(gal.length_cm == doctest::Approx(3.0857e21).epsilon(1e-4));
+        CHECK(same_units(parse_units("1kpc, 1e10 Msun"), gal));
+        CHECK(same_units(parse_units("3.0856775814913673e21cm,1.98841e43g"), gal) == false); // 1.98841 is rounded
+        CHECK(same_units(parse_units(gal.text()), gal));
+        CHECK(parse_units(gal.text()).length_cm == gal.length_cm); // the checkpoint's text gives the same doubles
+        CHECK(parse_units(gal.text()).mass_g == gal.mass_g);
+        CHECK(parse_units("Mpc,1e10Msun").length_cm == doctest::Approx(1e3 * gal.length_cm).epsilon(1e-12));
+        CHECK(parse_units("pc,Msun").mass_g == doctest::Approx(1.988e33).epsilon(1e-3));
+        CHECK(!parse_units("").physical());
+        CHECK(!parse_units("nbody").physical());
+        CHECK(!same_units(parse_units(""), gal));
+
+        auto error = [](const std::string& text) {
+            try {
+                parse_units(text);
+            } catch (const UsageError& e) {
+                return std::string(e.what());
+            }
+            return std::string("no error");
+        };
+        CHECK(contains(error("kpc,1e10Msun,km/s"), "'km/s' is one item too many"));
+        CHECK(contains(error("kpc,1e10Msun,km/s"), "207.4")); // says what the velocity unit is
+        CHECK(contains(error("parsec,Msun"), "'parsec' is not a length"));
+        CHECK(contains(error("kpc,1e10"), "'1e10' is not a mass: no unit"));
+        CHECK(contains(error("kpc,-1Msun"), "positive"));
+        CHECK(contains(error("kpc,1e10Mjup"), "unknown unit 'Mjup'"));
+        CHECK(contains(error("Msun,kpc"), "'Msun' is not a length"));
+        CHECK(contains(error("kpc"), "give LENGTH,MASS"));
     }
 }

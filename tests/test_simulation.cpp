@@ -4,7 +4,8 @@
  *        energies and momenta against CPU sums; momentum and angular momentum conserved to round-off with direct
  *        forces; energy conservation of a Plummer sphere (N = 4096, theta 0.5, eps 0.05, dt 1/64, 640 steps,
  *        max |dE/E| <= 1e-4); a run stopped and restarted equals one that ran straight through, bit for bit
- *        (particles, snapshots and energy log); initial conditions and options (device-free, suite "static").
+ *        (particles, snapshots and energy log); HDF5 snapshots holding the same particles as tipsy ones, bit for
+ *        bit, and restarting bit for bit; initial conditions and options (device-free, suite "static").
  */
 #include "tests/checks.hpp"
 #include "tests/harness.hpp"
@@ -17,7 +18,10 @@
 #include "core/simulation/checkpoint.hpp"
 #include "core/simulation/run.hpp"
 #include "core/simulation/simulation.hpp"
+#include "core/files/hdf5_snapshot.hpp"
+#include "core/files/snapshot_file.hpp"
 #include "core/files/tipsy.hpp"
+#include "core/version.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -392,6 +396,7 @@ TEST_CASE("run: stopped and restarted equals straight through, bit for bit (part
     o.log_every = 5;
     o.snapshot_every = 0.25; // every 8 steps
     o.checkpoint_every = 0.5;
+    o.format = SnapshotFormat::tipsy;
 
     auto make = [&](const TempDir& d) {
         RunOptions x = o;
@@ -485,6 +490,90 @@ TEST_CASE("run: stopped and restarted equals straight through, bit for bit (part
         CHECK(r->run() == Run::Outcome::finished);
         CHECK(fs::exists(straight.path / "snapshot_00008.tipsy"));
     }
+}
+
+TEST_CASE("run: HDF5 snapshots hold the tipsy run's particles bit for bit, with units, and restart bit for bit")
+{
+    auto& be = test::backend();
+    TempDir tipsy("run-tipsy"), straight("run-hdf5"), stopped("run-hdf5-stopped"), from_file("run-hdf5-in");
+    RunOptions o;
+    o.ic = "plummer";
+    o.n = 1500;
+    o.seed = 3;
+    o.dt = 1.0 / 32;
+    o.t_end = 0.5; // 16 steps
+    o.log_every = 4;
+    o.snapshot_every = 0.125;
+    o.checkpoint_every = 0.25;
+    auto make = [&](const TempDir& d, SnapshotFormat f, RunHooks hooks = {}) {
+        RunOptions x = o;
+        x.out = d.str();
+        x.format = f;
+        x.units = "kpc,1e10Msun";
+        return std::make_unique<Run>(be, x, initial_conditions(x), hooks);
+    };
+    make(tipsy, SnapshotFormat::tipsy)->run();
+    make(straight, SnapshotFormat::hdf5)->run();
+    {
+        volatile std::sig_atomic_t stop = 0;
+        Run* self = nullptr;
+        RunHooks hooks;
+        hooks.on_step = [&] {
+            if (self->step() == 7) stop = 1;
+        };
+        auto r = make(stopped, SnapshotFormat::hdf5, hooks);
+        self = r.get();
+        CHECK(r->run(&stop) == Run::Outcome::stopped);
+    }
+    CHECK(Run::resume(be, stopped.str(), std::nullopt)->run() == Run::Outcome::finished);
+    for (int k = 0; k <= 4; ++k) {
+        const std::string h = fmt::format("snapshot_{:05d}.hdf5", k), t = fmt::format("snapshot_{:05d}.tipsy", k);
+        INFO(h);
+        REQUIRE(fs::exists(straight.path / h));
+        CHECK(!fs::exists(straight.path / t));
+        CHECK(file_bytes(straight.path / h) == file_bytes(stopped.path / h));
+        SnapshotMeta meta;
+        const Snapshot a = read_snapshot((straight.path / h).string(), &meta), b = read_tipsy((tipsy.path / t).string());
+        CHECK(a.time == b.time);
+        CHECK(a.pos == b.pos);
+        CHECK(a.vel == b.vel);
+        CHECK(a.mass == b.mass);
+        CHECK(a.phi == b.phi);
+        CHECK(a.eps == b.eps);
+        CHECK(a.acc.size() == 3 * a.size());
+        CHECK(std::any_of(a.acc.begin(), a.acc.end(), [](float x) { return x != 0.f; }));
+        CHECK(same_units(a.units, parse_units("kpc,1e10Msun")));
+        const KeyValues kv = parse_key_values(meta.parameters);
+        CHECK(kv.at("snapshot_format") == "hdf5");
+        CHECK(kv.at("n") == "1500");
+        CHECK(meta.code == fmt::format("banyan {}", version));
+    }
+
+    // A run from an HDF5 file takes its units and keeps its GADGET types, through a restart too.
+    Snapshot in = read_snapshot((straight.path / "snapshot_00004.hdf5").string());
+    in.n_type2 = 100, in.n_type5 = 50;
+    const fs::path in_path = from_file.path.parent_path() / fmt::format("banyan-test-{}-in.hdf5", ::getpid());
+    write_hdf5(in_path.string(), in, {});
+    RunOptions x = o;
+    x.ic = "file";
+    x.in = in_path.string();
+    x.out = from_file.str();
+    x.t_end = 0.75;
+    {
+        Run r(be, x, initial_conditions(x));
+        CHECK(r.options().units == in.units.text());
+        CHECK(r.options().format == SnapshotFormat::hdf5);
+    }
+    CHECK(Run::resume(be, from_file.str(), 1.0)->run() == Run::Outcome::finished);
+    const Snapshot last = read_snapshot((from_file.path / "snapshot_00004.hdf5").string());
+    CHECK(last.time == 1.0);
+    CHECK(last.n_type2 == 100);
+    CHECK(last.n_type5 == 50);
+    CHECK(same_units(last.units, in.units));
+    x.units = "pc,Msun"; // other units than the file's: refused, banyan does not convert
+    x.out = (from_file.path / "other").string();
+    CHECK_THROWS_AS(Run(be, x, initial_conditions(x)), UsageError);
+    fs::remove(in_path);
 }
 
 TEST_CASE("run: damaged checkpoints and bad folders are refused clearly")
@@ -690,6 +779,21 @@ TEST_SUITE("static")
         CHECK(back.theta == o.theta);
         CHECK(back.t_end == o.t_end);
         CHECK(back.dt == o.dt);
+        CHECK(back.format == SnapshotFormat::hdf5);
+        {
+            RunOptions u;
+            u.format = SnapshotFormat::tipsy;
+            u.units = "kpc,1e10Msun";
+            const RunOptions b = RunOptions::from_text(parse_key_values(u.to_text()));
+            CHECK(b.format == SnapshotFormat::tipsy);
+            CHECK(b.units == "kpc,1e10Msun");
+            // A checkpoint from before formats and units: tipsy snapshots, N-body units.
+            KeyValues old = parse_key_values(u.to_text());
+            old.erase("snapshot_format"), old.erase("units");
+            const RunOptions o2 = RunOptions::from_text(old);
+            CHECK(o2.format == SnapshotFormat::tipsy);
+            CHECK(o2.units.empty());
+        }
 
         CHECK(parse_time("1/64", "--dt") == 1.0 / 64);
         CHECK(parse_time("0.5", "--dt") == 0.5);
@@ -728,6 +832,8 @@ TEST_SUITE("static")
         bad([](RunOptions& x) { x.ic = "nonsense"; });
         bad([](RunOptions& x) { x.ic = "file"; });
         bad([](RunOptions& x) { x.t_end = std::nan(""); });
+        bad([](RunOptions& x) { x.units = "kpc,1e10Msun,km/s"; });
+        bad([](RunOptions& x) { x.units = "furlong,Msun"; });
         RunOptions fine;
         CHECK_NOTHROW(fine.check());
     }

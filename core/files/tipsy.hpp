@@ -10,6 +10,8 @@
  */
 #pragma once
 
+#include "core/files/units.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -26,6 +28,13 @@ struct Snapshot {
     std::vector<float> phi;                        ///< N: potential
     std::vector<float> gas_rho, gas_temp, gas_metals;  ///< n_gas each
     std::vector<float> star_metals, star_tform;        ///< n_star each
+    /// HDF5 snapshots (core/files/hdf5_snapshot.hpp) only; tipsy has no place for them and ignores them.
+    std::vector<float> acc;            ///< 3N accelerations, or empty (none known)
+    std::vector<std::uint64_t> ids;    ///< N particle ids, or empty (the index in the file, 0 .. N-1)
+    /// GADGET particle types of the dark particles: the last n_type2 + n_type3 + n_type5 of them are of types 2, 3
+    /// and 5, in that order, the others of type 1 (gas is type 0, stars type 4), so that a file's types survive.
+    std::size_t n_type2 = 0, n_type3 = 0, n_type5 = 0;
+    Units units; ///< the units of the numbers (N-body when not physical): HDF5 files carry them, tipsy files never
 
     std::size_t size() const noexcept { return n_gas + n_dark + n_star; }
     /// A snapshot of @p n dark-matter particles with all fields zero.

@@ -11,9 +11,14 @@
 #include <fmt/format.h>
 
 #include <bit>
+#include <cerrno>
+#include <functional>
+#include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <stdexcept>
+#include <unistd.h>
 
 namespace banyan {
 
@@ -123,6 +128,76 @@ void write_tipsy_parallel(const Comm& comm, const std::string& path, double time
     }
     write_blocks(comm, path, tipsy_header_bytes + n_total * tipsy_record_bytes,
                  comm.rank() == 0 ? 0 : tipsy_header_bytes + first * tipsy_record_bytes, block);
+}
+
+void write_hdf5_parallel(const Comm& comm, const std::string& path, double time,
+                         const std::array<std::uint64_t, 6>& counts, const RankParticles& mine, float eps,
+                         const Units& units, const SnapshotMeta& meta)
+{
+    const std::size_t n = mine.ids.size();
+    if (mine.pos.size() != n || mine.vel.size() != n || mine.acc.size() != n)
+        throw std::invalid_argument("write_hdf5_parallel: sizes disagree");
+    std::uint64_t n_total = 0;
+    for (const auto c : counts) n_total += c;
+    // One record per particle: x y z, vx vy vz, mass, potential, ax ay az.
+    constexpr std::size_t floats = 11, record_bytes = floats * sizeof(float);
+    std::vector<float> records(n * floats);
+    for (std::size_t i = 0; i < n; ++i) {
+        const bn_f4 &p = mine.pos[i], &v = mine.vel[i], &a = mine.acc[i];
+        const float f[floats] = {p.x, p.y, p.z, v.x, v.y, v.z, p.w, a.w, a.x, a.y, a.z};
+        std::memcpy(records.data() + i * floats, f, sizeof f);
+    }
+    std::size_t first = 0, last = 0;
+    std::vector<std::byte> block;
+    try {
+        block = records_of_my_block(comm, static_cast<std::size_t>(n_total), mine.ids, std::as_bytes(std::span(records)),
+                                    record_bytes, first, last);
+    } catch (const std::runtime_error& e) {
+        throw std::runtime_error(fmt::format("{}: {}", path, e.what()));
+    }
+    const std::size_t m = last - first;
+    std::vector<float> pos(3 * m), vel(3 * m), acc(3 * m), mass(m), phi(m), soft(m, eps);
+    for (std::size_t i = 0; i < m; ++i) {
+        float f[floats];
+        std::memcpy(f, block.data() + i * record_bytes, record_bytes);
+        for (int k = 0; k < 3; ++k) {
+            pos[3 * i + k] = f[k];
+            vel[3 * i + k] = f[3 + k];
+            acc[3 * i + k] = f[8 + k];
+        }
+        mass[i] = f[6];
+        phi[i] = f[7];
+    }
+
+    // Serial HDF5: one rank at a time holds the file open. Each turn ends in a collective that tells every rank
+    // whether any failed, so that none waits for ever and all stop with the failing rank's reason.
+    const std::string tmp = path + ".tmp.parallel";
+    auto turn = [&](bool mine_to_do, const std::function<void()>& work) {
+        std::string error;
+        if (mine_to_do) try {
+                work();
+            } catch (const std::exception& e) {
+                error = e.what();
+            }
+        if (comm.any(!error.empty())) {
+            if (comm.rank() == 0) std::remove(tmp.c_str());
+            throw std::runtime_error(error.empty() ? fmt::format("{}: another rank failed to write it", path) : error);
+        }
+    };
+    turn(comm.rank() == 0, [&] { create_hdf5_collisionless(tmp, time, counts, units, meta); });
+    Hdf5Rows rows;
+    rows.first = first;
+    rows.pos = pos, rows.vel = vel, rows.acc = acc, rows.mass = mass, rows.eps = soft, rows.phi = phi;
+    for (int q = 0; q < comm.size(); ++q) turn(comm.rank() == q, [&] { write_hdf5_rows(tmp, rows); });
+    turn(comm.rank() == comm.size() - 1, [&] {
+        const int fd = ::open(tmp.c_str(), O_RDONLY); // durable before the rename makes it visible
+        if (fd >= 0) {
+            ::fsync(fd);
+            ::close(fd);
+        }
+        if (std::rename(tmp.c_str(), path.c_str()) != 0)
+            throw std::runtime_error(fmt::format("cannot rename {} to {}: {}", tmp, path, std::strerror(errno)));
+    });
 }
 
 void write_npy_parallel(const Comm& comm, const std::string& path, std::size_t n_total, std::span<const bn_u32> ids,

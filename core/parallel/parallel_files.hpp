@@ -1,18 +1,23 @@
 /**
  * @file parallel_files.hpp
- * @brief Files written by all ranks together, in the order of the input, through MPI-IO: no rank ever holds more
- *        than its share. Snapshots of a run (standard big-endian tipsy, dark-matter particles) and the (N, 4) arrays
- *        of `banyan forces` (.npy).
+ * @brief Files written by all ranks together, in the order of the input: no rank ever holds more than its share.
+ *        Snapshots of a run (standard big-endian tipsy or HDF5, collisionless particles) and the (N, 4) arrays of
+ *        `banyan forces` (.npy).
  *
- * Both go the same way: every particle's record goes to the rank that writes its block of the file (rank q writes
- * ids [q N / P, (q + 1) N / P)); then every rank writes its block at its offset into a temporary name that rank 0
- * renames when all are done.
+ * All go the same way: every particle's record goes to the rank that writes its block of the file (rank q writes
+ * ids [q N / P, (q + 1) N / P)). Tipsy and .npy: every rank writes its block at its offset into a temporary name
+ * through MPI-IO, and rank 0 renames it when all are done. HDF5 (serial HDF5, no MPI-IO): rank 0 creates the
+ * temporary file with every dataset at its full size, then the ranks open it and write their rows in rank order,
+ * one after the other, and the last renames it.
  */
 #pragma once
 
 #include "core/device_shared.h"
+#include "core/files/hdf5_snapshot.hpp"
 #include "core/parallel/comm.hpp"
 
+#include <array>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
@@ -24,12 +29,21 @@ struct RankParticles {
     std::vector<bn_u32> ids;
     std::vector<bn_f4> pos, vel;
     std::vector<float> phi;
+    std::vector<bn_f4> acc; ///< ax, ay, az, potential: what an HDF5 snapshot holds (tipsy needs only phi)
 };
 
 /// Writes @p path: a tipsy header (time, N dark particles) and particle id i as record i (mass, position, velocity,
 /// @p eps, potential). Collective.
 void write_tipsy_parallel(const Comm& comm, const std::string& path, double time, std::size_t n_total,
                           const RankParticles& mine, float eps);
+
+/// Writes @p path as an HDF5 snapshot (core/files/hdf5_snapshot.hpp) of collisionless particles: particle id i is
+/// row i of the types 1, 2, 3, 5 in that order, @p counts of each (counts[0] and counts[4] must be 0), with mass,
+/// position, velocity, @p eps as softening, and mine.acc's accelerations and potentials. Collective; the same bytes
+/// whatever the number of ranks.
+void write_hdf5_parallel(const Comm& comm, const std::string& path, double time,
+                         const std::array<std::uint64_t, 6>& counts, const RankParticles& mine, float eps,
+                         const Units& units, const SnapshotMeta& meta);
 
 /// Writes @p path as a float32 .npy array of shape (n_total, 4) whose row ids[i] is @p rows[i] (x, y, z, w of this
 /// rank's particle i). Collective; on one rank the same bytes as write_npy.

@@ -86,6 +86,7 @@ Run::Run(Backend& be, const RunOptions& options, RunHooks hooks) : be_(be), opt_
 Run::Run(Backend& be, const RunOptions& options, Snapshot ic, RunHooks hooks) : Run(be, options, std::move(hooks))
 {
     opt_.check();
+    adopt_units(opt_, ic);
     check_initial_conditions(ic, opt_);
     const Comm& comm = Comm::world();
     if (comm.parallel() && (ic.n_gas || ic.n_star))
@@ -101,6 +102,10 @@ Run::Run(Backend& be, const RunOptions& options, Snapshot ic, RunHooks hooks) : 
     }
     prepare_output_dir(opt_.out, true);
     snapshot_eps_ = common_softening(ic).value_or(opt_.eps);
+    // A run numbers its particles 0 .. N-1 in the input's order, as its checkpoints do (they hold no file ids).
+    ic.ids.clear();
+    ic.acc.clear();
+    ic.units = parse_units(opt_.units);
     template_ = std::move(ic);
     end_step_ = steps_between(template_.time, opt_.t_end, opt_.dt);
     sim_ = std::make_unique<Simulation>(be_, opt_.simulation());
@@ -109,12 +114,14 @@ Run::Run(Backend& be, const RunOptions& options, Snapshot ic, RunHooks hooks) : 
         const std::size_t P = static_cast<std::size_t>(comm.size()), r = static_cast<std::size_t>(comm.rank());
         const std::size_t a = r * n / P, b = (r + 1) * n / P;
         const InternalUnits units = InternalUnits::for_system(pos);
-        const double time = template_.time;
-        template_ = Snapshot::dark(0); // snapshots over ranks take their fields from the particles (dark only)
+        Snapshot kept = Snapshot::dark(0); // snapshots over ranks take their fields from the particles (dark only)
+        kept.time = template_.time;
+        kept.units = template_.units;
+        kept.n_type2 = template_.n_type2, kept.n_type3 = template_.n_type3, kept.n_type5 = template_.n_type5;
+        template_ = std::move(kept);
         std::vector<bn_f4>(pos.begin() + static_cast<long>(a), pos.begin() + static_cast<long>(b)).swap(pos);
         std::vector<bn_f4>(vel.begin() + static_cast<long>(a), vel.begin() + static_cast<long>(b)).swap(vel);
-        template_.time = time;
-        sim_->start_slice(pos, vel, time, a, units);
+        sim_->start_slice(pos, vel, template_.time, a, units);
     } else {
         sim_->start(pos, vel, template_.time);
     }
@@ -238,11 +245,28 @@ void Run::write_snapshot()
 {
     if (opt_.snapshot_every == RunOptions::never) return;
     const auto t0 = Clock::now();
-    const std::string path = (fs::path(opt_.out) / fmt::format("snapshot_{:05d}.tipsy", snapshots_written_)).string();
+    const std::string path =
+        (fs::path(opt_.out) / fmt::format("snapshot_{:05d}.{}", snapshots_written_, to_string(opt_.format))).string();
+    const bool hdf5 = opt_.format == SnapshotFormat::hdf5;
+    SnapshotMeta meta;
+    meta.parameters = opt_.to_text();
     const Comm& comm = Comm::world();
     if (comm.parallel()) {
         RankParticles mine;
-        std::uint64_t lost = sim_->rank_particles(mine);
+        std::uint64_t lost = 0;
+        if (hdf5) {
+            // The exact state has the accelerations too, in device order with the ids, as rank_particles gives.
+            SimulationState st = sim_->save();
+            st.units.from_internal(st.pos);
+            st.units.velocities_from_internal(st.vel);
+            lost = st.units.forces_from_internal(st.acc);
+            mine.ids = std::move(st.ids), mine.pos = std::move(st.pos), mine.vel = std::move(st.vel);
+            mine.acc = std::move(st.acc);
+            mine.phi.resize(mine.acc.size());
+            for (std::size_t i = 0; i < mine.acc.size(); ++i) mine.phi[i] = mine.acc[i].w;
+        } else {
+            lost = sim_->rank_particles(mine);
+        }
         comm.sum(std::span<std::uint64_t>(&lost, 1));
         if (lost)
             fail_non_finite(fmt::format("{} accelerations or potentials lie beyond float's range in the input's "
@@ -250,8 +274,16 @@ void Run::write_snapshot()
                                         lost));
         std::vector<bn_f4> acc(mine.phi.size());
         for (std::size_t i = 0; i < acc.size(); ++i) acc[i] = bn_f4{0, 0, 0, mine.phi[i]};
-        check_state(mine.pos, mine.vel, acc, mine.ids);
-        write_tipsy_parallel(comm, path, sim_->time(), sim_->total_size(), mine, snapshot_eps_);
+        check_state(mine.pos, mine.vel, hdf5 ? mine.acc : acc, mine.ids);
+        if (hdf5) {
+            const Snapshot& t = template_;
+            const std::uint64_t extra = t.n_type2 + t.n_type3 + t.n_type5;
+            const std::array<std::uint64_t, 6> counts = {0, sim_->total_size() - extra, t.n_type2, t.n_type3, 0,
+                                                         t.n_type5};
+            write_hdf5_parallel(comm, path, sim_->time(), counts, mine, snapshot_eps_, template_.units, meta);
+        } else {
+            write_tipsy_parallel(comm, path, sim_->time(), sim_->total_size(), mine, snapshot_eps_);
+        }
         ++snapshots_written_;
         output_seconds_ += seconds_since(t0);
         if (hooks_.on_file) hooks_.on_file(path);
@@ -271,7 +303,12 @@ void Run::write_snapshot()
         s.vel[3 * i] = vel[i].x, s.vel[3 * i + 1] = vel[i].y, s.vel[3 * i + 2] = vel[i].z;
         s.phi[i] = acc[i].w;
     }
-    write_tipsy(path, s, Endian::big);
+    if (hdf5) {
+        s.acc.resize(3 * pos.size());
+        for (std::size_t i = 0; i < pos.size(); ++i)
+            s.acc[3 * i] = acc[i].x, s.acc[3 * i + 1] = acc[i].y, s.acc[3 * i + 2] = acc[i].z;
+    }
+    banyan::write_snapshot(path, s, opt_.format, meta);
     ++snapshots_written_;
     output_seconds_ += seconds_since(t0);
     if (hooks_.on_file) hooks_.on_file(path);
@@ -294,10 +331,11 @@ void Run::write_checkpoint()
         opt_.to_text() + ranks +
         fmt::format("banyan_version={}\nstep={}\nt_begin={}\ne0={}\nmax_de={}\nnext_snapshot={}\n"
                     "snapshots_written={}\nnext_checkpoint={}\nlog_bytes={}\nwork_group_size={}\ndevice={}\n"
-                    "last_log_step={}\nlast_log_time={}\nlast_de={}\nlast_centre_distance={}\n",
+                    "last_log_step={}\nlast_log_time={}\nlast_de={}\nlast_centre_distance={}\n"
+                    "n_type2={}\nn_type3={}\nn_type5={}\n",
                     version, st.step, st.t_begin, e0_, max_de_, next_snapshot_, snapshots_written_, next_checkpoint_,
                     log_bytes_, be_.work_group_size(), device_label(be_.info()), last_.step, last_.time, last_.de,
-                    last_.centre_distance);
+                    last_.centre_distance, template_.n_type2, template_.n_type3, template_.n_type5);
     if (comm.parallel()) {
         Snapshot fields = Snapshot::dark(st.pos.size());
         std::fill(fields.eps.begin(), fields.eps.end(), snapshot_eps_);
@@ -367,6 +405,14 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& dir, std::optio
     const std::size_t wg = u("work_group_size");
     r.template_ = comm.parallel() ? Snapshot::dark(0) : std::move(c.fields);
     r.template_.time = st.t_begin;
+    r.template_.units = parse_units(opt.units, path + ": units");
+    // GADGET types 2, 3, 5 of an HDF5 input (checkpoints before them: none).
+    auto count_of = [&](const char* k) -> std::size_t { return kv.count(k) ? u(k) : 0; };
+    r.template_.n_type2 = count_of("n_type2"), r.template_.n_type3 = count_of("n_type3");
+    r.template_.n_type5 = count_of("n_type5");
+    const std::size_t dark = comm.parallel() ? u("particles_total") : r.template_.n_dark;
+    if (r.template_.n_type2 + r.template_.n_type3 + r.template_.n_type5 > dark)
+        throw UsageError(fmt::format("{}: n_type2, n_type3 and n_type5 add up to more than the dark particles", path));
 
     opt.check();
     check_start_time(st.t_begin, opt.dt, path);

@@ -5,8 +5,11 @@
  *
  * Files in the output folder:
  *   energy.csv            one line per log interval (CSV, header first), appended in whole lines
- *   snapshot_NNNNN.tipsy  standard (big-endian) tipsy snapshots, every snapshot_every time units and at the end;
- *                         particle i of the input is particle i of every snapshot
+ *   snapshot_NNNNN.hdf5   snapshots every snapshot_every time units and at the end, in RunOptions::format: HDF5
+ *   (or .tipsy)           (GADGET-4 layout, core/files/hdf5_snapshot.hpp: positions, velocities, masses,
+ *                         potentials, accelerations, the run's options, banyan's version and the units) or standard
+ *                         big-endian tipsy (potentials); particle i of the input is particle i of every snapshot
+ *                         (and has ParticleID i: an input file's own ids are not carried)
  *   checkpoint.bin        the exact device state and the run's bookkeeping (every checkpoint_every time units, at
  *                         the end and when stopped), enough to continue bit for bit
  * Snapshots and checkpoints are written to a temporary name and renamed, so a run killed at any moment leaves only

@@ -51,6 +51,7 @@ void RunOptions::check() const
         throw UsageError(fmt::format("run: --t-end {} at --dt {} is more than 10^15 steps", t_end, dt));
     if (ic == "merger") check_merger_options(merger);
     if (out.empty()) throw UsageError("run: --out must name a folder");
+    parse_units(units, "run: --units");
 }
 
 std::string RunOptions::to_text() const
@@ -62,6 +63,7 @@ std::string RunOptions::to_text() const
     line("checkpoint_every", checkpoint_every), line("pericentre", merger.pericentre);
     line("separation", merger.separation), line("eccentricity", merger.eccentricity);
     line("bh_fraction", merger.bh_fraction), line("direct", direct ? 1 : 0);
+    line("snapshot_format", to_string(format)), line("units", units);
     return s;
 }
 
@@ -77,6 +79,11 @@ RunOptions RunOptions::from_text(const KeyValues& kv)
     o.merger.pericentre = d("pericentre"), o.merger.separation = d("separation");
     o.merger.eccentricity = d("eccentricity"), o.merger.bh_fraction = d("bh_fraction");
     o.direct = u("direct") != 0;
+    // Checkpoints written before snapshots had a format or units: tipsy, N-body units.
+    o.format = kv.count("snapshot_format") ? parse_snapshot_format(value_of(kv, "snapshot_format", "checkpoint"),
+                                                                   "checkpoint: snapshot_format")
+                                           : SnapshotFormat::tipsy;
+    o.units = kv.count("units") ? value_of(kv, "units", "checkpoint") : std::string();
     return o;
 }
 
@@ -140,10 +147,25 @@ std::uint64_t steps_between(double t_begin, double t_end, double dt)
     return static_cast<std::uint64_t>(std::ceil(q));
 }
 
-Snapshot initial_conditions(const RunOptions& o)
+void adopt_units(RunOptions& o, const Snapshot& ic)
 {
+    if (!ic.units.physical()) return;
+    if (o.units.empty()) {
+        o.units = ic.units.text();
+        return;
+    }
+    const Units given = parse_units(o.units, "run: --units");
+    if (!same_units(given, ic.units))
+        throw UsageError(fmt::format("run: --units {} disagrees with the units of {} ({}); banyan does not convert "
+                                     "units: leave --units out to run in the file's",
+                                     o.units, o.in, ic.units.describe()));
+}
+
+Snapshot initial_conditions(const RunOptions& o, SnapshotMeta* meta)
+{
+    if (meta) *meta = SnapshotMeta{};
     if (o.ic == "file") {
-        Snapshot s = read_tipsy(o.in);
+        Snapshot s = read_snapshot(o.in, meta);
         check_particles(s, o.in);
         if (s.size() > 0x7FFFFFFFull)
             throw UsageError(fmt::format("{}: {} particles is more than the 2^31 - 1 supported", o.in, s.size()));

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "core/files/key_values.hpp"
+#include "core/files/snapshot_file.hpp"
 #include "core/files/tipsy.hpp"
 #include "core/simulation/initial_conditions.hpp"
 #include "core/simulation/simulation.hpp"
@@ -18,7 +19,7 @@ namespace banyan {
 /// Everything that defines a run (stored in its checkpoints).
 struct RunOptions {
     std::string ic = "plummer"; ///< plummer | uniform | uniform-cold | merger | file
-    std::string in;             ///< the tipsy file of ic == "file"
+    std::string in;             ///< the snapshot file (HDF5 or tipsy) of ic == "file"
     std::uint64_t n = 65536;    ///< particles (ic != "file")
     std::uint64_t seed = 1;
     double theta = 0.75;
@@ -34,6 +35,12 @@ struct RunOptions {
     MergerOptions merger;
     bool direct = false; ///< direct summation instead of the tree (small N, tests)
     std::string out = "banyan-run";
+    /// Snapshot files: HDF5 (GADGET-4 layout) or tipsy. A checkpoint written before the option existed reads as
+    /// tipsy, the format its run wrote.
+    SnapshotFormat format = SnapshotFormat::hdf5;
+    /// Physical units as `--units` gives them ("kpc,1e10Msun"; parse_units), empty for N-body units. A run from a
+    /// file that states units takes the file's (adopt_units).
+    std::string units;
 
     /// Throws UsageError naming the first bad option (as banyan run spells it).
     void check() const;
@@ -44,8 +51,13 @@ struct RunOptions {
     SimulationOptions simulation() const;
 };
 
-/// The initial particles of @p options as a tipsy snapshot (generated, or read from options.in and checked).
-Snapshot initial_conditions(const RunOptions& options);
+/// The initial particles of @p options (generated, or read from options.in, HDF5 or tipsy, and checked). @p meta,
+/// when given, receives what the file says beside its particles (SnapshotMeta; defaults for generated ones).
+Snapshot initial_conditions(const RunOptions& options, SnapshotMeta* meta = nullptr);
+
+/// Takes the units of initial conditions @p ic into @p options: a file that states units sets options.units when
+/// it is empty; a file whose units differ from the --units given is refused (UsageError: banyan does not convert).
+void adopt_units(RunOptions& options, const Snapshot& ic);
 
 /// Parses a time step or time such as "0.015625" or "1/64" (a fraction of two numbers). Throws UsageError.
 double parse_time(const std::string& text, const std::string& option);

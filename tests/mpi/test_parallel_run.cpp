@@ -42,6 +42,7 @@ RunOptions options(const fs::path& out, double t_end)
     o.snapshot_every = 0.125;
     o.checkpoint_every = 0.125;
     o.out = out.string();
+    o.format = SnapshotFormat::tipsy; // these tests read tipsy; test_parallel_hdf5.cpp the HDF5 snapshots
     return o;
 }
 

@@ -1,0 +1,90 @@
+/**
+ * @file hdf5_snapshot.hpp
+ * @brief Snapshots in the GADGET-4 / SWIFT HDF5 layout, through the HDF5 C library (1.10 API), so that pynbody and
+ *        yt open banyan's snapshots without being told the format, and banyan reads what GADGET-2, GADGET-4, SWIFT
+ *        and h5py scripts write.
+ *
+ * Layout written (one file per snapshot, NumFilesPerSnapshot 1):
+ *   /Header      attributes NumPart_ThisFile (6 int32), NumPart_Total and NumPart_Total_HighWord (6 uint32 each),
+ *                MassTable (6 doubles, all 0: every particle has its mass in Masses), Time, Redshift 0, BoxSize 0
+ *                (not periodic), NumFilesPerSnapshot 1, Flag_Sfr, Flag_Cooling, Flag_Feedback, Flag_StellarAge,
+ *                Flag_Metals, Flag_DoublePrecision (int32, as GADGET-2 writes them), Code "banyan", CodeVersion
+ *   /Config      NTYPES 6 (GADGET-4 keeps its compile-time options here; yt takes a file with gas Metallicity and
+ *                no Config group for a GIZMO snapshot)
+ *   /Parameters  the run's options as string attributes (key=value lines of RunOptions::to_text), and as numbers
+ *                GravityConstantInternal 1, ComovingIntegrationOn 0 and, with physical units, UnitLength_in_cm,
+ *                UnitMass_in_g, UnitVelocity_in_cm_per_s (GADGET-4's place for them) and Time_GYR (the time in
+ *                Gyr, where pynbody looks for it; without it pynbody gives a cosmology's age instead)
+ *   /Units       (physical units only) UnitLength_in_cm, UnitMass_in_g, UnitVelocity_in_cm_per_s, UnitTime_in_s
+ *                (GADGET-3 / EAGLE, which pynbody reads first) and SWIFT's "Unit length in cgs (U_L)", "Unit mass
+ *                in cgs (U_M)", "Unit time in cgs (U_t)", "Unit current in cgs (U_I)", "Unit temperature in cgs (U_T)"
+ *   /PartTypeK   for each type with particles: Coordinates (N,3), Velocities (N,3), ParticleIDs (N, uint64),
+ *                Masses, Potential, Acceleration (N,3, when known); type 0 (gas) Density, Temperature,
+ *                SmoothingLength (tipsy's hsmooth, banyan's eps of gas) and Metallicity; type 4 (stars) Metallicity,
+ *                StellarFormationTime and Softenings; types 1, 2, 3, 5 Softenings (SWIFT's name). All float32.
+ * Particle types: banyan holds gas, dark, star. Type 0 is gas, type 4 stars, types 1, 2, 3 and 5 collisionless
+ * "dark" particles (Snapshot::n_type2, n_type3, n_type5 keep which, in that order after type 1), so a file's types
+ * come back as they were. Particle i of a snapshot is row i of the types in the order 0, 1, 2, 3, 5, 4.
+ *
+ * Reading accepts float32 or float64 (or integer) datasets, converted to float (a finite value beyond float's range
+ * is refused); a MassTable entry for a type without Masses; missing Potential, Acceleration, ParticleIDs, softening
+ * and gas or star fields (zero, or empty); SWIFT's plural names (Potentials, Softenings, Densities,
+ * SmoothingLengths, Temperatures, BirthTimes). Units come from Parameters (GADGET-4), Units (GADGET-3, SWIFT), in that
+ * order. Files whose velocity unit is not the one G = 1 implies for their length and mass units (a GADGET run in
+ * kpc, 1e10 Msun and km/s, where G = 43007.1) have velocities, potentials, accelerations, times and formation times
+ * converted to it, since banyan computes with G = 1. Refused with UsageError naming the file and the problem: a file
+ * that is not HDF5 or is damaged, no Header, no NumPart_ThisFile (nor NumPart_Total), a snapshot spread over several
+ * files, a type with particles but no group or no Coordinates, a dataset whose shape disagrees with NumPart, no
+ * mass (neither Masses nor a MassTable entry), and no Velocities unless the caller does without (forces).
+ *
+ * Writes go to "<path>.tmp.<pid>" in the same folder, are synced, then renamed over @p path.
+ */
+#pragma once
+
+#include "core/files/tipsy.hpp"
+#include "core/files/units.hpp"
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace banyan {
+
+/// What a snapshot file carries beside its particles.
+struct SnapshotMeta {
+    std::string parameters; ///< key=value lines (a run's options): the string attributes of /Parameters
+    std::string code;       ///< read: the writer ("banyan 0.9.0"), empty when the file does not say
+    bool has_softening = true;  ///< read: whether every collisionless particle had a softening in the file
+    double velocity_factor = 1; ///< read: file velocities were multiplied by this to make G = 1 (1: as they were)
+};
+
+/// Reads an HDF5 snapshot (layout above), with its units (Snapshot::units). Without @p need_velocities a file without Velocities reads with zero
+/// velocities (enough for forces). Throws UsageError naming @p path and the problem.
+Snapshot read_hdf5(const std::string& path, SnapshotMeta* meta = nullptr, bool need_velocities = true);
+
+/// Writes @p s to @p path in the layout above, through a temporary name and a rename. Throws std::invalid_argument
+/// when the snapshot's arrays disagree with its counts, std::runtime_error naming the file when a write fails.
+void write_hdf5(const std::string& path, const Snapshot& s, const SnapshotMeta& meta);
+
+/// Particles per GADGET type 0 .. 5 of @p s.
+std::array<std::uint64_t, 6> gadget_type_counts(const Snapshot& s);
+
+/// For writers over several ranks (core/parallel/parallel_files.hpp), which fill one file in turns: creates @p path
+/// (truncating it) with the header, the metadata and every dataset of collisionless particles of types 1, 2, 3, 5
+/// (@p counts; types 0 and 4 must be 0) at its full size, Acceleration among them; write_hdf5_rows fills them.
+void create_hdf5_collisionless(const std::string& path, double time, const std::array<std::uint64_t, 6>& counts,
+                               const Units& units, const SnapshotMeta& meta);
+
+/// Rows [first, first + n) of the particles (in the order 0, 1, 2, 3, 5, 4 of the types) of collisionless fields.
+struct Hdf5Rows {
+    std::uint64_t first = 0;
+    std::span<const float> pos, vel, acc; ///< 3n each
+    std::span<const float> mass, eps, phi; ///< n each
+};
+
+/// Writes @p rows into the file that create_hdf5_collisionless made (opened, written, closed). ParticleIDs are the
+/// rows' indices. Throws std::runtime_error naming the file.
+void write_hdf5_rows(const std::string& path, const Hdf5Rows& rows);
+
+} // namespace banyan

@@ -1,0 +1,60 @@
+/**
+ * @file snapshot_file.cpp
+ * @brief Either snapshot format, detected from the first bytes (snapshot_file.hpp).
+ */
+#include "core/files/snapshot_file.hpp"
+
+#include "core/error.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace banyan {
+
+SnapshotFormat parse_snapshot_format(const std::string& text, const std::string& what)
+{
+    if (text == "hdf5") return SnapshotFormat::hdf5;
+    if (text == "tipsy") return SnapshotFormat::tipsy;
+    throw UsageError(fmt::format("{} must be hdf5 or tipsy, got '{}'", what, text));
+}
+
+const char* to_string(SnapshotFormat f) noexcept { return f == SnapshotFormat::hdf5 ? "hdf5" : "tipsy"; }
+
+SnapshotFormat detect_snapshot_format(const std::string& path)
+{
+    // Regular files only: opening a pipe could block (read_tipsy refuses them with a message).
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) return SnapshotFormat::tipsy;
+    const auto size = std::filesystem::file_size(path, ec);
+    if (ec) return SnapshotFormat::tipsy;
+    std::ifstream in(path, std::ios::binary);
+    static constexpr char signature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+    // HDF5 looks for its superblock at 0, 512, 1024, 2048, ... (after a user block of that size).
+    for (std::uintmax_t at = 0; at + 8 <= size; at = at ? 2 * at : 512) {
+        char head[8];
+        in.seekg(static_cast<std::streamoff>(at));
+        if (!in.read(head, 8)) break;
+        if (std::memcmp(head, signature, 8) == 0) return SnapshotFormat::hdf5;
+    }
+    return SnapshotFormat::tipsy;
+}
+
+Snapshot read_snapshot(const std::string& path, SnapshotMeta* meta, bool need_velocities, SnapshotFormat* detected)
+{
+    const SnapshotFormat f = detect_snapshot_format(path);
+    if (detected) *detected = f;
+    if (f == SnapshotFormat::hdf5) return read_hdf5(path, meta, need_velocities);
+    if (meta) *meta = SnapshotMeta{};
+    return read_tipsy(path);
+}
+
+void write_snapshot(const std::string& path, const Snapshot& s, SnapshotFormat format, const SnapshotMeta& meta)
+{
+    if (format == SnapshotFormat::hdf5) write_hdf5(path, s, meta);
+    else write_tipsy(path, s, Endian::big);
+}
+
+} // namespace banyan
