@@ -75,5 +75,6 @@ int run_forces(const std::vector<std::string>& args);
 int run_accuracy(const std::vector<std::string>& args);
 int run_bench_forces(const std::vector<std::string>& args);
 int run_run(const std::vector<std::string>& args);
+int run_render(const std::vector<std::string>& args);
 
 } // namespace banyan::cli

@@ -1,7 +1,8 @@
 /**
  * @file cmd_run.cpp
  * @brief `banyan run`: a whole simulation on the device (paper sections 3.1 and 4.2), with snapshots, an energy
- *        log, checkpoints and restarts (core/simulation/run.hpp), a live progress line on a terminal and a summary at the end.
+ *        log, checkpoints and restarts (core/simulation/run.hpp), a live progress line on a terminal and a summary
+ *        at the end.
  *
  * Every option is checked, the input file read and the output folder made writable before the device is opened;
  * the device memory a run needs is estimated before the particles are uploaded. SIGINT and SIGTERM set a flag that
@@ -10,6 +11,9 @@
 #include "apps/cli.hpp"
 #include "core/device/devices.hpp"
 #include "core/error.hpp"
+#include "core/files/png_image.hpp"
+#include "core/files/render.hpp"
+#include "core/files/snapshot_file.hpp"
 #include "core/parallel/comm.hpp"
 #include "core/parallel/rank_device.hpp"
 
@@ -85,12 +89,14 @@ int run_run(const std::vector<std::string>& raw_args)
                               "G = 1 (kpc,1e10Msun: 207.4 km/s, 4.715 Myr). Default: N-body units, or those an HDF5 "
                               "--in file states");
     opt.value("restart", "DIR", "continue the run whose checkpoint is in DIR (with --t-end, --backend, --device, "
-                                "--quiet only)");
+                                "--render, --quiet only)");
     opt.value("pericentre", "R", "merger: pericentre of the Kepler orbit of the two centres", "1");
     opt.value("separation", "R", "merger: starting distance of the two centres", "10");
     opt.value("eccentricity", "E", "merger: eccentricity of the orbit, 0 <= E < 1 (bound)", "0.9");
     opt.value("bh-fraction", "F", "merger: mass of each central particle as a fraction of its galaxy's", "0.01");
     opt.flag("direct", "direct O(N^2) summation instead of the tree (small N)");
+    opt.flag("render", "beside each snapshot, its projected surface density as snapshot_NNNNN.png (as `banyan "
+                       "render SNAPSHOT` draws it: along z, field and colour scale chosen for each snapshot)");
     opt.flag("quiet", "print nothing but errors");
     opt.device_options();
 
@@ -121,7 +127,8 @@ int run_run(const std::vector<std::string>& raw_args)
         for (const char* name : run_only)
             if (opt.has(name))
                 throw UsageError(fmt::format("run: {}{} cannot be given with --restart (the checkpoint holds the "
-                                             "run's options; only --t-end, --backend, --device and --quiet may be)",
+                                             "run's options; only --t-end, --backend, --device, --render and --quiet "
+                                             "may be)",
                                              std::string(name) == "n" ? "-" : "--", name));
         if (t_end && !std::isfinite(*t_end)) throw UsageError("run: --t-end must be finite");
     } else {
@@ -243,6 +250,19 @@ int run_run(const std::vector<std::string>& raw_args)
         t_last_draw = now;
         fmt::print("\r\033[K{}", status_text(*current));
         std::fflush(stdout);
+    };
+
+    // --render: an image of each snapshot once it is on disk (rank 0, after every rank has written its part).
+    const bool render = opt.has("render");
+    namespace fs = std::filesystem;
+    hooks.on_file = [&](const std::string& path) {
+        const fs::path p(path);
+        if (!render || p.filename().string().rfind("snapshot_", 0) != 0) return;
+        if (comm.parallel()) comm.barrier();
+        if (comm.rank() != 0) return;
+        fs::path png = p;
+        png.replace_extension(".png");
+        write_png(png.string(), render_surface_density(read_snapshot(path, nullptr, false), RenderOptions{}));
     };
 
     std::unique_ptr<Run> run;

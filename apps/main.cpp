@@ -32,6 +32,7 @@ const std::vector<Command>& commands()
         {"accuracy", "tree forces against double-precision direct summation on Plummer spheres", run_accuracy},
         {"bench forces", "time build + multipoles + tree walk on Plummer spheres; interactions, flop rate",
          run_bench_forces},
+        {"render", "a snapshot's projected surface density (log scale, colour bar) as a PNG image", run_render},
     };
     return list;
 }

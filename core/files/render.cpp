@@ -1,0 +1,471 @@
+/**
+ * @file render.cpp
+ * @brief Surface density maps (cloud-in-cell deposit), the magma colour map, a 5x7 bitmap font, and the annotated
+ *        image (colour bar, scale bar, caption).
+ */
+#include "core/files/render.hpp"
+
+#include "core/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <utility>
+
+namespace banyan {
+
+Axis parse_axis(const std::string& text)
+{
+    if (text == "x" || text == "X") return Axis::x;
+    if (text == "y" || text == "Y") return Axis::y;
+    if (text == "z" || text == "Z") return Axis::z;
+    throw UsageError(fmt::format("the projection axis must be x, y or z, got '{}'", text));
+}
+
+const char* to_string(Axis a)
+{
+    switch (a) {
+    case Axis::x:
+        return "x";
+    case Axis::y:
+        return "y";
+    case Axis::z:
+        return "z";
+    }
+    return "?";
+}
+
+std::array<int, 2> image_axes(Axis a)
+{
+    const int k = static_cast<int>(a);
+    return {(k + 1) % 3, (k + 2) % 3};
+}
+
+void check_render_options(const RenderOptions& o)
+{
+    if (o.size < 1 || o.size > max_render_size)
+        throw UsageError(fmt::format("the image size must be 1 .. {} pixels, got {}", max_render_size, o.size));
+    if (o.extent && !(*o.extent > 0 && std::isfinite(*o.extent)))
+        throw UsageError(fmt::format("the extent (half-width of the field) must be > 0 and finite, got {}", *o.extent));
+    if (!(o.range > 0 && std::isfinite(o.range)))
+        throw UsageError(fmt::format("the dynamic range must be > 0 dex, got {}", o.range));
+    if (o.vmin && o.vmax && !(*o.vmin < *o.vmax))
+        throw UsageError(fmt::format("vmin ({}) must be below vmax ({})", *o.vmin, *o.vmax));
+    if (o.centre)
+        for (double c : *o.centre)
+            if (!std::isfinite(c)) throw UsageError(fmt::format("the centre must be finite, got {}", c));
+}
+
+std::array<double, 3> centre_of_mass(const Snapshot& s)
+{
+    double m = 0, c[3] = {0, 0, 0};
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        m += s.mass[i];
+        for (int k = 0; k < 3; ++k)
+            c[k] += double(s.mass[i]) * s.pos[3 * i + k];
+    }
+    if (!(m > 0)) return {0, 0, 0};
+    return {c[0] / m, c[1] / m, c[2] / m};
+}
+
+namespace {
+
+double dist2(const Snapshot& s, std::size_t i, const std::array<double, 3>& c)
+{
+    const double dx = s.pos[3 * i] - c[0], dy = s.pos[3 * i + 1] - c[1], dz = s.pos[3 * i + 2] - c[2];
+    return dx * dx + dy * dy + dz * dz;
+}
+
+} // namespace
+
+std::array<double, 3> density_centre(const Snapshot& s)
+{
+    const std::size_t n = s.size();
+    std::array<double, 3> c = centre_of_mass(s);
+    const std::size_t target = std::max<std::size_t>(32, std::min<std::size_t>(1000, n / 20));
+    if (n <= target) return c;
+    std::vector<std::size_t> inside(n);
+    double r2 = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        inside[i] = i;
+        r2 = std::max(r2, dist2(s, i, c));
+    }
+    for (int round = 0; round < 2000 && r2 > 0; ++round) {
+        r2 *= 0.95 * 0.95;
+        std::vector<std::size_t> next;
+        double m = 0, sum[3] = {0, 0, 0};
+        for (std::size_t i : inside)
+            if (dist2(s, i, c) <= r2) {
+                next.push_back(i);
+                m += s.mass[i];
+                for (int k = 0; k < 3; ++k)
+                    sum[k] += double(s.mass[i]) * s.pos[3 * i + k];
+            }
+        if (next.size() < target || !(m > 0)) break;
+        c = {sum[0] / m, sum[1] / m, sum[2] / m};
+        inside.swap(next);
+    }
+    return c;
+}
+
+double mass_radius(const Snapshot& s, const std::array<double, 3>& centre, double fraction)
+{
+    std::vector<std::pair<double, double>> rm(s.size());
+    double total = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        rm[i] = {dist2(s, i, centre), s.mass[i]};
+        total += s.mass[i];
+    }
+    std::sort(rm.begin(), rm.end());
+    double m = 0;
+    for (const auto& [r2, mi] : rm) {
+        m += mi;
+        if (m >= fraction * total) return std::sqrt(r2);
+    }
+    return rm.empty() ? 0.0 : std::sqrt(rm.back().first);
+}
+
+SurfaceDensityMap project_surface_density(const Snapshot& s, const RenderOptions& o)
+{
+    check_render_options(o);
+    if (s.size() == 0) throw UsageError("the snapshot holds no particles: nothing to render");
+    SurfaceDensityMap map;
+    map.axis = o.axis;
+    map.size = o.size;
+    map.centre = o.centre ? *o.centre : o.centre_kind == CentreKind::density ? density_centre(s) : centre_of_mass(s);
+    if (o.extent) {
+        map.extent = *o.extent;
+    } else {
+        // 1.3 x the 90 % mass radius: a Plummer sphere fills the frame (r90 = 2.18 in N-body units), and the smaller
+        // galaxy of a merger (a quarter of the mass, at 7.5 from the centre of mass) stays inside it.
+        const double r = 1.3 * mass_radius(s, map.centre, 0.9);
+        map.extent = r > 0 && std::isfinite(r) ? r : 1.0;
+    }
+    const int n = map.size;
+    const auto [h, v] = image_axes(o.axis);
+    const double dx = map.pixel_width();
+    const double x0 = map.centre[h] - map.extent, y0 = map.centre[v] - map.extent;
+    map.sigma.assign(static_cast<std::size_t>(n) * n, 0.0);
+    auto& sigma = map.sigma;
+    // Cloud-in-cell: the particle's cloud is one pixel wide, centred on it; pixel i covers [i, i + 1) in pixel units
+    // and its centre is at i + 1/2, so the cloud overlaps pixels floor(u - 1/2) and the one after with weights
+    // 1 - f and f. Clouds that reach over the edge are clamped onto the edge pixel, so mass is conserved exactly.
+    for (std::size_t p = 0; p < s.size(); ++p) {
+        const double px = (s.pos[3 * p + h] - x0) / dx, py = (s.pos[3 * p + v] - y0) / dx;
+        if (!(px >= 0 && px < n && py >= 0 && py < n)) continue;
+        const double u = px - 0.5, w = py - 0.5;
+        const double fu = std::floor(u), fw = std::floor(w);
+        const double a = u - fu, b = w - fw;
+        const int i0 = std::clamp(static_cast<int>(fu), 0, n - 1), i1 = std::clamp(static_cast<int>(fu) + 1, 0, n - 1);
+        const int j0 = std::clamp(static_cast<int>(fw), 0, n - 1), j1 = std::clamp(static_cast<int>(fw) + 1, 0, n - 1);
+        const double m = s.mass[p];
+        sigma[static_cast<std::size_t>(j0) * n + i0] += m * (1 - a) * (1 - b);
+        sigma[static_cast<std::size_t>(j0) * n + i1] += m * a * (1 - b);
+        sigma[static_cast<std::size_t>(j1) * n + i0] += m * (1 - a) * b;
+        sigma[static_cast<std::size_t>(j1) * n + i1] += m * a * b;
+        map.mass_inside += m;
+        ++map.n_inside;
+    }
+    const double area = dx * dx;
+    for (double& x : sigma)
+        x /= area;
+    return map;
+}
+
+namespace {
+
+/// A number as short as the caption wants it: 4 digits, "1e10" rather than "1e+10".
+std::string compact(double v)
+{
+    std::string s = fmt::format("{:.4g}", v);
+    if (auto e = s.find("e+"); e != std::string::npos) s.erase(e + 1, 1);
+    if (auto e = s.find('e'); e != std::string::npos && s.size() > e + 2 && s[e + 1 + (s[e + 1] == '-')] == '0')
+        s.erase(e + 1 + (s[e + 1] == '-'), 1);
+    return s;
+}
+
+} // namespace
+
+std::string length_unit(const Units& u)
+{
+    if (!u.physical()) return "";
+    struct Length {
+        const char* name;
+        double cm;
+    };
+    static const Length lengths[] = {{"Mpc", cgs::Mpc}, {"kpc", cgs::kpc}, {"pc", cgs::pc}, {"au", cgs::au}};
+    const Length* l = &lengths[3];
+    for (const auto& c : lengths)
+        if (u.length_cm >= c.cm * (1 - 1e-9)) {
+            l = &c;
+            break;
+        }
+    const double factor = u.length_cm / l->cm;
+    return std::abs(factor - 1) < 1e-6 ? std::string(l->name) : fmt::format("({} {})", compact(factor), l->name);
+}
+
+std::string surface_density_units(const Units& u)
+{
+    if (!u.physical()) return "N-body units";
+    return fmt::format("{} Msun/{}^2", compact(u.mass_g / cgs::msun), length_unit(u));
+}
+
+// ---- colours --------------------------------------------------------------------------------------------------
+
+std::array<std::uint8_t, 3> magma(double t)
+{
+    // matplotlib's magma at t = 0, 0.1, ..., 1 (the table of d3-scale-chromatic's schemeMagma[11]).
+    static constexpr std::uint8_t table[11][3] = {
+        {0x00, 0x00, 0x04}, {0x14, 0x0e, 0x36}, {0x3b, 0x0f, 0x70}, {0x64, 0x1a, 0x80},
+        {0x8c, 0x29, 0x81}, {0xb7, 0x37, 0x79}, {0xde, 0x49, 0x68}, {0xf7, 0x70, 0x5c},
+        {0xfe, 0x9f, 0x6d}, {0xfe, 0xcf, 0x92}, {0xfc, 0xfd, 0xbf},
+    };
+    if (!(t > 0)) t = 0; // NaN too
+    if (t > 1) t = 1;
+    // 254 levels: with the white and the ink of the annotations, an image fits a PNG palette of 256 colours.
+    t = std::round(t * 253) / 253;
+    const double x = t * 10;
+    const int i = std::min(static_cast<int>(x), 9);
+    const double f = x - i;
+    std::array<std::uint8_t, 3> c{};
+    for (int k = 0; k < 3; ++k)
+        c[k] = static_cast<std::uint8_t>(std::lround(table[i][k] * (1 - f) + table[i + 1][k] * f));
+    return c;
+}
+
+// ---- the bitmap font ------------------------------------------------------------------------------------------
+
+namespace {
+
+struct Glyph {
+    char c;
+    const char* rows[9]; ///< 7 rows down to the baseline, 2 of descender (nullptr: blank)
+};
+
+// 5 x 7 pixels each above the baseline ('#' ink), 2 rows more below it for descenders; lower case after the
+// HD44780's.
+constexpr Glyph font[] = {
+    {'0', {".###.", "#...#", "#..##", "#.#.#", "##..#", "#...#", ".###."}},
+    {'1', {"..#..", ".##..", "..#..", "..#..", "..#..", "..#..", ".###."}},
+    {'2', {".###.", "#...#", "....#", "...#.", "..#..", ".#...", "#####"}},
+    {'3', {"#####", "...#.", "..#..", "...#.", "....#", "#...#", ".###."}},
+    {'4', {"...#.", "..##.", ".#.#.", "#..#.", "#####", "...#.", "...#."}},
+    {'5', {"#####", "#....", "####.", "....#", "....#", "#...#", ".###."}},
+    {'6', {"..##.", ".#...", "#....", "####.", "#...#", "#...#", ".###."}},
+    {'7', {"#####", "....#", "...#.", "..#..", ".#...", ".#...", ".#..."}},
+    {'8', {".###.", "#...#", "#...#", ".###.", "#...#", "#...#", ".###."}},
+    {'9', {".###.", "#...#", "#...#", ".####", "....#", "...#.", ".##.."}},
+    {'-', {".....", ".....", ".....", ".###.", ".....", ".....", "....."}},
+    {'.', {".....", ".....", ".....", ".....", ".....", ".##..", ".##.."}},
+    {',', {".....", ".....", ".....", ".....", ".....", ".##..", ".##..", "..#..", ".#..."}},
+    {':', {".....", ".##..", ".##..", ".....", ".##..", ".##..", "....."}},
+    {';', {".....", ".##..", ".##..", ".....", ".....", ".##..", ".##..", "..#..", ".#..."}},
+    {'=', {".....", ".....", "#####", ".....", "#####", ".....", "....."}},
+    {'+', {".....", "..#..", "..#..", "#####", "..#..", "..#..", "....."}},
+    {'(', {"...#.", "..#..", ".#...", ".#...", ".#...", "..#..", "...#."}},
+    {')', {".#...", "..#..", "...#.", "...#.", "...#.", "..#..", ".#..."}},
+    {'/', {".....", "....#", "...#.", "..#..", ".#...", "#....", "....."}},
+    {' ', {".....", ".....", ".....", ".....", ".....", ".....", "....."}},
+    {'N', {"#...#", "##..#", "#.#.#", "#..##", "#...#", "#...#", "#...#"}},
+    {'M', {"#...#", "##.##", "#.#.#", "#.#.#", "#...#", "#...#", "#...#"}},
+    {'^', {"..#..", ".#.#.", "#...#", ".....", ".....", ".....", "....."}},
+    {'a', {".....", ".....", ".###.", "....#", ".####", "#...#", ".####"}},
+    {'b', {"#....", "#....", "#.##.", "##..#", "#...#", "#...#", "####."}},
+    {'c', {".....", ".....", ".###.", "#....", "#....", "#...#", ".###."}},
+    {'d', {"....#", "....#", ".##.#", "#..##", "#...#", "#...#", ".####"}},
+    {'e', {".....", ".....", ".###.", "#...#", "#####", "#....", ".###."}},
+    {'f', {"..##.", ".#..#", ".#...", "###..", ".#...", ".#...", ".#..."}},
+    {'g', {".....", ".....", ".####", "#...#", "#...#", "#...#", ".####", "....#", ".###."}},
+    {'h', {"#....", "#....", "#.##.", "##..#", "#...#", "#...#", "#...#"}},
+    {'i', {"..#..", ".....", ".##..", "..#..", "..#..", "..#..", ".###."}},
+    {'j', {"...#.", ".....", "..##.", "...#.", "...#.", "...#.", "...#.", "#..#.", ".##.."}},
+    {'k', {"#....", "#....", "#..#.", "#.#..", "##...", "#.#..", "#..#."}},
+    {'l', {".##..", "..#..", "..#..", "..#..", "..#..", "..#..", ".###."}},
+    {'m', {".....", ".....", "##.#.", "#.#.#", "#.#.#", "#...#", "#...#"}},
+    {'n', {".....", ".....", "#.##.", "##..#", "#...#", "#...#", "#...#"}},
+    {'o', {".....", ".....", ".###.", "#...#", "#...#", "#...#", ".###."}},
+    {'p', {".....", ".....", "####.", "#...#", "#...#", "#...#", "####.", "#....", "#...."}},
+    {'q', {".....", ".....", ".####", "#...#", "#...#", "#...#", ".####", "....#", "....#"}},
+    {'r', {".....", ".....", "#.##.", "##..#", "#....", "#....", "#...."}},
+    {'s', {".....", ".....", ".###.", "#....", ".###.", "....#", "####."}},
+    {'t', {".#...", ".#...", "###..", ".#...", ".#...", ".#..#", "..##."}},
+    {'u', {".....", ".....", "#...#", "#...#", "#...#", "#..##", ".##.#"}},
+    {'v', {".....", ".....", "#...#", "#...#", "#...#", ".#.#.", "..#.."}},
+    {'w', {".....", ".....", "#...#", "#...#", "#.#.#", "#.#.#", ".#.#."}},
+    {'x', {".....", ".....", "#...#", ".#.#.", "..#..", ".#.#.", "#...#"}},
+    {'y', {".....", ".....", "#...#", "#...#", "#...#", "#...#", ".####", "....#", ".###."}},
+    {'z', {".....", ".....", "#####", "...#.", "..#..", ".#...", "#####"}},
+    {'?', {"#####", "#...#", "#...#", "#...#", "#...#", "#...#", "#####"}}, // what the font lacks
+};
+
+const Glyph& glyph(char c)
+{
+    for (const auto& g : font)
+        if (g.c == c) return g;
+    if (std::isupper(static_cast<unsigned char>(c))) return glyph(static_cast<char>(std::tolower(c)));
+    return font[sizeof(font) / sizeof(font[0]) - 1];
+}
+
+} // namespace
+
+int text_width(const std::string& text, int scale)
+{
+    return text.empty() ? 0 : (6 * int(text.size()) - 1) * scale;
+}
+
+int draw_text(Image& img, int x, int y, const std::string& text, int scale, std::array<std::uint8_t, 3> colour)
+{
+    for (std::size_t k = 0; k < text.size(); ++k) {
+        const Glyph& g = glyph(text[k]);
+        const int gx = x + static_cast<int>(k) * 6 * scale;
+        for (int r = 0; r < 9 && g.rows[r]; ++r)
+            for (int c = 0; c < 5; ++c)
+                if (g.rows[r][c] == '#')
+                    img.fill(gx + c * scale, y + r * scale, scale, scale, colour[0], colour[1], colour[2]);
+    }
+    return text_width(text, scale);
+}
+
+// ---- the annotated image --------------------------------------------------------------------------------------
+
+namespace {
+
+/// 1, 2 or 5 times a power of ten: the largest not above @p x (down) or the smallest not below it (up).
+double nice(double x, bool up)
+{
+    const double p = std::pow(10.0, std::floor(std::log10(x)));
+    const double m = x / p;
+    if (up) return (m <= 1 + 1e-9 ? 1 : m <= 2 + 1e-9 ? 2 : m <= 5 + 1e-9 ? 5 : 10) * p;
+    return (m >= 5 - 1e-9 ? 5 : m >= 2 - 1e-9 ? 2 : 1) * p;
+}
+
+/// A number for a label, without a "-0" and with no more digits than @p step needs.
+std::string label(double v, double step)
+{
+    const int decimals = std::max(0, -static_cast<int>(std::floor(std::log10(step) + 1e-9)));
+    if (std::abs(v) < step * 1e-6) v = 0;
+    return fmt::format("{:.{}f}", v, decimals);
+}
+
+std::string short_number(double v, double scale)
+{
+    if (std::abs(v) < scale * 1e-6) v = 0;
+    return fmt::format("{:.3g}", v);
+}
+
+} // namespace
+
+Image render_surface_density(const Snapshot& s, const RenderOptions& o, RenderSummary* summary)
+{
+    SurfaceDensityMap map = project_surface_density(s, o);
+    const int n = map.size;
+    double peak = 0;
+    for (double x : map.sigma)
+        peak = std::max(peak, x);
+    if (map.n_inside == 0 || !(peak > 0))
+        throw UsageError(fmt::format(
+            "no particle lies inside the field (centre {} {} {}, half-width {}, along {}): the image would be empty; "
+            "give another --centre or a larger --extent",
+            short_number(map.centre[0], map.extent), short_number(map.centre[1], map.extent),
+            short_number(map.centre[2], map.extent), map.extent, to_string(map.axis)));
+    const double vmax = o.vmax ? *o.vmax : std::log10(peak);
+    const double vmin = o.vmin ? *o.vmin : vmax - o.range;
+    if (!(vmin < vmax))
+        throw UsageError(fmt::format("vmin ({}) must be below vmax ({}{})", vmin, vmax,
+                                     o.vmax ? "" : ", the brightest pixel's log10 surface density"));
+
+    const int sc = std::max(1, n / 256); // font and line scale
+    const int margin = o.annotate ? 4 * sc : 0;
+    const std::array<std::uint8_t, 3> ink{30, 30, 30}, white{255, 255, 255};
+
+    // The colour bar's ticks: 1, 2 or 5 x 10^k dex apart, about six over the scale.
+    const double step = nice((vmax - vmin) / 6, true);
+    std::vector<double> ticks;
+    for (double k = std::ceil(vmin / step - 1e-9); k <= std::floor(vmax / step + 1e-9); ++k)
+        ticks.push_back(k * step);
+    int label_w = 0;
+    for (double t : ticks)
+        label_w = std::max(label_w, text_width(label(t, step), sc));
+
+    const auto [h, v] = image_axes(map.axis);
+    const char* names[3] = {"x", "y", "z"};
+    std::vector<std::string> caption;
+    const std::string unit = length_unit(s.units), length_label = unit.empty() ? "" : " " + unit;
+    if (o.annotate) {
+        caption.push_back(
+            fmt::format("log10 surface density ({})", o.units.empty() ? surface_density_units(s.units) : o.units));
+        caption.push_back(fmt::format("projected along {}: {} right, {} up", names[int(map.axis)], names[h], names[v]));
+        caption.push_back(fmt::format("field {}{} wide, t = {}", short_number(2 * map.extent, 1), length_label,
+                                      short_number(s.time, 1)));
+        caption.push_back(fmt::format("centre {} {} {}", short_number(map.centre[0], map.extent),
+                                      short_number(map.centre[1], map.extent),
+                                      short_number(map.centre[2], map.extent)));
+    }
+    const int bar_w = 6 * sc, tick_len = 2 * sc;
+    const int panel = o.annotate ? 4 * sc + bar_w + tick_len + 2 * sc + label_w + margin : 0;
+    int caption_w = 0;
+    for (const auto& line : caption)
+        caption_w = std::max(caption_w, text_width(line, sc));
+    const int width = std::max(margin + n + panel, 2 * margin + caption_w);
+    const int caption_h = o.annotate ? 4 * sc + static_cast<int>(caption.size()) * 11 * sc : 0;
+    const int height = margin + n + caption_h + margin;
+    Image img(width, height, 255, 255, 255);
+
+    // The map: row j from the bottom is image row margin + n - 1 - j.
+    const double span = vmax - vmin;
+    for (int j = 0; j < n; ++j)
+        for (int i = 0; i < n; ++i) {
+            const double x = map.sigma[static_cast<std::size_t>(j) * n + i];
+            const auto c = magma(x > 0 ? (std::log10(x) - vmin) / span : 0.0);
+            img.set(margin + i, margin + n - 1 - j, c[0], c[1], c[2]);
+        }
+
+    if (o.annotate) {
+        // Scale bar: 1, 2 or 5 x 10^k long, about a quarter of the field, in the lower left corner.
+        const double dx = map.pixel_width();
+        const double length = nice(map.extent / 2, false);
+        const int len_px = static_cast<int>(std::lround(length / dx));
+        const int bx = margin + 5 * sc, by = margin + n - 6 * sc;
+        if (n >= 64 && len_px >= 4) {
+            img.fill(bx, by, len_px, std::max(1, sc), white[0], white[1], white[2]);
+            img.fill(bx, by - 2 * sc, std::max(1, sc), 4 * sc + 1, white[0], white[1], white[2]);
+            img.fill(bx + len_px - std::max(1, sc), by - 2 * sc, std::max(1, sc), 4 * sc + 1, white[0], white[1],
+                     white[2]);
+            const std::string text = short_number(length, 1) + length_label;
+            draw_text(img, bx + (len_px - text_width(text, sc)) / 2, by - 10 * sc, text, sc, white);
+        }
+
+        // Colour bar, top = vmax, with a thin frame.
+        const int bx0 = margin + n + 4 * sc;
+        for (int r = 0; r < n; ++r) {
+            const auto c = magma(1.0 - (r + 0.5) / n);
+            img.fill(bx0, margin + r, bar_w, 1, c[0], c[1], c[2]);
+        }
+        const int line = std::max(1, sc / 2);
+        img.fill(bx0 - line, margin - line, bar_w + 2 * line, line, ink[0], ink[1], ink[2]);
+        img.fill(bx0 - line, margin + n, bar_w + 2 * line, line, ink[0], ink[1], ink[2]);
+        img.fill(bx0 - line, margin, line, n, ink[0], ink[1], ink[2]);
+        img.fill(bx0 + bar_w, margin, line, n, ink[0], ink[1], ink[2]);
+        for (double t : ticks) {
+            const int y = margin + std::clamp(static_cast<int>(std::lround((vmax - t) / span * n)), 0, n - 1);
+            img.fill(bx0 + bar_w, y - line / 2, tick_len, line, ink[0], ink[1], ink[2]);
+            draw_text(img, bx0 + bar_w + tick_len + 2 * sc, y - (7 * sc) / 2, label(t, step), sc, ink);
+        }
+
+        int y = margin + n + 4 * sc;
+        for (const auto& text : caption) {
+            draw_text(img, margin, y, text, sc, ink);
+            y += 11 * sc;
+        }
+    }
+    if (summary) {
+        summary->map = std::move(map);
+        summary->vmin = vmin;
+        summary->vmax = vmax;
+    }
+    return img;
+}
+
+} // namespace banyan
