@@ -151,7 +151,8 @@ std::unique_ptr<RawBuffer> CudaBackend::wrap_device_memory(void* ptr, std::size_
     if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged)
         throw UsageError("cuda: the memory handed over is not device memory");
     if (a.device != device_)
-        throw UsageError(fmt::format("cuda: the memory handed over is on CUDA device {}, this backend runs on device {}",
+        throw UsageError(fmt::format("cuda: the memory handed over is on CUDA device {}, this backend runs on "
+                                     "device {}",
                                      a.device, device_));
     return std::make_unique<CudaBuffer>(ptr, bytes, stream_, false);
 }

@@ -101,7 +101,8 @@ std::vector<bn_f4> pack(const Vec3In& pos, const float* mass)
     const std::size_t n = pos.shape(0);
     std::vector<bn_f4> out(n);
     const float* p = pos.data();
-    for (std::size_t i = 0; i < n; ++i) out[i] = {p[3 * i], p[3 * i + 1], p[3 * i + 2], mass ? mass[i] : 0.0f};
+    for (std::size_t i = 0; i < n; ++i)
+        out[i] = {p[3 * i], p[3 * i + 1], p[3 * i + 2], mass ? mass[i] : 0.0f};
     return out;
 }
 
@@ -404,7 +405,7 @@ private:
 
     Device& dev_;
     RunOptions opt_;
-    Snapshot fields_; // the fields a checkpoint carries that the simulation never changes
+    Snapshot fields_;  // the fields a checkpoint carries that the simulation never changes
     KeyValues header_; // of the checkpoint this was loaded from
     std::unique_ptr<Simulation> sim_;
     double e0_ = 0, max_de_ = 0, last_de_ = 0;
@@ -425,18 +426,20 @@ NB_MODULE(_banyan, m)
     m.def("devices", &python::devices, "Every device of every backend compiled in, best first within a backend.");
     nb::class_<Device>(m, "Device", "An opened device (a backend and one of its devices).")
         .def_prop_ro("label", &Device::label, "'backend #index name', as `banyan devices` prints it");
-    m.def("open", &python::open, "backend"_a, "index"_a, "Opens a device: backend 'auto', 'cuda' or 'opencl'; index -1: the best.");
+    m.def("open", &python::open, "backend"_a, "index"_a,
+          "Opens a device: backend 'auto', 'cuda' or 'opencl'; index -1: the best.");
     m.def("checkpoint_device", &python::checkpoint_device, "path"_a,
           "(backend, index) of the device that wrote a checkpoint, when present here; else None.");
-    m.def("gravity", &python::gravity, "device"_a, "pos"_a.noconvert(), "mass"_a.noconvert(), "theta"_a, "eps"_a, "direct"_a,
-          "acc"_a.noconvert(), "pot"_a.noconvert(), "Accelerations and potentials of the particles, into acc and pot.");
+    m.def("gravity", &python::gravity, "device"_a, "pos"_a.noconvert(), "mass"_a.noconvert(), "theta"_a, "eps"_a,
+          "direct"_a, "acc"_a.noconvert(), "pot"_a.noconvert(),
+          "Accelerations and potentials of the particles, into acc and pot.");
     m.def("internal_units", &python::internal_units, "extent"_a, "mass"_a,
           "(k, j, acceleration exponent, potential exponent) of the internal units of such a system.");
     m.def("gravity_device", &python::gravity_device, "device"_a, "pos"_a.noconvert(), "mass"_a.noconvert(),
           "points"_a.noconvert(), "theta"_a, "eps"_a, "direct"_a, "acc"_a.noconvert(), "pot"_a.noconvert(),
           "gravity or gravity_at on CUDA arrays in internal units, into acc and pot (CUDA arrays too).");
-    m.def("gravity_at", &python::gravity_at, "device"_a, "points"_a.noconvert(), "pos"_a.noconvert(), "mass"_a.noconvert(),
-          "theta"_a, "eps"_a, "direct"_a, "acc"_a.noconvert(), "pot"_a.noconvert(),
+    m.def("gravity_at", &python::gravity_at, "device"_a, "points"_a.noconvert(), "pos"_a.noconvert(),
+          "mass"_a.noconvert(), "theta"_a, "eps"_a, "direct"_a, "acc"_a.noconvert(), "pot"_a.noconvert(),
           "The field of the particles at the points, into acc and pot.");
     nb::class_<PySimulation>(m, "Simulation", "The device state of a simulation; see banyan.Simulation.")
         .def(nb::init<Device&, const Vec3In&, const Vec3In&, const ScalarIn&, double, double, double, double>(),

@@ -38,7 +38,10 @@ namespace {
 // ---- HDF5 plumbing --------------------------------------------------------------------------------------------
 
 /// HDF5 prints its error stack to stderr by default; banyan reports errors itself.
-void silence_hdf5() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+void silence_hdf5()
+{
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+}
 
 /// The most specific message on HDF5's error stack (where the error was found), then the stack cleared.
 std::string hdf5_reason()
@@ -113,7 +116,10 @@ constexpr int ntypes = 6;
 /// The order of the types in a snapshot: gas, the collisionless ones, stars.
 constexpr int type_order[ntypes] = {0, 1, 2, 3, 5, 4};
 
-std::string group_name(int t) { return fmt::format("PartType{}", t); }
+std::string group_name(int t)
+{
+    return fmt::format("PartType{}", t);
+}
 
 /// First row of each type in the snapshot's order.
 std::array<std::uint64_t, ntypes> type_offsets(const std::array<std::uint64_t, ntypes>& counts)
@@ -154,8 +160,14 @@ void attr_raw(hid_t obj, const char* name, hid_t file_type, hid_t mem_type, std:
     must_ok(H5Awrite(a.get(), mem_type, data), fmt::format("write attribute {}", name));
 }
 
-void attr_double(hid_t obj, const char* name, double v) { attr_raw(obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 0, &v); }
-void attr_int(hid_t obj, const char* name, std::int32_t v) { attr_raw(obj, name, H5T_STD_I32LE, H5T_NATIVE_INT32, 0, &v); }
+void attr_double(hid_t obj, const char* name, double v)
+{
+    attr_raw(obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 0, &v);
+}
+void attr_int(hid_t obj, const char* name, std::int32_t v)
+{
+    attr_raw(obj, name, H5T_STD_I32LE, H5T_NATIVE_INT32, 0, &v);
+}
 
 /// A fixed-length string (h5py reads it as bytes, as yt expects of Header/Code; SWIFT writes them so too).
 void attr_string(hid_t obj, const char* name, const std::string& v)
@@ -307,7 +319,8 @@ void write_common_rows(hid_t file, const std::array<std::uint64_t, ntypes>& coun
         const std::uint64_t* id = nullptr;
         if (ids.empty()) {
             index.resize(m);
-            for (std::uint64_t k = 0; k < m; ++k) index[k] = lo + k; // the row in the snapshot's order
+            for (std::uint64_t k = 0; k < m; ++k)
+                index[k] = lo + k; // the row in the snapshot's order
             id = index.data();
         } else {
             id = ids.data() + i;
@@ -533,8 +546,8 @@ Units read_units(const Reader& r, hid_t file, double& file_velocity)
         const auto len = r.number(g.get(), p.group, p.length), mass = r.number(g.get(), p.group, p.mass);
         if (!len || !mass) continue;
         if (!(std::isfinite(*len) && *len > 0 && std::isfinite(*mass) && *mass > 0))
-            r.fail(fmt::format("{}/{} = {} and {}/{} = {}: units must be positive and finite", p.group, p.length,
-                               *len, p.group, p.mass, *mass));
+            r.fail(fmt::format("{}/{} = {} and {}/{} = {}: units must be positive and finite", p.group, p.length, *len,
+                               p.group, p.mass, *mass));
         Units u;
         u.length_cm = *len;
         u.mass_g = *mass;
@@ -611,7 +624,8 @@ void create_hdf5_collisionless(const std::string& path, double time, const std::
     if (counts[0] || counts[4])
         throw std::invalid_argument("create_hdf5_collisionless: gas or star particles (types 0 and 4)");
     std::uint64_t n = 0;
-    for (const auto c : counts) n += c;
+    for (const auto c : counts)
+        n += c;
     if (n > 0x7fffffffu) throw UsageError(fmt::format("{}: {} particles is more than the 2^31 - 1 supported", path, n));
     try {
         Id f = create_file(path);
@@ -637,7 +651,8 @@ void write_hdf5_rows(const std::string& path, const Hdf5Rows& rows)
         std::array<std::uint64_t, ntypes> counts{};
         must_ok(H5Aread(a.get(), H5T_NATIVE_UINT64, counts.data()), "read NumPart_ThisFile");
         std::uint64_t total = 0;
-        for (const auto c : counts) total += c;
+        for (const auto c : counts)
+            total += c;
         if (rows.first + n > total)
             throw std::invalid_argument(fmt::format("write_hdf5_rows: rows {} .. {} of a file of {} particles",
                                                     rows.first, rows.first + n, total));
@@ -692,13 +707,12 @@ Snapshot read_hdf5(const std::string& path, SnapshotMeta* meta_out, bool need_ve
     for (int t = 0; t < ntypes; ++t) {
         const double c = np[static_cast<std::size_t>(t)] + std::ldexp(high[static_cast<std::size_t>(t)], 32);
         if (!(c >= 0 && c == std::floor(c) && c < 0x80000000))
-            r.fail(fmt::format("Header/{}[{}] is {}: particle counts are whole numbers from 0 to 2^31 - 1",
-                               count_name, t, c));
+            r.fail(fmt::format("Header/{}[{}] is {}: particle counts are whole numbers from 0 to 2^31 - 1", count_name,
+                               t, c));
         counts[static_cast<std::size_t>(t)] = static_cast<std::uint64_t>(c);
         total += counts[static_cast<std::size_t>(t)];
     }
-    if (total > 0x7fffffffu)
-        r.fail(fmt::format("{} particles is more than the 2^31 - 1 banyan supports", total));
+    if (total > 0x7fffffffu) r.fail(fmt::format("{} particles is more than the 2^31 - 1 banyan supports", total));
     std::vector<double> mass_table(ntypes, 0.0);
     if (r.has_attr(h, "MassTable")) {
         mass_table = r.numbers(h, "Header", "MassTable");
@@ -773,7 +787,8 @@ Snapshot read_hdf5(const std::string& path, SnapshotMeta* meta_out, bool need_ve
         };
         if (!r.exists(g, "Coordinates")) r.fail(fmt::format("{}/Coordinates is missing: no positions", gname));
         copy(r.floats(g, gname, "Coordinates", m, 3, source), s.pos, 3 * at);
-        if (r.exists(g, "Velocities")) copy(r.floats(g, gname, "Velocities", m, 3, source), s.vel, 3 * at);
+        if (r.exists(g, "Velocities"))
+            copy(r.floats(g, gname, "Velocities", m, 3, source), s.vel, 3 * at);
         else if (need_velocities)
             r.fail(fmt::format("{}/Velocities is missing: a run cannot start without velocities (banyan forces "
                                "needs positions and masses only)",
@@ -792,8 +807,10 @@ Snapshot read_hdf5(const std::string& path, SnapshotMeta* meta_out, bool need_ve
         }
         if (const char* name = first_of(r, g, {"Potential", "Potentials"}))
             copy(r.floats(g, gname, name, m, 1, source), s.phi, at);
-        if (r.exists(g, "Acceleration")) copy(r.floats(g, gname, "Acceleration", m, 3, source), s.acc, 3 * at);
-        else all_acc = false;
+        if (r.exists(g, "Acceleration"))
+            copy(r.floats(g, gname, "Acceleration", m, 3, source), s.acc, 3 * at);
+        else
+            all_acc = false;
         if (r.exists(g, "ParticleIDs")) {
             const auto ids = r.integers(g, gname, "ParticleIDs", m, source);
             std::copy(ids.begin(), ids.end(), s.ids.begin() + static_cast<std::ptrdiff_t>(at));

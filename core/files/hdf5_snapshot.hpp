@@ -53,14 +53,14 @@ namespace banyan {
 
 /// What a snapshot file carries beside its particles.
 struct SnapshotMeta {
-    std::string parameters; ///< key=value lines (a run's options): the string attributes of /Parameters
-    std::string code;       ///< read: the writer ("banyan 0.9.0"), empty when the file does not say
+    std::string parameters;     ///< key=value lines (a run's options): the string attributes of /Parameters
+    std::string code;           ///< read: the writer ("banyan 0.9.0"), empty when the file does not say
     bool has_softening = true;  ///< read: whether every collisionless particle had a softening in the file
     double velocity_factor = 1; ///< read: file velocities were multiplied by this to make G = 1 (1: as they were)
 };
 
-/// Reads an HDF5 snapshot (layout above), with its units (Snapshot::units). Without @p need_velocities a file without Velocities reads with zero
-/// velocities (enough for forces). Throws UsageError naming @p path and the problem.
+/// Reads an HDF5 snapshot (layout above), with its units (Snapshot::units). Without @p need_velocities a file without
+/// Velocities reads with zero velocities (enough for forces). Throws UsageError naming @p path and the problem.
 Snapshot read_hdf5(const std::string& path, SnapshotMeta* meta = nullptr, bool need_velocities = true);
 
 /// Writes @p s to @p path in the layout above, through a temporary name and a rename. Throws std::invalid_argument
@@ -79,7 +79,7 @@ void create_hdf5_collisionless(const std::string& path, double time, const std::
 /// Rows [first, first + n) of the particles (in the order 0, 1, 2, 3, 5, 4 of the types) of collisionless fields.
 struct Hdf5Rows {
     std::uint64_t first = 0;
-    std::span<const float> pos, vel, acc; ///< 3n each
+    std::span<const float> pos, vel, acc;  ///< 3n each
     std::span<const float> mass, eps, phi; ///< n each
 };
 

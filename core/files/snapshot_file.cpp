@@ -21,7 +21,10 @@ SnapshotFormat parse_snapshot_format(const std::string& text, const std::string&
     throw UsageError(fmt::format("{} must be hdf5 or tipsy, got '{}'", what, text));
 }
 
-const char* to_string(SnapshotFormat f) noexcept { return f == SnapshotFormat::hdf5 ? "hdf5" : "tipsy"; }
+const char* to_string(SnapshotFormat f) noexcept
+{
+    return f == SnapshotFormat::hdf5 ? "hdf5" : "tipsy";
+}
 
 SnapshotFormat detect_snapshot_format(const std::string& path)
 {
@@ -53,8 +56,10 @@ Snapshot read_snapshot(const std::string& path, SnapshotMeta* meta, bool need_ve
 
 void write_snapshot(const std::string& path, const Snapshot& s, SnapshotFormat format, const SnapshotMeta& meta)
 {
-    if (format == SnapshotFormat::hdf5) write_hdf5(path, s, meta);
-    else write_tipsy(path, s, Endian::big);
+    if (format == SnapshotFormat::hdf5)
+        write_hdf5(path, s, meta);
+    else
+        write_tipsy(path, s, Endian::big);
 }
 
 } // namespace banyan

@@ -23,16 +23,17 @@ struct Named {
     double cgs;
 };
 
-constexpr Named lengths[] = {{"cm", 1.0},        {"m", 100.0},        {"km", cgs::km},   {"au", cgs::au},
-                             {"AU", cgs::au},    {"pc", cgs::pc},     {"kpc", cgs::kpc}, {"Mpc", cgs::Mpc},
-                             {"Gpc", cgs::Gpc}};
+constexpr Named lengths[] = {{"cm", 1.0},     {"m", 100.0},      {"km", cgs::km},   {"au", cgs::au},  {"AU", cgs::au},
+                             {"pc", cgs::pc}, {"kpc", cgs::kpc}, {"Mpc", cgs::Mpc}, {"Gpc", cgs::Gpc}};
 constexpr Named masses[] = {{"g", 1.0}, {"kg", 1e3}, {"Msun", cgs::msun}, {"Msol", cgs::msun}};
 
 std::string trim(const std::string& s)
 {
     std::size_t a = 0, b = s.size();
-    while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-    while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
+    while (a < b && std::isspace(static_cast<unsigned char>(s[a])))
+        ++a;
+    while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1])))
+        --b;
     return s.substr(a, b - a);
 }
 
@@ -41,7 +42,8 @@ double parse_item(const std::string& item, const Named* table, std::size_t count
                   const std::string& what)
 {
     std::string names;
-    for (std::size_t i = 0; i < count; ++i) names += (i ? ", " : "") + std::string(table[i].name);
+    for (std::size_t i = 0; i < count; ++i)
+        names += (i ? ", " : "") + std::string(table[i].name);
     auto bad = [&](const std::string& why) {
         return UsageError(fmt::format("{}: '{}' is not a {}: {} (give a number and one of {}, or the unit alone, as "
                                       "in kpc,1e10Msun)",
@@ -65,19 +67,28 @@ double parse_item(const std::string& item, const Named* table, std::size_t count
 
 } // namespace
 
-double Units::velocity_cm_per_s() const { return std::sqrt(cgs::G * mass_g / length_cm); }
+double Units::velocity_cm_per_s() const
+{
+    return std::sqrt(cgs::G * mass_g / length_cm);
+}
 
-double Units::time_s() const { return length_cm / velocity_cm_per_s(); }
+double Units::time_s() const
+{
+    return length_cm / velocity_cm_per_s();
+}
 
-std::string Units::text() const { return physical() ? fmt::format("{}cm,{}g", length_cm, mass_g) : std::string(); }
+std::string Units::text() const
+{
+    return physical() ? fmt::format("{}cm,{}g", length_cm, mass_g) : std::string();
+}
 
 std::string Units::describe() const
 {
     if (!physical()) return "N-body units (G = 1)";
     const double t = time_s();
-    const std::string time = t >= 1e6 * cgs::year   ? fmt::format("{:.4g} Myr", t / (1e6 * cgs::year))
-                             : t >= cgs::year       ? fmt::format("{:.4g} yr", t / cgs::year)
-                                                    : fmt::format("{:.4g} s", t);
+    const std::string time = t >= 1e6 * cgs::year ? fmt::format("{:.4g} Myr", t / (1e6 * cgs::year))
+                             : t >= cgs::year     ? fmt::format("{:.4g} yr", t / cgs::year)
+                                                  : fmt::format("{:.4g} s", t);
     return fmt::format("length {:.10g} cm ({:.6g} kpc), mass {:.10g} g ({:.6g} Msun), velocity {:.4g} km/s, time {} "
                        "(G = 1)",
                        length_cm, length_cm / cgs::kpc, mass_g, mass_g / cgs::msun, velocity_cm_per_s() / cgs::km,

@@ -16,8 +16,8 @@
 namespace banyan {
 
 namespace cgs {
-inline constexpr double G = 6.6743e-8;                         ///< cm^3 g^-1 s^-2
-inline constexpr double au = 1.495978707e13;                   ///< cm
+inline constexpr double G = 6.6743e-8;                             ///< cm^3 g^-1 s^-2
+inline constexpr double au = 1.495978707e13;                       ///< cm
 inline constexpr double pc = au * 648000 / 3.14159265358979323846; ///< cm
 inline constexpr double kpc = 1e3 * pc, Mpc = 1e6 * pc, Gpc = 1e9 * pc;
 inline constexpr double msun = 1.3271244e26 / G; ///< g
