@@ -6,7 +6,6 @@
 #include "core/gravity/forces.hpp"
 
 #include "core/error.hpp"
-#include "core/gravity/direct.hpp"
 #include "core/gravity/precision.hpp"
 
 #include <fmt/format.h>
@@ -238,31 +237,14 @@ ForceResult tree_forces(Backend& be, std::span<const bn_f4> pos, float theta, fl
     return r;
 }
 
-void tree_forces_on_device(Backend& be, Octree& tree, const InternalUnits& units, float theta, float eps,
+void tree_forces_on_device(Octree& tree, TreeForces& forces, const InternalUnits& units, float theta, float eps,
                            Buffer<bn_f4>& acc)
 {
     if (tree.size() == 0) return;
     tree.build();
     if (auto warning = check_tree_depth(tree, units, "the particles")) notice("warning: " + *warning);
-    TreeForces forces(be);
     forces.compute(tree, theta, eps);
     forces.to_input_order(tree, acc);
-}
-
-ForceResult direct_forces(Backend& be, std::span<const bn_f4> pos, float eps)
-{
-    ForceResult r;
-    const std::size_t n = pos.size();
-    if (n == 0) return r;
-    const InternalUnits units = InternalUnits::for_system(pos);
-    std::vector<bn_f4> internal(pos.begin(), pos.end());
-    units.to_internal(internal);
-    auto p = be.upload<bn_f4>(internal, "forces.pos");
-    auto acc = be.alloc<bn_f4>(n, "forces.acc");
-    direct_forces(be, p, n, static_cast<float>(units.length_to_internal(eps)), acc);
-    r.acc = acc.download(n);
-    r.out_of_range = units.forces_from_internal(r.acc);
-    return r;
 }
 
 void direct_forces_f64_targets(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n,

@@ -151,15 +151,12 @@ struct ForceResult {
 ForceResult tree_forces(Backend& be, std::span<const bn_f4> pos, float theta, float eps);
 
 /// Tree forces of the @p tree's particles, which the caller has put on the device itself (Octree::resize, then
-/// pos() filled, in internal units; ids as resize leaves them): accelerations and potentials in the order of the
-/// particles as given, into @p acc (at least tree.size() elements), still in internal units. What tree_forces does
-/// without its host copies, for particles that arrive on the device (the Python module's CUDA arrays).
-void tree_forces_on_device(Backend& be, Octree& tree, const InternalUnits& units, float theta, float eps,
+/// pos() filled, in internal units @p units; ids as resize leaves them), walked with @p forces: accelerations and
+/// potentials in the order of the particles as given, into @p acc (at least tree.size() elements), still in
+/// internal units. What tree_forces does without its host copies and allocations, for callers that keep the tree
+/// and evaluate again and again (the Python module).
+void tree_forces_on_device(Octree& tree, TreeForces& forces, const InternalUnits& units, float theta, float eps,
                            Buffer<bn_f4>& acc);
-
-/// Direct summation in single precision (core/gravity/direct.hpp) in one call, as tree_forces: internal units,
-/// results in input order (no interaction counts).
-ForceResult direct_forces(Backend& be, std::span<const bn_f4> pos, float eps);
 
 /// The index of the first element of @p v with a component that is not finite (NaN or infinite); v.size() when all
 /// are. Results of a force evaluation (and states built from them) are checked with it before they are written.
