@@ -30,7 +30,9 @@
 
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <mutex>
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -48,16 +50,43 @@ using ScalarDev = nb::ndarray<const float, nb::ndim<1>, nb::c_contig, nb::device
 using Vec3DevOut = nb::ndarray<float, nb::shape<-1, 3>, nb::c_contig, nb::device::cuda>;
 using ScalarDevOut = nb::ndarray<float, nb::ndim<1>, nb::c_contig, nb::device::cuda>;
 
-/// An opened device: what banyan.devices() lists and every call below runs on.
+/// An opened device: what banyan.devices() lists and every call below runs on. It keeps the tree, the walk and the
+/// result buffer between calls, so that repeated force evaluations reuse their device memory (it grows to the
+/// largest N seen) instead of allocating it anew each time.
 struct Device {
-    std::unique_ptr<Backend> backend;
+    std::unique_ptr<Backend> backend; // first: destroyed last, after the buffers below
+    Octree tree;
+    TreeForces forces;
+    Buffer<bn_f4> pos, acc; // direct summation's particles; results in input order
+    std::mutex busy;        // calls run with the GIL released: two threads must not share the tree at once
+
+    explicit Device(std::unique_ptr<Backend> be) : backend(std::move(be)), tree(*backend), forces(*backend) {}
     std::string label() const { return device_label(backend->info()); }
+
+    /// Forces of @p n particles in internal units (@p units; eps in them too) that @p put writes into the array it
+    /// is given, (x, y, z, m) each: accelerations and potentials in input order, in internal units. The caller
+    /// holds @ref busy until it has read them.
+    Buffer<bn_f4>& evaluate(std::size_t n, const std::function<void(Buffer<bn_f4>&)>& put, const InternalUnits& units,
+                            double theta, double eps, bool direct)
+    {
+        if (!acc || acc.size() < n) acc = backend->alloc<bn_f4>(n, "python.acc");
+        if (direct) {
+            if (!pos || pos.size() < n) pos = backend->alloc<bn_f4>(n, "python.pos");
+            put(pos);
+            direct_forces(*backend, pos, n, static_cast<float>(eps), acc);
+        } else {
+            tree.resize(n, false);
+            put(tree.pos());
+            tree_forces_on_device(tree, forces, units, static_cast<float>(theta), static_cast<float>(eps), acc);
+        }
+        return acc;
+    }
 };
 
 std::unique_ptr<Device> open(const std::string& backend, int index)
 {
     nb::gil_scoped_release unlocked; // opening compiles or loads the OpenCL program: seconds, the first time
-    return std::make_unique<Device>(Device{open_device(DeviceRequest{backend, index})});
+    return std::make_unique<Device>(open_device(DeviceRequest{backend, index}));
 }
 
 nb::list devices()
@@ -117,21 +146,21 @@ void unpack(const std::vector<bn_f4>& acc, std::size_t first, Vec3Out& acc_out, 
     }
 }
 
-/// Tree walk or direct summation of @p particles (input order), results in input order and units. Refuses results
-/// that left float's range, as `banyan forces` does.
-std::vector<bn_f4> forces_of(Backend& be, std::span<const bn_f4> particles, double theta, double eps, bool direct)
+/// Tree walk or direct summation of @p particles (input order, input units; brought into internal units here),
+/// results in input order and units. Refuses results that left float's range, as `banyan forces` does.
+std::vector<bn_f4> forces_of(Device& dev, std::vector<bn_f4>& particles, double theta, double eps, bool direct)
 {
     std::vector<bn_f4> acc;
     std::size_t out_of_range = 0;
     {
         nb::gil_scoped_release unlocked;
-        if (direct) {
-            ForceResult r = direct_forces(be, particles, static_cast<float>(eps));
-            acc = std::move(r.acc), out_of_range = r.out_of_range;
-        } else {
-            ForceResult r = tree_forces(be, particles, static_cast<float>(theta), static_cast<float>(eps));
-            acc = std::move(r.acc), out_of_range = r.out_of_range;
-        }
+        const std::lock_guard<std::mutex> lock(dev.busy);
+        const InternalUnits units = InternalUnits::for_system(particles);
+        units.to_internal(particles);
+        const std::size_t n = particles.size();
+        auto put = [&](Buffer<bn_f4>& into) { into.upload(particles); };
+        acc = dev.evaluate(n, put, units, theta, units.length_to_internal(eps), direct).download(n);
+        out_of_range = units.forces_from_internal(acc);
     }
     if (out_of_range)
         throw NumericalError(fmt::format("gravity: {} accelerations or potentials lie beyond float's range (1.2e-38 .. "
@@ -157,7 +186,7 @@ void gravity(Device& dev, const Vec3In& pos, const ScalarIn& mass, double theta,
     check_theta_eps(theta, eps);
     std::vector<bn_f4> particles = pack(pos, mass.data());
     check_precision_range(particles, eps, "gravity");
-    const std::vector<bn_f4> acc = forces_of(*dev.backend, particles, theta, eps, direct);
+    const std::vector<bn_f4> acc = forces_of(dev, particles, theta, eps, direct);
     unpack(acc, 0, acc_out, pot_out);
 }
 
@@ -171,7 +200,7 @@ void gravity_at(Device& dev, const Vec3In& points, const Vec3In& pos, const Scal
     check_precision_range(particles, eps, "gravity_at");
     const std::vector<bn_f4> at = pack(points, nullptr);
     particles.insert(particles.end(), at.begin(), at.end());
-    const std::vector<bn_f4> acc = forces_of(*dev.backend, particles, theta, eps, direct);
+    const std::vector<bn_f4> acc = forces_of(dev, particles, theta, eps, direct);
     unpack(acc, pos.shape(0), acc_out, pot_out);
 }
 
@@ -197,6 +226,7 @@ void gravity_device(Device& dev, const Vec3Dev& pos, const ScalarDev& mass, cons
         throw UsageError("gravity: array lengths disagree");
     if (n == 0 || out_n == 0) return;
     nb::gil_scoped_release unlocked;
+    const std::lock_guard<std::mutex> lock(dev.busy);
     auto wrap = [&](const void* p, std::size_t bytes) { return be.wrap_device_memory(const_cast<void*>(p), bytes); };
     auto put = [&](Buffer<bn_f4>& into) {
         const bn_f4 zero{0, 0, 0, 0};
@@ -205,17 +235,7 @@ void gravity_device(Device& dev, const Vec3Dev& pos, const ScalarDev& mass, cons
         into.raw().copy_rows_from(*wrap(mass.data(), 4 * n), n, 4, 0, 4, 12, 16);
         if (q) into.raw().copy_rows_from(*wrap(points.data(), 12 * q), q, 12, 0, 12, 16 * n, 16);
     };
-    auto acc = be.alloc<bn_f4>(total, "python.acc");
-    if (direct) {
-        auto p = be.alloc<bn_f4>(total, "python.pos");
-        put(p);
-        direct_forces(be, p, total, static_cast<float>(eps), acc);
-    } else {
-        Octree tree(be);
-        tree.resize(total, false);
-        put(tree.pos());
-        tree_forces_on_device(be, tree, InternalUnits{}, static_cast<float>(theta), static_cast<float>(eps), acc);
-    }
+    const Buffer<bn_f4>& acc = dev.evaluate(total, put, InternalUnits{}, theta, eps, direct);
     wrap(acc_out.data(), 12 * out_n)->copy_rows_from(acc.raw(), out_n, 12, 16 * out_first, 16, 0, 12);
     wrap(pot_out.data(), 4 * out_n)->copy_rows_from(acc.raw(), out_n, 4, 16 * out_first + 12, 16, 0, 4);
     be.synchronize(); // the caller's library reads the results next, on its own stream
@@ -278,6 +298,9 @@ public:
         const std::size_t wg = u64_of(c.header, "work_group_size", file);
         if (wg != dev.backend->work_group_size()) dev.backend->set_work_group_size(wg);
         s->fields_ = std::move(c.fields);
+        for (auto [key, count] : {std::pair{"n_type2", &s->fields_.n_type2}, std::pair{"n_type3", &s->fields_.n_type3},
+                                  std::pair{"n_type5", &s->fields_.n_type5}})
+            *count = c.header.count(key) ? u64_of(c.header, key, file) : 0; // GADGET types 2, 3, 5 of the run's input
         s->sim_ = std::make_unique<Simulation>(*dev.backend, s->opt_.simulation());
         s->sim_->restore(c.state);
         return s;
@@ -353,14 +376,14 @@ public:
         RunOptions o = opt_;
         o.t_end = std::max(o.t_end, sim_->time() + o.dt / 2); // an end the CLI accepts (it must lie ahead)
         const double t = sim_->time();
-        const std::string text =
-            o.to_text() +
-            fmt::format("banyan_version={}\nstep={}\nt_begin={}\ne0={}\nmax_de={}\nnext_snapshot={}\n"
-                        "snapshots_written={}\nnext_checkpoint={}\nlog_bytes=0\nwork_group_size={}\ndevice={}\n"
-                        "last_log_step={}\nlast_log_time={}\nlast_de={}\nlast_centre_distance=-1\n",
-                        version, st.step, st.t_begin, e0_, max_de_, grid_after(t, o.snapshot_every),
-                        value_or(header_, "snapshots_written", "0"), grid_after(t, o.checkpoint_every),
-                        dev_.backend->work_group_size(), device_label(dev_.backend->info()), st.step, t, last_de_);
+        RunProgress p;
+        p.e0 = e0_, p.max_de = max_de_;
+        p.next_snapshot = grid_after(t, o.snapshot_every);
+        p.next_checkpoint = grid_after(t, o.checkpoint_every);
+        const auto written = header_.find("snapshots_written"); // a run's checkpoint, loaded: its snapshots go on
+        p.snapshots_written = written == header_.end() ? 0 : std::stoull(written->second);
+        p.last.step = st.step, p.last.time = t, p.last.de = last_de_, p.last.max_de = max_de_;
+        const std::string text = checkpoint_text(o, st, p, *dev_.backend, fields_);
         nb::gil_scoped_release unlocked;
         write_checkpoint(path, text, st, fields_);
     }
@@ -396,11 +419,6 @@ private:
     {
         if (!(every > 0)) return 1;
         return static_cast<std::uint64_t>(std::floor((t - sim_->t_begin()) / every + 1e-9)) + 1;
-    }
-    static std::string value_or(const KeyValues& kv, const char* key, const char* fallback)
-    {
-        auto it = kv.find(key);
-        return it == kv.end() ? fallback : it->second;
     }
 
     Device& dev_;

@@ -327,15 +327,8 @@ void Run::write_checkpoint()
         comm.parallel() ? fmt::format("ranks={}\nrank={}\nwork={}\nparticles_total={}\nsnapshot_eps={}\n",
                                       comm.size(), comm.rank(), st.work, sim_->total_size(), snapshot_eps_)
                         : std::string();
-    const std::string text =
-        opt_.to_text() + ranks +
-        fmt::format("banyan_version={}\nstep={}\nt_begin={}\ne0={}\nmax_de={}\nnext_snapshot={}\n"
-                    "snapshots_written={}\nnext_checkpoint={}\nlog_bytes={}\nwork_group_size={}\ndevice={}\n"
-                    "last_log_step={}\nlast_log_time={}\nlast_de={}\nlast_centre_distance={}\n"
-                    "n_type2={}\nn_type3={}\nn_type5={}\n",
-                    version, st.step, st.t_begin, e0_, max_de_, next_snapshot_, snapshots_written_, next_checkpoint_,
-                    log_bytes_, be_.work_group_size(), device_label(be_.info()), last_.step, last_.time, last_.de,
-                    last_.centre_distance, template_.n_type2, template_.n_type3, template_.n_type5);
+    const RunProgress progress{e0_, max_de_, next_snapshot_, snapshots_written_, next_checkpoint_, log_bytes_, last_};
+    const std::string text = checkpoint_text(opt_, st, progress, be_, template_) + ranks;
     if (comm.parallel()) {
         Snapshot fields = Snapshot::dark(st.pos.size());
         std::fill(fields.eps.begin(), fields.eps.end(), snapshot_eps_);
@@ -348,6 +341,20 @@ void Run::write_checkpoint()
     last_checkpoint_step_ = st.step;
     output_seconds_ += seconds_since(t0);
     if (hooks_.on_file) hooks_.on_file(checkpoint_path());
+}
+
+std::string checkpoint_text(const RunOptions& options, const SimulationState& state, const RunProgress& progress,
+                            const Backend& be, const Snapshot& types)
+{
+    const RunProgress& p = progress;
+    return options.to_text() +
+           fmt::format("banyan_version={}\nstep={}\nt_begin={}\ne0={}\nmax_de={}\nnext_snapshot={}\n"
+                       "snapshots_written={}\nnext_checkpoint={}\nlog_bytes={}\nwork_group_size={}\ndevice={}\n"
+                       "last_log_step={}\nlast_log_time={}\nlast_de={}\nlast_centre_distance={}\n"
+                       "n_type2={}\nn_type3={}\nn_type5={}\n",
+                       version, state.step, state.t_begin, p.e0, p.max_de, p.next_snapshot, p.snapshots_written,
+                       p.next_checkpoint, p.log_bytes, be.work_group_size(), device_label(be.info()), p.last.step,
+                       p.last.time, p.last.de, p.last.centre_distance, types.n_type2, types.n_type3, types.n_type5);
 }
 
 std::string checkpoint_device(const std::string& dir)

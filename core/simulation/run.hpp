@@ -114,6 +114,23 @@ private:
     double session_seconds_ = 0, output_seconds_ = 0;
 };
 
+/// What a run keeps of its progress beside the options and the device state: its checkpoint's bookkeeping.
+struct RunProgress {
+    double e0 = 0, max_de = 0;          ///< the energy at the start, the largest |dE/E| so far
+    std::uint64_t next_snapshot = 1;    ///< the index of the next snapshot on its time grid
+    std::uint64_t snapshots_written = 0; ///< the number of the next snapshot file
+    std::uint64_t next_checkpoint = 1;  ///< the index of the next checkpoint on its time grid
+    std::uint64_t log_bytes = 0;        ///< the length of energy.csv at the checkpoint
+    RunRecord last;                     ///< the last line of the energy log
+};
+
+/// The text block of a checkpoint (checkpoint.hpp) of a run with @p options at @p state: what Run writes and
+/// Run::resume reads back, and what the Python module's Simulation.save writes so that `banyan run --restart`
+/// continues it. @p types gives the counts of GADGET types 2, 3, 5 (Snapshot::n_type2 ...). Over several ranks Run
+/// adds the ranks' lines.
+std::string checkpoint_text(const RunOptions& options, const SimulationState& state, const RunProgress& progress,
+                            const Backend& be, const Snapshot& types);
+
 /// Creates @p dir if needed and checks that it is writable; with @p fresh, refuses a folder that holds a
 /// checkpoint (a run to continue with --restart, not to overwrite). Throws UsageError.
 void prepare_output_dir(const std::string& dir, bool fresh);
