@@ -115,10 +115,10 @@ class _Cuda:
         return self.xp.ascontiguousarray(a, dtype=self.xp.float32)
 
     def first_bad(self, ok: Any) -> Optional[int]:
-        """The first row where @p ok (a boolean array) is False anywhere, or None."""
-        ok = ok if ok.ndim == 1 else ok.all(1)
+        """The first row where @p ok (a boolean array) is False anywhere, or None (one reduction when all is well)."""
         if bool(ok.all()):
             return None
+        ok = ok if ok.ndim == 1 else ok.all(1)
         return int((~ok).nonzero()[0][0]) if not self.torch else int((~ok).nonzero()[0, 0])
 
     def empty(self, shape: Tuple[int, ...]) -> Any:
