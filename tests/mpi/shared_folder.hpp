@@ -1,6 +1,7 @@
 /**
  * @file shared_folder.hpp
- * @brief A temporary folder made by rank 0 and named to every rank, for the multi-rank tests that write files.
+ * @brief A temporary folder made by rank 0 and named to every rank, for the multi-rank tests that write files, and
+ *        the bytes of a file they wrote (to compare files written over different numbers of ranks).
  */
 #pragma once
 
@@ -8,6 +9,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -27,6 +30,13 @@ inline std::filesystem::path shared_temp_folder(const Comm& comm)
     std::string s;
     for (std::byte b : name) s.push_back(static_cast<char>(b));
     return s;
+}
+
+/// The whole content of the file at @p p (empty when it cannot be read).
+inline std::string file_bytes(const std::filesystem::path& p)
+{
+    std::ifstream f(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
 } // namespace banyan::test

@@ -19,22 +19,11 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
-#include <fstream>
-#include <iterator>
 #include <random>
 
 namespace banyan {
-namespace {
 
 namespace fs = std::filesystem;
-
-std::string slurp(const fs::path& p)
-{
-    std::ifstream f(p, std::ios::binary);
-    return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
-} // namespace
 
 TEST_CASE("an HDF5 snapshot written by P ranks in turns has the bytes of one rank's")
 {
@@ -75,7 +64,7 @@ TEST_CASE("an HDF5 snapshot written by P ranks in turns has the bytes of one ran
     write_hdf5_parallel(comm, many.string(), s.time, counts, mine, eps, s.units, meta);
     if (comm.rank() == 0) write_hdf5(one.string(), s, meta);
     comm.barrier();
-    const std::string a = slurp(many), b = slurp(one);
+    const std::string a = test::file_bytes(many), b = test::file_bytes(one);
     CHECK(!a.empty());
     CHECK(a == b);
     const Snapshot r = read_hdf5(many.string());
@@ -126,9 +115,9 @@ TEST_CASE("a run over P ranks writes HDF5 snapshots of the input's particles and
     CHECK(s0.mass == ic.mass);
     CHECK(s0.acc.size() == 3 * ic.size());
     CHECK(same_units(s0.units, parse_units("kpc,1e10Msun")));
-    CHECK(slurp(dir / "straight" / "energy.csv") == slurp(dir / "split" / "energy.csv"));
-    CHECK(slurp(dir / "straight" / "snapshot_00003.hdf5") == slurp(dir / "split" / "snapshot_00003.hdf5"));
-    CHECK(!slurp(dir / "split" / "snapshot_00003.hdf5").empty());
+    CHECK(test::file_bytes(dir / "straight" / "energy.csv") == test::file_bytes(dir / "split" / "energy.csv"));
+    CHECK(test::file_bytes(dir / "straight" / "snapshot_00003.hdf5") == test::file_bytes(dir / "split" / "snapshot_00003.hdf5"));
+    CHECK(!test::file_bytes(dir / "split" / "snapshot_00003.hdf5").empty());
     comm.barrier();
     if (comm.rank() == 0) fs::remove_all(dir);
 }

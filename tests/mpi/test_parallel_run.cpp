@@ -14,20 +14,12 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <fstream>
-#include <iterator>
 #include <sstream>
 
 namespace banyan {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string slurp(const fs::path& p)
-{
-    std::ifstream f(p, std::ios::binary);
-    return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
 
 RunOptions options(const fs::path& out, double t_end)
 {
@@ -96,9 +88,9 @@ TEST_CASE("a run over P ranks stopped and continued on P ranks matches the strai
         run->run();
     }
     comm.barrier();
-    CHECK(slurp(dir / "straight" / "energy.csv") == slurp(dir / "split" / "energy.csv"));
-    CHECK(slurp(dir / "straight" / "snapshot_00003.tipsy") == slurp(dir / "split" / "snapshot_00003.tipsy"));
-    CHECK(!slurp(dir / "split" / "snapshot_00003.tipsy").empty());
+    CHECK(test::file_bytes(dir / "straight" / "energy.csv") == test::file_bytes(dir / "split" / "energy.csv"));
+    CHECK(test::file_bytes(dir / "straight" / "snapshot_00003.tipsy") == test::file_bytes(dir / "split" / "snapshot_00003.tipsy"));
+    CHECK(!test::file_bytes(dir / "split" / "snapshot_00003.tipsy").empty());
     comm.barrier();
     if (comm.rank() == 0) fs::remove_all(dir);
 }
