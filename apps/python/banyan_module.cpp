@@ -58,6 +58,7 @@ struct Device {
     Octree tree;
     TreeForces forces;
     Buffer<bn_f4> pos, acc; // direct summation's particles; results in input order
+    Buffer<bn_f4> stage;    // host arrays on their way in and out, as rows: 16 bytes per particle or point
     std::mutex busy;        // calls run with the GIL released: two threads must not share the tree at once
 
     explicit Device(std::unique_ptr<Backend> be) : backend(std::move(be)), tree(*backend), forces(*backend) {}
@@ -124,121 +125,133 @@ nb::object checkpoint_device(const std::string& path)
     return nb::make_tuple(req->backend, req->device);
 }
 
-/// (x, y, z, m) per particle from (N, 3) positions and (N,) masses; massless when @p mass is empty.
-std::vector<bn_f4> pack(const Vec3In& pos, const float* mass)
-{
-    const std::size_t n = pos.shape(0);
-    std::vector<bn_f4> out(n);
-    const float* p = pos.data();
-    for (std::size_t i = 0; i < n; ++i)
-        out[i] = {p[3 * i], p[3 * i + 1], p[3 * i + 2], mass ? mass[i] : 0.0f};
-    return out;
-}
-
-/// Writes (ax, ay, az, phi) rows [first, first + acc_out.shape(0)) of @p acc into the caller's arrays.
-void unpack(const std::vector<bn_f4>& acc, std::size_t first, Vec3Out& acc_out, ScalarOut& pot_out)
-{
-    float* a = acc_out.data();
-    float* p = pot_out.data();
-    for (std::size_t i = 0; i < acc_out.shape(0); ++i) {
-        const bn_f4& v = acc[first + i];
-        a[3 * i] = v.x, a[3 * i + 1] = v.y, a[3 * i + 2] = v.z, p[i] = v.w;
-    }
-}
-
-/// Tree walk or direct summation of @p particles (input order, input units; brought into internal units here),
-/// results in input order and units. Refuses results that left float's range, as `banyan forces` does.
-std::vector<bn_f4> forces_of(Device& dev, std::vector<bn_f4>& particles, double theta, double eps, bool direct)
-{
-    std::vector<bn_f4> acc;
-    std::size_t out_of_range = 0;
-    {
-        nb::gil_scoped_release unlocked;
-        const std::lock_guard<std::mutex> lock(dev.busy);
-        const InternalUnits units = InternalUnits::for_system(particles);
-        units.to_internal(particles);
-        const std::size_t n = particles.size();
-        auto put = [&](Buffer<bn_f4>& into) { into.upload(particles); };
-        acc = dev.evaluate(n, put, units, theta, units.length_to_internal(eps), direct).download(n);
-        out_of_range = units.forces_from_internal(acc);
-    }
-    if (out_of_range)
-        throw NumericalError(fmt::format("gravity: {} accelerations or potentials lie beyond float's range (1.2e-38 .. "
-                                         "3.4e38) in the units of the input. Give the particles in units where G M / "
-                                         "r^2 and G M / r fit a float",
-                                         out_of_range));
-    if (const std::size_t i = first_non_finite(acc); i < acc.size())
-        throw NumericalError(fmt::format("gravity: particle {} got a non-finite result ({}, {}, {}, potential {}). "
-                                         "Nearly coincident particles with eps = 0?",
-                                         i, acc[i].x, acc[i].y, acc[i].z, acc[i].w));
-    return acc;
-}
-
 void check_theta_eps(double theta, double eps)
 {
     if (!(theta > 0.0 && theta <= 1.0)) throw UsageError(fmt::format("theta must be in (0, 1], got {}", theta));
     if (!(eps >= 0.0 && std::isfinite(eps))) throw UsageError(fmt::format("eps must be >= 0 and finite, got {}", eps));
 }
 
-void gravity(Device& dev, const Vec3In& pos, const ScalarIn& mass, double theta, double eps, bool direct,
-             Vec3Out acc_out, ScalarOut pot_out)
-{
-    check_theta_eps(theta, eps);
-    std::vector<bn_f4> particles = pack(pos, mass.data());
-    check_precision_range(particles, eps, "gravity");
-    const std::vector<bn_f4> acc = forces_of(dev, particles, theta, eps, direct);
-    unpack(acc, 0, acc_out, pot_out);
-}
-
-/// The field of the particles at @p points: the points join the tree as massless particles (a massless cell takes
-/// its geometric centre, tree_multipoles), so they feel every particle and move nothing.
-void gravity_at(Device& dev, const Vec3In& points, const Vec3In& pos, const ScalarIn& mass, double theta, double eps,
-                bool direct, Vec3Out acc_out, ScalarOut pot_out)
-{
-    check_theta_eps(theta, eps);
-    std::vector<bn_f4> particles = pack(pos, mass.data());
-    check_precision_range(particles, eps, "gravity_at");
-    const std::vector<bn_f4> at = pack(points, nullptr);
-    particles.insert(particles.end(), at.begin(), at.end());
-    const std::vector<bn_f4> acc = forces_of(dev, particles, theta, eps, direct);
-    unpack(acc, pos.shape(0), acc_out, pot_out);
-}
-
 /// The internal units (precision.hpp) of a system of this extent and total mass, as exponents of two: (k, j,
-/// acceleration exponent, potential exponent). The device path scales by them itself (exactly: powers of two).
+/// acceleration exponent, potential exponent). banyan/__init__.py scales by them (exactly: powers of two).
 nb::tuple internal_units(double extent, double mass)
 {
     const InternalUnits u = InternalUnits::for_extent_and_mass(extent, mass);
     return nb::make_tuple(u.k, u.j, u.acceleration_exp(), u.potential_exp());
 }
 
-/// gravity (no points) or gravity_at on CUDA arrays, in internal units (the caller scaled them; @p eps too): the
-/// arrays are interleaved into the tree's particle array on the device (row copies, no kernel), walked, and the
-/// results split into the caller's arrays, with no copy through the host.
-void gravity_device(Device& dev, const Vec3Dev& pos, const ScalarDev& mass, const Vec3Dev& points, double theta,
-                    double eps, bool direct, Vec3DevOut acc_out, ScalarDevOut pot_out)
+/// The arrays of one gravity or gravity_at call: all on the host or all on the CUDA device of the backend.
+struct Arrays {
+    const float *pos, *mass, *points; ///< (n, 3), (n,), (q, 3): q = 0 for gravity
+    std::size_t n, q;
+    float *acc, *pot; ///< (q or n, 3), (q or n,)
+    bool on_device;
+};
+
+/// gravity (q = 0) or gravity_at (the points join the tree as massless particles: a massless cell takes its
+/// geometric centre, tree_multipoles, so they feel every particle and move nothing), in internal units (the caller
+/// scaled the arrays; @p eps too). The arrays reach the device as they are, (n, 3) and (n,) rows: CUDA arrays are
+/// read where they lie, host arrays uploaded in one piece each into a staging buffer; row copies interleave them
+/// into the tree's particle array (no kernel, no host loop). The results leave the same way.
+/// Returns, for host arrays, the first result row with a NaN or infinity (out_n when none; checked here in one pass,
+/// cheaper than NumPy's), and out_n for CUDA arrays (their library checks them).
+std::size_t gravity_arrays(Device& dev, const Arrays& a, double theta, double eps, bool direct)
 {
     check_theta_eps(theta, eps);
     Backend& be = *dev.backend;
-    const std::size_t n = pos.shape(0), q = points.shape(0), total = n + q;
+    const std::size_t n = a.n, q = a.q, total = n + q;
     const std::size_t out_first = q ? n : 0, out_n = q ? q : n;
-    if (acc_out.shape(0) != out_n || pot_out.shape(0) != out_n || mass.shape(0) != n)
-        throw UsageError("gravity: array lengths disagree");
-    if (n == 0 || out_n == 0) return;
+    if (n == 0 || out_n == 0) return out_n;
     nb::gil_scoped_release unlocked;
     const std::lock_guard<std::mutex> lock(dev.busy);
+    // Where the input rows are: the caller's CUDA arrays, or the staging buffer (pos, mass, points one after another).
     auto wrap = [&](const void* p, std::size_t bytes) { return be.wrap_device_memory(const_cast<void*>(p), bytes); };
+    std::unique_ptr<RawBuffer> pos_in, mass_in, points_in;
+    std::size_t pos_at = 0, mass_at = 0, points_at = 0;
+    if (a.on_device) {
+        pos_in = wrap(a.pos, 12 * n), mass_in = wrap(a.mass, 4 * n);
+        if (q) points_in = wrap(a.points, 12 * q);
+    } else {
+        if (!dev.stage || dev.stage.size() < total) dev.stage = be.alloc<bn_f4>(total, "python.stage");
+        RawBuffer& st = dev.stage.raw();
+        mass_at = 12 * n, points_at = 16 * n;
+        st.upload(a.pos, 12 * n, pos_at);
+        st.upload(a.mass, 4 * n, mass_at);
+        if (q) st.upload(a.points, 12 * q, points_at);
+    }
+    const RawBuffer& pos_rows = a.on_device ? *pos_in : dev.stage.raw();
+    const RawBuffer& mass_rows = a.on_device ? *mass_in : dev.stage.raw();
+    const RawBuffer& points_rows = a.on_device ? (q ? *points_in : pos_rows) : dev.stage.raw();
     auto put = [&](Buffer<bn_f4>& into) {
-        const bn_f4 zero{0, 0, 0, 0};
-        into.fill(zero); // the points' masses stay 0
-        into.raw().copy_rows_from(*wrap(pos.data(), 12 * n), n, 12, 0, 12, 0, 16);
-        into.raw().copy_rows_from(*wrap(mass.data(), 4 * n), n, 4, 0, 4, 12, 16);
-        if (q) into.raw().copy_rows_from(*wrap(points.data(), 12 * q), q, 12, 0, 12, 16 * n, 16);
+        if (q) into.fill(bn_f4{0, 0, 0, 0}); // the points' masses stay 0
+        into.raw().copy_rows_from(pos_rows, n, 12, pos_at, 12, 0, 16);
+        into.raw().copy_rows_from(mass_rows, n, 4, mass_at, 4, 12, 16);
+        if (q) into.raw().copy_rows_from(points_rows, q, 12, points_at, 12, 16 * n, 16);
     };
     const Buffer<bn_f4>& acc = dev.evaluate(total, put, InternalUnits{}, theta, eps, direct);
-    wrap(acc_out.data(), 12 * out_n)->copy_rows_from(acc.raw(), out_n, 12, 16 * out_first, 16, 0, 12);
-    wrap(pot_out.data(), 4 * out_n)->copy_rows_from(acc.raw(), out_n, 4, 16 * out_first + 12, 16, 0, 4);
-    be.synchronize(); // the caller's library reads the results next, on its own stream
+    if (a.on_device) {
+        wrap(a.acc, 12 * out_n)->copy_rows_from(acc.raw(), out_n, 12, 16 * out_first, 16, 0, 12);
+        wrap(a.pot, 4 * out_n)->copy_rows_from(acc.raw(), out_n, 4, 16 * out_first + 12, 16, 0, 4);
+        be.synchronize(); // the caller's library reads the results next, on its own stream
+    } else {
+        RawBuffer& st = dev.stage.raw(); // (out_n, 3) then (out_n,), downloaded straight into the caller's arrays
+        st.copy_rows_from(acc.raw(), out_n, 12, 16 * out_first, 16, 0, 12);
+        st.copy_rows_from(acc.raw(), out_n, 4, 16 * out_first + 12, 16, 12 * out_n, 4);
+        st.download(a.acc, 12 * out_n, 0);
+        st.download(a.pot, 4 * out_n, 12 * out_n);
+        for (std::size_t i = 0; i < out_n; ++i)
+            if (!(std::isfinite(a.acc[3 * i]) && std::isfinite(a.acc[3 * i + 1]) && std::isfinite(a.acc[3 * i + 2]) &&
+                  std::isfinite(a.pot[i])))
+                return i;
+    }
+    return out_n;
+}
+
+/// The Python-facing entry of gravity_arrays for host (NumPy) or CUDA (CuPy, PyTorch) arrays; results of the same
+/// kind.
+template <class V3, class S, class V3Out, class SOut, bool OnDevice>
+std::size_t gravity_entry(Device& dev, const V3& pos, const S& mass, const V3& points, double theta, double eps,
+                          bool direct, V3Out acc, SOut pot)
+{
+    const std::size_t out_n = points.shape(0) ? points.shape(0) : pos.shape(0);
+    if (mass.shape(0) != pos.shape(0) || acc.shape(0) != out_n || pot.shape(0) != out_n)
+        throw UsageError("gravity: array lengths disagree");
+    return gravity_arrays(
+        dev,
+        Arrays{pos.data(), mass.data(), points.data(), pos.shape(0), points.shape(0), acc.data(), pot.data(), OnDevice},
+        theta, eps, direct);
+}
+
+/// One pass over host positions and masses: (the first particle with a non-finite coordinate, the first whose mass
+/// is not positive and finite (n when none), the extent, the total mass, the smallest mass and its particle). NumPy
+/// takes many passes, and long ones, for the same (banyan/__init__.py uses this for NumPy arrays).
+nb::tuple host_summary(const Vec3In& pos, const ScalarIn& mass)
+{
+    const std::size_t n = pos.shape(0);
+    const float *p = pos.data(), *m = mass.data();
+    std::size_t bad_pos = n, bad_mass = n, lightest = 0;
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY}, total = 0;
+    {
+        nb::gil_scoped_release unlocked;
+        for (std::size_t i = 0; i < n; ++i) {
+            for (int c = 0; c < 3; ++c) {
+                const double x = p[3 * i + c];
+                if (!std::isfinite(x) && bad_pos == n) bad_pos = i;
+                lo[c] = std::min(lo[c], x), hi[c] = std::max(hi[c], x);
+            }
+            if (!(std::isfinite(m[i]) && m[i] > 0) && bad_mass == n) bad_mass = i;
+            total += m[i];
+            if (m[i] < m[lightest]) lightest = i;
+        }
+    }
+    const double extent = n ? std::max({hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]}) : 0.0;
+    return nb::make_tuple(bad_pos, bad_mass, extent, total, n ? m[lightest] : 0.0f, lightest);
+}
+
+/// check_precision_range from the numbers banyan/__init__.py computes with the arrays' own library.
+void check_precision(double extent, double total, double min_mass, std::size_t lightest, std::size_t n, double eps,
+                     const std::string& what)
+{
+    check_precision_range(extent, total, min_mass, lightest, n, eps, what);
 }
 
 /// banyan.Simulation's engine: core/simulation's Simulation started as `banyan run --in FILE` starts it, so that the
@@ -448,17 +461,20 @@ NB_MODULE(_banyan, m)
           "Opens a device: backend 'auto', 'cuda' or 'opencl'; index -1: the best.");
     m.def("checkpoint_device", &python::checkpoint_device, "path"_a,
           "(backend, index) of the device that wrote a checkpoint, when present here; else None.");
-    m.def("gravity", &python::gravity, "device"_a, "pos"_a.noconvert(), "mass"_a.noconvert(), "theta"_a, "eps"_a,
-          "direct"_a, "acc"_a.noconvert(), "pot"_a.noconvert(),
-          "Accelerations and potentials of the particles, into acc and pot.");
     m.def("internal_units", &python::internal_units, "extent"_a, "mass"_a,
           "(k, j, acceleration exponent, potential exponent) of the internal units of such a system.");
-    m.def("gravity_device", &python::gravity_device, "device"_a, "pos"_a.noconvert(), "mass"_a.noconvert(),
-          "points"_a.noconvert(), "theta"_a, "eps"_a, "direct"_a, "acc"_a.noconvert(), "pot"_a.noconvert(),
-          "gravity or gravity_at on CUDA arrays in internal units, into acc and pot (CUDA arrays too).");
-    m.def("gravity_at", &python::gravity_at, "device"_a, "points"_a.noconvert(), "pos"_a.noconvert(),
-          "mass"_a.noconvert(), "theta"_a, "eps"_a, "direct"_a, "acc"_a.noconvert(), "pot"_a.noconvert(),
-          "The field of the particles at the points, into acc and pot.");
+    m.def("host_summary", &python::host_summary, "pos"_a.noconvert(), "mass"_a.noconvert(),
+          "(first bad position, first bad mass, extent, total mass, smallest mass, its particle) in one pass.");
+    m.def("check_precision", &python::check_precision, "extent"_a, "total"_a, "min_mass"_a, "lightest"_a, "n"_a,
+          "eps"_a, "what"_a, "Refuses masses and a softening that single precision cannot serve (as the CLI).");
+    m.def("gravity_host", &python::gravity_entry<Vec3In, ScalarIn, Vec3Out, ScalarOut, false>, "device"_a,
+          "pos"_a.noconvert(), "mass"_a.noconvert(), "points"_a.noconvert(), "theta"_a, "eps"_a, "direct"_a,
+          "acc"_a.noconvert(), "pot"_a.noconvert(),
+          "gravity (no points) or gravity_at of host arrays in internal units, into host arrays acc and pot.");
+    m.def("gravity_device", &python::gravity_entry<Vec3Dev, ScalarDev, Vec3DevOut, ScalarDevOut, true>, "device"_a,
+          "pos"_a.noconvert(), "mass"_a.noconvert(), "points"_a.noconvert(), "theta"_a, "eps"_a, "direct"_a,
+          "acc"_a.noconvert(), "pot"_a.noconvert(),
+          "The same for CUDA arrays (CuPy, PyTorch), results into CUDA arrays.");
     nb::class_<PySimulation>(m, "Simulation", "The device state of a simulation; see banyan.Simulation.")
         .def(nb::init<Device&, const Vec3In&, const Vec3In&, const ScalarIn&, double, double, double, double>(),
              "device"_a, "pos"_a.noconvert(), "vel"_a.noconvert(), "mass"_a.noconvert(), "theta"_a, "eps"_a, "dt"_a,

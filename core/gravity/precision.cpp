@@ -84,18 +84,27 @@ std::size_t InternalUnits::forces_from_internal(std::span<bn_f4> acc_pot) const
 
 void check_precision_range(std::span<const bn_f4> pos_mass, double eps, const std::string& what)
 {
+    const auto [extent, total] = extent_and_mass(pos_mass);
+    std::size_t lightest = 0;
+    for (std::size_t i = 1; i < pos_mass.size(); ++i)
+        if (pos_mass[i].w < pos_mass[lightest].w) lightest = i;
+    const double min_mass = pos_mass.empty() ? 0.0 : pos_mass[lightest].w;
+    check_precision_range(extent, total, min_mass, lightest, pos_mass.size(), eps, what);
+}
+
+void check_precision_range(double extent, double total, double min_mass, std::size_t lightest, std::size_t n,
+                           double eps, const std::string& what)
+{
     using L = PrecisionLimits;
     const char* help = "(README, \"Limits\")";
-    const auto [extent, total] = extent_and_mass(pos_mass);
-    if (pos_mass.size() > 1 && extent > 0 && !(eps <= L::max_eps_ratio * extent))
+    if (n > 1 && extent > 0 && !(eps <= L::max_eps_ratio * extent))
         throw UsageError(fmt::format("{}: the softening {} is more than {} times the extent {} of the particles, "
                                      "beyond what single precision handles {}",
                                      what, eps, L::max_eps_ratio, extent, help));
-    for (std::size_t i = 0; i < pos_mass.size(); ++i)
-        if (!(pos_mass[i].w >= L::min_mass_ratio * total))
-            throw UsageError(fmt::format("{}: particle {} has the mass {}, less than {} of the total mass {}: single "
-                                         "precision cannot hold both {}",
-                                         what, i, pos_mass[i].w, L::min_mass_ratio, total, help));
+    if (n > 0 && !(min_mass >= L::min_mass_ratio * total))
+        throw UsageError(fmt::format("{}: particle {} has the mass {}, less than {} of the total mass {}: single "
+                                     "precision cannot hold both {}",
+                                     what, lightest, min_mass, L::min_mass_ratio, total, help));
 }
 
 std::optional<std::string> check_tree_depth(Octree& tree, const InternalUnits& units, const std::string& what)

@@ -70,6 +70,10 @@ struct PrecisionLimits {
 /// mass below PrecisionLimits::min_mass_ratio of the total, a softening above max_eps_ratio times the extent.
 /// Positions and masses must be finite and masses positive (tipsy's check_particles says so first).
 void check_precision_range(std::span<const bn_f4> pos_mass, double eps, const std::string& what);
+/// The same from the particles' extent (the largest side of their box), total mass, smallest mass (of particle
+/// @p lightest) and number @p n: for particles that are not at hand as (x, y, z, m) (the Python module's arrays).
+void check_precision_range(double extent, double total, double min_mass, std::size_t lightest, std::size_t n,
+                           double eps, const std::string& what);
 
 /// After a build of @p tree: when it reached its deepest level with more than a leaf's worth of particles in one
 /// cell there (particles closer together than 1/2^21 of the system's extent, typically beside far outliers), a

@@ -64,25 +64,6 @@ def _on_cuda(a: Any) -> bool:
             and a.__dlpack_device__()[0] in (2, 13))  # kDLCUDA, kDLCUDAManaged
 
 
-def _floats(name: str, a: Any, shape: Tuple[int, ...]) -> np.ndarray:
-    """@p a as a float32 array in C order of @p shape (-1: any length), converted once if it is another float type."""
-    if hasattr(a, "__dlpack_device__") and not isinstance(a, np.ndarray) and a.__dlpack_device__()[0] != 1:
-        raise UsageError(f"{name}: an array on a device (DLPack device type {a.__dlpack_device__()[0]}); banyan "
-                         "takes NumPy arrays, and CUDA arrays (CuPy, PyTorch) for gravity and gravity_at")
-    arr = np.asarray(a)
-    _check_layout(name, arr.dtype.kind, arr.ndim, arr.shape, str(arr.dtype), shape)
-    if arr.dtype != np.float32:
-        with np.errstate(over="ignore"):
-            converted = arr.astype(np.float32)
-        bad = np.isfinite(arr) & ~np.isfinite(converted)
-        if bad.any():
-            i = int(np.argwhere(bad)[0][0])
-            raise UsageError(f"{name}: particle {i} has a value beyond float32's range ({arr[i]}); banyan computes "
-                             "in float32: give the particles in units where they fit")
-        arr = converted
-    return np.ascontiguousarray(arr)
-
-
 def _check_layout(name: str, kind: str, ndim: int, shape: Tuple[int, ...], dtype: str, want: Tuple[int, ...]) -> None:
     if kind != "f":
         raise UsageError(f"{name}: floating-point values are needed, got an array of {dtype}")
@@ -90,27 +71,45 @@ def _check_layout(name: str, kind: str, ndim: int, shape: Tuple[int, ...], dtype
         raise UsageError(f"{name}: shape {tuple(shape)}, expected {'(N, 3)' if len(want) == 2 else '(N,)'}")
 
 
-class _Cuda:
-    """CUDA arrays of CuPy or PyTorch, handled with their own library, on the device: banyan reads them and writes
-    its results into new arrays of the same library through DLPack, with no copy through the host. float64 input is
-    converted to float32 once, on the device, as on the host."""
+class _Arrays:
+    """The arrays of one call, handled with their own library: NumPy on the host, or CuPy or PyTorch on a CUDA device
+    (through DLPack: nothing goes through the host). They are checked and converted to float32 once when they are
+    of another float type, and results come back as new arrays of the same library."""
 
     def __init__(self, like: Any):
-        mod = type(like).__module__.split(".")[0]
-        if mod not in ("cupy", "torch"):
-            raise UsageError(f"CUDA arrays of {mod} are not supported; give CuPy arrays or PyTorch tensors")
-        self.torch = mod == "torch"
-        self.xp = __import__(mod)
-        self.device = like.__dlpack_device__()[1]
+        self.lib = type(like).__module__.split(".")[0] if _on_cuda(like) else "numpy"
+        if self.lib not in ("numpy", "cupy", "torch"):
+            raise UsageError(f"CUDA arrays of {self.lib} are not supported; give CuPy arrays or PyTorch tensors")
+        self.xp = np if self.lib == "numpy" else __import__(self.lib)
+        self.cuda = self.lib != "numpy"
+        self.device = like.__dlpack_device__()[1] if self.cuda else None
+        self._summary: list = []  # host arrays: what particles() found in its one pass, for summary()
 
     def floats(self, name: str, a: Any, shape: Tuple[int, ...]) -> Any:
+        """@p a as a float32 array in C order of @p shape (-1: any length)."""
+        if not self.cuda:
+            if hasattr(a, "__dlpack_device__") and not isinstance(a, np.ndarray) and a.__dlpack_device__()[0] != 1:
+                raise UsageError(f"{name}: an array on a device; give all arrays on the host (NumPy) or all on one "
+                                 "CUDA device (CuPy, PyTorch)")
+            arr = np.asarray(a)
+            _check_layout(name, arr.dtype.kind, arr.ndim, arr.shape, str(arr.dtype), shape)
+            if arr.dtype != np.float32:
+                with np.errstate(over="ignore"):
+                    converted = arr.astype(np.float32)
+                bad = np.isfinite(arr) & ~np.isfinite(converted)
+                if bad.any():
+                    i = int(np.argwhere(bad)[0][0])
+                    raise UsageError(f"{name}: particle {i} has a value beyond float32's range ({arr[i]}); banyan "
+                                     "computes in float32: give the particles in units where they fit")
+                arr = converted
+            return np.ascontiguousarray(arr)
         if not _on_cuda(a) or a.__dlpack_device__()[1] != self.device:
             raise UsageError(f"{name}: all arrays must be on the same CUDA device (or all on the host)")
-        if type(a).__module__.split(".")[0] != ("torch" if self.torch else "cupy"):
+        if type(a).__module__.split(".")[0] != self.lib:
             raise UsageError(f"{name}: arrays of one library at a time (CuPy or PyTorch)")
-        kind = ("f" if a.dtype.is_floating_point else "?") if self.torch else a.dtype.kind
+        kind = ("f" if a.dtype.is_floating_point else "?") if self.lib == "torch" else a.dtype.kind
         _check_layout(name, kind, a.ndim, tuple(a.shape), str(a.dtype), shape)
-        if self.torch:
+        if self.lib == "torch":
             return a.detach().to(self.xp.float32).contiguous()
         return self.xp.ascontiguousarray(a, dtype=self.xp.float32)
 
@@ -119,90 +118,59 @@ class _Cuda:
         if bool(ok.all()):
             return None
         ok = ok if ok.ndim == 1 else ok.all(1)
-        return int((~ok).nonzero()[0][0]) if not self.torch else int((~ok).nonzero()[0, 0])
+        return int((~ok).nonzero()[0, 0]) if self.lib == "torch" else int((~ok).nonzero()[0][0])
+
+    def particles(self, pos: Any, mass: Any, pos_name: str = "pos") -> Tuple[Any, Any]:
+        """Positions (N, 3) and masses (N,), checked: N > 0, finite positions, positive finite masses."""
+        p = self.floats(pos_name, pos, (-1, 3))
+        m = self.floats("mass", mass, (-1,))
+        if p.shape[0] == 0:
+            raise UsageError(f"{pos_name}: no particles (N = 0); at least one is needed")
+        if m.shape[0] != p.shape[0]:
+            raise UsageError(f"mass: {m.shape[0]} masses for {p.shape[0]} particles")
+        if self.cuda:
+            self.check_finite(pos_name, p, "coordinate")
+            i = self.first_bad(self.xp.isfinite(m) & (m > 0))
+        else:  # one pass in the module instead of NumPy's many (the same checks)
+            bad_pos, i, *self._summary = _banyan.host_summary(p, m)
+            if bad_pos < p.shape[0]:
+                self.check_finite(pos_name, p[bad_pos:bad_pos + 1], "coordinate", first=bad_pos)
+            i = None if i == p.shape[0] else i
+        if i is not None:
+            raise UsageError(f"mass: particle {i} has mass {float(m[i])}; masses must be positive and finite")
+        return p, m
+
+    def check_finite(self, name: str, a: Any, what: str, first: int = 0) -> None:
+        """Refuses @p a when a row holds a NaN or infinity (@p first: the index of its row 0, for the message)."""
+        i = self.first_bad(self.xp.isfinite(a))
+        if i is not None:
+            values = ", ".join(str(float(v)) for v in (a[i] if a.ndim > 1 else a[i:i + 1]))
+            raise UsageError(f"{name}: particle {first + i} has a non-finite {what} ({values})")
 
     def empty(self, shape: Tuple[int, ...]) -> Any:
-        if self.torch:
+        if self.lib == "torch":
             return self.xp.empty(shape, dtype=self.xp.float32, device=f"cuda:{self.device}")
-        with self.xp.cuda.Device(self.device):
-            return self.xp.empty(shape, dtype=self.xp.float32)
+        if self.lib == "cupy":
+            with self.xp.cuda.Device(self.device):
+                return self.xp.empty(shape, dtype=self.xp.float32)
+        return np.empty(shape, np.float32)
+
+    def summary(self, p: Any, m: Any) -> Tuple[float, float, float, int]:
+        """The extent (largest side of the box), total mass, smallest mass and its particle (after particles())."""
+        if not self.cuda:
+            return tuple(self._summary)  # made by particles()
+        lo, hi = (p.min(0).values, p.max(0).values) if self.lib == "torch" else (p.min(0), p.max(0))
+        total = float(m.double().sum()) if self.lib == "torch" else float(m.sum(dtype=self.xp.float64))
+        lightest = int(m.argmin())
+        return float((hi - lo).max()), total, float(m[lightest]), lightest
 
     def synchronize(self) -> None:
         """Waits for the library's work on its current stream: banyan's queue then reads finished arrays."""
-        if self.torch:
+        if self.lib == "torch":
             self.xp.cuda.current_stream(self.device).synchronize()
-        else:
+        elif self.lib == "cupy":
             with self.xp.cuda.Device(self.device):
                 self.xp.cuda.get_current_stream().synchronize()
-
-
-def _gravity_cuda(points: Any, pos: Any, mass: Any, theta: float, eps: float, backend: str, device: Optional[int],
-                  direct: bool) -> Tuple[Any, Any]:
-    """gravity (points None) or gravity_at on CUDA arrays: the device path of _banyan.gravity_device."""
-    cu = _Cuda(pos)
-    if backend not in ("auto", "cuda"):
-        raise UsageError(f"CUDA arrays need backend 'cuda' (or 'auto'), got {backend!r}")
-    if device is not None and device != cu.device:
-        raise UsageError(f"the arrays are on CUDA device {cu.device}, device={device} was asked for")
-    p = cu.floats("pos", pos, (-1, 3))
-    m = cu.floats("mass", mass, (-1,))
-    q = cu.floats("points", points, (-1, 3)) if points is not None else cu.empty((0, 3))
-    if p.shape[0] == 0:
-        raise UsageError("pos: no particles (N = 0); at least one is needed")
-    if m.shape[0] != p.shape[0]:
-        raise UsageError(f"mass: {m.shape[0]} masses for {p.shape[0]} particles")
-    xp = cu.xp
-    for name, a, what in (("pos", p, "coordinate"), ("points", q, "coordinate")):
-        i = cu.first_bad(xp.isfinite(a))
-        if i is not None:
-            raise UsageError(f"{name}: particle {i} has a non-finite {what}")
-    i = cu.first_bad(xp.isfinite(m) & (m > 0))
-    if i is not None:
-        raise UsageError(f"mass: particle {i} has mass {float(m[i])}; masses must be positive and finite")
-    # Internal units (exact powers of two), from the extent and total mass, as the host path chooses them.
-    lo, hi = (p.min(0), p.max(0)) if not cu.torch else (p.min(0).values, p.max(0).values)
-    extent = float((hi - lo).max())
-    total = float(m.double().sum() if cu.torch else m.sum(dtype=xp.float64))
-    k, j, acc_exp, pot_exp = _banyan.internal_units(extent, total)
-    if k or j:
-        p, q, m = p * 2.0 ** -k, q * 2.0 ** -k, m * 2.0 ** -j
-    out_n = q.shape[0] if points is not None else p.shape[0]
-    acc, pot = cu.empty((out_n, 3)), cu.empty((out_n,))
-    if out_n:
-        cu.synchronize()
-        _banyan.gravity_device(_device("cuda", cu.device), p, m, q, float(theta), math.ldexp(float(eps), -k),
-                               bool(direct), acc, pot)
-    if acc_exp or pot_exp:
-        acc, pot = acc * 2.0 ** acc_exp, pot * 2.0 ** pot_exp
-    i = cu.first_bad(xp.isfinite(acc)) if out_n else None
-    if i is None and out_n:
-        i = cu.first_bad(xp.isfinite(pot))
-    if i is not None:
-        raise NumericalError(f"gravity: particle {i} got a non-finite result, or one beyond float's range in the "
-                             "units of the input")
-    return acc, pot
-
-
-def _check_finite(name: str, a: np.ndarray, what: str) -> None:
-    ok = np.isfinite(a)
-    if not ok.all():
-        i = int(np.argwhere(~ok)[0][0])
-        raise UsageError(f"{name}: particle {i} has a non-finite {what} ({', '.join(str(v) for v in np.atleast_1d(a[i]))})")
-
-
-def _particles(pos: Any, mass: Any, pos_name: str = "pos") -> Tuple[np.ndarray, np.ndarray]:
-    p = _floats(pos_name, pos, (-1, 3))
-    m = _floats("mass", mass, (-1,))
-    if p.shape[0] == 0:
-        raise UsageError(f"{pos_name}: no particles (N = 0); at least one is needed")
-    if m.shape[0] != p.shape[0]:
-        raise UsageError(f"mass: {m.shape[0]} masses for {p.shape[0]} particles")
-    _check_finite(pos_name, p, "coordinate")
-    bad = ~(np.isfinite(m) & (m > 0))
-    if bad.any():
-        i = int(np.argwhere(bad)[0][0])
-        raise UsageError(f"mass: particle {i} has mass {m[i]}; masses must be positive and finite")
-    return p, m
 
 
 def _check_parameters(theta: float, eps: float) -> None:
@@ -212,47 +180,70 @@ def _check_parameters(theta: float, eps: float) -> None:
         raise UsageError(f"eps must be >= 0 and finite, got {eps}")
 
 
-def gravity(pos: Any, mass: Any, theta: float = 0.75, eps: float = 0.0, backend: str = "auto",
-            device: Optional[int] = None, direct: bool = False) -> Tuple[np.ndarray, np.ndarray]:
-    """Accelerations (N, 3) and potentials (N,) of N particles on each other, in the order of the input.
-
-    pos: (N, 3) positions; mass: (N,) positive masses; G = 1. theta: the opening angle of the tree walk, in (0, 1]
-    (0.75: about 1e-3 relative error at the 99th percentile on a Plummer sphere; smaller is more accurate and
-    slower). eps: Plummer softening length (0: none; then coincident particles give non-finite results, which are
-    refused with a banyan.NumericalError). direct=True sums all pairs in float32 instead (O(N^2): for checks and
-    small N). backend, device: see the module's help.
-    """
+def _gravity(what: str, points: Any, pos: Any, mass: Any, theta: float, eps: float, backend: str,
+             device: Optional[int], direct: bool) -> Tuple[Any, Any]:
+    """gravity (points None) or gravity_at, for arrays of any library: checks, internal units, then the compiled
+    call, which moves the arrays' rows to and from the device as they are (_banyan.gravity_host / gravity_device)."""
     _check_parameters(theta, eps)
-    if _on_cuda(pos) or _on_cuda(mass):
-        return _gravity_cuda(None, pos, mass, theta, eps, backend, device, direct)
-    p, m = _particles(pos, mass)
-    acc = np.empty((p.shape[0], 3), np.float32)
-    pot = np.empty(p.shape[0], np.float32)
-    _banyan.gravity(_device(backend, device), p, m, float(theta), float(eps), bool(direct), acc, pot)
+    arrays = _Arrays(pos)
+    if arrays.cuda:
+        if backend not in ("auto", "cuda"):
+            raise UsageError(f"CUDA arrays need backend 'cuda' (or 'auto'), got {backend!r}")
+        if device is not None and device != arrays.device:
+            raise UsageError(f"the arrays are on CUDA device {arrays.device}, device={device} was asked for")
+        backend, device = "cuda", arrays.device
+    dev = _device(backend, device)
+    p, m = arrays.particles(pos, mass)
+    q = arrays.floats("points", points, (-1, 3)) if points is not None else arrays.empty((0, 3))
+    arrays.check_finite("points", q, "coordinate")
+    extent, total, min_mass, lightest = arrays.summary(p, m)
+    _banyan.check_precision(extent, total, min_mass, lightest, p.shape[0], float(eps), what)
+    # Internal units (precision.hpp): exact powers of two, the identity for most systems; the same for every library.
+    k, j, acc_exp, pot_exp = _banyan.internal_units(extent, total)
+    if k or j:
+        p, q, m = p * 2.0 ** -k, q * 2.0 ** -k, m * 2.0 ** -j
+    out_n = q.shape[0] if points is not None else p.shape[0]
+    acc, pot = arrays.empty((out_n, 3)), arrays.empty((out_n,))
+    if out_n == 0:
+        return acc, pot
+    arrays.synchronize()
+    call = _banyan.gravity_device if arrays.cuda else _banyan.gravity_host
+    bad = call(dev, p, m, q, float(theta), math.ldexp(float(eps), -k), bool(direct), acc, pot)
+    i = bad if bad < out_n else None  # host arrays: checked in the module
+    if acc_exp or pot_exp:
+        acc, pot = acc * 2.0 ** acc_exp, pot * 2.0 ** pot_exp
+    if arrays.cuda or acc_exp or pot_exp:
+        i = arrays.first_bad(arrays.xp.isfinite(acc))
+        if i is None:
+            i = arrays.first_bad(arrays.xp.isfinite(pot))
+    if i is not None:
+        raise NumericalError(f"{what}: particle {i} got a non-finite result, or one beyond float's range in the units "
+                             "of the input. Give the particles in units where G M / r^2 and G M / r fit a float")
     return acc, pot
 
 
+def gravity(pos: Any, mass: Any, theta: float = 0.75, eps: float = 0.0, backend: str = "auto",
+            device: Optional[int] = None, direct: bool = False) -> Tuple[Any, Any]:
+    """Accelerations (N, 3) and potentials (N,) of N particles on each other, in the order of the input.
+
+    pos: (N, 3) positions; mass: (N,) positive masses; G = 1. theta: the opening angle of the tree walk, in (0, 1]
+    (0.75: a few parts in 10^3 at the 99th percentile of the relative error on a Plummer sphere; smaller is more
+    accurate and slower). eps: Plummer softening length (0: none). direct=True sums all pairs in float32 instead
+    (O(N^2): for checks and small N). NumPy arrays give NumPy arrays; CuPy arrays or PyTorch tensors on a CUDA GPU
+    give arrays of the same library on that GPU. backend, device: see the module's help.
+    """
+    return _gravity("gravity", None, pos, mass, theta, eps, backend, device, direct)
+
+
 def gravity_at(points: Any, pos: Any, mass: Any, theta: float = 0.75, eps: float = 0.0, backend: str = "auto",
-               device: Optional[int] = None, direct: bool = False) -> Tuple[np.ndarray, np.ndarray]:
+               device: Optional[int] = None, direct: bool = False) -> Tuple[Any, Any]:
     """The acceleration (M, 3) and potential (M,) that N particles create at M points (test particles, which feel
     the particles and act on nothing): what a coupling scheme such as AMUSE's bridge asks of a gravity code.
 
     The points join the tree as massless particles, so the field at each comes from the same walk as gravity()'s.
-    A point exactly on a particle with eps = 0 gets a non-finite value (refused with banyan.NumericalError).
     Arguments as for gravity().
     """
-    _check_parameters(theta, eps)
-    if _on_cuda(pos) or _on_cuda(mass) or _on_cuda(points):
-        return _gravity_cuda(points, pos, mass, theta, eps, backend, device, direct)
-    p, m = _particles(pos, mass)
-    q = _floats("points", points, (-1, 3))
-    _check_finite("points", q, "coordinate")
-    acc = np.empty((q.shape[0], 3), np.float32)
-    pot = np.empty(q.shape[0], np.float32)
-    if q.shape[0] == 0:
-        return acc, pot
-    _banyan.gravity_at(_device(backend, device), q, p, m, float(theta), float(eps), bool(direct), acc, pot)
-    return acc, pot
+    return _gravity("gravity_at", points, pos, mass, theta, eps, backend, device, direct)
 
 
 class Simulation:
@@ -276,11 +267,12 @@ class Simulation:
         _check_parameters(theta, eps)
         if not (float(dt) > 0 and math.isfinite(float(dt))):
             raise UsageError(f"dt must be > 0 and finite, got {dt}")
-        p, m = _particles(pos, mass)
-        v = _floats("vel", vel, (-1, 3))
+        host = _Arrays(np.empty(0))
+        p, m = host.particles(pos, mass)
+        v = host.floats("vel", vel, (-1, 3))
         if v.shape[0] != p.shape[0]:
             raise UsageError(f"vel: {v.shape[0]} velocities for {p.shape[0]} particles")
-        _check_finite("vel", v, "velocity")
+        host.check_finite("vel", v, "velocity")
         self._sim = _banyan.Simulation(_device(backend, device), p, v, m, float(theta), float(eps), float(dt),
                                        float(time))
 
