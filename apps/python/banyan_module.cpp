@@ -4,7 +4,9 @@
  *        field at points, and a whole simulation, over core/ as the CLI uses it.
  *
  * Arrays arrive here already checked and laid out by apps/python/banyan/__init__.py (float32, C order, the shapes
- * below); results are written into arrays the caller allocated, so no array changes owner across the boundary.
+ * below, in internal units for the force calls): NumPy arrays for every call, and CuPy or PyTorch arrays on a CUDA
+ * device for gravity_device. Results are written into arrays the caller allocated, so no array changes owner
+ * across the boundary.
  * banyan's errors become Python exceptions with the CLI's messages: UsageError (a ValueError), NumericalError (an
  * ArithmeticError), DeviceError (a RuntimeError).
  */
