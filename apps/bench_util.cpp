@@ -7,6 +7,9 @@
 #include "core/gravity/forces.hpp"
 
 #include "core/error.hpp"
+#include "core/files/snapshot_file.hpp"
+#include "core/gravity/precision.hpp"
+#include "core/tree/octree.hpp"
 
 #include <fmt/format.h>
 
@@ -255,6 +258,77 @@ JsonWriter& JsonWriter::null()
     before_value();
     out_ += "null";
     return *this;
+}
+
+std::string sanity(const TreeForces& f, std::size_t n)
+{
+    if (f.totals().pp + f.totals().pc == 0 && n > 1) return "no interactions";
+    const std::size_t step = std::max<std::size_t>(1, n / 1000);
+    for (std::size_t i = 0; i < n; i += step) {
+        const bn_f4 a = f.acc().at(i);
+        if (!(std::isfinite(a.x) && std::isfinite(a.y) && std::isfinite(a.z) && std::isfinite(a.w) && a.w < 0))
+            return fmt::format("particle {}: ({}, {}, {}, {})", i, a.x, a.y, a.z, a.w);
+    }
+    return {};
+}
+
+ForceRow time_forces(Backend& be, const std::vector<bn_f4>& pos, double theta, float eps, int warmup, int reps,
+                     unsigned groups_per_unit)
+{
+    ForceRow r;
+    r.n = pos.size();
+    r.theta = theta;
+    try {
+        // A fresh tree and walk per row, so that the row's peak is all that one force evaluation needs.
+        bench::PeakMemory peak(be);
+        Octree tree(be);
+        TreeForces forces(be);
+        if (groups_per_unit) forces.set_groups_per_unit(groups_per_unit);
+        std::vector<double> tree_ms, mult_ms, walk_ms, total_ms;
+        for (int i = 0; i < warmup + reps; ++i) {
+            tree.set_particles(pos);
+            be.synchronize();
+            TreeTimings t;
+            tree.build(&t);
+            double w = 0;
+            forces.compute(tree, static_cast<float>(theta), eps, &w);
+            if (i >= warmup) {
+                tree_ms.push_back(t.total - t.multipoles);
+                mult_ms.push_back(t.multipoles);
+                walk_ms.push_back(w);
+                total_ms.push_back(t.total + w);
+            }
+            if (i == 0 || i == warmup + reps - 1)
+                if (std::string bad = sanity(forces, r.n); !bad.empty())
+                    throw std::runtime_error("wrong forces: " + bad);
+        }
+        r.tree_ms = bench::median(tree_ms);
+        r.multipoles_ms = bench::median(mult_ms);
+        r.walk_ms = bench::median(walk_ms);
+        r.total_ms = bench::median(total_ms);
+        r.pp = double(forces.totals().pp) / double(r.n);
+        r.pc = double(forces.totals().pc) / double(r.n);
+        r.groups = tree.groups();
+        r.bytes = peak.bytes();
+        r.retries = forces.retries();
+    } catch (const std::exception& e) {
+        r.error = bench::row_error(e, r.n);
+    }
+    return r;
+}
+
+std::vector<bn_f4> file_particles(const std::string& path, double& eps)
+{
+    const Snapshot s = read_snapshot(path, nullptr, false); // forces need no velocities
+    check_particles(s, path);
+    std::vector<bn_f4> pos(s.size());
+    for (std::size_t i = 0; i < pos.size(); ++i)
+        pos[i] = {s.pos[3 * i], s.pos[3 * i + 1], s.pos[3 * i + 2], s.mass[i]};
+    check_precision_range(pos, eps, path);
+    const InternalUnits units = InternalUnits::for_system(pos);
+    units.to_internal(pos);
+    eps = units.length_to_internal(eps);
+    return pos;
 }
 
 } // namespace banyan::bench

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "core/device/backend.hpp"
+#include "core/gravity/forces.hpp"
 
 #include <cstddef>
 #include <cstdio>
@@ -38,6 +39,34 @@ double median(std::vector<double> v);
 /// @param warmup at least 1, so that nothing built on first use is ever timed.
 Timing time_on_device(Backend& be, int warmup, int reps, const std::function<void()>& run,
                       const std::function<void()>& before_each = {});
+
+/// One force evaluation timed as `bench forces` times it: a fresh tree and walk from unsorted particles, @p warmup
+/// untimed evaluations, then the medians of @p reps device-event times of each phase.
+struct ForceRow {
+    std::size_t n = 0;
+    double theta = 0;
+    double tree_ms = 0, multipoles_ms = 0, walk_ms = 0, total_ms = 0;
+    double pp = 0, pc = 0; ///< per particle
+    std::size_t groups = 0, bytes = 0;
+    int retries = 0;
+    std::string error;
+
+    double flops() const { return 23.0 * pp + 65.0 * pc; } ///< per particle
+};
+
+/// Times the tree build, multipoles and walk of @p pos (x, y, z, m; internal units) at @p theta and @p eps; with
+/// @p groups_per_unit nonzero, that many walk work-groups per compute unit. A failure (out of memory, wrong forces)
+/// lands in the row's error, not in an exception.
+ForceRow time_forces(Backend& be, const std::vector<bn_f4>& pos, double theta, float eps, int warmup, int reps,
+                     unsigned groups_per_unit = 0);
+
+/// What is wrong with the walk's results in a few cheap checks (a sample of its particles), or an empty string.
+std::string sanity(const TreeForces& f, std::size_t n);
+
+/// The particles of a snapshot file (HDF5 or tipsy, told apart by their first bytes) as (x, y, z, m), checked as
+/// `banyan forces` checks them and brought into internal units (precision.hpp), so that any absolute scale is
+/// served; @p eps (in the file's units) is converted with them. For `bench forces --in` and `accuracy --in`.
+std::vector<bn_f4> file_particles(const std::string& path, double& eps);
 
 /// Items per second, in millions, for @p n items in @p ms milliseconds (0 when @p ms is not positive).
 double mega_per_s(std::size_t n, double ms);

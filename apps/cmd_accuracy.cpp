@@ -1,12 +1,14 @@
 /**
  * @file cmd_accuracy.cpp
- * @brief `banyan accuracy`: tree forces against double-precision direct summation on Plummer spheres, for a list
- *        of particle numbers and opening angles (the paper's Figs. AccAccel and AccAccel2, section 4.2.1).
+ * @brief `banyan accuracy`: tree forces against double-precision direct summation on Plummer spheres or a user's
+ *        snapshot, for a list of opening angles (the paper's Figs. AccAccel and AccAccel2, section 4.2.1), with the
+ *        time of each evaluation beside its errors: the error-against-time report a user picks a setting from.
  *
  * For each N one Plummer sphere and one tree; the reference is direct summation in double precision on the device
  * for a random sample of K targets (all particles when N <= K); for each theta one walk. Printed per (N, theta):
- * median, 90th, 99th percentile and maximum of |a_tree - a_direct| / |a_direct| over the sample, and the mean
- * numbers of particle-particle and particle-cell interactions over all particles.
+ * median, 90th, 99th percentile and maximum of |a_tree - a_direct| / |a_direct| over the sample, the mean numbers
+ * of particle-particle and particle-cell interactions over all particles, and the time of one force evaluation from
+ * unsorted particles as `bench forces` measures it (bench::time_forces).
  */
 #include "apps/bench_util.hpp"
 #include "apps/cli.hpp"
@@ -65,16 +67,22 @@ int run_accuracy(const std::vector<std::string>& args)
                 "as in the paper's accuracy figures: for each N and theta, the median, 90th and 99th percentile and\n"
                 "the maximum of the relative acceleration error |a_tree - a_direct| / |a_direct| over K random\n"
                 "targets (all particles when N <= K), and the mean particle-particle (pp) and particle-cell (pc)\n"
-                "interactions per particle. The paper uses eps = 0.");
+                "interactions per particle, and the time of one force evaluation (ms: build + multipoles + walk\n"
+                "from unsorted particles, median of --reps, as `bench forces` measures it): the error-against-time\n"
+                "report, one row per setting. The paper uses eps = 0. --in FILE: a snapshot's particles instead.");
     opt.device_options();
     opt.value("n", "N1,N2,..", "particle numbers", "32768,131072,1048576");
     opt.value("theta", "T1,T2,..", "opening angles in [0, 1]", "0.2,0.3,0.4,0.5,0.6,0.7,0.8");
     opt.value("eps", "E", "Plummer softening, >= 0", "0");
     opt.value("sample", "K", "targets of the direct reference per N (random, without repeats)", "16384");
     opt.value("seed", "S", "seed of the Plummer spheres and of the sample", "1");
+    opt.value("in", "FILE", "the particles of a snapshot (HDF5 or tipsy) instead of Plummer spheres (then no --n)");
+    opt.value("reps", "R", "timed evaluations per row (build + multipoles + walk from unsorted particles, median of "
+                           "device times; 0: no timing)", "3");
     opt.value("csv", "FILE", "also write the table as CSV (temporary name, then renamed)");
     if (!opt.parse(args)) return 0;
 
+    if (opt.has("in") && opt.has("n")) throw UsageError("accuracy: give either --n or --in, not both");
     std::vector<std::size_t> sizes;
     for (long long v : opt.integer_list("n")) {
         if (v < 2 || v > (1ll << 28))
@@ -89,15 +97,23 @@ int run_accuracy(const std::vector<std::string>& args)
     const long long k_opt = opt.integer("sample");
     if (k_opt < 1) throw UsageError(fmt::format("accuracy: --sample must be at least 1, got {}", k_opt));
     const auto seed = static_cast<std::uint64_t>(opt.integer("seed"));
+    const int reps = opt.integer_in("reps", 0, 1000);
+    // --in: one particle set, in internal units (eps with them); relative errors and times do not depend on units.
+    double eps_walk = eps;
+    const std::vector<bn_f4> file =
+        opt.has("in") ? bench::file_particles(opt.str("in"), eps_walk) : std::vector<bn_f4>{};
+    if (opt.has("in")) sizes = {file.size()};
 
     auto be = open_device(opt.device_request());
     const DeviceInfo& d = be->info();
-    fmt::print("device: {} #{}  {}  ({}); Plummer, eps {}, N_leaf {}, N_crit {}, reference: double-precision direct "
+    fmt::print("device: {} #{}  {}  ({}); {}, eps {}, N_leaf {}, N_crit {}, reference: double-precision direct "
                "summation\n\n",
-               to_string(d.backend), d.index, d.name, d.gpu ? "GPU" : "CPU", eps, BANYAN_N_LEAF, BANYAN_N_CRIT);
+               to_string(d.backend), d.index, d.name, d.gpu ? "GPU" : "CPU", opt.has("in") ? opt.str("in") : "Plummer",
+               eps, BANYAN_N_LEAF, BANYAN_N_CRIT);
     bench::Table table({{"N", 8, true},
                         {"theta", 6, true},
                         {"sample", 7, true},
+                        {"ms", 9, true},
                         {"median", 10, true},
                         {"90%", 10, true},
                         {"99%", 10, true},
@@ -106,12 +122,12 @@ int run_accuracy(const std::vector<std::string>& args)
                         {"pc", 0}});
     table.print_header();
     std::ostringstream csv;
-    csv << "n,theta,eps,sample,median,p90,p99,max,pp_mean,pc_mean\n";
+    csv << "n,theta,eps,sample,ms,median,p90,p99,max,pp_mean,pc_mean\n";
 
     Octree tree(*be);
     TreeForces forces(*be);
     for (std::size_t n : sizes) {
-        const Particles p = plummer(n, seed);
+        const std::vector<bn_f4> p = opt.has("in") ? file : plummer(n, seed).pos;
         // The sample: K distinct random particles (all when N <= K), in increasing order.
         std::vector<bn_u32> targets(n);
         std::iota(targets.begin(), targets.end(), 0u);
@@ -122,19 +138,19 @@ int run_accuracy(const std::vector<std::string>& args)
             targets.resize(k);
             std::sort(targets.begin(), targets.end());
         }
-        auto pos = be->upload<bn_f4>(p.pos, "accuracy.pos");
+        auto pos = be->upload<bn_f4>(p, "accuracy.pos");
         auto tdev = be->upload<bn_u32>(targets, "accuracy.targets");
         auto ref_dev = be->alloc<double>(4 * k, "accuracy.ref");
         const auto t0 = std::chrono::steady_clock::now();
-        direct_forces_f64_targets(*be, pos, n, tdev, k, eps, ref_dev);
+        direct_forces_f64_targets(*be, pos, n, tdev, k, eps_walk, ref_dev);
         const std::vector<double> ref = ref_dev.download(4 * k);
         const double direct_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-        tree.set_particles(p.pos);
+        tree.set_particles(p);
         tree.build();
         auto acc_dev = be->alloc<bn_f4>(n, "accuracy.acc");
         for (double theta : thetas) {
-            forces.compute(tree, static_cast<float>(theta), static_cast<float>(eps));
+            forces.compute(tree, static_cast<float>(theta), static_cast<float>(eps_walk));
             forces.to_input_order(tree, acc_dev);
             const std::vector<bn_f4> acc = acc_dev.download(n);
             std::vector<double> err(k);
@@ -148,11 +164,18 @@ int run_accuracy(const std::vector<std::string>& args)
             const double med = at_fraction(err, 0.5), p90 = at_fraction(err, 0.9), p99 = at_fraction(err, 0.99);
             const double mx = err.back();
             const double pp = double(forces.totals().pp) / double(n), pc = double(forces.totals().pc) / double(n);
+            double ms = 0; // the time of one evaluation, as bench forces measures it (a tree and walk of its own)
+            if (reps > 0) {
+                const bench::ForceRow r = bench::time_forces(*be, p, theta, static_cast<float>(eps_walk), 1, reps);
+                if (!r.error.empty()) throw std::runtime_error(fmt::format("accuracy: timing failed: {}", r.error));
+                ms = r.total_ms;
+            }
             auto e = [](double v) { return fmt::format("{:.3e}", v); };
-            table.print_row({fmt::format("{}", n), fmt::format("{:.2f}", theta), fmt::format("{}", k), e(med), e(p90),
-                             e(p99), e(mx), fmt::format("{:.1f}", pp), fmt::format("{:.1f}", pc)});
-            csv << fmt::format("{},{},{},{},{:.6e},{:.6e},{:.6e},{:.6e},{:.3f},{:.3f}\n", n, theta, eps, k, med, p90,
-                               p99, mx, pp, pc);
+            table.print_row({fmt::format("{}", n), fmt::format("{:.2f}", theta), fmt::format("{}", k),
+                             reps > 0 ? fmt::format("{:.3f}", ms) : "-", e(med), e(p90), e(p99), e(mx),
+                             fmt::format("{:.1f}", pp), fmt::format("{:.1f}", pc)});
+            csv << fmt::format("{},{},{},{},{},{:.6e},{:.6e},{:.6e},{:.6e},{:.3f},{:.3f}\n", n, theta, eps, k,
+                               reps > 0 ? fmt::format("{:.4f}", ms) : "", med, p90, p99, mx, pp, pc);
         }
         fmt::print("  (N = {}: direct reference on {} targets took {:.2f} s)\n", n, k, direct_s);
     }

@@ -27,22 +27,12 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <functional>
 
 namespace banyan::cli {
 
 namespace {
 
-struct Row {
-    std::size_t n = 0;
-    double theta = 0;
-    double tree_ms = 0, multipoles_ms = 0, walk_ms = 0, total_ms = 0;
-    double pp = 0, pc = 0; ///< per particle
-    std::size_t groups = 0, bytes = 0;
-    int retries = 0;
-    std::string error;
-
-    double flops() const { return 23.0 * pp + 65.0 * pc; } ///< per particle
-};
 
 std::vector<double> theta_list(const std::string& s)
 {
@@ -63,64 +53,8 @@ std::vector<double> theta_list(const std::string& s)
     return out;
 }
 
-/// What is wrong with a walk in a few cheap checks (a sample of particles), or an empty string.
-std::string sanity(const TreeForces& f, std::size_t n)
-{
-    if (f.totals().pp + f.totals().pc == 0 && n > 1) return "no interactions";
-    const std::size_t step = std::max<std::size_t>(1, n / 1000);
-    for (std::size_t i = 0; i < n; i += step) {
-        const bn_f4 a = f.acc().at(i);
-        if (!(std::isfinite(a.x) && std::isfinite(a.y) && std::isfinite(a.z) && std::isfinite(a.w) && a.w < 0))
-            return fmt::format("particle {}: ({}, {}, {}, {})", i, a.x, a.y, a.z, a.w);
-    }
-    return {};
-}
-
-Row bench_one(Backend& be, const Particles& p, double theta, float eps, int warmup, int reps, unsigned groups_per_unit)
-{
-    Row r;
-    r.n = p.size();
-    r.theta = theta;
-    try {
-        // A fresh tree and walk per row, so that the row's peak is all that one force evaluation needs.
-        bench::PeakMemory peak(be);
-        Octree tree(be);
-        TreeForces forces(be);
-        if (groups_per_unit) forces.set_groups_per_unit(groups_per_unit);
-        std::vector<double> tree_ms, mult_ms, walk_ms, total_ms;
-        for (int i = 0; i < warmup + reps; ++i) {
-            tree.set_particles(p.pos);
-            be.synchronize();
-            TreeTimings t;
-            tree.build(&t);
-            double w = 0;
-            forces.compute(tree, static_cast<float>(theta), eps, &w);
-            if (i >= warmup) {
-                tree_ms.push_back(t.total - t.multipoles);
-                mult_ms.push_back(t.multipoles);
-                walk_ms.push_back(w);
-                total_ms.push_back(t.total + w);
-            }
-            if (i == 0 || i == warmup + reps - 1)
-                if (std::string bad = sanity(forces, r.n); !bad.empty())
-                    throw std::runtime_error("wrong forces: " + bad);
-        }
-        r.tree_ms = bench::median(tree_ms);
-        r.multipoles_ms = bench::median(mult_ms);
-        r.walk_ms = bench::median(walk_ms);
-        r.total_ms = bench::median(total_ms);
-        r.pp = double(forces.totals().pp) / double(r.n);
-        r.pc = double(forces.totals().pc) / double(r.n);
-        r.groups = tree.groups();
-        r.bytes = peak.bytes();
-        r.retries = forces.retries();
-    } catch (const std::exception& e) {
-        r.error = bench::row_error(e, r.n);
-    }
-    return r;
-}
-
-std::string json_report(const DeviceInfo& info, double eps, int warmup, int reps, const std::vector<Row>& rows)
+std::string json_report(const DeviceInfo& info, double eps, int warmup, int reps,
+                        const std::vector<bench::ForceRow>& rows)
 {
     bench::JsonWriter j;
     j.begin_object();
@@ -200,7 +134,7 @@ ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::ui
         ParallelTimings t;
         pf.compute(tree, static_cast<float>(theta), eps, &t);
         if (i == 0 || i == warmup + reps - 1)
-            if (std::string bad = sanity(pf.forces(), tree.size()); !bad.empty())
+            if (std::string bad = bench::sanity(pf.forces(), tree.size()); !bad.empty())
                 throw std::runtime_error(fmt::format("rank {}: wrong forces: {}", r, bad));
         if (i < warmup) continue;
         double v[13] = {t.balance,          t.build,          t.let_build,   t.local_walk,         t.remote_walk,
@@ -373,11 +307,21 @@ int run_bench_forces(const std::vector<std::string>& args)
     opt.value("warmup", "W", "untimed evaluations first; at least 1", "1");
     opt.value("seed", "S", "seed of the Plummer spheres (plus log2 of the size)", "1");
     opt.value("groups-per-unit", "G", "persistent walk work-groups per compute unit (default: 16 GPU, 4 CPU)");
+    opt.value("in", "FILE", "the particles of a snapshot (HDF5 or tipsy) instead of Plummer spheres: one size, the "
+                          "file's N");
     opt.value("json", "FILE", "also write the results as JSON to FILE (temporary name, then renamed)");
     opt.flag("per-rank", "under mpirun: 2^K particles per rank (weak scaling) instead of in all");
     if (!opt.parse(args)) return 0;
 
     const Comm& comm = Comm::world();
+    if (opt.has("in")) {
+        if (Comm::started()) throw UsageError("bench forces: --in runs on one rank (without mpirun)");
+        for (const char* other : {"min-log2", "max-log2", "seed", "per-rank"})
+            if (opt.has(other))
+                throw UsageError(fmt::format("bench forces: --{} cannot be given with --in (the file sets the "
+                                             "particles)",
+                                             other));
+    }
     auto be = open_device(rank_device(opt.device_request(), comm));
     if (Comm::started()) {
         const std::vector<double> thetas = theta_list(opt.str("theta"));
@@ -398,11 +342,15 @@ int run_bench_forces(const std::vector<std::string>& args)
     const int warmup = opt.integer_in("warmup", 1, 100000);
     const auto seed = static_cast<std::uint64_t>(opt.integer("seed"));
 
+    // --in: the file's particles in internal units, and eps in them (the walk sees the numbers `forces` gives it).
+    double eps_walk = eps;
+    const std::vector<bn_f4> file =
+        opt.has("in") ? bench::file_particles(opt.str("in"), eps_walk) : std::vector<bn_f4>{};
     const DeviceInfo& i = be->info();
-    fmt::print("device: {} #{}  {}  ({}; {}, {} compute units); Plummer, eps {}, N_leaf {}, N_crit {}, walk "
+    fmt::print("device: {} #{}  {}  ({}; {}, {} compute units); {}, eps {}, N_leaf {}, N_crit {}, walk "
                "work-group {}\n",
-               to_string(i.backend), i.index, i.name, i.version, gpu ? "GPU" : "CPU", i.compute_units, eps,
-               BANYAN_N_LEAF, BANYAN_N_CRIT, BANYAN_WALK_WG);
+               to_string(i.backend), i.index, i.name, i.version, gpu ? "GPU" : "CPU", i.compute_units,
+               opt.has("in") ? opt.str("in") : "Plummer", eps, BANYAN_N_LEAF, BANYAN_N_CRIT, BANYAN_WALK_WG);
     bench::Table table({{"N", 5, true},
                         {"theta", 6, true},
                         {"tree", 8, true},
@@ -419,25 +367,26 @@ int run_bench_forces(const std::vector<std::string>& args)
     table.print_header();
     const unsigned groups_per_unit =
         opt.has("groups-per-unit") ? static_cast<unsigned>(opt.integer_in("groups-per-unit", 1, 1024)) : 0u;
-    std::vector<Row> rows;
+    std::vector<bench::ForceRow> rows;
     bool ok = true;
     int retries = 0;
-    for (int log2 = min_log2; log2 <= max_log2; ++log2) {
-        const std::size_t n = std::size_t{1} << log2;
+    // One size: the file's particles, or a Plummer sphere of 2^log2 (made only when the device can hold it).
+    auto run_size = [&](const std::string& label, std::size_t n, const std::function<std::vector<bn_f4>()>& make) {
         if (std::string why = bench::fit_error(*be, n, false); !why.empty()) {
-            table.print_row({fmt::format("2^{}", log2), "", "n/a", "", "", "", "", "", "", "", "", why});
+            table.print_row({label, "", "n/a", "", "", "", "", "", "", "", "", why});
             for (double theta : thetas) {
-                Row r;
+                bench::ForceRow r;
                 r.n = n, r.theta = theta, r.error = why;
                 rows.push_back(std::move(r));
             }
-            continue;
+            return;
         }
-        const Particles p = plummer(n, seed + static_cast<std::uint64_t>(log2));
+        const std::vector<bn_f4> pos = make();
         for (double theta : thetas) {
-            Row r = bench_one(*be, p, theta, static_cast<float>(eps), warmup, reps, groups_per_unit);
+            bench::ForceRow r =
+                bench::time_forces(*be, pos, theta, static_cast<float>(eps_walk), warmup, reps, groups_per_unit);
             retries += r.retries;
-            const std::string n = fmt::format("2^{}", log2);
+            const std::string& n = label;
             if (!r.error.empty()) {
                 ok = false;
                 table.print_row({n, fmt::format("{:.2f}", theta), "FAILED", "", "", "", "", "", "", "", "", r.error});
@@ -452,7 +401,13 @@ int run_bench_forces(const std::vector<std::string>& args)
             }
             rows.push_back(std::move(r));
         }
-    }
+    };
+    if (opt.has("in"))
+        run_size(fmt::format("{}", file.size()), file.size(), [&] { return file; });
+    else
+        for (int log2 = min_log2; log2 <= max_log2; ++log2)
+            run_size(fmt::format("2^{}", log2), std::size_t{1} << log2,
+                     [&] { return plummer(std::size_t{1} << log2, seed + static_cast<std::uint64_t>(log2)).pos; });
     fmt::print("\ntree = keys + sort + move + build + link + groups; Mpart/s = N / walk time; TFLOP/s of the walk at "
                "23 flops per pp and 65 per pc interaction\n");
     fmt::print("MiB, B/part: peak device memory of one force evaluation from unsorted particles (everything held at "

@@ -1,0 +1,56 @@
+"""`banyan accuracy --in` and `banyan bench forces --in`: the same measurements on a user's snapshot as on the
+built-in Plummer spheres, and the error-against-time report (CSV)."""
+import csv
+import json
+
+import pytest
+
+
+def read_csv(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.fixture(scope="module")
+def plummer_files(tmp_path_factory, cli):
+    """The Plummer sphere `accuracy --n 4096 --seed 3` makes, written by `banyan run` in both formats."""
+    d = tmp_path_factory.mktemp("tools")
+    for fmt in ("hdf5", "tipsy"):
+        cli("run", "-n", 4096, "--seed", 3, "--t-end", 1 / 64, "--snapshot-every", 0, "--format", fmt, "--quiet",
+            "--out", d / fmt)
+    return d / "hdf5" / "snapshot_00000.hdf5", d / "tipsy" / "snapshot_00000.tipsy"
+
+
+def test_accuracy_of_a_file_is_that_of_the_same_particles_built_in(cli, plummer_files, tmp_path):
+    hdf5, tipsy = plummer_files
+    args = ["--theta", "0.3,0.5,0.75", "--sample", 1024, "--seed", 3, "--reps", 1]
+    cli("accuracy", "--n", 4096, *args, "--csv", tmp_path / "builtin.csv")
+    cli("accuracy", "--in", hdf5, *args, "--csv", tmp_path / "hdf5.csv")
+    cli("accuracy", "--in", tipsy, *args, "--csv", tmp_path / "tipsy.csv")
+    builtin, from_hdf5, from_tipsy = (read_csv(tmp_path / f"{k}.csv") for k in ("builtin", "hdf5", "tipsy"))
+    assert len(builtin) == len(from_hdf5) == len(from_tipsy) == 3
+    keys = ("n", "theta", "sample", "median", "p90", "p99", "max", "pp_mean", "pc_mean")
+    for a, b, c in zip(builtin, from_hdf5, from_tipsy):
+        assert [a[k] for k in keys] == [b[k] for k in keys] == [c[k] for k in keys]
+    # The report: time and errors per setting; smaller theta, smaller errors and more time.
+    p99 = [float(r["p99"]) for r in from_hdf5]
+    ms = [float(r["ms"]) for r in from_hdf5]
+    assert p99[0] < p99[1] < p99[2] < 1e-2 and all(m > 0 for m in ms) and ms[0] > ms[2]
+
+
+def test_bench_forces_on_a_file(cli, plummer_files, tmp_path):
+    hdf5, _ = plummer_files
+    cli("bench", "forces", "--in", hdf5, "--theta", "0.5,0.75", "--reps", 1, "--json", tmp_path / "b.json")
+    rows = json.loads((tmp_path / "b.json").read_text())["results"]
+    assert [(r["n"], r["theta"]) for r in rows] == [(4096, 0.5), (4096, 0.75)]
+    assert all(r["total_ms"] > 0 and r["pp_per_particle"] > 0 for r in rows)
+
+
+def test_file_options_are_checked(cli, plummer_files, tmp_path):
+    hdf5, _ = plummer_files
+    r = cli("bench", "forces", "--in", hdf5, "--min-log2", 10, check=False)
+    assert r.returncode == 2 and "--min-log2 cannot be given with --in" in r.stderr
+    r = cli("accuracy", "--in", hdf5, "--n", 1000, check=False)
+    assert r.returncode == 2 and "either --n or --in" in r.stderr
+    r = cli("accuracy", "--in", tmp_path / "missing.hdf5", check=False)
+    assert r.returncode == 2 and "missing.hdf5" in r.stderr
