@@ -112,7 +112,16 @@ BN_DEVICE bn_u64 bn_atomic_cas_u64(bn_u64* p, bn_u64 expected, bn_u64 desired)
 #if defined(BANYAN_LANG_OPENCL)
 #define BN_RSQRT(x) rsqrt(x)
 #elif defined(BANYAN_LANG_CUDA)
-#define BN_RSQRT(x) rsqrtf(x)
+/* rsqrtf rescales denormal arguments around the hardware's reciprocal square root (three more instructions per
+ * interaction); the flush-to-zero form is the same instruction alone and gives the same bits for every normal
+ * argument (a squared distance below 1.2e-38 does not occur in internal units). */
+__device__ __forceinline__ float bn_rsqrt_ftz(float x)
+{
+    float y;
+    asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+#define BN_RSQRT(x) bn_rsqrt_ftz(x)
 #else
 #include <math.h>
 #define BN_RSQRT(x) (1.0f / sqrtf(x))
@@ -124,7 +133,7 @@ BN_DEVICE bn_u64 bn_atomic_cas_u64(bn_u64* p, bn_u64 expected, bn_u64 desired)
  * 23 flops, the count the paper's benchmarks use. */
 BN_DEVICE bn_f4 bn_interact_pp(bn_f4 acc, float dx, float dy, float dz, float m, float eps2)
 {
-    const float r2 = dx * dx + dy * dy + dz * dz + eps2;
+    const float r2 = dz * dz + (dy * dy + (dx * dx + eps2)); /* three fused multiply-adds */
     const float rinv = r2 > 0.0f ? BN_RSQRT(r2) : 0.0f;
     const float mrinv = m * rinv;
     const float mrinv3 = mrinv * rinv * rinv;
@@ -135,42 +144,64 @@ BN_DEVICE bn_f4 bn_interact_pp(bn_f4 acc, float dx, float dy, float dz, float m,
     return acc;
 }
 
+/* The quadrupole of a cell as the walk stages it, from the second moment Q = (q0.x, q0.y, q0.z, q0.w, q1.x, q1.y)
+ * = (Qxx, Qyy, Qzz, Qxy, Qxz, Qyz) about the centre of mass (cell_quad0, cell_quad1.xy): its trace-free form
+ * T = 3 Q - tr(Q) I as t0 = (Txx, Tyy, Tzz, Txy) and t1 = (Txz, Tyz, -eps^2 tr Q, 0). Done once per staged cell,
+ * so that each interaction needs neither the trace nor the factor 3. */
+BN_DEVICE bn_f4 bn_quad_staged0(bn_f4 q0)
+{
+    const float tr = q0.x + q0.y + q0.z;
+    bn_f4 t;
+    t.x = 3.0f * q0.x - tr;
+    t.y = 3.0f * q0.y - tr;
+    t.z = 3.0f * q0.z - tr;
+    t.w = 3.0f * q0.w;
+    return t;
+}
+
+BN_DEVICE bn_f4 bn_quad_staged1(bn_f4 q0, bn_f4 q1, float eps2)
+{
+    bn_f4 t;
+    t.x = 3.0f * q1.x;
+    t.y = 3.0f * q1.y;
+    t.z = -eps2 * (q0.x + q0.y + q0.z);
+    t.w = 0.0f;
+    return t;
+}
+
 /* Cell-particle interaction, monopole plus quadrupole (paper section 3.2), softened like bn_interact_pp: adds to
  * acc the pull and potential of a cell of mass m whose centre of mass lies at offset r = (dx, dy, dz) from the
- * target, with Q = (q0.x, q0.y, q0.z, q0.w, qxz, qyz) = (Qxx, Qyy, Qzz, Qxy, Qxz, Qyz) the second moment about the
- * centre of mass (not trace-free) and trq = Qxx + Qyy + Qzz. With s^2 = r^2 + eps^2:
- *     phi = -m / s - (3 r.Q.r / s^5 - trQ / s^3) / 2
- *     a   = -grad_target phi = r (m / s^3 + 15/2 r.Q.r / s^7 - 3/2 trQ / s^5) - 3 Q.r / s^5
- * (the Taylor expansion of sum m_k / |r + y_k| to second order; the dipole vanishes about the centre of mass; a is
- * the exact gradient of phi, softened or not). The walk only accepts cells with r > 0; no guard for r = 0.
- * 65 flops, the count the paper's benchmarks use. */
-BN_DEVICE bn_f4 bn_interact_pc(bn_f4 acc, float dx, float dy, float dz, float m, bn_f4 q0, float qxz, float qyz,
-                               float trq, float eps2)
+ * target; t0, t1 as bn_quad_staged0 / bn_quad_staged1 give them (T = 3 Q - tr(Q) I, Q the second moment about the
+ * centre of mass).
+ * With s^2 = r^2 + eps^2, the Taylor expansion of sum m_k / |r + y_k| to second order (the dipole vanishes about
+ * the centre of mass) is
+ *     phi = -m / s - (3 r.Q.r / s^5 - trQ / s^3) / 2 = -m / s - W / (2 s^5),   W = r.T.r - eps^2 trQ
+ *     a   = -grad_target phi = r (m / s^3 + 5/2 W / s^7) - T.r / s^5
+ * (the trace-free form is exact with softening too: the eps^2 trQ term carries what the trace adds when s != r;
+ * a is the exact gradient of phi). The walk only accepts cells with r > 0; no guard for r = 0.
+ * 65 flops in the paper's count (which its benchmarks and ours use); about 33 instructions here. */
+BN_DEVICE bn_f4 bn_interact_pc(bn_f4 acc, float dx, float dy, float dz, float m, bn_f4 t0, bn_f4 t1, float eps2)
 {
-    const float r2 = dx * dx + dy * dy + dz * dz + eps2;
+    const float r2 = dz * dz + (dy * dy + (dx * dx + eps2)); /* three fused multiply-adds */
     const float rinv = BN_RSQRT(r2);
     const float rinv2 = rinv * rinv;
-    const float rinv3 = rinv * rinv2;
-    const float rinv5 = rinv3 * rinv2;
-    const float qx = q0.x * dx + q0.w * dy + qxz * dz; /* Q.r */
-    const float qy = q0.w * dx + q0.y * dy + qyz * dz;
-    const float qz = qxz * dx + qyz * dy + q0.z * dz;
-    const float rqr = qx * dx + qy * dy + qz * dz;
+    const float rinv5 = rinv * rinv2 * rinv2;
+    const float tx = t0.x * dx + t0.w * dy + t1.x * dz; /* T.r */
+    const float ty = t0.w * dx + t0.y * dy + t1.y * dz;
+    const float tz = t1.x * dx + t1.y * dy + t0.z * dz;
+    const float w = tz * dz + (ty * dy + (tx * dx + t1.z)); /* r.T.r - eps^2 trQ */
     const float mr = m * rinv;
-    const float a5 = rqr * rinv5;  /* r.Q.r / s^5 */
-    const float t3 = trq * rinv3; /* trQ / s^3 */
-    const float s = rinv2 * (mr + 7.5f * a5 - 1.5f * t3);
-    const float q5 = 3.0f * rinv5;
+    const float w5 = w * rinv5; /* W / s^5 */
+    const float s = rinv2 * (mr + 2.5f * w5);
     /* One accumulation per term, so that each becomes a fused multiply-add. */
     acc.x += s * dx;
-    acc.x -= q5 * qx;
+    acc.x -= rinv5 * tx;
     acc.y += s * dy;
-    acc.y -= q5 * qy;
+    acc.y -= rinv5 * ty;
     acc.z += s * dz;
-    acc.z -= q5 * qz;
+    acc.z -= rinv5 * tz;
+    acc.w -= 0.5f * w5;
     acc.w -= mr;
-    acc.w -= 1.5f * a5;
-    acc.w += 0.5f * t3;
     return acc;
 }
 

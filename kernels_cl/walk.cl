@@ -69,20 +69,20 @@ inline ulong walk_scan(ulong v, __local ulong* buf, uint lid, ulong* total)
 }
 
 /* One pass over the first `count` (<= WALK_WG) accepted cells of clist (clist holds `fill` in all): each work-item
- * stages one cell's multipole, then every work-item adds the cells of its share to its particle. Entries beyond
- * WALK_WG move down to the front. One barrier; the caller's next barrier comes before cs_* or clist change. */
+ * stages one cell as three consecutive float4 of cstage (centre of mass and mass, then the quadrupole as
+ * bn_quad_staged0/1 give it), then every work-item adds the cells of its share to its particle. Entries beyond
+ * WALK_WG move down to the front. One barrier; the caller's next barrier comes before cstage or clist change. */
 inline bn_f4 walk_cell_pass(bn_f4 acc, bn_f4 me, uint lid, uint sub, uint k, int active, uint count, uint fill,
                             float eps2, __global const bn_f4* cell_com, __global const bn_f4* cell_quad0,
-                            __global const bn_f4* cell_quad1, __local bn_u32* clist, __local bn_f4* cs_com,
-                            __local bn_f4* cs_q0, __local bn_f4* cs_q1)
+                            __global const bn_f4* cell_quad1, __local bn_u32* clist, __local bn_f4* cstage)
 {
     if (lid < count) {
         const bn_u32 c = clist[lid];
         const bn_f4 q0 = cell_quad0[c];
         const bn_f4 q1 = cell_quad1[c];
-        cs_com[lid] = cell_com[c];
-        cs_q0[lid] = q0;
-        cs_q1[lid] = (bn_f4)(q1.x, q1.y, q0.x + q0.y + q0.z, 0.0f);
+        cstage[3 * lid] = cell_com[c];
+        cstage[3 * lid + 1] = bn_quad_staged0(q0);
+        cstage[3 * lid + 2] = bn_quad_staged1(q0, q1, eps2);
     }
     const int moves = WALK_WG + lid < fill;
     const bn_u32 rest = moves ? clist[WALK_WG + lid] : 0u;
@@ -90,9 +90,9 @@ inline bn_f4 walk_cell_pass(bn_f4 acc, bn_f4 me, uint lid, uint sub, uint k, int
     if (moves) clist[lid] = rest;
     if (active) {
         for (uint j = sub; j < count; j += k) {
-            const bn_f4 s = cs_com[j];
-            const bn_f4 q = cs_q1[j];
-            acc = bn_interact_pc(acc, s.x - me.x, s.y - me.y, s.z - me.z, s.w, cs_q0[j], q.x, q.y, q.z, eps2);
+            __local const bn_f4* e = cstage + 3 * j;
+            const bn_f4 s = e[0];
+            acc = bn_interact_pc(acc, s.x - me.x, s.y - me.y, s.z - me.z, s.w, e[1], e[2], eps2);
         }
     }
     return acc;
@@ -150,9 +150,7 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
     __local bn_u32 list_a[WALK_LIST];
     __local bn_u32 list_b[WALK_LIST];
     __local bn_u32 clist[2 * WALK_WG];
-    __local bn_f4 cs_com[WALK_WG];
-    __local bn_f4 cs_q0[WALK_WG];
-    __local bn_f4 cs_q1[WALK_WG];
+    __local bn_f4 cstage[3 * WALK_WG];
     __local bn_f4 pstage[2 * WALK_WG];
     __local bn_u32 leaf_first[WALK_WG];
     __local bn_u32 leaf_start[WALK_WG];
@@ -245,7 +243,7 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
 
                 if (cfill >= WALK_WG) {
                     acc = walk_cell_pass(acc, me, lid, sub, k, active, WALK_WG, cfill, eps2, cell_com, cell_quad0,
-                                         cell_quad1, clist, cs_com, cs_q0, cs_q1);
+                                         cell_quad1, clist, cstage);
                     cfill -= WALK_WG;
                 }
                 /* The opened leaves' particles, tp in all, onto the particle list in windows that fit it: entry q
@@ -288,7 +286,7 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
         barrier(CLK_LOCAL_MEM_FENCE);
         if (cfill > 0)
             acc = walk_cell_pass(acc, me, lid, sub, k, active, cfill, cfill, eps2, cell_com, cell_quad0, cell_quad1,
-                                 clist, cs_com, cs_q0, cs_q1);
+                                 clist, cstage);
         barrier(CLK_LOCAL_MEM_FENCE);
         if (pfill > 0)
             acc = walk_particle_pass(acc, me, lid, slot, sub, k, active, pfill, pfill, pdone, eps2, pstage,

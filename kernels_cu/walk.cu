@@ -63,16 +63,15 @@ __device__ __forceinline__ bn_f4 walk_cell_pass(bn_f4 acc, bn_f4 me, unsigned li
                                                 bool active, unsigned count, unsigned fill, float eps2,
                                                 const bn_f4* __restrict__ cell_com,
                                                 const bn_f4* __restrict__ cell_quad0,
-                                                const bn_f4* __restrict__ cell_quad1, bn_u32* clist, bn_f4* cs_com,
-                                                bn_f4* cs_q0, bn_f4* cs_q1)
+                                                const bn_f4* __restrict__ cell_quad1, bn_u32* clist, bn_f4* cstage)
 {
     if (lid < count) {
         const bn_u32 c = clist[lid];
         const bn_f4 q0 = __ldg(&cell_quad0[c]);
         const bn_f4 q1 = __ldg(&cell_quad1[c]);
-        cs_com[lid] = __ldg(&cell_com[c]);
-        cs_q0[lid] = q0;
-        cs_q1[lid] = make_float4(q1.x, q1.y, q0.x + q0.y + q0.z, 0.0f);
+        cstage[3 * lid] = __ldg(&cell_com[c]);
+        cstage[3 * lid + 1] = bn_quad_staged0(q0);
+        cstage[3 * lid + 2] = bn_quad_staged1(q0, q1, eps2);
     }
     const bool moves = WALK_WG + lid < fill;
     const bn_u32 rest = moves ? clist[WALK_WG + lid] : 0u;
@@ -81,9 +80,9 @@ __device__ __forceinline__ bn_f4 walk_cell_pass(bn_f4 acc, bn_f4 me, unsigned li
     if (active) {
 #pragma unroll 4
         for (unsigned j = sub; j < count; j += k) {
-            const bn_f4 s = cs_com[j];
-            const bn_f4 q = cs_q1[j];
-            acc = bn_interact_pc(acc, s.x - me.x, s.y - me.y, s.z - me.z, s.w, cs_q0[j], q.x, q.y, q.z, eps2);
+            const bn_f4* e = cstage + 3 * j;
+            const bn_f4 s = e[0];
+            acc = bn_interact_pc(acc, s.x - me.x, s.y - me.y, s.z - me.z, s.w, e[1], e[2], eps2);
         }
     }
     return acc;
@@ -135,9 +134,7 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
     __shared__ bn_u32 list_a[WALK_LIST];
     __shared__ bn_u32 list_b[WALK_LIST];
     __shared__ bn_u32 clist[2 * WALK_WG];
-    __shared__ bn_f4 cs_com[WALK_WG];
-    __shared__ bn_f4 cs_q0[WALK_WG];
-    __shared__ bn_f4 cs_q1[WALK_WG];
+    __shared__ bn_f4 cstage[3 * WALK_WG];
     __shared__ bn_f4 pstage[2 * WALK_WG];
     __shared__ bn_u32 leaf_first[WALK_WG];
     __shared__ bn_u32 leaf_start[WALK_WG];
@@ -232,7 +229,7 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
 
                 if (cfill >= WALK_WG) {
                     acc = walk_cell_pass(acc, me, lid, sub, k, active, WALK_WG, cfill, eps2, cell_com, cell_quad0,
-                                         cell_quad1, clist, cs_com, cs_q0, cs_q1);
+                                         cell_quad1, clist, cstage);
                     cfill -= WALK_WG;
                 }
                 for (unsigned w = 0; w < tp;) {
@@ -272,7 +269,7 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
         __syncthreads();
         if (cfill > 0)
             acc = walk_cell_pass(acc, me, lid, sub, k, active, cfill, cfill, eps2, cell_com, cell_quad0, cell_quad1,
-                                 clist, cs_com, cs_q0, cs_q1);
+                                 clist, cstage);
         __syncthreads();
         if (pfill > 0)
             acc = walk_particle_pass(acc, me, lid, slot, sub, k, active, pfill, pfill, pdone, eps2, pstage,

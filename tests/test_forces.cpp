@@ -303,7 +303,7 @@ TEST_CASE("cell interaction: monopole + quadrupole matches direct summation of t
         qm[3] += q[3] * x * y, qm[4] += q[3] * x * z, qm[5] += q[3] * y * z;
     }
     const bn_f4 q0{float(qm[0]), float(qm[1]), float(qm[2]), float(qm[3])};
-    const float tr = float(qm[0] + qm[1] + qm[2]);
+    const bn_f4 q1{float(qm[4]), float(qm[5]), 0.0f, 0.0f};
 
     for (double eps : {0.0, 0.05}) {
         const double eps2 = eps * eps;
@@ -326,8 +326,8 @@ TEST_CASE("cell interaction: monopole + quadrupole matches direct summation of t
                 }
                 const float dx = float(com[0] - t[0]), dy = float(com[1] - t[1]), dz = float(com[2] - t[2]);
                 const bn_f4 zero{0, 0, 0, 0};
-                const bn_f4 a = bn_interact_pc(zero, dx, dy, dz, float(m), q0, float(qm[4]), float(qm[5]), tr,
-                                               float(eps2));
+                const bn_f4 a = bn_interact_pc(zero, dx, dy, dz, float(m), bn_quad_staged0(q0),
+                                               bn_quad_staged1(q0, q1, float(eps2)), float(eps2));
                 const bn_f4 mono = bn_interact_pp(zero, dx, dy, dz, float(m), float(eps2));
                 const double an = norm3(ax, ay, az);
                 worst_quad = std::max(worst_quad, norm3(a.x - ax, a.y - ay, a.z - az) / an);
@@ -363,18 +363,18 @@ TEST_CASE("cell interaction: a trace added to Q changes nothing without softenin
 {
     const float dx = 1.7f, dy = -2.3f, dz = 0.9f, m = 0.8f;
     const bn_f4 q0{0.02f, 0.05f, 0.01f, -0.004f};
-    const float qxz = 0.003f, qyz = -0.006f;
+    const bn_f4 q1{0.003f, -0.006f, 0.0f, 0.0f};
     const bn_f4 zero{0, 0, 0, 0};
-    const bn_f4 a = bn_interact_pc(zero, dx, dy, dz, m, q0, qxz, qyz, q0.x + q0.y + q0.z, 0.0f);
+    const bn_f4 a = bn_interact_pc(zero, dx, dy, dz, m, bn_quad_staged0(q0), bn_quad_staged1(q0, q1, 0.0f), 0.0f);
     const float lam = 0.03f;
     const bn_f4 q0l{q0.x + lam, q0.y + lam, q0.z + lam, q0.w};
-    const bn_f4 b = bn_interact_pc(zero, dx, dy, dz, m, q0l, qxz, qyz, q0l.x + q0l.y + q0l.z, 0.0f);
+    const bn_f4 b = bn_interact_pc(zero, dx, dy, dz, m, bn_quad_staged0(q0l), bn_quad_staged1(q0l, q1, 0.0f), 0.0f);
     CHECK(std::abs(a.x - b.x) <= 1e-6 * std::abs(a.x));
     CHECK(std::abs(a.y - b.y) <= 1e-6 * std::abs(a.y));
     CHECK(std::abs(a.z - b.z) <= 1e-6 * std::abs(a.z));
     CHECK(std::abs(a.w - b.w) <= 1e-6 * std::abs(a.w));
     for (float eps2 : {0.0f, 0.01f}) {
-        const bn_f4 c = bn_interact_pc(zero, dx, dy, dz, m, zero, 0.0f, 0.0f, 0.0f, eps2);
+        const bn_f4 c = bn_interact_pc(zero, dx, dy, dz, m, zero, zero, eps2);
         const bn_f4 p = bn_interact_pp(zero, dx, dy, dz, m, eps2);
         CHECK(c.x == doctest::Approx(p.x).epsilon(1e-6));
         CHECK(c.y == doctest::Approx(p.y).epsilon(1e-6));
