@@ -272,8 +272,20 @@ std::string sanity(const TreeForces& f, std::size_t n)
     return {};
 }
 
-ForceRow time_forces(Backend& be, const std::vector<bn_f4>& pos, double theta, float eps, int warmup, int reps,
-                     unsigned groups_per_unit)
+std::vector<Opening> opening_list(const std::string& s, std::string_view what)
+{
+    std::vector<Opening> out;
+    std::size_t pos = 0;
+    while (true) {
+        const std::size_t comma = s.find(',', pos);
+        out.push_back(parse_opening(s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos), what));
+        if (comma == std::string::npos) return out;
+        pos = comma + 1;
+    }
+}
+
+ForceRow time_forces(Backend& be, const std::vector<bn_f4>& pos, double theta, Opening opening, float eps,
+                     int warmup, int reps, unsigned groups_per_unit)
 {
     ForceRow r;
     r.n = pos.size();
@@ -282,6 +294,7 @@ ForceRow time_forces(Backend& be, const std::vector<bn_f4>& pos, double theta, f
         // A fresh tree and walk per row, so that the row's peak is all that one force evaluation needs.
         bench::PeakMemory peak(be);
         Octree tree(be);
+        tree.set_opening(opening);
         TreeForces forces(be);
         if (groups_per_unit) forces.set_groups_per_unit(groups_per_unit);
         std::vector<double> tree_ms, mult_ms, walk_ms, total_ms;

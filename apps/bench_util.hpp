@@ -7,6 +7,7 @@
 
 #include "core/device/backend.hpp"
 #include "core/gravity/forces.hpp"
+#include "core/tree/octree.hpp"
 
 #include <cstddef>
 #include <cstdio>
@@ -54,11 +55,14 @@ struct ForceRow {
     double flops() const { return 23.0 * pp + 65.0 * pc; } ///< per particle
 };
 
-/// Times the tree build, multipoles and walk of @p pos (x, y, z, m; internal units) at @p theta and @p eps; with
-/// @p groups_per_unit nonzero, that many walk work-groups per compute unit. A failure (out of memory, wrong forces)
-/// lands in the row's error, not in an exception.
-ForceRow time_forces(Backend& be, const std::vector<bn_f4>& pos, double theta, float eps, int warmup, int reps,
-                     unsigned groups_per_unit = 0);
+/// Times the tree build, multipoles and walk of @p pos (x, y, z, m; internal units) at @p theta (criterion
+/// @p opening) and @p eps; with @p groups_per_unit nonzero, that many walk work-groups per compute unit. A failure
+/// (out of memory, wrong forces) lands in the row's error, not in an exception.
+ForceRow time_forces(Backend& be, const std::vector<bn_f4>& pos, double theta, Opening opening, float eps,
+                     int warmup, int reps, unsigned groups_per_unit = 0);
+
+/// Comma-separated opening criteria ("paper,bmax"); UsageError naming @p what for an unknown or empty item.
+std::vector<Opening> opening_list(const std::string& s, std::string_view what);
 
 /// What is wrong with the walk's results in a few cheap checks (a sample of its particles), or an empty string.
 std::string sanity(const TreeForces& f, std::size_t n);

@@ -69,10 +69,12 @@ int run_accuracy(const std::vector<std::string>& args)
                 "targets (all particles when N <= K), and the mean particle-particle (pp) and particle-cell (pc)\n"
                 "interactions per particle, and the time of one force evaluation (ms: build + multipoles + walk\n"
                 "from unsorted particles, median of --reps, as `bench forces` measures it): the error-against-time\n"
-                "report, one row per setting. The paper uses eps = 0. --in FILE: a snapshot's particles instead.");
+                "report, one row per setting (opening criterion and theta). The paper uses eps = 0. --in FILE: a\n"
+                "snapshot's particles instead.");
     opt.device_options();
     opt.value("n", "N1,N2,..", "particle numbers", "32768,131072,1048576");
     opt.value("theta", "T1,T2,..", "opening angles in [0, 1]", "0.2,0.3,0.4,0.5,0.6,0.7,0.8");
+    opt.value("opening", "C1,C2", "opening criteria: paper (d > l / theta + delta), bmax (d > bmax / theta)", "paper");
     opt.value("eps", "E", "Plummer softening, >= 0", "0");
     opt.value("sample", "K", "targets of the direct reference per N (random, without repeats)", "16384");
     opt.value("seed", "S", "seed of the Plummer spheres and of the sample", "1");
@@ -92,6 +94,7 @@ int run_accuracy(const std::vector<std::string>& args)
     const std::vector<double> thetas = number_list(opt.str("theta"), "theta");
     for (double t : thetas)
         if (!(t >= 0 && t <= 1)) throw UsageError(fmt::format("accuracy: --theta values must be in [0, 1], got {}", t));
+    const std::vector<Opening> openings = bench::opening_list(opt.str("opening"), "accuracy: --opening");
     const double eps = opt.number("eps");
     if (!(eps >= 0)) throw UsageError(fmt::format("accuracy: --eps must be >= 0, got {}", eps));
     const long long k_opt = opt.integer("sample");
@@ -111,6 +114,7 @@ int run_accuracy(const std::vector<std::string>& args)
                to_string(d.backend), d.index, d.name, d.gpu ? "GPU" : "CPU", opt.has("in") ? opt.str("in") : "Plummer",
                eps, BANYAN_N_LEAF, BANYAN_N_CRIT);
     bench::Table table({{"N", 8, true},
+                        {"opening", 7, true},
                         {"theta", 6, true},
                         {"sample", 7, true},
                         {"ms", 9, true},
@@ -122,7 +126,7 @@ int run_accuracy(const std::vector<std::string>& args)
                         {"pc", 0}});
     table.print_header();
     std::ostringstream csv;
-    csv << "n,theta,eps,sample,ms,median,p90,p99,max,pp_mean,pc_mean\n";
+    csv << "n,opening,theta,eps,sample,ms,median,p90,p99,max,pp_mean,pc_mean\n";
 
     Octree tree(*be);
     TreeForces forces(*be);
@@ -146,36 +150,42 @@ int run_accuracy(const std::vector<std::string>& args)
         const std::vector<double> ref = ref_dev.download(4 * k);
         const double direct_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-        tree.set_particles(p);
-        tree.build();
         auto acc_dev = be->alloc<bn_f4>(n, "accuracy.acc");
-        for (double theta : thetas) {
-            forces.compute(tree, static_cast<float>(theta), static_cast<float>(eps_walk));
-            forces.to_input_order(tree, acc_dev);
-            const std::vector<bn_f4> acc = acc_dev.download(n);
-            std::vector<double> err(k);
-            for (std::size_t s = 0; s < k; ++s) {
-                const bn_f4 a = acc[targets[s]];
-                const double* r = &ref[4 * s];
-                const double dx = a.x - r[0], dy = a.y - r[1], dz = a.z - r[2];
-                err[s] = std::sqrt(dx * dx + dy * dy + dz * dz) / std::sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
+        for (const Opening opening : openings) {
+            tree.set_opening(opening);
+            tree.set_particles(p);
+            tree.build();
+            for (double theta : thetas) {
+                forces.compute(tree, static_cast<float>(theta), static_cast<float>(eps_walk));
+                forces.to_input_order(tree, acc_dev);
+                const std::vector<bn_f4> acc = acc_dev.download(n);
+                std::vector<double> err(k);
+                for (std::size_t s = 0; s < k; ++s) {
+                    const bn_f4 a = acc[targets[s]];
+                    const double* r = &ref[4 * s];
+                    const double dx = a.x - r[0], dy = a.y - r[1], dz = a.z - r[2];
+                    err[s] =
+                        std::sqrt(dx * dx + dy * dy + dz * dz) / std::sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
+                }
+                std::sort(err.begin(), err.end());
+                const double med = at_fraction(err, 0.5), p90 = at_fraction(err, 0.9), p99 = at_fraction(err, 0.99);
+                const double mx = err.back();
+                const double pp = double(forces.totals().pp) / double(n), pc = double(forces.totals().pc) / double(n);
+                double ms = 0; // the time of one evaluation, as bench forces measures it (a tree and walk of its own)
+                if (reps > 0) {
+                    const bench::ForceRow r =
+                        bench::time_forces(*be, p, theta, opening, static_cast<float>(eps_walk), 1, reps);
+                    if (!r.error.empty()) throw std::runtime_error(fmt::format("accuracy: timing failed: {}", r.error));
+                    ms = r.total_ms;
+                }
+                auto e = [](double v) { return fmt::format("{:.3e}", v); };
+                table.print_row({fmt::format("{}", n), to_string(opening), fmt::format("{:.2f}", theta),
+                                 fmt::format("{}", k), reps > 0 ? fmt::format("{:.3f}", ms) : "-", e(med), e(p90),
+                                 e(p99), e(mx), fmt::format("{:.1f}", pp), fmt::format("{:.1f}", pc)});
+                csv << fmt::format("{},{},{},{},{},{},{:.6e},{:.6e},{:.6e},{:.6e},{:.3f},{:.3f}\n", n,
+                                   to_string(opening), theta, eps, k, reps > 0 ? fmt::format("{:.4f}", ms) : "", med,
+                                   p90, p99, mx, pp, pc);
             }
-            std::sort(err.begin(), err.end());
-            const double med = at_fraction(err, 0.5), p90 = at_fraction(err, 0.9), p99 = at_fraction(err, 0.99);
-            const double mx = err.back();
-            const double pp = double(forces.totals().pp) / double(n), pc = double(forces.totals().pc) / double(n);
-            double ms = 0; // the time of one evaluation, as bench forces measures it (a tree and walk of its own)
-            if (reps > 0) {
-                const bench::ForceRow r = bench::time_forces(*be, p, theta, static_cast<float>(eps_walk), 1, reps);
-                if (!r.error.empty()) throw std::runtime_error(fmt::format("accuracy: timing failed: {}", r.error));
-                ms = r.total_ms;
-            }
-            auto e = [](double v) { return fmt::format("{:.3e}", v); };
-            table.print_row({fmt::format("{}", n), fmt::format("{:.2f}", theta), fmt::format("{}", k),
-                             reps > 0 ? fmt::format("{:.3f}", ms) : "-", e(med), e(p90), e(p99), e(mx),
-                             fmt::format("{:.1f}", pp), fmt::format("{:.1f}", pc)});
-            csv << fmt::format("{},{},{},{},{},{:.6e},{:.6e},{:.6e},{:.6e},{:.3f},{:.3f}\n", n, theta, eps, k,
-                               reps > 0 ? fmt::format("{:.4f}", ms) : "", med, p90, p99, mx, pp, pc);
         }
         fmt::print("  (N = {}: direct reference on {} targets took {:.2f} s)\n", n, k, direct_s);
     }

@@ -53,7 +53,7 @@ std::vector<double> theta_list(const std::string& s)
     return out;
 }
 
-std::string json_report(const DeviceInfo& info, double eps, int warmup, int reps,
+std::string json_report(const DeviceInfo& info, Opening opening, double eps, int warmup, int reps,
                         const std::vector<bench::ForceRow>& rows)
 {
     bench::JsonWriter j;
@@ -64,6 +64,7 @@ std::string json_report(const DeviceInfo& info, double eps, int warmup, int reps
     j.key("device").string(info.name);
     j.key("gpu").boolean(info.gpu);
     j.key("walk_work_group").integer(BANYAN_WALK_WG);
+    j.key("opening").string(to_string(opening));
     j.key("eps").number(eps);
     j.key("warmup").integer(warmup);
     j.key("reps").integer(reps);
@@ -113,8 +114,8 @@ struct ParallelRow {
 /// masses divided by P: together a Plummer sphere of N), decomposed by the first (untimed) evaluation. Every timed
 /// evaluation is one ParallelForces::compute from a barrier: balance, build, trees for the others, local walk with
 /// the exchange beside it, remote walks; wall time on each rank, the largest reported.
-ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::uint64_t seed, double theta, float eps,
-                           int warmup, int reps)
+ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::uint64_t seed, double theta,
+                           Opening opening, float eps, int warmup, int reps)
 {
     const std::size_t P = static_cast<std::size_t>(comm.size()), r = static_cast<std::size_t>(comm.rank());
     const std::size_t mine = (r + 1) * n / P - r * n / P;
@@ -124,6 +125,7 @@ ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::ui
     for (std::size_t i = 0; i < mine; ++i) ids[i] = static_cast<bn_u32>(r * n / P + i);
     bench::PeakMemory peak(be);
     Octree tree(be);
+    tree.set_opening(opening);
     tree.set_particles(p.pos, {}, ids);
     p = Particles();
     ParallelForces pf(be, comm);
@@ -170,8 +172,8 @@ ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::ui
     return row;
 }
 
-int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::vector<double>& thetas, double eps,
-                 int warmup, int reps, std::uint64_t seed)
+int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::vector<double>& thetas,
+                 Opening opening, double eps, int warmup, int reps, std::uint64_t seed)
 {
     const bool gpu = be.info().gpu;
     const bool per_rank = opt.has("per-rank");
@@ -218,7 +220,7 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
         const std::size_t n = (std::size_t{1} << log2) * (per_rank ? P : 1);
         for (double theta : thetas) {
             const ParallelRow r = bench_parallel(be, comm, n, seed + static_cast<std::uint64_t>(log2), theta,
-                                                 static_cast<float>(eps), warmup, reps);
+                                                 opening, static_cast<float>(eps), warmup, reps);
             auto ms = [](double v) { return fmt::format("{:.2f}", v); };
             if (root)
                 table.print_row({fmt::format("2^{}", log2), fmt::format("{}", P), fmt::format("{:.2f}", theta),
@@ -302,13 +304,15 @@ int run_bench_forces(const std::vector<std::string>& args)
     opt.value("min-log2", "K", "smallest size, 2^K particles (default: 18 on a GPU, 14 on a CPU device)");
     opt.value("max-log2", "K", "largest size, 2^K particles (default: 24 on a GPU, 16 on a CPU device)");
     opt.value("theta", "T1,T2", "opening angles", "0.5,0.75");
+    opt.value("opening", "C", "opening criterion: paper (d > l / theta + delta) or bmax (d > bmax / theta)", "paper");
     opt.value("eps", "E", "Plummer softening", "0");
     opt.value("reps", "R", "timed evaluations per size and angle; the median is reported", "5");
     opt.value("warmup", "W", "untimed evaluations first; at least 1", "1");
     opt.value("seed", "S", "seed of the Plummer spheres (plus log2 of the size)", "1");
     opt.value("groups-per-unit", "G", "persistent walk work-groups per compute unit (default: 16 GPU, 4 CPU)");
-    opt.value("in", "FILE", "the particles of a snapshot (HDF5 or tipsy) instead of Plummer spheres: one size, the "
-                          "file's N");
+    opt.value("in", "FILE",
+              "the particles of a snapshot (HDF5 or tipsy) instead of Plummer spheres: one size, the "
+              "file's N");
     opt.value("json", "FILE", "also write the results as JSON to FILE (temporary name, then renamed)");
     opt.flag("per-rank", "under mpirun: 2^K particles per rank (weak scaling) instead of in all");
     if (!opt.parse(args)) return 0;
@@ -322,12 +326,13 @@ int run_bench_forces(const std::vector<std::string>& args)
                                              "particles)",
                                              other));
     }
+    const Opening opening = parse_opening(opt.str("opening"), "bench forces: --opening");
     auto be = open_device(rank_device(opt.device_request(), comm));
     if (Comm::started()) {
         const std::vector<double> thetas = theta_list(opt.str("theta"));
         const double eps = opt.number("eps");
         if (!(eps >= 0)) throw UsageError(fmt::format("bench forces: --eps must be >= 0, got {}", eps));
-        return run_parallel(opt, comm, *be, thetas, eps, opt.integer_in("reps", 1, 100000),
+        return run_parallel(opt, comm, *be, thetas, opening, eps, opt.integer_in("reps", 1, 100000),
                             opt.integer_in("warmup", 1, 100000), static_cast<std::uint64_t>(opt.integer("seed")));
     }
     const bool gpu = be->info().gpu;
@@ -347,10 +352,11 @@ int run_bench_forces(const std::vector<std::string>& args)
     const std::vector<bn_f4> file =
         opt.has("in") ? bench::file_particles(opt.str("in"), eps_walk) : std::vector<bn_f4>{};
     const DeviceInfo& i = be->info();
-    fmt::print("device: {} #{}  {}  ({}; {}, {} compute units); {}, eps {}, N_leaf {}, N_crit {}, walk "
-               "work-group {}\n",
+    fmt::print("device: {} #{}  {}  ({}; {}, {} compute units); {}, opening {}, eps {}, N_leaf {}, N_crit {}, "
+               "walk work-group {}\n",
                to_string(i.backend), i.index, i.name, i.version, gpu ? "GPU" : "CPU", i.compute_units,
-               opt.has("in") ? opt.str("in") : "Plummer", eps, BANYAN_N_LEAF, BANYAN_N_CRIT, BANYAN_WALK_WG);
+               opt.has("in") ? opt.str("in") : "Plummer", to_string(opening), eps, BANYAN_N_LEAF, BANYAN_N_CRIT,
+               BANYAN_WALK_WG);
     bench::Table table({{"N", 5, true},
                         {"theta", 6, true},
                         {"tree", 8, true},
@@ -383,8 +389,8 @@ int run_bench_forces(const std::vector<std::string>& args)
         }
         const std::vector<bn_f4> pos = make();
         for (double theta : thetas) {
-            bench::ForceRow r =
-                bench::time_forces(*be, pos, theta, static_cast<float>(eps_walk), warmup, reps, groups_per_unit);
+            bench::ForceRow r = bench::time_forces(*be, pos, theta, opening, static_cast<float>(eps_walk), warmup,
+                                                   reps, groups_per_unit);
             retries += r.retries;
             const std::string& n = label;
             if (!r.error.empty()) {
@@ -415,7 +421,7 @@ int run_bench_forces(const std::vector<std::string>& args)
     if (retries)
         fmt::print("(the walk's spill buffer grew {} times, during warm-ups)\n", retries);
     if (opt.has("json")) {
-        const std::string text = json_report(be->info(), eps, warmup, reps, rows);
+        const std::string text = json_report(be->info(), opening, eps, warmup, reps, rows);
         write_file_atomically(opt.str("json"), [&](std::ostream& f) { f << text; });
         fmt::print("wrote {}\n", opt.str("json"));
     }

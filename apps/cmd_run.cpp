@@ -48,7 +48,7 @@ std::string clock_text(double seconds)
 }
 
 /// Options that only a new run takes (a restart reads them from its checkpoint).
-const char* const run_only[] = {"ic", "in", "n", "seed", "theta", "eps", "dt", "log-every", "snapshot-every",
+const char* const run_only[] = {"ic", "in", "n", "seed", "theta", "opening", "eps", "dt", "log-every", "snapshot-every",
                                 "checkpoint-every", "out", "pericentre", "separation", "eccentricity",
                                 "bh-fraction", "direct", "format", "units"};
 
@@ -74,6 +74,8 @@ int run_run(const std::vector<std::string>& raw_args)
     opt.value("n", "N", "number of particles (also -n)", "65536");
     opt.value("seed", "S", "random seed of the initial conditions", "1");
     opt.value("theta", "T", "opening angle, 0 < T <= 1", "0.75");
+    opt.value("opening", "C", "opening criterion: paper (d > l / theta + delta) or bmax (d > bmax / theta; faster at "
+                              "errors above about 1e-3, docs/benchmarks.md)", "paper");
     opt.value("eps", "E", "Plummer softening length, >= 0 (with --in, default: the softening the file's dark and "
                           "star particles carry)", "0.05");
     opt.value("dt", "DT", "time step, > 0; a fraction such as 1/64 is fine", "1/64");
@@ -144,6 +146,7 @@ int run_run(const std::vector<std::string>& raw_args)
         if (seed < 0) throw UsageError(fmt::format("run: --seed must be 0 or more, got {}", seed));
         ro.seed = static_cast<std::uint64_t>(seed);
         ro.theta = opt.number("theta");
+        ro.opening = opt.str("opening");
         ro.eps = opt.number("eps");
         ro.dt = parse_time(opt.str("dt"), "--dt");
         ro.t_end = t_end ? *t_end : parse_time(opt.str("t-end"), "--t-end");

@@ -38,10 +38,13 @@
  *   cell_pcount bn_u32  number of particles in the subtree
  *   cell_com    bn_f4   (centre of mass x, y, z, mass)
  *   cell_quad0  bn_f4   (Qxx, Qyy, Qzz, Qxy)
- *   cell_quad1  bn_f4   (Qxz, Qyz, delta, l): the rest of Q, then what the opening test d > l / theta + delta needs
+ *   cell_quad1  bn_f4   (Qxz, Qyz, offset, size): the rest of Q, then what the opening test d > size / theta + offset
+ *                       needs: (delta, l) for the paper's criterion, (0, bmax) for bmax (BANYAN_OPEN_* below)
  *   cell_centre bn_f4   (geometric centre x, y, z, l)
  * Q_ij = sum over the cell's particles of m (x_i - com_i)(x_j - com_j): the second moment about the centre of mass
- * (not trace-free; the walk forms 3 Q_ij - delta_ij tr Q where it needs it). delta = |com - geometric centre|.
+ * (not trace-free; the walk stages 3 Q_ij - delta_ij tr Q, bn_quad_staged0/1). delta = |com - geometric centre|;
+ * bmax = the largest distance from com to a particle of the cell (leaves: exact; nodes: the smaller of the largest
+ * child's |com_child - com| + bmax_child and the distance from com to the cell's farthest corner).
  * Multipoles are accumulated in double precision and stored in single (section 3.2).
  *
  * Groups (for the walk, section 2.2). A cell with at most N_crit particles whose parent has more (or the root, when
@@ -74,6 +77,7 @@
 #endif
 
 #if defined(BANYAN_LANG_HOST)
+#include <math.h>
 #include <string.h>
 #endif
 
@@ -193,6 +197,38 @@ BN_DEVICE double bn_tree_cell_centre(bn_u64 cell_key, int level, float lo, float
     const bn_u32 corner = bn_tree_contract(cell_key >> (2 - axis));
     const double span = (double)(1u << (BANYAN_MAX_DEPTH - level));
     return (double)lo + ((double)corner + 0.5 * span) * ((double)side * (1.0 / (double)BANYAN_TREE_GRID));
+}
+
+/* Distance from (com[0], com[1], com[2]) to the farthest corner of the cell (cell_key, level) in the frame f = (lo,
+ * side): a bound on how far the cell's particles can lie from its centre of mass. */
+BN_DEVICE double bn_tree_corner_distance(bn_u64 cell_key, int level, bn_f4 f, const double* com)
+{
+    const double h = 0.5 * (double)f.w * (double)(1u << (BANYAN_MAX_DEPTH - level)) * (1.0 / (double)BANYAN_TREE_GRID);
+    const double ex = fabs(com[0] - bn_tree_cell_centre(cell_key, level, f.x, f.w, 0)) + h;
+    const double ey = fabs(com[1] - bn_tree_cell_centre(cell_key, level, f.y, f.w, 1)) + h;
+    const double ez = fabs(com[2] - bn_tree_cell_centre(cell_key, level, f.z, f.w, 2)) + h;
+    return sqrt(ex * ex + ey * ey + ez * ez);
+}
+
+/* Opening criteria: a cell is accepted for a group when the distance d from the group's box to the cell's centre of
+ * mass exceeds size / theta + offset, with (offset, size) = cell_quad1.zw.
+ *   BANYAN_OPEN_PAPER  size l (the cell's side), offset delta = |com - geometric centre| (paper section 2.2)
+ *   BANYAN_OPEN_BMAX   size bmax (the largest distance from com to a particle of the cell), offset 0 */
+#define BANYAN_OPEN_PAPER 0u
+#define BANYAN_OPEN_BMAX 1u
+
+/* cell_quad1.z (offset) for the criterion. */
+BN_DEVICE float bn_open_offset(bn_u32 criterion, float delta) { return criterion == BANYAN_OPEN_BMAX ? 0.0f : delta; }
+
+/* cell_quad1.w (size) for the criterion. bmax is widened by a few units in the last place of the centre of mass's
+ * coordinates, so that a group holding one of the cell's particles never accepts the cell, whatever the rounding
+ * of com and of the distance (theta <= 1). */
+BN_DEVICE float bn_open_size(bn_u32 criterion, float l, double bmax, double cx, double cy, double cz)
+{
+    if (criterion != BANYAN_OPEN_BMAX) return l;
+    double a = fabs(cx) > fabs(cy) ? fabs(cx) : fabs(cy);
+    a = fabs(cz) > a ? fabs(cz) : a;
+    return (float)(bmax * (1.0 + 1.0 / 1048576.0) + a * (1.0 / 524288.0));
 }
 
 BN_DEVICE int bn_tree_is_leaf(bn_u32 cell_count) { return (cell_count & BANYAN_TREE_LEAF_BIT) != 0u; }

@@ -3,11 +3,12 @@
  * @brief Cell properties for the walk (paper sections 3.2 and 3.3; driver: Octree::compute_multipoles in
  *        core/tree/octree.cpp): mass, centre of mass and quadrupole of every cell, leaves first from their particles,
  *        then nodes one level at a time from the bottom up, in double precision; then single-precision storage with
- *        each cell's geometric centre, size l and delta = |com - centre| for the opening test d > l / theta + delta.
+ *        what the opening test d > size / theta + offset needs: (delta = |com - centre|, l) for the paper's
+ *        criterion, (0, bmax) for bmax (tree_shared.h).
  *
  * Moments while summing: moments[k * stride + c] for k = 0 mass, 1..3 centre of mass, 4..9 Qxx Qyy Qzz Qxy Qxz Qyz
- * (about the centre of mass). A massless cell takes its geometric centre as centre of mass. Each sum runs in a
- * fixed order in one work-item, so the result does not change from run to run. The CUDA twin is
+ * (about the centre of mass), 10 bmax. A massless cell takes its geometric centre as centre of mass. Each sum runs
+ * in a fixed order in one work-item, so the result does not change from run to run. The CUDA twin is
  * kernels_cu/tree_multipoles.cu.
  */
 
@@ -48,16 +49,20 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void treeMultipo
         tree_centre(cell_key, cell_level, frame, c, com);
     }
     double q[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    double b2 = 0.0;
     for (bn_u32 i = b; i < e; ++i) {
         const bn_f4 p = pos[i];
         const double w = p.w;
         const double dx = p.x - com[0], dy = p.y - com[1], dz = p.z - com[2];
         q[0] += w * dx * dx, q[1] += w * dy * dy, q[2] += w * dz * dz;
         q[3] += w * dx * dy, q[4] += w * dx * dz, q[5] += w * dy * dz;
+        const double d2 = dx * dx + dy * dy + dz * dz;
+        b2 = d2 > b2 ? d2 : b2;
     }
     moments[c] = m;
     for (int k = 0; k < 3; ++k) moments[(bn_u64)(k + 1) * stride + c] = com[k];
     for (int k = 0; k < 6; ++k) moments[(bn_u64)(k + 4) * stride + c] = q[k];
+    moments[(bn_u64)10 * stride + c] = sqrt(b2);
 }
 
 /* Moments of the nodes among cells [begin, end) (one level) from their children, one level below and already
@@ -86,6 +91,7 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void treeMultipo
         tree_centre(cell_key, cell_level, frame, c, com);
     }
     double q[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    double bmax = 0.0;
     for (bn_u32 ch = b; ch < e; ++ch) {
         const double w = moments[ch];
         const double dx = moments[(bn_u64)stride + ch] - com[0], dy = moments[(bn_u64)2 * stride + ch] - com[1],
@@ -96,20 +102,24 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void treeMultipo
         q[3] += moments[(bn_u64)7 * stride + ch] + w * dx * dy;
         q[4] += moments[(bn_u64)8 * stride + ch] + w * dx * dz;
         q[5] += moments[(bn_u64)9 * stride + ch] + w * dy * dz;
+        const double reach = sqrt(dx * dx + dy * dy + dz * dz) + moments[(bn_u64)10 * stride + ch];
+        bmax = reach > bmax ? reach : bmax;
     }
     moments[c] = m;
     for (int k = 0; k < 3; ++k) moments[(bn_u64)(k + 1) * stride + c] = com[k];
     for (int k = 0; k < 6; ++k) moments[(bn_u64)(k + 4) * stride + c] = q[k];
+    const double corner = bn_tree_corner_distance(cell_key[c], (int)cell_level[c], frame[0], com);
+    moments[(bn_u64)10 * stride + c] = bmax < corner ? bmax : corner;
 }
 
 /* Rounds the moments of cell c < ncells to single precision, with its geometry: cell_com = (com, mass),
- * cell_quad0 = (Qxx, Qyy, Qzz, Qxy), cell_quad1 = (Qxz, Qyz, delta, l). The
+ * cell_quad0 = (Qxx, Qyy, Qzz, Qxy), cell_quad1 = (Qxz, Qyz, offset, size) of the criterion (bn_open_*). The
  * geometric centre is not stored: it follows from cell_key and cell_level (bn_tree_cell_centre).
  * Work-group BANYAN_WG; no local memory. */
 __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void treeMultipoleStore(
     __global const double* moments, __global const bn_u64* cell_key, __global const bn_u32* cell_level,
     __global const bn_f4* frame, bn_u32 ncells, bn_u32 stride, __global bn_f4* cell_com,
-    __global bn_f4* cell_quad0, __global bn_f4* cell_quad1)
+    __global bn_f4* cell_quad0, __global bn_f4* cell_quad1, bn_u32 criterion)
 {
     const uint c = get_global_id(0);
     if (c >= ncells) return;
@@ -123,5 +133,7 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void treeMultipo
     cell_com[c] = (float4)((float)cx, (float)cy, (float)cz, (float)moments[c]);
     cell_quad0[c] = (float4)((float)moments[(bn_u64)4 * stride + c], (float)moments[(bn_u64)5 * stride + c],
                              (float)moments[(bn_u64)6 * stride + c], (float)moments[(bn_u64)7 * stride + c]);
-    cell_quad1[c] = (float4)((float)moments[(bn_u64)8 * stride + c], (float)moments[(bn_u64)9 * stride + c], delta, l);
+    cell_quad1[c] = (float4)((float)moments[(bn_u64)8 * stride + c], (float)moments[(bn_u64)9 * stride + c],
+                             bn_open_offset(criterion, delta),
+                             bn_open_size(criterion, l, moments[(bn_u64)10 * stride + c], cx, cy, cz));
 }

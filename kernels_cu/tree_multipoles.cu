@@ -4,8 +4,8 @@
  *        core/tree/octree.cpp).
  *
  * The CUDA twin of kernels_cl/tree_multipoles.cl, which describes the moments layout: leaves from their particles,
- * then nodes level by level from their children, in double precision; then single-precision storage with the
- * geometric centre, size l and delta of every cell.
+ * then nodes level by level from their children, in double precision; then single-precision storage with what the
+ * opening criterion needs.
  */
 #include "core/device_shared.h"
 
@@ -56,16 +56,20 @@ __global__ void __launch_bounds__(BANYAN_WG) treeMultipoleLeaves(const bn_f4* __
         tree_centre(cell_key, cell_level, frame, c, com);
     }
     double q[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    double b2 = 0.0;
     for (bn_u32 i = b; i < e; ++i) {
         const bn_f4 p = pos[i];
         const double w = p.w;
         const double dx = p.x - com[0], dy = p.y - com[1], dz = p.z - com[2];
         q[0] += w * dx * dx, q[1] += w * dy * dy, q[2] += w * dz * dz;
         q[3] += w * dx * dy, q[4] += w * dx * dz, q[5] += w * dy * dz;
+        const double d2 = dx * dx + dy * dy + dz * dz;
+        b2 = d2 > b2 ? d2 : b2;
     }
     moments[c] = m;
     for (int k = 0; k < 3; ++k) moments[(bn_u64)(k + 1) * stride + c] = com[k];
     for (int k = 0; k < 6; ++k) moments[(bn_u64)(k + 4) * stride + c] = q[k];
+    moments[(bn_u64)10 * stride + c] = sqrt(b2);
 }
 BANYAN_CUDA_KERNEL(treeMultipoleLeaves);
 
@@ -96,6 +100,7 @@ __global__ void __launch_bounds__(BANYAN_WG) treeMultipoleNodes(const bn_u64* __
         tree_centre(cell_key, cell_level, frame, c, com);
     }
     double q[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    double bmax = 0.0;
     for (bn_u32 ch = b; ch < e; ++ch) {
         const double w = moments[ch];
         const double dx = moments[(bn_u64)stride + ch] - com[0], dy = moments[(bn_u64)2 * stride + ch] - com[1],
@@ -106,10 +111,14 @@ __global__ void __launch_bounds__(BANYAN_WG) treeMultipoleNodes(const bn_u64* __
         q[3] += moments[(bn_u64)7 * stride + ch] + w * dx * dy;
         q[4] += moments[(bn_u64)8 * stride + ch] + w * dx * dz;
         q[5] += moments[(bn_u64)9 * stride + ch] + w * dy * dz;
+        const double reach = sqrt(dx * dx + dy * dy + dz * dz) + moments[(bn_u64)10 * stride + ch];
+        bmax = reach > bmax ? reach : bmax;
     }
     moments[c] = m;
     for (int k = 0; k < 3; ++k) moments[(bn_u64)(k + 1) * stride + c] = com[k];
     for (int k = 0; k < 6; ++k) moments[(bn_u64)(k + 4) * stride + c] = q[k];
+    const double corner = bn_tree_corner_distance(cell_key[c], static_cast<int>(cell_level[c]), frame[0], com);
+    moments[(bn_u64)10 * stride + c] = bmax < corner ? bmax : corner;
 }
 BANYAN_CUDA_KERNEL(treeMultipoleNodes);
 
@@ -118,7 +127,7 @@ BANYAN_CUDA_KERNEL(treeMultipoleNodes);
 __global__ void __launch_bounds__(BANYAN_WG) treeMultipoleStore(
     const double* __restrict__ moments, const bn_u64* __restrict__ cell_key, const bn_u32* __restrict__ cell_level,
     const bn_f4* __restrict__ frame, bn_u32 ncells, bn_u32 stride, bn_f4* __restrict__ cell_com,
-    bn_f4* __restrict__ cell_quad0, bn_f4* __restrict__ cell_quad1)
+    bn_f4* __restrict__ cell_quad0, bn_f4* __restrict__ cell_quad1, bn_u32 criterion)
 {
     const unsigned c = blockIdx.x * BANYAN_WG + threadIdx.x;
     if (c >= ncells) return;
@@ -133,6 +142,7 @@ __global__ void __launch_bounds__(BANYAN_WG) treeMultipoleStore(
                               static_cast<float>(moments[c]));
     const auto m = [&](int k) { return static_cast<float>(moments[(bn_u64)k * stride + c]); };
     cell_quad0[c] = make_float4(m(4), m(5), m(6), m(7));
-    cell_quad1[c] = make_float4(m(8), m(9), delta, l);
+    cell_quad1[c] = make_float4(m(8), m(9), bn_open_offset(criterion, delta),
+                                bn_open_size(criterion, l, moments[(bn_u64)10 * stride + c], cx, cy, cz));
 }
 BANYAN_CUDA_KERNEL(treeMultipoleStore);

@@ -241,6 +241,7 @@ RefTree build_reference_tree(std::span<const bn_f4> pos, std::span<const bn_f4> 
             m.quad[3] += w * d[0] * d[1];
             m.quad[4] += w * d[0] * d[2];
             m.quad[5] += w * d[1] * d[2];
+            m.bmax = std::max(m.bmax, std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]));
         }
         double d2 = 0;
         for (int a = 0; a < 3; ++a) d2 += (m.com[a] - m.centre[a]) * (m.com[a] - m.centre[a]);

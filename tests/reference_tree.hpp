@@ -25,6 +25,7 @@ struct RefMultipole {
     std::array<double, 3> centre{}; ///< geometric centre
     double size = 0;                ///< side l
     double delta = 0;               ///< |com - centre|
+    double bmax = 0;                ///< largest |particle - com| over the cell's particles (exact)
 };
 
 struct RefTree {

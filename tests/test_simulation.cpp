@@ -784,15 +784,18 @@ TEST_SUITE("static")
             RunOptions u;
             u.format = SnapshotFormat::tipsy;
             u.units = "kpc,1e10Msun";
+            u.opening = "bmax";
             const RunOptions b = RunOptions::from_text(parse_key_values(u.to_text()));
             CHECK(b.format == SnapshotFormat::tipsy);
             CHECK(b.units == "kpc,1e10Msun");
-            // A checkpoint from before formats and units: tipsy snapshots, N-body units.
+            CHECK(b.simulation().opening == Opening::bmax);
+            // A checkpoint from before formats, units and criteria: tipsy snapshots, N-body units, the paper's.
             KeyValues old = parse_key_values(u.to_text());
-            old.erase("snapshot_format"), old.erase("units");
+            old.erase("snapshot_format"), old.erase("units"), old.erase("opening");
             const RunOptions o2 = RunOptions::from_text(old);
             CHECK(o2.format == SnapshotFormat::tipsy);
             CHECK(o2.units.empty());
+            CHECK(o2.simulation().opening == Opening::paper);
         }
 
         CHECK(parse_time("1/64", "--dt") == 1.0 / 64);
@@ -822,6 +825,7 @@ TEST_SUITE("static")
         bad([](RunOptions& x) { x.dt = 0; });
         bad([](RunOptions& x) { x.theta = 0; });
         bad([](RunOptions& x) { x.theta = 1.5; });
+        bad([](RunOptions& x) { x.opening = "dehnen"; });
         bad([](RunOptions& x) { x.eps = -1; });
         bad([](RunOptions& x) { x.n = 0; });
         bad([](RunOptions& x) { x.log_every = 0; });

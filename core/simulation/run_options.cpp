@@ -27,6 +27,7 @@ void RunOptions::check() const
         if (ic == "merger" && n < 4) throw UsageError(fmt::format("run: a merger needs -n 4 or more, got {}", n));
     }
     if (!(theta > 0.0 && theta <= 1.0)) throw UsageError(fmt::format("run: --theta must be in (0, 1], got {}", theta));
+    parse_opening(opening, "run: --opening");
     if (!(eps >= 0.0 && eps < 1e30)) throw UsageError(fmt::format("run: --eps must be >= 0 and finite, got {}", eps));
     if (!(dt > 0.0 && dt < 1e30)) throw UsageError(fmt::format("run: --dt must be positive and finite, got {}", dt));
     if (static_cast<float>(dt) == 0.0f || static_cast<float>(0.5 * dt) == 0.0f)
@@ -58,7 +59,8 @@ std::string RunOptions::to_text() const
 {
     std::string s;
     auto line = [&](const char* k, const auto& v) { s += fmt::format("{}={}\n", k, v); };
-    line("ic", ic), line("in", in), line("n", n), line("seed", seed), line("theta", theta), line("eps", eps);
+    line("ic", ic), line("in", in), line("n", n), line("seed", seed), line("theta", theta), line("opening", opening);
+    line("eps", eps);
     line("dt", dt), line("t_end", t_end), line("log_every", log_every), line("snapshot_every", snapshot_every);
     line("checkpoint_every", checkpoint_every), line("pericentre", merger.pericentre);
     line("separation", merger.separation), line("eccentricity", merger.eccentricity);
@@ -79,6 +81,8 @@ RunOptions RunOptions::from_text(const KeyValues& kv)
     o.merger.pericentre = d("pericentre"), o.merger.separation = d("separation");
     o.merger.eccentricity = d("eccentricity"), o.merger.bh_fraction = d("bh_fraction");
     o.direct = u("direct") != 0;
+    // Checkpoints written before the criterion could be chosen: the paper's.
+    o.opening = kv.count("opening") ? value_of(kv, "opening", "checkpoint") : std::string("paper");
     // Checkpoints written before snapshots had a format or units: tipsy, N-body units.
     o.format = kv.count("snapshot_format") ? parse_snapshot_format(value_of(kv, "snapshot_format", "checkpoint"),
                                                                    "checkpoint: snapshot_format")
@@ -91,6 +95,7 @@ SimulationOptions RunOptions::simulation() const
 {
     SimulationOptions s;
     s.theta = static_cast<float>(theta);
+    s.opening = parse_opening(opening, "run: --opening");
     s.eps = static_cast<float>(eps);
     s.dt = dt;
     s.direct = direct;

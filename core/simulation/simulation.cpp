@@ -40,6 +40,7 @@ Simulation::Simulation(Backend& be, const SimulationOptions& options, const Comm
         throw UsageError(fmt::format("simulation: theta must be in (0, 1], got {}", options.theta));
     if (!(options.eps >= 0.0f && std::isfinite(options.eps)))
         throw UsageError(fmt::format("simulation: eps must be finite and >= 0, got {}", options.eps));
+    tree_.set_opening(options.opening);
     partials_ = be_.alloc<double>(BANYAN_ENERGY_TERMS * energy_max_groups, "sim.energy_partials");
     totals_ = be_.alloc<double>(BANYAN_ENERGY_TERMS, "sim.energy_totals");
     tracked_ = be_.alloc<bn_f4>(2, "sim.tracked");

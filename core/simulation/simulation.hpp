@@ -27,6 +27,7 @@ namespace banyan {
 
 struct SimulationOptions {
     float theta = 0.75f; ///< opening angle of the tree walk, in (0, 1]
+    Opening opening = Opening::paper; ///< opening criterion (core/tree/octree.hpp)
     float eps = 0.05f;   ///< Plummer softening
     double dt = 1.0 / 64; ///< the shared time step, > 0
     /// Forces by direct summation (single precision, core/gravity/direct.hpp) instead of the tree; the particles then

@@ -65,6 +65,15 @@ private:
 
 } // namespace
 
+const char* to_string(Opening o) noexcept { return o == Opening::bmax ? "bmax" : "paper"; }
+
+Opening parse_opening(std::string_view text, std::string_view what)
+{
+    if (text == "paper") return Opening::paper;
+    if (text == "bmax") return Opening::bmax;
+    throw UsageError(fmt::format("{}: the opening criterion must be paper or bmax, got '{}'", what, text));
+}
+
 Octree::Octree(Backend& be) : be_(be)
 {
     box_ = be_.alloc<bn_f4>(2, "tree.box");
@@ -367,7 +376,7 @@ void Octree::compute_multipoles()
     const std::size_t nc = cells();
     if (nc == 0) return;
     const std::size_t stride = nc;
-    auto moments = workspace(10 * stride * sizeof(double)).view_as<double>(0, 10 * stride);
+    auto moments = workspace(11 * stride * sizeof(double)).view_as<double>(0, 11 * stride);
     be_.launch("treeMultipoleLeaves", grid(nc), pos_, cell_key_, cell_level_, cell_first_, cell_count_, frame_,
                u32(nc), u32(stride), moments);
     for (int level = depth_ - 1; level >= 0; --level) {
@@ -376,7 +385,7 @@ void Octree::compute_multipoles()
                    u32(b), u32(e), u32(stride), moments);
     }
     be_.launch("treeMultipoleStore", grid(nc), moments, cell_key_, cell_level_, frame_, u32(nc), u32(stride),
-               cell_com_, cell_quad0_, cell_quad1_);
+               cell_com_, cell_quad0_, cell_quad1_, static_cast<bn_u32>(opening_));
 }
 
 } // namespace banyan

@@ -15,8 +15,19 @@
 #include <array>
 #include <cstddef>
 #include <span>
+#include <string_view>
 
 namespace banyan {
+
+/// The opening criterion whose parameters the build stores in cell_quad1 (tree_shared.h): the paper's
+/// d > l / theta + delta, or d > bmax / theta (bmax: the farthest particle of the cell from its centre of mass).
+/// docs/benchmarks.md ("Opening criteria") says where each is faster at equal error.
+enum class Opening : bn_u32 { paper = BANYAN_OPEN_PAPER, bmax = BANYAN_OPEN_BMAX };
+
+/// "paper" or "bmax".
+const char* to_string(Opening o) noexcept;
+/// The criterion named @p text ("paper", "bmax"); UsageError naming @p what otherwise.
+Opening parse_opening(std::string_view text, std::string_view what);
 
 /// Device time of each phase of one build, in milliseconds (device events; the build phase includes the waits for
 /// the per-level counts, which are part of its cost).
@@ -70,6 +81,10 @@ public:
     /// Overwrites the workspace (and so the results of the last walk).
     /// @param[out] timings when given, the device time of each phase (adds device events; no other cost).
     void build(TreeTimings* timings = nullptr);
+
+    /// The opening criterion of the builds that follow (the default: the paper's).
+    void set_opening(Opening o) noexcept { opening_ = o; }
+    Opening opening() const noexcept { return opening_; }
 
     std::size_t size() const noexcept { return n_; }
     std::size_t cells() const noexcept { return level_begin_[BANYAN_TREE_LEVELS]; }
@@ -143,6 +158,7 @@ private:
     Backend& be_;
     std::size_t n_ = 0;
     std::size_t n_groups_ = 0;
+    Opening opening_ = Opening::paper;
     int depth_ = -1;
     Levels level_begin_{};
     std::size_t slot_ = 0; // workspace slot bytes

@@ -38,6 +38,21 @@ def test_accuracy_of_a_file_is_that_of_the_same_particles_built_in(cli, plummer_
     assert p99[0] < p99[1] < p99[2] < 1e-2 and all(m > 0 for m in ms) and ms[0] > ms[2]
 
 
+def test_accuracy_reports_each_criterion(cli, plummer_files, tmp_path):
+    hdf5, _ = plummer_files
+    cli("accuracy", "--in", hdf5, "--opening", "paper,bmax", "--theta", "0.4,0.7", "--sample", 512, "--reps", 0,
+        "--csv", tmp_path / "c.csv")
+    rows = read_csv(tmp_path / "c.csv")
+    assert [(r["opening"], r["theta"]) for r in rows] == [("paper", "0.4"), ("paper", "0.7"), ("bmax", "0.4"),
+                                                          ("bmax", "0.7")]
+    # bmax <= sqrt(3)/2 l + delta < l / theta + delta: at equal theta bmax accepts more cells, so fewer interactions
+    # and larger errors.
+    paper, bmax = rows[:2], rows[2:]
+    for p, b in zip(paper, bmax):
+        assert float(b["pp_mean"]) + float(b["pc_mean"]) < float(p["pp_mean"]) + float(p["pc_mean"])
+        assert float(p["median"]) < float(b["median"]) < 1e-2
+
+
 def test_bench_forces_on_a_file(cli, plummer_files, tmp_path):
     hdf5, _ = plummer_files
     cli("bench", "forces", "--in", hdf5, "--theta", "0.5,0.75", "--reps", 1, "--json", tmp_path / "b.json")
@@ -54,3 +69,7 @@ def test_file_options_are_checked(cli, plummer_files, tmp_path):
     assert r.returncode == 2 and "either --n or --in" in r.stderr
     r = cli("accuracy", "--in", tmp_path / "missing.hdf5", check=False)
     assert r.returncode == 2 and "missing.hdf5" in r.stderr
+    r = cli("accuracy", "--in", hdf5, "--opening", "paper,dehnen", check=False)
+    assert r.returncode == 2 and "paper or bmax, got 'dehnen'" in r.stderr
+    r = cli("bench", "forces", "--in", hdf5, "--opening", "", check=False)
+    assert r.returncode == 2 and "opening criterion" in r.stderr
