@@ -272,6 +272,19 @@ std::string sanity(const TreeForces& f, std::size_t n)
     return {};
 }
 
+Buffer<bn_f4> previous_accelerations(Backend& be, const std::vector<bn_f4>& pos, Opening opening, float eps)
+{
+    Octree tree(be);
+    tree.set_opening(opening);
+    tree.set_particles(pos);
+    tree.build();
+    TreeForces forces(be);
+    forces.compute(tree, 0.5f, eps);
+    std::vector<bn_f4> a = forces.acc().download(pos.size());
+    for (auto& v : a) v.w = std::sqrt(v.x * v.x + v.y * v.y + v.z * v.z); // the walk reads |a| from .w
+    return be.upload<bn_f4>(a, "bench.acc_old");
+}
+
 std::vector<Opening> opening_list(const std::string& s, std::string_view what)
 {
     std::vector<Opening> out;
@@ -287,6 +300,12 @@ std::vector<Opening> opening_list(const std::string& s, std::string_view what)
 ForceRow time_forces(Backend& be, const std::vector<bn_f4>& pos, double theta, Opening opening, float eps,
                      int warmup, int reps, unsigned groups_per_unit)
 {
+    return time_forces(be, pos, theta, opening, 0.0f, nullptr, eps, warmup, reps, groups_per_unit);
+}
+
+ForceRow time_forces(Backend& be, const std::vector<bn_f4>& pos, double theta, Opening opening, float alpha,
+                     const Buffer<bn_f4>* acc_old, float eps, int warmup, int reps, unsigned groups_per_unit)
+{
     ForceRow r;
     r.n = pos.size();
     r.theta = theta;
@@ -296,6 +315,7 @@ ForceRow time_forces(Backend& be, const std::vector<bn_f4>& pos, double theta, O
         Octree tree(be);
         tree.set_opening(opening);
         TreeForces forces(be);
+        forces.set_relative(alpha, acc_old);
         if (groups_per_unit) forces.set_groups_per_unit(groups_per_unit);
         std::vector<double> tree_ms, mult_ms, walk_ms, total_ms;
         for (int i = 0; i < warmup + reps; ++i) {

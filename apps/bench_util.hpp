@@ -60,6 +60,15 @@ struct ForceRow {
 /// (out of memory, wrong forces) lands in the row's error, not in an exception.
 ForceRow time_forces(Backend& be, const std::vector<bn_f4>& pos, double theta, Opening opening, float eps,
                      int warmup, int reps, unsigned groups_per_unit = 0);
+/// As above with the relative criterion on top (alpha > 0; TreeForces::set_relative): @p acc_old holds the
+/// previous accelerations in the tree order that a build of @p pos gives (every build of the same input gives the
+/// same order).
+ForceRow time_forces(Backend& be, const std::vector<bn_f4>& pos, double theta, Opening opening, float alpha,
+                     const Buffer<bn_f4>* acc_old, float eps, int warmup, int reps, unsigned groups_per_unit = 0);
+
+/// The relative criterion's previous accelerations for @p pos: one untimed walk at theta 0.5 (criterion
+/// @p opening), |a| in .w, in the tree order that every build of @p pos gives.
+Buffer<bn_f4> previous_accelerations(Backend& be, const std::vector<bn_f4>& pos, Opening opening, float eps);
 
 /// Comma-separated opening criteria ("paper,bmax"); UsageError naming @p what for an unknown or empty item.
 std::vector<Opening> opening_list(const std::string& s, std::string_view what);

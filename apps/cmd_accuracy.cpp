@@ -75,6 +75,9 @@ int run_accuracy(const std::vector<std::string>& args)
     opt.value("n", "N1,N2,..", "particle numbers", "32768,131072,1048576");
     opt.value("theta", "T1,T2,..", "opening angles in [0, 1]", "0.2,0.3,0.4,0.5,0.6,0.7,0.8");
     opt.value("opening", "C1,C2", "opening criteria: paper (d > l / theta + delta), bmax (d > bmax / theta)", "paper");
+    opt.value("alpha", "A1,A2,..", "also the relative criterion on top of each (criterion, theta): accept a cell when "
+                                   "M l^3 / d^5 <= alpha |a|, |a| from an untimed walk at theta 0.5 first (as a "
+                                   "simulation has it from its last step); one row per alpha");
     opt.value("eps", "E", "Plummer softening, >= 0", "0");
     opt.value("sample", "K", "targets of the direct reference per N (random, without repeats)", "16384");
     opt.value("seed", "S", "seed of the Plummer spheres and of the sample", "1");
@@ -95,6 +98,12 @@ int run_accuracy(const std::vector<std::string>& args)
     for (double t : thetas)
         if (!(t >= 0 && t <= 1)) throw UsageError(fmt::format("accuracy: --theta values must be in [0, 1], got {}", t));
     const std::vector<Opening> openings = bench::opening_list(opt.str("opening"), "accuracy: --opening");
+    std::vector<double> alphas{0.0};
+    if (opt.has("alpha")) {
+        alphas = number_list(opt.str("alpha"), "alpha");
+        for (double a : alphas)
+            if (!(a > 0)) throw UsageError(fmt::format("accuracy: --alpha values must be > 0, got {}", a));
+    }
     const double eps = opt.number("eps");
     if (!(eps >= 0)) throw UsageError(fmt::format("accuracy: --eps must be >= 0, got {}", eps));
     const long long k_opt = opt.integer("sample");
@@ -116,6 +125,7 @@ int run_accuracy(const std::vector<std::string>& args)
     bench::Table table({{"N", 8, true},
                         {"opening", 7, true},
                         {"theta", 6, true},
+                        {"alpha", 8, true},
                         {"sample", 7, true},
                         {"ms", 9, true},
                         {"median", 10, true},
@@ -126,7 +136,7 @@ int run_accuracy(const std::vector<std::string>& args)
                         {"pc", 0}});
     table.print_header();
     std::ostringstream csv;
-    csv << "n,opening,theta,eps,sample,ms,median,p90,p99,max,pp_mean,pc_mean\n";
+    csv << "n,opening,theta,alpha,eps,sample,ms,median,p90,p99,max,pp_mean,pc_mean\n";
 
     Octree tree(*be);
     TreeForces forces(*be);
@@ -155,37 +165,46 @@ int run_accuracy(const std::vector<std::string>& args)
             tree.set_opening(opening);
             tree.set_particles(p);
             tree.build();
-            for (double theta : thetas) {
-                forces.compute(tree, static_cast<float>(theta), static_cast<float>(eps_walk));
-                forces.to_input_order(tree, acc_dev);
-                const std::vector<bn_f4> acc = acc_dev.download(n);
-                std::vector<double> err(k);
-                for (std::size_t s = 0; s < k; ++s) {
-                    const bn_f4 a = acc[targets[s]];
-                    const double* r = &ref[4 * s];
-                    const double dx = a.x - r[0], dy = a.y - r[1], dz = a.z - r[2];
-                    err[s] =
-                        std::sqrt(dx * dx + dy * dy + dz * dz) / std::sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
+            const Buffer<bn_f4> acc_old = alphas.back() > 0 ? bench::previous_accelerations(
+                                                                    *be, p, opening, static_cast<float>(eps_walk))
+                                                              : Buffer<bn_f4>{};
+            for (double theta : thetas)
+                for (double alpha : alphas) {
+                    forces.set_relative(static_cast<float>(alpha), alpha > 0 ? &acc_old : nullptr);
+                    forces.compute(tree, static_cast<float>(theta), static_cast<float>(eps_walk));
+                    forces.to_input_order(tree, acc_dev);
+                    const std::vector<bn_f4> acc = acc_dev.download(n);
+                    std::vector<double> err(k);
+                    for (std::size_t s = 0; s < k; ++s) {
+                        const bn_f4 a = acc[targets[s]];
+                        const double* r = &ref[4 * s];
+                        const double dx = a.x - r[0], dy = a.y - r[1], dz = a.z - r[2];
+                        err[s] = std::sqrt(dx * dx + dy * dy + dz * dz) /
+                                 std::sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
+                    }
+                    std::sort(err.begin(), err.end());
+                    const double med = at_fraction(err, 0.5), p90 = at_fraction(err, 0.9);
+                    const double p99 = at_fraction(err, 0.99), mx = err.back();
+                    const double pp = double(forces.totals().pp) / double(n);
+                    const double pc = double(forces.totals().pc) / double(n);
+                    double ms = 0; // one evaluation, as bench forces times it (a tree and walk of its own)
+                    if (reps > 0) {
+                        const bench::ForceRow r =
+                            bench::time_forces(*be, p, theta, opening, static_cast<float>(alpha),
+                                               alpha > 0 ? &acc_old : nullptr, static_cast<float>(eps_walk), 1, reps);
+                        if (!r.error.empty())
+                            throw std::runtime_error(fmt::format("accuracy: timing failed: {}", r.error));
+                        ms = r.total_ms;
+                    }
+                    auto e = [](double v) { return fmt::format("{:.3e}", v); };
+                    table.print_row({fmt::format("{}", n), to_string(opening), fmt::format("{:.2f}", theta),
+                                     alpha > 0 ? fmt::format("{:.2g}", alpha) : "-", fmt::format("{}", k),
+                                     reps > 0 ? fmt::format("{:.3f}", ms) : "-", e(med), e(p90), e(p99), e(mx),
+                                     fmt::format("{:.1f}", pp), fmt::format("{:.1f}", pc)});
+                    csv << fmt::format("{},{},{},{},{},{},{},{:.6e},{:.6e},{:.6e},{:.6e},{:.3f},{:.3f}\n", n,
+                                       to_string(opening), theta, alpha, eps, k,
+                                       reps > 0 ? fmt::format("{:.4f}", ms) : "", med, p90, p99, mx, pp, pc);
                 }
-                std::sort(err.begin(), err.end());
-                const double med = at_fraction(err, 0.5), p90 = at_fraction(err, 0.9), p99 = at_fraction(err, 0.99);
-                const double mx = err.back();
-                const double pp = double(forces.totals().pp) / double(n), pc = double(forces.totals().pc) / double(n);
-                double ms = 0; // the time of one evaluation, as bench forces measures it (a tree and walk of its own)
-                if (reps > 0) {
-                    const bench::ForceRow r =
-                        bench::time_forces(*be, p, theta, opening, static_cast<float>(eps_walk), 1, reps);
-                    if (!r.error.empty()) throw std::runtime_error(fmt::format("accuracy: timing failed: {}", r.error));
-                    ms = r.total_ms;
-                }
-                auto e = [](double v) { return fmt::format("{:.3e}", v); };
-                table.print_row({fmt::format("{}", n), to_string(opening), fmt::format("{:.2f}", theta),
-                                 fmt::format("{}", k), reps > 0 ? fmt::format("{:.3f}", ms) : "-", e(med), e(p90),
-                                 e(p99), e(mx), fmt::format("{:.1f}", pp), fmt::format("{:.1f}", pc)});
-                csv << fmt::format("{},{},{},{},{},{},{:.6e},{:.6e},{:.6e},{:.6e},{:.3f},{:.3f}\n", n,
-                                   to_string(opening), theta, eps, k, reps > 0 ? fmt::format("{:.4f}", ms) : "", med,
-                                   p90, p99, mx, pp, pc);
-            }
         }
         fmt::print("  (N = {}: direct reference on {} targets took {:.2f} s)\n", n, k, direct_s);
     }

@@ -53,7 +53,7 @@ std::vector<double> theta_list(const std::string& s)
     return out;
 }
 
-std::string json_report(const DeviceInfo& info, Opening opening, double eps, int warmup, int reps,
+std::string json_report(const DeviceInfo& info, Opening opening, double alpha, double eps, int warmup, int reps,
                         const std::vector<bench::ForceRow>& rows)
 {
     bench::JsonWriter j;
@@ -65,6 +65,7 @@ std::string json_report(const DeviceInfo& info, Opening opening, double eps, int
     j.key("gpu").boolean(info.gpu);
     j.key("walk_work_group").integer(BANYAN_WALK_WG);
     j.key("opening").string(to_string(opening));
+    j.key("alpha").number(alpha);
     j.key("eps").number(eps);
     j.key("warmup").integer(warmup);
     j.key("reps").integer(reps);
@@ -305,6 +306,9 @@ int run_bench_forces(const std::vector<std::string>& args)
     opt.value("max-log2", "K", "largest size, 2^K particles (default: 24 on a GPU, 16 on a CPU device)");
     opt.value("theta", "T1,T2", "opening angles", "0.5,0.75");
     opt.value("opening", "C", "opening criterion: paper (d > l / theta + delta) or bmax (d > bmax / theta)", "paper");
+    opt.value("alpha", "A", "the relative criterion on top (M l^3 / d^5 <= alpha |a|, |a| from an untimed walk at "
+                            "theta 0.5 first, as a simulation has it from its last step); 0: off",
+              "0");
     opt.value("eps", "E", "Plummer softening", "0");
     opt.value("reps", "R", "timed evaluations per size and angle; the median is reported", "5");
     opt.value("warmup", "W", "untimed evaluations first; at least 1", "1");
@@ -327,6 +331,9 @@ int run_bench_forces(const std::vector<std::string>& args)
                                              other));
     }
     const Opening opening = parse_opening(opt.str("opening"), "bench forces: --opening");
+    const double alpha = opt.number("alpha");
+    if (!(alpha >= 0 && alpha < 1e30)) throw UsageError(fmt::format("bench forces: --alpha must be >= 0, got {}", alpha));
+    if (alpha > 0 && Comm::started()) throw UsageError("bench forces: --alpha (the relative criterion) runs on one rank");
     auto be = open_device(rank_device(opt.device_request(), comm));
     if (Comm::started()) {
         const std::vector<double> thetas = theta_list(opt.str("theta"));
@@ -352,10 +359,11 @@ int run_bench_forces(const std::vector<std::string>& args)
     const std::vector<bn_f4> file =
         opt.has("in") ? bench::file_particles(opt.str("in"), eps_walk) : std::vector<bn_f4>{};
     const DeviceInfo& i = be->info();
-    fmt::print("device: {} #{}  {}  ({}; {}, {} compute units); {}, opening {}, eps {}, N_leaf {}, N_crit {}, "
+    fmt::print("device: {} #{}  {}  ({}; {}, {} compute units); {}, opening {}{}, eps {}, N_leaf {}, N_crit {}, "
                "walk work-group {}\n",
                to_string(i.backend), i.index, i.name, i.version, gpu ? "GPU" : "CPU", i.compute_units,
-               opt.has("in") ? opt.str("in") : "Plummer", to_string(opening), eps, BANYAN_N_LEAF, BANYAN_N_CRIT,
+               opt.has("in") ? opt.str("in") : "Plummer", to_string(opening),
+               alpha > 0 ? fmt::format(" + relative alpha {}", alpha) : "", eps, BANYAN_N_LEAF, BANYAN_N_CRIT,
                BANYAN_WALK_WG);
     bench::Table table({{"N", 5, true},
                         {"theta", 6, true},
@@ -388,9 +396,13 @@ int run_bench_forces(const std::vector<std::string>& args)
             return;
         }
         const std::vector<bn_f4> pos = make();
+        const Buffer<bn_f4> acc_old = alpha > 0 ? bench::previous_accelerations(*be, pos, opening,
+                                                                                 static_cast<float>(eps_walk))
+                                                : Buffer<bn_f4>{};
         for (double theta : thetas) {
-            bench::ForceRow r = bench::time_forces(*be, pos, theta, opening, static_cast<float>(eps_walk), warmup,
-                                                   reps, groups_per_unit);
+            bench::ForceRow r =
+                bench::time_forces(*be, pos, theta, opening, static_cast<float>(alpha), alpha > 0 ? &acc_old : nullptr,
+                                   static_cast<float>(eps_walk), warmup, reps, groups_per_unit);
             retries += r.retries;
             const std::string& n = label;
             if (!r.error.empty()) {
@@ -421,7 +433,7 @@ int run_bench_forces(const std::vector<std::string>& args)
     if (retries)
         fmt::print("(the walk's spill buffer grew {} times, during warm-ups)\n", retries);
     if (opt.has("json")) {
-        const std::string text = json_report(be->info(), opening, eps, warmup, reps, rows);
+        const std::string text = json_report(be->info(), opening, alpha, eps, warmup, reps, rows);
         write_file_atomically(opt.str("json"), [&](std::ostream& f) { f << text; });
         fmt::print("wrote {}\n", opt.str("json"));
     }

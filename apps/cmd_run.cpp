@@ -48,7 +48,7 @@ std::string clock_text(double seconds)
 }
 
 /// Options that only a new run takes (a restart reads them from its checkpoint).
-const char* const run_only[] = {"ic", "in", "n", "seed", "theta", "opening", "eps", "dt", "log-every", "snapshot-every",
+const char* const run_only[] = {"ic", "in", "n", "seed", "theta", "opening", "alpha", "eps", "dt", "log-every", "snapshot-every",
                                 "checkpoint-every", "out", "pericentre", "separation", "eccentricity",
                                 "bh-fraction", "direct", "format", "units"};
 
@@ -76,6 +76,9 @@ int run_run(const std::vector<std::string>& raw_args)
     opt.value("theta", "T", "opening angle, 0 < T <= 1", "0.75");
     opt.value("opening", "C", "opening criterion: paper (d > l / theta + delta) or bmax (d > bmax / theta; faster at "
                               "errors above about 1e-3, docs/benchmarks.md)", "paper");
+    opt.value("alpha", "A", "the relative criterion on top: accept a cell when M l^3 / d^5 <= A |a|, |a| the "
+                            "particle's acceleration of the step before (GADGET-4's test; faster at equal error, "
+                            "docs/benchmarks.md); one rank only; 0: off", "0");
     opt.value("eps", "E", "Plummer softening length, >= 0 (with --in, default: the softening the file's dark and "
                           "star particles carry)", "0.05");
     opt.value("dt", "DT", "time step, > 0; a fraction such as 1/64 is fine", "1/64");
@@ -147,6 +150,7 @@ int run_run(const std::vector<std::string>& raw_args)
         ro.seed = static_cast<std::uint64_t>(seed);
         ro.theta = opt.number("theta");
         ro.opening = opt.str("opening");
+        ro.alpha = opt.number("alpha");
         ro.eps = opt.number("eps");
         ro.dt = parse_time(opt.str("dt"), "--dt");
         ro.t_end = t_end ? *t_end : parse_time(opt.str("t-end"), "--t-end");

@@ -110,6 +110,7 @@ BN_DEVICE bn_u64 bn_atomic_cas_u64(bn_u64* p, bn_u64 expected, bn_u64 desired)
 
 /* ---- Gravity (paper section 3) ---------------------------------------------------------------------- */
 #if defined(BANYAN_LANG_OPENCL)
+#define BN_POW(x, y) pow(x, y)
 #define BN_RSQRT(x) rsqrt(x)
 #elif defined(BANYAN_LANG_CUDA)
 /* rsqrtf rescales denormal arguments around the hardware's reciprocal square root (three more instructions per
@@ -122,8 +123,10 @@ __device__ __forceinline__ float bn_rsqrt_ftz(float x)
     return y;
 }
 #define BN_RSQRT(x) bn_rsqrt_ftz(x)
+#define BN_POW(x, y) powf(x, y)
 #else
 #include <math.h>
+#define BN_POW(x, y) powf(x, y)
 #define BN_RSQRT(x) (1.0f / sqrtf(x))
 #endif
 
@@ -204,6 +207,15 @@ BN_DEVICE bn_f4 bn_interact_pc(bn_f4 acc, float dx, float dy, float dz, float m,
     acc.w -= mr;
     return acc;
 }
+
+/* Relative opening criterion (the acceleration-based test of GADGET-4, Springel et al. 2021, for a quadrupole
+ * expansion): a cell of mass M and size s (cell_quad1.w) is accepted for a group when M s^3 / d^5 <= alpha |a|,
+ * |a| the smallest previous acceleration in the group, i.e. d^2 > bn_rel_cell(M, s) * bn_rel_group(alpha, |a|):
+ * the neglected octupole, relative to the particle's own acceleration, stays below about alpha. The walk takes the
+ * larger of that radius and the geometric one (l / theta + delta), which keeps a group from accepting a cell that
+ * holds one of its particles. */
+BN_DEVICE float bn_rel_cell(float m, float size) { return BN_POW(m * size * size * size, 0.4f); }
+BN_DEVICE float bn_rel_group(float alpha, float a_min) { return BN_POW(alpha * a_min, -0.4f); }
 
 /* ---- The tree walk (paper section 2.2; core/gravity/forces.cpp, kernels_cu/walk.cu, kernels_cl/walk.cl) ------------ */
 /* Work-items of a walk work-group (one group of <= N_crit particles at a time; apart from BANYAN_WG, which the

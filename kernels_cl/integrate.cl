@@ -10,8 +10,9 @@
  */
 
 /* First half of a kick-drift-kick step (the predictor of Hut et al. 1995): v += a dt/2, then x += v dt, with the
- * accelerations of the last force evaluation. pos.w (mass) and vel.w are left as they are. Work-group BANYAN_WG;
- * no local memory. */
+ * accelerations of the last force evaluation. pos.w (mass) is left as it is; vel.w gets |a|, which the build
+ * carries along with the particle and the next walk's relative criterion reads (TreeForces::set_relative).
+ * Work-group BANYAN_WG; no local memory. */
 __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1)))
 void integrateKickDrift(__global bn_f4* pos, __global bn_f4* vel, __global const bn_f4* acc, bn_u32 n, float half_dt,
                         float dt)
@@ -27,6 +28,7 @@ void integrateKickDrift(__global bn_f4* pos, __global bn_f4* vel, __global const
     x.x = fma(v.x, dt, x.x);
     x.y = fma(v.y, dt, x.y);
     x.z = fma(v.z, dt, x.z);
+    v.w = sqrt(a.x * a.x + a.y * a.y + a.z * a.z);
     vel[i] = v;
     pos[i] = x;
 }

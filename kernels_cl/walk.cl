@@ -46,6 +46,17 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void walkPrepare
     link[c] = (uint2)(cell_first[c], cell_count[c]);
 }
 
+/* The relative criterion's per-cell factor (bn_rel_cell of its mass and size; the walk then takes, with alpha > 0,
+ * the larger of the geometric radius and the relative one, bn_rel_group of the smallest acc_old[i].w = previous
+ * |a| of the group's particles). Work-group BANYAN_WG. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void walkPrepareRelative(
+    __global const bn_f4* cell_com, __global const bn_f4* cell_quad1, bn_u32 ncells, __global float* rel)
+{
+    const uint c = get_global_id(0);
+    if (c >= ncells) return;
+    rel[c] = bn_rel_cell(cell_com[c].w, cell_quad1[c].w);
+}
+
 /* Exclusive prefix sum over the work-group of one 64-bit value per work-item; *total gets the sum of all.
  * Hillis-Steele in local memory (buf: 2 WALK_WG entries, ping-pong), log2(WALK_WG) + 1 barriers. Two calls must be
  * separated by a barrier (the walk always has one in between). */
@@ -145,7 +156,7 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
     __global const bn_f4* restrict group_hi, bn_u32 ngroups, float eps2, __global bn_u32* next_group,
     __global bn_u32* spill, bn_u32 spill_cap, __global bn_u32* status, __global bn_u64* totals,
     __global bn_f4* acc_pot, __global bn_u32* pp_count, __global bn_u32* pc_count, bn_u32 count_each, bn_u32 root,
-    bn_u32 remote)
+    bn_u32 remote, __global const float* restrict rel, __global const bn_f4* restrict acc_old, float alpha)
 {
     __local bn_u32 list_a[WALK_LIST];
     __local bn_u32 list_b[WALK_LIST];
@@ -155,6 +166,7 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
     __local bn_u32 leaf_first[WALK_WG];
     __local bn_u32 leaf_start[WALK_WG];
     __local bn_u32 self_pos[BANYAN_N_CRIT];
+    __local float old_a[BANYAN_N_CRIT];
     __local ulong scan_buf[2 * WALK_WG];
     __local bn_u32 group_slot;
 
@@ -179,7 +191,12 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
         const int active = sub < k;
         const bn_f4 me = active ? pos[gfirst + slot] : (bn_f4)(0.0f);
         bn_f4 acc = (bn_f4)(0.0f);
-        if (lid < n) self_pos[lid] = WALK_NONE;
+        if (lid < n) {
+            self_pos[lid] = WALK_NONE;
+            if (alpha > 0.0f) {
+                old_a[lid] = acc_old[gfirst + lid].w;
+            }
+        }
         if (lid == 0) list_a[0] = root;
         __local bn_u32* cur = list_a;
         __local bn_u32* nxt = list_b;
@@ -187,6 +204,13 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
         __global bn_u32* nxt_g = spill_b;
         uint ncur = 1, cfill = 0, pfill = 0, pdone = 0, ccount = 0;
         barrier(CLK_LOCAL_MEM_FENCE);
+        /* The relative criterion's scale for this group: from its smallest previous acceleration. */
+        float rel_scale = 0.0f;
+        if (alpha > 0.0f) {
+            float a = old_a[0];
+            for (uint j = 1; j < n; ++j) a = fmin(a, old_a[j]);
+            rel_scale = bn_rel_group(alpha, a);
+        }
 
         while (ncur > 0) {
             uint nnext = 0;
@@ -206,7 +230,8 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
                     const float dz = fmax(fmax(glo.z - m.z, m.z - ghi.z), 0.0f);
                     first = lk.x;
                     cnt = bn_tree_count(lk.y);
-                    if (dx * dx + dy * dy + dz * dz > m.w) {
+                    const float r2 = alpha > 0.0f ? fmax(m.w, rel[cell] * rel_scale) : m.w;
+                    if (dx * dx + dy * dy + dz * dz > r2) {
                         accept = 1;
                         v = 1ul;
                     } else if (bn_tree_is_leaf(lk.y)) {

@@ -12,8 +12,8 @@
 #include "core/device_shared.h"
 
 /* First half of a kick-drift-kick step (the predictor of Hut et al. 1995): v += a dt/2, then x += v dt, with the
- * accelerations of the last force evaluation. pos.w (mass) and vel.w are left as they are. Block BANYAN_WG; no
- * shared memory. */
+ * accelerations of the last force evaluation. pos.w (mass) is left as it is; vel.w gets |a| (see integrate.cl).
+ * Block BANYAN_WG; no shared memory. */
 __global__ void __launch_bounds__(BANYAN_WG)
     integrateKickDrift(bn_f4* pos, bn_f4* vel, const bn_f4* acc, bn_u32 n, float half_dt, float dt)
 {
@@ -28,6 +28,7 @@ __global__ void __launch_bounds__(BANYAN_WG)
     x.x = fmaf(v.x, dt, x.x);
     x.y = fmaf(v.y, dt, x.y);
     x.z = fmaf(v.z, dt, x.z);
+    v.w = sqrtf(a.x * a.x + a.y * a.y + a.z * a.z);
     vel[i] = v;
     pos[i] = x;
 }

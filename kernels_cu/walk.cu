@@ -33,6 +33,16 @@ __global__ void __launch_bounds__(BANYAN_WG)
 }
 BANYAN_CUDA_KERNEL(walkPrepare);
 
+/* The relative criterion's per-cell factor (see walk.cl). Block BANYAN_WG; no shared memory. */
+__global__ void __launch_bounds__(BANYAN_WG)
+    walkPrepareRelative(const bn_f4* cell_com, const bn_f4* cell_quad1, bn_u32 ncells, float* rel)
+{
+    const bn_u32 c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= ncells) return;
+    rel[c] = bn_rel_cell(cell_com[c].w, cell_quad1[c].w);
+}
+BANYAN_CUDA_KERNEL(walkPrepareRelative);
+
 /* Exclusive prefix sum over the block of one 64-bit value per thread; *total gets the sum of all. Warp scans by
  * shuffles, then each thread adds the totals of the warps before its own (WALK_WARPS values in shared memory).
  * One barrier; two calls must be separated by a barrier (the walk always has one in between). */
@@ -129,7 +139,8 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
                const bn_u32* __restrict__ group_count, const bn_f4* __restrict__ group_lo,
                const bn_f4* __restrict__ group_hi, bn_u32 ngroups, float eps2, bn_u32* next_group, bn_u32* spill,
                bn_u32 spill_cap, bn_u32* status, bn_u64* totals, bn_f4* acc_pot, bn_u32* pp_count,
-               bn_u32* pc_count, bn_u32 count_each, bn_u32 root, bn_u32 remote)
+               bn_u32* pc_count, bn_u32 count_each, bn_u32 root, bn_u32 remote, const float* __restrict__ rel,
+               const bn_f4* __restrict__ acc_old, float alpha)
 {
     __shared__ bn_u32 list_a[WALK_LIST];
     __shared__ bn_u32 list_b[WALK_LIST];
@@ -139,6 +150,7 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
     __shared__ bn_u32 leaf_first[WALK_WG];
     __shared__ bn_u32 leaf_start[WALK_WG];
     __shared__ bn_u32 self_pos[BANYAN_N_CRIT];
+    __shared__ float old_a[BANYAN_N_CRIT];
     __shared__ bn_u64 warp_total[WALK_WARPS];
     __shared__ bn_u64 sum_pp[WALK_WARPS], sum_pc[WALK_WARPS];
     __shared__ bn_u32 group_slot;
@@ -163,7 +175,12 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
         const bool active = sub < k;
         const bn_f4 me = active ? pos[gfirst + slot] : make_float4(0.f, 0.f, 0.f, 0.f);
         bn_f4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (lid < n) self_pos[lid] = WALK_NONE;
+        if (lid < n) {
+            self_pos[lid] = WALK_NONE;
+            if (alpha > 0.0f) {
+                old_a[lid] = acc_old[gfirst + lid].w;
+            }
+        }
         if (lid == 0) list_a[0] = root;
         bn_u32* cur = list_a;
         bn_u32* nxt = list_b;
@@ -171,6 +188,12 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
         bn_u32* nxt_g = spill_b;
         unsigned ncur = 1, cfill = 0, pfill = 0, pdone = 0, ccount = 0;
         __syncthreads();
+        float rel_scale = 0.0f; /* the relative criterion's scale for this group (see walk.cl) */
+        if (alpha > 0.0f) {
+            float a = old_a[0];
+            for (unsigned j = 1; j < n; ++j) a = fminf(a, old_a[j]);
+            rel_scale = bn_rel_group(alpha, a);
+        }
 
         while (ncur > 0) {
             unsigned nnext = 0;
@@ -190,7 +213,8 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
                     const float dz = fmaxf(fmaxf(glo.z - m.z, m.z - ghi.z), 0.0f);
                     first = lk.x;
                     cnt = bn_tree_count(lk.y);
-                    if (dx * dx + dy * dy + dz * dz > m.w) {
+                    const float r2 = alpha > 0.0f ? fmaxf(m.w, __ldg(&rel[cell]) * rel_scale) : m.w;
+                    if (dx * dx + dy * dy + dz * dz > r2) {
                         accept = true;
                         v = 1ull;
                     } else if (bn_tree_is_leaf(lk.y)) {

@@ -27,8 +27,10 @@ void check_atomics(Backend& be, std::size_t wg, bn_u32 n);
 RefTree check_tree_against_reference(const std::vector<bn_f4>& pos, const std::vector<bn_f4>& vel, Octree& tree);
 
 /// test_forces.cpp: the device walk of @p tree (already computed into @p forces) against the CPU walk: interaction
-/// counts exactly, forces to round-off.
-void check_walk_against_cpu(Octree& tree, TreeForces& forces, float theta, float eps);
+/// counts exactly, forces to round-off. @p alpha, @p acc_old: the relative criterion the walk had on top (tree
+/// order), TreeForces::set_relative.
+void check_walk_against_cpu(Octree& tree, TreeForces& forces, float theta, float eps, float alpha = 0.0f,
+                            const std::vector<bn_f4>& acc_old = {});
 
 /// test_simulation.cpp: one kick-drift-kick step of a Plummer sphere of @p n particles (tree or direct forces)
 /// against the CPU to the bit, and the new forces against double-precision direct sums.

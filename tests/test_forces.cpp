@@ -135,24 +135,34 @@ struct HostTree {
         ghi = t.group_hi().download(ng);
     }
 
-    RefLists lists(std::size_t g, float theta) const
+    /// With @p alpha > 0, the relative criterion on top, from the previous |a| in @p acc_old[i].w (tree order).
+    RefLists lists(std::size_t g, float theta, float alpha = 0.0f, const std::vector<bn_f4>& acc_old = {}) const
     {
         RefLists r;
         const float inv_theta = theta > 0 ? 1.0f / theta : std::numeric_limits<float>::infinity();
         const bn_f4 lo = glo[g], hi = ghi[g];
+        float rel_scale = 0.0f;
+        if (alpha > 0.0f) {
+            float a = std::numeric_limits<float>::infinity();
+            for (bn_u32 i = gfirst[g]; i < gfirst[g] + gcount[g]; ++i) a = std::min(a, acc_old[i].w);
+            rel_scale = bn_rel_group(alpha, a);
+        }
+        // pow() may differ by a few units in the last place between host and device (OpenCL allows 16).
+        const double window = alpha > 0.0f ? 3e-5 : 1e-6;
         std::vector<bn_u32> cur{0}, next;
         while (!cur.empty()) {
             next.clear();
             for (bn_u32 c : cur) {
                 const float ro = quad1[c].w * inv_theta + quad1[c].z;
-                const float r2 = ro * ro;
+                const float r2 =
+                    alpha > 0.0f ? std::fmax(ro * ro, bn_rel_cell(com[c].w, quad1[c].w) * rel_scale) : ro * ro;
                 const float dx = std::max(std::max(lo.x - com[c].x, com[c].x - hi.x), 0.0f);
                 const float dy = std::max(std::max(lo.y - com[c].y, com[c].y - hi.y), 0.0f);
                 const float dz = std::max(std::max(lo.z - com[c].z, com[c].z - hi.z), 0.0f);
                 const float d2 = dx * dx + dy * dy + dz * dz;
                 // Device and host may round differently (fused multiply-adds): a decision within 1e-6 of the
                 // threshold may go either way. d2 = 0 (the box holds the centre of mass) is exact.
-                if (d2 > 0 && std::isfinite(r2) && std::abs(double(d2) - double(r2)) <= 1e-6 * std::max(d2, r2))
+                if (d2 > 0 && std::isfinite(r2) && std::abs(double(d2) - double(r2)) <= window * std::max(d2, r2))
                     r.ambiguous = true;
                 if (d2 > r2) r.cells.push_back(c);
                 else if (bn_tree_is_leaf(count[c])) r.leaves.push_back(c);
@@ -234,7 +244,8 @@ ErrorStats compare(const std::vector<bn_f4>& acc, const std::vector<std::array<d
 } // namespace
 
 /// Walks @p tree on the device and checks every group against the CPU walk: counts exactly, forces to round-off.
-void test::check_walk_against_cpu(Octree& tree, TreeForces& forces, float theta, float eps)
+void test::check_walk_against_cpu(Octree& tree, TreeForces& forces, float theta, float eps, float alpha,
+                                  const std::vector<bn_f4>& acc_old)
 {
     const HostTree h(tree);
     const auto acc = forces.acc().download(tree.size());
@@ -244,7 +255,7 @@ void test::check_walk_against_cpu(Octree& tree, TreeForces& forces, float theta,
     double worst = 0, worst_phi = 0;
     std::uint64_t sum_pp = 0, sum_pc = 0;
     for (std::size_t g = 0; g < h.gfirst.size(); ++g) {
-        const RefLists l = h.lists(g, theta);
+        const RefLists l = h.lists(g, theta, alpha, acc_old);
         skipped_groups += l.ambiguous;
         for (bn_u32 i = h.gfirst[g]; i < h.gfirst[g] + h.gcount[g]; ++i) {
             sum_pp += pp[i], sum_pc += pc[i];
@@ -270,7 +281,7 @@ void test::check_walk_against_cpu(Octree& tree, TreeForces& forces, float theta,
                 MESSAGE(fmt::format("particle {} (group {}): force error {:.3g}, potential error {:.3g}", i, g, e, ep));
         }
     }
-    INFO("theta ", theta, " eps ", eps, ": worst ", worst, " worst phi ", worst_phi, ", skipped ", skipped);
+    INFO("theta ", theta, " alpha ", alpha, " eps ", eps, ": worst ", worst, " worst phi ", worst_phi, ", skipped ", skipped);
     CHECK(bad_counts == 0);
     CHECK(bad_forces == 0);
     // A decision within 1e-6 of its threshold is rare (about one in 10^6): a borderline group now and then.
@@ -427,6 +438,67 @@ TEST_CASE("tree walk: the device builds the CPU walk's lists (counts exactly, fo
                 test::check_walk_against_cpu(tree, forces, theta, 0.0f);
             }
         }
+    // The relative criterion on top of either geometric one, from the accelerations of a first walk.
+    for (const Opening o : {Opening::paper, Opening::bmax}) {
+        tree.set_opening(o);
+        for (const auto& in : inputs)
+            for (std::size_t n : {std::size_t{1000}, std::size_t{4096}}) {
+                tree.set_particles(in.make(n, 3000 + n));
+                tree.build();
+                forces.set_relative(0.0f, nullptr);
+                forces.compute(tree, 0.5f, 0.0f);
+                std::vector<bn_f4> old = forces.acc().download(n);
+                for (auto& a : old) a.w = std::sqrt(a.x * a.x + a.y * a.y + a.z * a.z);
+                auto old_dev = be.upload<bn_f4>(old, "test.acc_old");
+                for (float alpha : {0.001f, 0.02f})
+                    for (float theta : {0.75f, 1.0f}) {
+                        INFO(in.name, " n = ", n, " theta = ", theta, " alpha = ", alpha, " (", to_string(o), ")");
+                        forces.set_relative(alpha, &old_dev);
+                        forces.poison(tree);
+                        forces.compute(tree, theta, 0.0f);
+                        test::check_walk_against_cpu(tree, forces, theta, 0.0f, alpha, old);
+                    }
+                forces.set_relative(0.0f, nullptr);
+            }
+    }
+}
+
+TEST_CASE("tree forces with the relative criterion against double-precision direct summation")
+{
+    auto& be = test::backend();
+    Octree tree(be);
+    TreeForces forces(be);
+    CHECK_THROWS_AS(forces.set_relative(-1.0f, nullptr), UsageError);
+    CHECK_THROWS_AS(forces.set_relative(NAN, nullptr), UsageError);
+    for (const bool clustered : {false, true}) {
+        const char* name = clustered ? "clustered" : "plummer";
+        const std::size_t n = clustered ? std::size_t{1} << 13 : std::size_t{1} << 14;
+        const auto p = clustered ? clustered_input(n, 44) : plummer_input(n, 44);
+        const auto ref = cpu_direct(p, 0.0f);
+        tree.set_particles(p);
+        tree.build();
+        forces.set_relative(0.0f, nullptr);
+        forces.compute(tree, 0.5f, 0.0f);
+        std::vector<bn_f4> old_host = forces.acc().download(n);
+        for (auto& a : old_host) a.w = std::sqrt(a.x * a.x + a.y * a.y + a.z * a.z);
+        auto old = be.upload<bn_f4>(old_host, "test.acc_old");
+        auto out = be.alloc<bn_f4>(n, "test.acc");
+        // alpha, then the bounds on the median, the 99th percentile and the largest relative error: the criterion
+        // bounds each particle's error relative to its own acceleration, so the largest stays close to the median.
+        for (const auto& b :
+             std::array<std::array<double, 4>, 2>{{{0.001, 2e-4, 8e-4, 2e-3}, {0.02, 1e-3, 5e-3, 1.5e-2}}}) {
+            forces.set_relative(static_cast<float>(b[0]), &old);
+            forces.compute(tree, 1.0f, 0.0f);
+            forces.to_input_order(tree, out);
+            const ErrorStats s = compare(out.download(n), ref);
+            MESSAGE(fmt::format("relative, {} N = {} alpha {}: median {:.3g}, 99% {:.3g}, max {:.3g}", name, n, b[0],
+                                s.median, s.p99, s.max));
+            INFO(name, " alpha ", b[0]);
+            CHECK(s.median <= b[1]);
+            CHECK(s.p99 <= b[2]);
+            CHECK(s.max <= b[3]);
+        }
+    }
 }
 
 TEST_CASE("tree forces against double-precision direct summation, tolerances set by theta")

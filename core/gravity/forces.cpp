@@ -40,7 +40,10 @@ TreeForces::TreeForces(Backend& be) : be_(be), groups_per_unit_(be.info().gpu ? 
     totals_dev_ = be_.alloc<bn_u64>(2, "walk.totals");
 }
 
-void TreeForces::drop_views() noexcept { acc_ = {}, mac_ = {}, link_ = {}, spill_ = {}, pp_ = {}, pc_ = {}; }
+void TreeForces::drop_views() noexcept
+{
+    acc_ = {}, mac_ = {}, link_ = {}, rel_ = {}, spill_ = {}, pp_ = {}, pc_ = {};
+}
 
 Buffer<bn_f4>& TreeForces::bind_acc(Octree& tree)
 {
@@ -69,6 +72,17 @@ void TreeForces::compute(Octree& tree, float theta, float eps, double* walk_ms)
     end(tree, walk_ms);
 }
 
+void TreeForces::set_relative(float alpha, const Buffer<bn_f4>* acc_old)
+{
+    if (!(alpha >= 0.0f && std::isfinite(alpha)))
+        throw UsageError(fmt::format("tree forces: the relative criterion's alpha must be finite and >= 0, got {}",
+                                     alpha));
+    if (alpha > 0.0f && acc_old == nullptr)
+        throw std::logic_error("TreeForces::set_relative: the relative criterion needs the previous accelerations");
+    alpha_ = alpha;
+    acc_old_ = alpha > 0.0f ? acc_old : nullptr;
+}
+
 void TreeForces::begin(Octree& tree, float theta, float eps)
 {
     if (!(theta >= 0.0f && theta <= 1.0f))
@@ -82,6 +96,8 @@ void TreeForces::begin(Octree& tree, float theta, float eps)
     eps_ = eps;
     if (n_ == 0) return;
     if (tree.cells() == 0 || tree.groups() == 0) throw std::logic_error("tree forces: the octree has not been built");
+    if (acc_old_ && acc_old_->size() < n_)
+        throw std::logic_error("tree forces: fewer previous accelerations than particles (set_relative)");
     launch_local(tree);
 }
 
@@ -106,10 +122,12 @@ void TreeForces::launch_local(Octree& tree)
     const std::size_t per_wg = 2 * spill_cap_ * sizeof(bn_u32);
     wgs_ = std::max<std::size_t>(1, std::min({ngroups, units * groups_per_unit_, budget / per_wg}));
     const std::size_t spill_entries = 2 * wgs_ * spill_cap_;
-    // Workspace layout of the walk: acc (slots 0-3), mac, link, spill, then the counts when kept.
+    // Workspace layout of the walk: acc (slots 0-3), mac, link, the relative criterion's per-cell factor (a
+    // one-element stand-in without it), spill, then the counts when kept.
     const std::size_t o_mac = 4 * tree.slot_bytes();
     const std::size_t o_link = o_mac + up(nc * sizeof(bn_f4));
-    const std::size_t o_spill = o_link + up(nc * sizeof(bn_u64));
+    const std::size_t o_rel = o_link + up(nc * sizeof(bn_u64));
+    const std::size_t o_spill = o_rel + (alpha_ > 0.0f ? up(nc * sizeof(float)) : align);
     const std::size_t o_pp = o_spill + up(spill_entries * sizeof(bn_u32));
     // Without counts, two one-element stand-ins the kernel never touches (disjoint from everything else).
     const std::size_t o_pc = o_pp + (count_each_ ? tree.slot_bytes() : align);
@@ -120,6 +138,7 @@ void TreeForces::launch_local(Octree& tree)
     acc_ = ws.view_as<bn_f4>(0, n_);
     mac_ = ws.view_as<bn_f4>(o_mac, nc);
     link_ = ws.view_as<bn_u64>(o_link, nc);
+    rel_ = ws.view_as<float>(o_rel, alpha_ > 0.0f ? nc : 1);
     spill_ = ws.view_as<bn_u32>(o_spill, spill_entries);
     pp_ = ws.view_as<bn_u32>(o_pp, count_each_ ? n_ : 1);
     pc_ = ws.view_as<bn_u32>(o_pc, count_each_ ? n_ : 1);
@@ -129,10 +148,14 @@ void TreeForces::launch_local(Octree& tree)
     start_ = be_.record();
     be_.launch("walkPrepare", grid_for(be_, nc), tree.cell_com(), tree.cell_quad1(), tree.cell_first(),
                tree.cell_count(), u32(nc), inv_theta(), mac_, link_);
+    if (alpha_ > 0.0f)
+        be_.launch("walkPrepareRelative", grid_for(be_, nc), tree.cell_com(), tree.cell_quad1(), u32(nc), rel_);
+    // Without the relative criterion the kernel reads neither rel_ (a stand-in) nor the previous accelerations.
     be_.launch("walkForces", Grid{wgs_, BANYAN_WALK_WG}, tree.pos(), tree.pos(), mac_, link_, tree.cell_com(),
                tree.cell_quad0(), tree.cell_quad1(), tree.group_first(), tree.group_count(), tree.group_lo(),
                tree.group_hi(), u32(ngroups), eps_ * eps_, counter_, spill_, u32(spill_cap_), status_, totals_dev_,
-               acc_, pp_, pc_, bn_u32{count_each_ ? 1u : 0u}, bn_u32{0}, bn_u32{0});
+               acc_, pp_, pc_, bn_u32{count_each_ ? 1u : 0u}, bn_u32{0}, bn_u32{0}, rel_,
+               acc_old_ ? *acc_old_ : acc_, alpha_);
     stop_ = be_.record();
 }
 
@@ -167,6 +190,7 @@ bool TreeForces::add_remote(Octree& tree, const RemoteTrees& remote, double* wal
 {
     if (walk_ms) *walk_ms = 0;
     if (n_ == 0 || remote.cells == 0) return true;
+    if (alpha_ > 0.0f) throw std::logic_error("TreeForces::add_remote: the relative criterion runs on one rank only");
     if (tree.size() != n_) throw std::logic_error("TreeForces::add_remote: not the tree of the last walk");
     const std::size_t nc = remote.cells;
     auto& mac = be_.scratch_buffer<bn_f4>("walk.remote_mac", nc);
@@ -182,7 +206,7 @@ bool TreeForces::add_remote(Octree& tree, const RemoteTrees& remote, double* wal
         be_.launch("walkForces", Grid{wgs_, BANYAN_WALK_WG}, tree.pos(), remote.pos, mac, link, remote.com,
                    remote.quad0, remote.quad1, tree.group_first(), tree.group_count(), tree.group_lo(),
                    tree.group_hi(), u32(tree.groups()), eps_ * eps_, counter_, spill_, u32(spill_cap_), status_,
-                   totals_dev_, acc_, pp_, pc_, bn_u32{count_each_ ? 1u : 0u}, root, bn_u32{1});
+                   totals_dev_, acc_, pp_, pc_, bn_u32{count_each_ ? 1u : 0u}, root, bn_u32{1}, rel_, acc_, 0.0f);
     }
     const Event b = be_.record();
     if (spill_overflowed()) return false; // the results are incomplete: the caller walks everything again

@@ -80,6 +80,14 @@ public:
     /// Number of particles of the last compute().
     std::size_t size() const noexcept { return n_; }
 
+    /// The relative opening criterion (bn_rel_cell in device_shared.h) for the compute()s that follow: with
+    /// @p alpha > 0 a cell is accepted for a group when M s^3 / d^5 <= alpha |a| for the smallest previous
+    /// acceleration |a| of the group, read from the .w of @p acc_old (tree order of the tree walked, at least
+    /// size() entries; a simulation keeps it in vel.w, which the build moves with the particles), and when the
+    /// geometric test of theta holds too (theta 1 for the relative test alone). @p alpha = 0 turns it off.
+    /// One rank only: add_remote() refuses it.
+    void set_relative(float alpha, const Buffer<bn_f4>* acc_old);
+
     /// Whether compute() keeps per-particle interaction counts (8 bytes per particle more; off by default: only
     /// tests and the accuracy tools read them, everyone else uses totals()).
     void set_count_each(bool on) noexcept { count_each_ = on; }
@@ -116,6 +124,8 @@ private:
     std::size_t spill_cap_ = 1024; // level-list entries per work-group and list beyond BANYAN_WALK_LIST
     int retries_ = 0;
     float theta_ = 0, eps_ = 0; // of the last begin()
+    float alpha_ = 0;           // relative criterion (0: off) and the previous accelerations it reads
+    const Buffer<bn_f4>* acc_old_ = nullptr;
     std::size_t wgs_ = 1;       // work-groups of the last launch
     Event start_, stop_;        // around the last local walk
     bool count_each_ = false;
@@ -123,6 +133,7 @@ private:
     InteractionTotals totals_;
     // Views of the tree's workspace, made by compute().
     Buffer<bn_f4> acc_, mac_;
+    Buffer<float> rel_;
     Buffer<bn_u64> link_;
     Buffer<bn_u32> pp_, pc_, spill_;
     // Owned: a few words.

@@ -28,6 +28,7 @@ void RunOptions::check() const
     }
     if (!(theta > 0.0 && theta <= 1.0)) throw UsageError(fmt::format("run: --theta must be in (0, 1], got {}", theta));
     parse_opening(opening, "run: --opening");
+    if (!(alpha >= 0.0 && alpha < 1e30)) throw UsageError(fmt::format("run: --alpha must be >= 0, got {}", alpha));
     if (!(eps >= 0.0 && eps < 1e30)) throw UsageError(fmt::format("run: --eps must be >= 0 and finite, got {}", eps));
     if (!(dt > 0.0 && dt < 1e30)) throw UsageError(fmt::format("run: --dt must be positive and finite, got {}", dt));
     if (static_cast<float>(dt) == 0.0f || static_cast<float>(0.5 * dt) == 0.0f)
@@ -59,7 +60,7 @@ std::string RunOptions::to_text() const
 {
     std::string s;
     auto line = [&](const char* k, const auto& v) { s += fmt::format("{}={}\n", k, v); };
-    line("ic", ic), line("in", in), line("n", n), line("seed", seed), line("theta", theta), line("opening", opening);
+    line("ic", ic), line("in", in), line("n", n), line("seed", seed), line("theta", theta), line("opening", opening), line("alpha", alpha);
     line("eps", eps);
     line("dt", dt), line("t_end", t_end), line("log_every", log_every), line("snapshot_every", snapshot_every);
     line("checkpoint_every", checkpoint_every), line("pericentre", merger.pericentre);
@@ -83,6 +84,7 @@ RunOptions RunOptions::from_text(const KeyValues& kv)
     o.direct = u("direct") != 0;
     // Checkpoints written before the criterion could be chosen: the paper's.
     o.opening = kv.count("opening") ? value_of(kv, "opening", "checkpoint") : std::string("paper");
+    o.alpha = kv.count("alpha") ? d("alpha") : 0.0;
     // Checkpoints written before snapshots had a format or units: tipsy, N-body units.
     o.format = kv.count("snapshot_format") ? parse_snapshot_format(value_of(kv, "snapshot_format", "checkpoint"),
                                                                    "checkpoint: snapshot_format")
@@ -96,6 +98,7 @@ SimulationOptions RunOptions::simulation() const
     SimulationOptions s;
     s.theta = static_cast<float>(theta);
     s.opening = parse_opening(opening, "run: --opening");
+    s.alpha = static_cast<float>(alpha);
     s.eps = static_cast<float>(eps);
     s.dt = dt;
     s.direct = direct;

@@ -24,6 +24,7 @@ struct RunOptions {
     std::uint64_t seed = 1;
     double theta = 0.75;
     std::string opening = "paper"; ///< opening criterion: paper | bmax (parse_opening)
+    double alpha = 0;              ///< relative criterion on top (SimulationOptions::alpha); 0: off
     double eps = 0.05;
     double dt = 1.0 / 64;
     double t_end = 10;

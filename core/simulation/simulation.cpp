@@ -40,6 +40,10 @@ Simulation::Simulation(Backend& be, const SimulationOptions& options, const Comm
         throw UsageError(fmt::format("simulation: theta must be in (0, 1], got {}", options.theta));
     if (!(options.eps >= 0.0f && std::isfinite(options.eps)))
         throw UsageError(fmt::format("simulation: eps must be finite and >= 0, got {}", options.eps));
+    if (!(options.alpha >= 0.0f && std::isfinite(options.alpha)))
+        throw UsageError(fmt::format("simulation: alpha must be finite and >= 0, got {}", options.alpha));
+    if (options.alpha > 0.0f && comm.parallel())
+        throw UsageError("simulation: the relative criterion (alpha) runs on one rank only");
     tree_.set_opening(options.opening);
     partials_ = be_.alloc<double>(BANYAN_ENERGY_TERMS * energy_max_groups, "sim.energy_partials");
     totals_ = be_.alloc<double>(BANYAN_ENERGY_TERMS, "sim.energy_totals");
@@ -97,7 +101,7 @@ void Simulation::start_slice(std::span<const bn_f4> pos, std::span<const bn_f4> 
         for (std::size_t i = 0; i < n_; ++i) ids[i] = static_cast<bn_u32>(first_id + i);
         tree_.ids().upload(std::span<const bn_u32>(ids));
     }
-    compute_forces();
+    compute_forces(false);
     if (!options_.direct)
         if (auto warning = check_tree_depth(tree_, units_, "the particles")) notice("warning: " + *warning);
 }
@@ -150,7 +154,7 @@ SimulationState Simulation::save()
     return s;
 }
 
-void Simulation::compute_forces()
+void Simulation::compute_forces(bool relative)
 {
     if (options_.direct) {
         const Event a = be_.record();
@@ -171,6 +175,8 @@ void Simulation::compute_forces()
     }
     TreeTimings tt;
     tree_.build(&tt);
+    // The relative criterion needs |a| of the step before, which the kick-drift wrote into vel.w: not at the start.
+    forces_.forces().set_relative(relative ? options_.alpha : 0.0f, relative ? &tree_.vel() : nullptr);
     double walk_ms = 0;
     forces_.forces().compute(tree_, options_.theta, eps_, &walk_ms); // the results stay where the walk wrote them
     times_.build += tt.total;
@@ -185,7 +191,7 @@ void Simulation::step()
     const Event e0 = be_.record();
     if (n_) be_.launch("integrateKickDrift", grid(n_), tree_.pos(), tree_.vel(), acc(), u32(n_), half, dt);
     const Event e1 = be_.record();
-    compute_forces();
+    compute_forces(true);
     const Event e2 = be_.record();
     if (n_) be_.launch("integrateKick", grid(n_), tree_.vel(), acc(), u32(n_), half);
     const Event e3 = be_.record();

@@ -28,6 +28,9 @@ namespace banyan {
 struct SimulationOptions {
     float theta = 0.75f; ///< opening angle of the tree walk, in (0, 1]
     Opening opening = Opening::paper; ///< opening criterion (core/tree/octree.hpp)
+    /// The relative criterion on top (TreeForces::set_relative) from the second force evaluation on, with each
+    /// particle's |a| of the step before (kept in vel.w); 0: off. One rank only.
+    float alpha = 0.0f;
     float eps = 0.05f;   ///< Plummer softening
     double dt = 1.0 / 64; ///< the shared time step, > 0
     /// Forces by direct summation (single precision, core/gravity/direct.hpp) instead of the tree; the particles then
@@ -123,7 +126,9 @@ public:
     const TreeForces& forces() const noexcept { return forces_.forces(); }
 
 private:
-    void compute_forces();
+    /// Builds the tree and walks it; @p relative: with the relative criterion when options().alpha > 0 (every
+    /// evaluation but the first, which has no accelerations of a step before).
+    void compute_forces(bool relative);
     Grid grid(std::size_t items) const;
     Buffer<bn_f4>& acc_mut() { return options_.direct ? direct_acc_ : forces_.forces().bind_acc(tree_); }
 
