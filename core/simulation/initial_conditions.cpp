@@ -1,6 +1,7 @@
 /**
  * @file initial_conditions.cpp
- * @brief Uniform spheres and the galaxy merger (see initial_conditions.hpp).
+ * @brief Uniform spheres, the galaxy merger, the Hernquist sphere, the exponential disc and the models by name (see
+ *        initial_conditions.hpp).
  */
 #include "core/simulation/initial_conditions.hpp"
 
@@ -8,9 +9,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <numeric>
 #include <random>
+#include <string>
 
 namespace banyan {
 
@@ -52,6 +56,35 @@ Particles centred(const std::vector<double>& m, const std::vector<double>& x, co
                          static_cast<float>(v[3 * i + 2] - cv[2]), 0.0f};
     }
     return p;
+}
+
+/// A random point on the sphere of radius @p r.
+void isotropic(std::mt19937_64& rng, double r, double* out)
+{
+    const double z = (1.0 - 2.0 * uniform(rng)) * r;
+    const double phi = 2.0 * std::numbers::pi * uniform(rng);
+    const double rxy = std::sqrt(std::max(r * r - z * z, 0.0));
+    out[0] = rxy * std::cos(phi);
+    out[1] = rxy * std::sin(phi);
+    out[2] = z;
+}
+
+/// Hernquist's distribution function (1990, eq. 17) without its constant factor, for q^2 = a eps / (G M) (eps the
+/// binding energy per unit mass) and s = 1 - q^2, passed apart so that the caller computes s without cancellation
+/// near the cusp: 3 asin q + q (1 - q^2)^(1/2) (1 - 2 q^2) (8 q^4 - 8 q^2 - 3), over (1 - q^2)^(5/2). It rises
+/// monotonically with q. For small q the bracket loses its leading digits (it is 128 q^5 / 5 + ...), so there it
+/// is summed as its series.
+double hernquist_df(double q2, double s)
+{
+    if (!(q2 > 0.0)) return 0.0;
+    const double q = std::sqrt(q2);
+    double b;
+    if (q < 0.1) // next term O(q^15): relative error below 1e-12
+        b = q2 * q2 * q *
+            (128.0 / 5.0 + q2 * (-192.0 / 7.0 + q2 * (16.0 / 3.0 + q2 * (8.0 / 11.0 + q2 * (3.0 / 13.0)))));
+    else
+        b = 3.0 * std::asin(q) + q * std::sqrt(s) * (1.0 - 2.0 * q2) * (8.0 * q2 * q2 - 8.0 * q2 - 3.0);
+    return b / (s * s * std::sqrt(s));
 }
 
 } // namespace
@@ -142,6 +175,107 @@ Merger galaxy_merger(std::size_t n, std::uint64_t seed, const MergerOptions& o)
     out.centre_a = 0;
     out.centre_b = static_cast<std::uint32_t>(n_gal[0]);
     return out;
+}
+
+Particles hernquist_sphere(std::size_t n, std::uint64_t seed)
+{
+    if (n == 0) throw UsageError("hernquist sphere: no particles (N = 0)");
+    std::mt19937_64 rng(seed);
+    const double a = hernquist_scale_radius;
+    std::vector<double> m(n, 1.0 / static_cast<double>(n)), x(3 * n), v(3 * n);
+    for (std::size_t i = 0; i < n; ++i) {
+        // Radius: M(<r) = r^2 / (r + a)^2 = X, so r = a sqrt(X) / (1 - sqrt(X)); X < 0.999 is the truncation.
+        const double sx = std::sqrt(hernquist_mass_fraction * uniform(rng));
+        const double r = a * sx / (1.0 - sx);
+        // Speed: density proportional to v^2 f(psi - v^2 / 2) on [0, v_esc]. f rises with the binding energy, so
+        // v_esc^2 f(psi) bounds it everywhere (loosely: some 28 draws per particle, 1.4 s for 10^6 particles).
+        const double psi = 1.0 / (r + a);
+        const double ve2 = 2.0 * psi;
+        const double s0 = r / (r + a); // 1 - a psi, without cancellation at small r
+        const double bound = ve2 * hernquist_df(a * psi, s0);
+        double speed;
+        for (;;) {
+            speed = std::sqrt(ve2) * uniform(rng);
+            const double v2 = speed * speed;
+            const double g = v2 * hernquist_df(a * (psi - 0.5 * v2), s0 + 0.5 * a * v2);
+            if (uniform(rng) * bound < g) break;
+        }
+        isotropic(rng, r, &x[3 * i]);
+        isotropic(rng, speed, &v[3 * i]);
+    }
+    return centred(m, x, v);
+}
+
+Particles exponential_disc(std::size_t n, std::uint64_t seed)
+{
+    if (n == 0) throw UsageError("exponential disc: no particles (N = 0)");
+    std::mt19937_64 rng(seed);
+    const double rd = disc_scale_length, z0 = disc_scale_height;
+    const double zt = std::tanh(disc_max_height / z0);
+    const double mass = 1.0 / static_cast<double>(n);
+    std::vector<double> m(n, mass), x(3 * n), v(3 * n), r2(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        // The mass in [R, R + dR] is proportional to R exp(-R / Rd): R / Rd is Gamma(2) distributed, the sum of two
+        // exponential deviates.
+        double rc;
+        do {
+            rc = -rd * (std::log(uniform(rng)) + std::log(uniform(rng)));
+        } while (!(rc <= disc_max_radius));
+        const double phi = 2.0 * std::numbers::pi * uniform(rng);
+        // The mass below z is proportional to tanh(z / z0): inverted over (-tanh(5), tanh(5)).
+        const double z = z0 * std::atanh((2.0 * uniform(rng) - 1.0) * zt);
+        x[3 * i] = rc * std::cos(phi);
+        x[3 * i + 1] = rc * std::sin(phi);
+        x[3 * i + 2] = z;
+        r2[i] = rc * rc + z * z;
+    }
+    // Enclosed mass from the particles themselves, so that the truncation (and the sample's noise) is in it: the
+    // particle of rank k by spherical radius has k particles inside. Ties are broken by index, for one order on
+    // every platform (std::sort is not stable).
+    std::vector<std::size_t> order(n);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t i, std::size_t j) { return r2[i] < r2[j] || (r2[i] == r2[j] && i < j); });
+    std::vector<double> vc(n), vphi(n);
+    for (std::size_t k = 0; k < n; ++k) {
+        const std::size_t i = order[k];
+        const double r = std::sqrt(r2[i]);
+        const double mr = static_cast<double>(k) * mass;
+        const double rc2 = x[3 * i] * x[3 * i] + x[3 * i + 1] * x[3 * i + 1];
+        vc[i] = r > 0.0 ? std::sqrt(mr / r) : 0.0;
+        vphi[i] = r > 0.0 ? std::sqrt(mr * rc2 / (r2[i] * r)) : 0.0;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        const double rc = std::hypot(x[3 * i], x[3 * i + 1]);
+        // Rotation about +z: along (-y, x, 0) / R.
+        const double ex = rc > 0.0 ? -x[3 * i + 1] / rc : 0.0, ey = rc > 0.0 ? x[3 * i] / rc : 0.0;
+        const double sigma = 0.1 * vc[i];
+        v[3 * i] = vphi[i] * ex + sigma * normal(rng);
+        v[3 * i + 1] = vphi[i] * ey + sigma * normal(rng);
+        v[3 * i + 2] = sigma * normal(rng);
+    }
+    return centred(m, x, v);
+}
+
+const std::vector<std::string_view>& model_names()
+{
+    static const std::vector<std::string_view> names{"plummer", "hernquist", "disc"};
+    return names;
+}
+
+Particles make_model(std::string_view name, std::size_t n, std::uint64_t seed)
+{
+    const auto& names = model_names();
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+        std::string list;
+        for (std::size_t i = 0; i < names.size(); ++i)
+            list += fmt::format("{}'{}'", i == 0 ? "" : i + 1 == names.size() ? " or " : ", ", names[i]);
+        throw UsageError(fmt::format("unknown model '{}': the models are {}", name, list));
+    }
+    if (n == 0) throw UsageError(fmt::format("model '{}': no particles (N = 0)", name));
+    if (name == "hernquist") return hernquist_sphere(n, seed);
+    if (name == "disc") return exponential_disc(n, seed);
+    return plummer(n, seed);
 }
 
 } // namespace banyan

@@ -1,9 +1,10 @@
 /**
  * @file initial_conditions.hpp
  * @brief Initial conditions besides the Plummer sphere (core/simulation/plummer.hpp): uniform spheres, cold or virialised,
- *        and a galaxy merger after the paper's test (section 4.2): two Plummer spheres of mass ratio 1:3 on a bound
- *        orbit, each with a central massive particle standing for a black hole. N-body units (G = 1, total mass 1),
- *        seeded and reproducible on every platform.
+ *        a galaxy merger after the paper's test (section 4.2): two Plummer spheres of mass ratio 1:3 on a bound
+ *        orbit, each with a central massive particle standing for a black hole; and two more models for force-accuracy
+ *        benchmarks and simulations, a cuspy Hernquist sphere and a flattened exponential disc, with make_model() to
+ *        pick a model by name. N-body units (G = 1, total mass 1), seeded and reproducible on every platform.
  */
 #pragma once
 
@@ -11,6 +12,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
+#include <vector>
 
 namespace banyan {
 
@@ -55,5 +58,63 @@ Merger galaxy_merger(std::size_t n, std::uint64_t seed, const MergerOptions& opt
 
 /// Checks @p options; throws UsageError naming the bad option (as the --pericentre ... options of banyan run).
 void check_merger_options(const MergerOptions& options);
+
+/// The Hernquist sphere's parameters (G = M = 1). Its potential energy is W = -G M^2 / (6 a) and, in virial
+/// equilibrium, E = W / 2 = -G M^2 / (12 a): a = 1/3 gives E = -1/4 (virial radius 1), the convention of our Plummer
+/// sphere. Radii are drawn below the one holding 0.999 of the mass, r = a sqrt(X) / (1 - sqrt(X)) with X = 0.999,
+/// i.e. 1998.5 a = 666.2 (the tail of rho ~ r^-4 reaches far).
+inline constexpr double hernquist_scale_radius = 1.0 / 3.0;
+inline constexpr double hernquist_mass_fraction = 0.999;
+
+/**
+ * @brief N equal-mass (1/N) particles of a Hernquist (1990, ApJ 356, 359) sphere, rho(r) = M a / (2 pi r (r + a)^3),
+ *        isotropic and in equilibrium: a cusp (rho ~ 1/r) at the centre, for force tests that a Plummer core spares.
+ *
+ * Radii from the inverted cumulative mass M(<r) = M r^2 / (r + a)^2, drawn uniformly in (0, 0.999) of the mass
+ * (hernquist_mass_fraction), so that no particle lies beyond the radius holding 0.999 of it; the N particles carry
+ * all of the mass 1. Speeds by rejection from v^2 f(Psi(r) - v^2 / 2), f the isotropic distribution function of the
+ * untruncated sphere (Hernquist 1990, eq. 17), Psi = G M / (r + a) (the truncation shifts the enclosed mass by 0.1%,
+ * which is left uncorrected). Isotropic directions; then moved so that centre of mass and total momentum are zero.
+ * Note: the rare far particles make the sample's centre of mass wander (tail rho ~ r^-4: some 0.2 a for N = 10^5,
+ * about a for N = 4000, typically), so after that shift the cusp lies near, not at, the origin.
+ * @throws UsageError for n = 0.
+ */
+Particles hernquist_sphere(std::size_t n, std::uint64_t seed);
+
+/// The exponential disc's parameters. A razor-thin exponential disc has W = -3 pi G M^2 / (32 Rd), so Rd = 3 pi / 16
+/// gives W = -1/2 as our Plummer and Hernquist spheres have (virial radius 1; thickness and truncation make |W|
+/// a few per cent smaller). z0 = Rd / 10, a thin disc like the Milky Way's (scale height over length about 0.1).
+/// Truncated at R = 10 Rd (0.9995 of the mass of the untruncated disc) and |z| = 5 z0 (tanh 5 = 0.99991 of it).
+inline constexpr double disc_scale_length = 0.58904862254808624; // 3 pi / 16
+inline constexpr double disc_scale_height = 0.1 * disc_scale_length;
+inline constexpr double disc_max_radius = 10.0 * disc_scale_length;
+inline constexpr double disc_max_height = 5.0 * disc_scale_height;
+
+/**
+ * @brief N equal-mass (1/N) particles of an exponential disc rotating about +z: a flattened, strongly non-spherical
+ *        mass distribution for force-accuracy tests and short runs. Not in exact equilibrium.
+ *
+ * Density proportional to exp(-R / Rd) sech^2(z / z0) with the parameters above, truncated at R <= disc_max_radius
+ * and |z| <= disc_max_height: R / Rd from the Gamma(2) distribution (-ln(u1 u2), drawn again beyond the
+ * truncation), z = z0 atanh(u tanh(5)) with u uniform in (-1, 1). Velocities: rotation in the spherical
+ * approximation, with the mass M(<r) of the sampled particles closer to the centre (spherical radius r, from their
+ * sorted radii, so the truncation is included): the rotation speed is the one that balances the cylindrical part
+ * of G M(<r) / r^2, v_phi = sqrt(G M(<r) R^2 / r^3), equal to the circular speed v_c(r) = sqrt(G M(<r) / r) in the
+ * mid-plane; plus an isotropic Gaussian dispersion of 0.1 v_c(r) per component. A flat disc's true circular speed
+ * differs from that spherical estimate (for a thin exponential disc from 13% below it at R = Rd / 2 to 16% above it
+ * at R = 3 Rd), hence not in equilibrium. Then moved so that centre of mass and total momentum are zero.
+ * @throws UsageError for n = 0.
+ */
+Particles exponential_disc(std::size_t n, std::uint64_t seed);
+
+/// The names make_model() accepts: "plummer", "hernquist", "disc".
+const std::vector<std::string_view>& model_names();
+
+/**
+ * @brief The particles of the model named @p name: "plummer" (plummer() with its default options), "hernquist"
+ *        (hernquist_sphere()) or "disc" (exponential_disc()), N = @p n, seeded by @p seed.
+ * @throws UsageError naming @p name and the accepted names for an unknown model, and for n = 0.
+ */
+Particles make_model(std::string_view name, std::size_t n, std::uint64_t seed);
 
 } // namespace banyan
