@@ -16,6 +16,7 @@
 
 #include "core/files/atomic_file.hpp"
 #include "core/gravity/forces.hpp"
+#include "core/simulation/initial_conditions.hpp"
 #include "core/simulation/plummer.hpp"
 
 #include <fmt/format.h>
@@ -63,7 +64,7 @@ double at_fraction(const std::vector<double>& v, double q)
 int run_accuracy(const std::vector<std::string>& args)
 {
     Options opt("accuracy",
-                "Tree forces against direct summation in double precision on Plummer spheres (N-body units, G = 1),\n"
+                "Tree forces against direct summation in double precision on a model (N-body units, G = 1),\n"
                 "as in the paper's accuracy figures: for each N and theta, the median, 90th and 99th percentile and\n"
                 "the maximum of the relative acceleration error |a_tree - a_direct| / |a_direct| over K random\n"
                 "targets (all particles when N <= K), and the mean particle-particle (pp) and particle-cell (pc)\n"
@@ -81,13 +82,17 @@ int run_accuracy(const std::vector<std::string>& args)
     opt.value("eps", "E", "Plummer softening, >= 0", "0");
     opt.value("sample", "K", "targets of the direct reference per N (random, without repeats)", "16384");
     opt.value("seed", "S", "seed of the Plummer spheres and of the sample", "1");
-    opt.value("in", "FILE", "the particles of a snapshot (HDF5 or tipsy) instead of Plummer spheres (then no --n)");
+    opt.value("model", "M", "the particles: plummer, hernquist (cuspy) or disc (flattened), N-body units", "plummer");
+    opt.value("in", "FILE", "the particles of a snapshot (HDF5 or tipsy) instead of a model (then no --n)");
     opt.value("reps", "R", "timed evaluations per row (build + multipoles + walk from unsorted particles, median of "
                            "device times; 0: no timing)", "3");
     opt.value("csv", "FILE", "also write the table as CSV (temporary name, then renamed)");
     if (!opt.parse(args)) return 0;
 
     if (opt.has("in") && opt.has("n")) throw UsageError("accuracy: give either --n or --in, not both");
+    if (opt.has("in") && opt.has("model")) throw UsageError("accuracy: give either --model or --in, not both");
+    const std::string model = opt.str("model");
+    make_model(model, 1, 1); // refuses an unknown name before any work
     std::vector<std::size_t> sizes;
     for (long long v : opt.integer_list("n")) {
         if (v < 2 || v > (1ll << 28))
@@ -120,7 +125,7 @@ int run_accuracy(const std::vector<std::string>& args)
     const DeviceInfo& d = be->info();
     fmt::print("device: {} #{}  {}  ({}); {}, eps {}, N_leaf {}, N_crit {}, reference: double-precision direct "
                "summation\n\n",
-               to_string(d.backend), d.index, d.name, d.gpu ? "GPU" : "CPU", opt.has("in") ? opt.str("in") : "Plummer",
+               to_string(d.backend), d.index, d.name, d.gpu ? "GPU" : "CPU", opt.has("in") ? opt.str("in") : model,
                eps, BANYAN_N_LEAF, BANYAN_N_CRIT);
     bench::Table table({{"N", 8, true},
                         {"opening", 7, true},
@@ -141,7 +146,7 @@ int run_accuracy(const std::vector<std::string>& args)
     Octree tree(*be);
     TreeForces forces(*be);
     for (std::size_t n : sizes) {
-        const std::vector<bn_f4> p = opt.has("in") ? file : plummer(n, seed).pos;
+        const std::vector<bn_f4> p = opt.has("in") ? file : make_model(model, n, seed).pos;
         // The sample: K distinct random particles (all when N <= K), in increasing order.
         std::vector<bn_u32> targets(n);
         std::iota(targets.begin(), targets.end(), 0u);

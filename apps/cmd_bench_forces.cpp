@@ -22,6 +22,7 @@
 #include "core/version.hpp"
 #include "core/gravity/forces.hpp"
 #include "core/tree/octree.hpp"
+#include "core/simulation/initial_conditions.hpp"
 #include "core/simulation/plummer.hpp"
 
 #include <fmt/format.h>
@@ -296,7 +297,7 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
 int run_bench_forces(const std::vector<std::string>& args)
 {
     Options opt("bench forces",
-                "Time one force evaluation by the tree (paper sections 2-4) on Plummer spheres of 2^min .. 2^max\n"
+                "Time one force evaluation by the tree (paper sections 2-4) on models (--model) of 2^min .. 2^max\n"
                 "particles: tree (keys, sort, move, build, link, groups), multipoles, walk and their total; median\n"
                 "device-event times in ms over --reps evaluations from unsorted particles, after --warmup untimed\n"
                 "ones. Also: walk particles/s, interactions per particle (pp, pc) and the walk's flop rate at 23\n"
@@ -314,9 +315,8 @@ int run_bench_forces(const std::vector<std::string>& args)
     opt.value("warmup", "W", "untimed evaluations first; at least 1", "1");
     opt.value("seed", "S", "seed of the Plummer spheres (plus log2 of the size)", "1");
     opt.value("groups-per-unit", "G", "persistent walk work-groups per compute unit (default: 16 GPU, 4 CPU)");
-    opt.value("in", "FILE",
-              "the particles of a snapshot (HDF5 or tipsy) instead of Plummer spheres: one size, the "
-              "file's N");
+    opt.value("model", "M", "the particles: plummer, hernquist (cuspy) or disc (flattened), N-body units", "plummer");
+    opt.value("in", "FILE", "the particles of a snapshot (HDF5 or tipsy) instead of a model: one size, the file's N");
     opt.value("json", "FILE", "also write the results as JSON to FILE (temporary name, then renamed)");
     opt.flag("per-rank", "under mpirun: 2^K particles per rank (weak scaling) instead of in all");
     if (!opt.parse(args)) return 0;
@@ -324,13 +324,17 @@ int run_bench_forces(const std::vector<std::string>& args)
     const Comm& comm = Comm::world();
     if (opt.has("in")) {
         if (Comm::started()) throw UsageError("bench forces: --in runs on one rank (without mpirun)");
-        for (const char* other : {"min-log2", "max-log2", "seed", "per-rank"})
+        for (const char* other : {"min-log2", "max-log2", "seed", "per-rank", "model"})
             if (opt.has(other))
                 throw UsageError(fmt::format("bench forces: --{} cannot be given with --in (the file sets the "
                                              "particles)",
                                              other));
     }
     const Opening opening = parse_opening(opt.str("opening"), "bench forces: --opening");
+    const std::string model = opt.str("model");
+    make_model(model, 1, 1); // refuses an unknown name before any work
+    if (model != "plummer" && Comm::started())
+        throw UsageError("bench forces: under mpirun the particles are Plummer spheres (no --model)");
     const double alpha = opt.number("alpha");
     if (!(alpha >= 0 && alpha < 1e30)) throw UsageError(fmt::format("bench forces: --alpha must be >= 0, got {}", alpha));
     if (alpha > 0 && Comm::started()) throw UsageError("bench forces: --alpha (the relative criterion) runs on one rank");
@@ -362,7 +366,7 @@ int run_bench_forces(const std::vector<std::string>& args)
     fmt::print("device: {} #{}  {}  ({}; {}, {} compute units); {}, opening {}{}, eps {}, N_leaf {}, N_crit {}, "
                "walk work-group {}\n",
                to_string(i.backend), i.index, i.name, i.version, gpu ? "GPU" : "CPU", i.compute_units,
-               opt.has("in") ? opt.str("in") : "Plummer", to_string(opening),
+               opt.has("in") ? opt.str("in") : model, to_string(opening),
                alpha > 0 ? fmt::format(" + relative alpha {}", alpha) : "", eps, BANYAN_N_LEAF, BANYAN_N_CRIT,
                BANYAN_WALK_WG);
     bench::Table table({{"N", 5, true},
@@ -425,7 +429,9 @@ int run_bench_forces(const std::vector<std::string>& args)
     else
         for (int log2 = min_log2; log2 <= max_log2; ++log2)
             run_size(fmt::format("2^{}", log2), std::size_t{1} << log2,
-                     [&] { return plummer(std::size_t{1} << log2, seed + static_cast<std::uint64_t>(log2)).pos; });
+                     [&] {
+                         return make_model(model, std::size_t{1} << log2, seed + static_cast<std::uint64_t>(log2)).pos;
+                     });
     fmt::print("\ntree = keys + sort + move + build + link + groups; Mpart/s = N / walk time; TFLOP/s of the walk at "
                "23 flops per pp and 65 per pc interaction\n");
     fmt::print("MiB, B/part: peak device memory of one force evaluation from unsorted particles (everything held at "

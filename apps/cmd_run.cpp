@@ -66,8 +66,9 @@ int run_run(const std::vector<std::string>& raw_args)
                 "momentum; a merger adds the distance of the two central particles) and checkpoint.bin. Ctrl-C writes\n"
                 "a checkpoint and stops; `banyan run --restart DIR` continues bit for bit on the same device.");
     opt.value("ic", "KIND",
-              "initial conditions: plummer, uniform (virialised uniform sphere), uniform-cold (cold collapse), "
-              "merger (two Plummer spheres 1:3 with central massive particles)",
+              "initial conditions: plummer, hernquist (cuspy sphere), disc (thin exponential disc), uniform "
+              "(virialised uniform sphere), uniform-cold (cold collapse), merger (two Plummer spheres 1:3 with "
+              "central massive particles)",
               "plummer");
     opt.value("in", "FILE", "start from a snapshot file instead: HDF5 (GADGET-2/4, SWIFT layout; all particle types) "
                             "or tipsy (either byte order), detected from its first bytes");

@@ -18,8 +18,10 @@ namespace banyan {
 void RunOptions::check() const
 {
     const bool file = ic == "file";
-    if (!(file || ic == "plummer" || ic == "uniform" || ic == "uniform-cold" || ic == "merger"))
-        throw UsageError(fmt::format("run: --ic must be plummer, uniform, uniform-cold or merger, got '{}'", ic));
+    if (!(file || ic == "plummer" || ic == "hernquist" || ic == "disc" || ic == "uniform" || ic == "uniform-cold" ||
+          ic == "merger"))
+        throw UsageError(fmt::format(
+            "run: --ic must be plummer, hernquist, disc, uniform, uniform-cold or merger, got '{}'", ic));
     if (file && in.empty()) throw UsageError("run: initial conditions from a file need --in FILE");
     if (!file) {
         if (n < 1) throw UsageError("run: -n must be at least 1");
@@ -180,7 +182,7 @@ Snapshot initial_conditions(const RunOptions& o, SnapshotMeta* meta)
         return s;
     }
     Particles p;
-    if (o.ic == "plummer") p = plummer(o.n, o.seed);
+    if (o.ic == "plummer" || o.ic == "hernquist" || o.ic == "disc") p = make_model(o.ic, o.n, o.seed);
     else if (o.ic == "uniform") p = uniform_sphere(o.n, o.seed, true);
     else if (o.ic == "uniform-cold") p = uniform_sphere(o.n, o.seed, false);
     else if (o.ic == "merger") p = galaxy_merger(o.n, o.seed, o.merger).particles;
