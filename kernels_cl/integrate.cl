@@ -28,7 +28,7 @@ void integrateKickDrift(__global bn_f4* pos, __global bn_f4* vel, __global const
     x.x = fma(v.x, dt, x.x);
     x.y = fma(v.y, dt, x.y);
     x.z = fma(v.z, dt, x.z);
-    v.w = sqrt(a.x * a.x + a.y * a.y + a.z * a.z);
+    v.w = sqrt(fma(a.z, a.z, fma(a.y, a.y, a.x * a.x)));
     vel[i] = v;
     pos[i] = x;
 }

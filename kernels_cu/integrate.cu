@@ -28,7 +28,7 @@ __global__ void __launch_bounds__(BANYAN_WG)
     x.x = fmaf(v.x, dt, x.x);
     x.y = fmaf(v.y, dt, x.y);
     x.z = fmaf(v.z, dt, x.z);
-    v.w = sqrtf(a.x * a.x + a.y * a.y + a.z * a.z);
+    v.w = sqrtf(fmaf(a.z, a.z, fmaf(a.y, a.y, a.x * a.x)));
     vel[i] = v;
     pos[i] = x;
 }
