@@ -311,10 +311,12 @@ int run_run(const std::vector<std::string>& raw_args)
             }
             if (ro.ic != "file") ic = initial_conditions(ro);
             if (!quiet) {
-                fmt::print("banyan run: {} particles ({}{}), theta {}, eps {}, dt {}, t = {} to {} ({} steps) on {}\n",
+                fmt::print("banyan run: {} particles ({}{}), theta {} ({}{}), eps {}, dt {}, t = {} to {} ({} steps) "
+                           "on {}\n",
                            n, ro.ic == "file" ? ro.in : ro.ic,
-                           ro.ic == "file" ? "" : fmt::format(", seed {}", ro.seed), ro.theta, ro.eps, ro.dt,
-                           ic.time, ro.t_end, steps_between(ic.time, ro.t_end, ro.dt), dev_text);
+                           ro.ic == "file" ? "" : fmt::format(", seed {}", ro.seed), ro.theta, ro.opening,
+                           ro.alpha > 0 ? fmt::format(" + relative alpha {}", ro.alpha) : "", ro.eps, ro.dt, ic.time,
+                           ro.t_end, steps_between(ic.time, ro.t_end, ro.dt), dev_text);
                 auto every = [](double v) {
                     return v == RunOptions::never ? std::string("never") : fmt::format("every {}", v);
                 };
