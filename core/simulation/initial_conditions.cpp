@@ -20,8 +20,8 @@ namespace banyan {
 
 namespace {
 
-/// A double uniform in the open interval (0, 1), from the top 53 bits (the same on every standard library).
-double uniform(std::mt19937_64& rng) { return (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53; }
+using draw::isotropic;
+using draw::uniform;
 
 /// A standard normal deviate by Box-Muller (our own, for the same values on every standard library).
 double normal(std::mt19937_64& rng)
@@ -56,17 +56,6 @@ Particles centred(const std::vector<double>& m, const std::vector<double>& x, co
                          static_cast<float>(v[3 * i + 2] - cv[2]), 0.0f};
     }
     return p;
-}
-
-/// A random point on the sphere of radius @p r.
-void isotropic(std::mt19937_64& rng, double r, double* out)
-{
-    const double z = (1.0 - 2.0 * uniform(rng)) * r;
-    const double phi = 2.0 * std::numbers::pi * uniform(rng);
-    const double rxy = std::sqrt(std::max(r * r - z * z, 0.0));
-    out[0] = rxy * std::cos(phi);
-    out[1] = rxy * std::sin(phi);
-    out[2] = z;
 }
 
 /// Hernquist's distribution function (1990, eq. 17) without its constant factor, for q^2 = a eps / (G M) (eps the

@@ -12,13 +12,9 @@
 
 namespace banyan {
 
-namespace {
+double draw::uniform(std::mt19937_64& rng) { return (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53; }
 
-/// A double uniform in the open interval (0, 1), from the top 53 bits (the same on every standard library).
-double uniform(std::mt19937_64& rng) { return (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53; }
-
-/// A random point on the sphere of radius @p r.
-void isotropic(std::mt19937_64& rng, double r, double out[3])
+void draw::isotropic(std::mt19937_64& rng, double r, double out[3])
 {
     const double z = (1.0 - 2.0 * uniform(rng)) * r;
     const double phi = 2.0 * std::numbers::pi * uniform(rng);
@@ -28,6 +24,9 @@ void isotropic(std::mt19937_64& rng, double r, double out[3])
     out[2] = z;
 }
 
+namespace {
+using draw::isotropic;
+using draw::uniform;
 } // namespace
 
 Particles plummer(std::size_t n, std::uint64_t seed, const PlummerOptions& options)

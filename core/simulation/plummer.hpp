@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <random>
 #include <vector>
 
 namespace banyan {
@@ -37,5 +38,13 @@ struct PlummerOptions {
  * our own bit arithmetic, not by a standard distribution, whose results differ between standard libraries.
  */
 Particles plummer(std::size_t n, std::uint64_t seed, const PlummerOptions& options = {});
+
+/// The random draws every particle model uses (plummer.cpp, initial_conditions.cpp), the same on every platform.
+namespace draw {
+/// A double uniform in the open interval (0, 1), from the top 53 bits (the same on every standard library).
+double uniform(std::mt19937_64& rng);
+/// A random point on the sphere of radius @p r.
+void isotropic(std::mt19937_64& rng, double r, double out[3]);
+} // namespace draw
 
 } // namespace banyan
