@@ -145,6 +145,9 @@ inline bn_f4 walk_particle_pass(bn_f4 acc, bn_f4 me, uint lid, uint slot, uint s
  * The groups' particles (the targets) are in pos; the walk starts at cell `root` and opened leaves index src (the
  * same buffer as pos for the local tree). remote != 0: the cells and src are another rank's local essential tree,
  * no source is the target itself, and the results are added to acc_pot (and the counts) instead of stored.
+ * alpha > 0: the relative criterion on top of the geometric test (bn_rel_cell in device_shared.h), with rel the
+ * per-cell factors of walkPrepareRelative and acc_old[i].w the previous |a| of particle i (tree order); with
+ * alpha = 0 neither is read.
  * Work-group BANYAN_WALK_WG; local memory about 22 KiB (BANYAN_WALK_WG 128, BANYAN_WALK_LIST 1024): the two level
  * lists, the staged cells and particles, the chunk's opened leaves and the scan. */
 __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkForces(
@@ -193,9 +196,7 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
         bn_f4 acc = (bn_f4)(0.0f);
         if (lid < n) {
             self_pos[lid] = WALK_NONE;
-            if (alpha > 0.0f) {
-                old_a[lid] = acc_old[gfirst + lid].w;
-            }
+            if (alpha > 0.0f) old_a[lid] = acc_old[gfirst + lid].w;
         }
         if (lid == 0) list_a[0] = root;
         __local bn_u32* cur = list_a;

@@ -177,9 +177,7 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
         bn_f4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
         if (lid < n) {
             self_pos[lid] = WALK_NONE;
-            if (alpha > 0.0f) {
-                old_a[lid] = acc_old[gfirst + lid].w;
-            }
+            if (alpha > 0.0f) old_a[lid] = acc_old[gfirst + lid].w;
         }
         if (lid == 0) list_a[0] = root;
         bn_u32* cur = list_a;
