@@ -171,6 +171,8 @@ int run_run(const std::vector<std::string>& raw_args)
         ro.format = parse_snapshot_format(opt.str("format"), "run: --format");
         ro.units = opt.str("units");
         ro.check();
+        if (ro.alpha > 0 && comm.parallel())
+            throw UsageError("run: --alpha (the relative criterion) runs on one rank, not under mpirun with several");
         if (ro.ic != "merger")
             for (const char* name : {"pericentre", "separation", "eccentricity", "bh-fraction"})
                 if (opt.has(name)) throw UsageError(fmt::format("run: --{} is for --ic merger only", name));
