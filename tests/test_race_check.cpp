@@ -260,6 +260,20 @@ TEST_CASE("race check: walk against the CPU walk")
     for (std::size_t i = 0; i < n; ++i)
         bad += std::memcmp(&got[ids[i]], &tree_acc[i], sizeof(bn_f4)) != 0 || got_pp[ids[i]] != tree_pp[i];
     CHECK(bad == 0);
+
+    // The relative criterion (walkPrepareRelative and the walk's alpha path) over bmax cells, from these
+    // accelerations: the particles are in key order already, so the rebuild keeps their order.
+    std::vector<bn_f4> old = tree_acc;
+    for (auto& a : old) a.w = std::sqrt(a.x * a.x + a.y * a.y + a.z * a.z);
+    const auto old_dev = be.upload<bn_f4>(old, "race.walk.acc_old");
+    tree.set_opening(Opening::bmax);
+    tree.build();
+    REQUIRE(tree.ids().download(n) == ids);
+    forces.set_relative(0.004f, &old_dev);
+    forces.poison(tree);
+    forces.compute(tree, 1.0f, 0.0f);
+    test::check_walk_against_cpu(tree, forces, 1.0f, 0.0f, 0.004f, old);
+    forces.set_relative(0.0f, nullptr);
 }
 
 TEST_CASE("race check: local essential tree and the decomposition on one rank")
