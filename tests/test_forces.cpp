@@ -463,6 +463,17 @@ TEST_CASE("tree walk: the device builds the CPU walk's lists (counts exactly, fo
     }
 }
 
+namespace {
+
+/// The particles the criteria's direct-summation tests use: a Plummer sphere of 2^14 and a clustered set of 2^13.
+std::vector<std::pair<const char*, std::vector<bn_f4>>> plummer_and_clustered(std::uint64_t seed)
+{
+    return {{"plummer", plummer_input(std::size_t{1} << 14, seed)},
+            {"clustered", clustered_input(std::size_t{1} << 13, seed)}};
+}
+
+} // namespace
+
 TEST_CASE("tree forces with the relative criterion against double-precision direct summation")
 {
     auto& be = test::backend();
@@ -470,10 +481,8 @@ TEST_CASE("tree forces with the relative criterion against double-precision dire
     TreeForces forces(be);
     CHECK_THROWS_AS(forces.set_relative(-1.0f, nullptr), UsageError);
     CHECK_THROWS_AS(forces.set_relative(NAN, nullptr), UsageError);
-    for (const bool clustered : {false, true}) {
-        const char* name = clustered ? "clustered" : "plummer";
-        const std::size_t n = clustered ? std::size_t{1} << 13 : std::size_t{1} << 14;
-        const auto p = clustered ? clustered_input(n, 44) : plummer_input(n, 44);
+    for (const auto& [name, p] : plummer_and_clustered(44)) {
+        const std::size_t n = p.size();
         const auto ref = cpu_direct(p, 0.0f);
         tree.set_particles(p);
         tree.build();
@@ -561,10 +570,8 @@ TEST_CASE("tree forces with the bmax criterion against double-precision direct s
     Octree tree(be);
     tree.set_opening(Opening::bmax);
     TreeForces forces(be);
-    for (const bool clustered : {false, true}) {
-        const char* name = clustered ? "clustered" : "plummer";
-        const std::size_t n = clustered ? std::size_t{1} << 13 : std::size_t{1} << 14;
-        const auto p = clustered ? clustered_input(n, 43) : plummer_input(n, 43);
+    for (const auto& [name, p] : plummer_and_clustered(43)) {
+        const std::size_t n = p.size();
         const auto ref = cpu_direct(p, 0.0f);
         tree.set_particles(p);
         tree.build();

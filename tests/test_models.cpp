@@ -99,6 +99,18 @@ bool same_bits(const Particles& a, const Particles& b)
            std::memcmp(a.vel.data(), b.vel.data(), a.size() * sizeof(bn_f4)) == 0;
 }
 
+/// Checks total mass 1, centre of mass and total momentum zero (to 1e-6); returns the totals.
+Totals check_mass_one_and_centred(const Particles& p)
+{
+    const Totals t = totals(p);
+    CHECK(std::fabs(t.mass - 1) < 1e-6);
+    for (int k = 0; k < 3; ++k) {
+        CHECK(std::fabs(t.com[k]) < 1e-6);
+        CHECK(std::fabs(t.mom[k]) < 1e-6);
+    }
+    return t;
+}
+
 } // namespace
 
 TEST_SUITE("static")
@@ -108,12 +120,7 @@ TEST_SUITE("static")
         const std::size_t n = 100000;
         const Particles p = hernquist_sphere(n, 20261123);
         REQUIRE(p.size() == n);
-        const Totals t = totals(p);
-        CHECK(std::fabs(t.mass - 1) < 1e-6);
-        for (int k = 0; k < 3; ++k) {
-            CHECK(std::fabs(t.com[k]) < 1e-6);
-            CHECK(std::fabs(t.mom[k]) < 1e-6);
-        }
+        check_mass_one_and_centred(p);
         CHECK(std::all_of(p.pos.begin(), p.pos.end(), [](const bn_f4& q) { return q.w == float(1.0 / n); }));
 
         const double a = hernquist_scale_radius;
@@ -186,12 +193,7 @@ TEST_SUITE("static")
         const std::size_t n = 100000;
         const Particles p = exponential_disc(n, 20261124);
         REQUIRE(p.size() == n);
-        const Totals t = totals(p);
-        CHECK(std::fabs(t.mass - 1) < 1e-6);
-        for (int k = 0; k < 3; ++k) {
-            CHECK(std::fabs(t.com[k]) < 1e-6);
-            CHECK(std::fabs(t.mom[k]) < 1e-6);
-        }
+        const Totals t = check_mass_one_and_centred(p);
         const double rd = disc_scale_length, z0 = disc_scale_height;
         CHECK(off(rd, 3 * std::numbers::pi / 16) < 1e-12);
         CHECK(off(z0, 0.1 * rd) < 1e-12);
