@@ -66,7 +66,6 @@
 #define BANYAN_TREE_GRID (1u << BANYAN_MAX_DEPTH)        /* 2^21 grid points per axis */
 #define BANYAN_TREE_LEAF_BIT 0x80000000u                 /* in cell_count: this cell is a leaf */
 #define BANYAN_TREE_NO_PARENT 0xFFFFFFFFu                /* cell_parent of the root */
-#define BANYAN_TREE_RETIRED_BIT 0x80000000u              /* build only: an active-list entry now in a leaf */
 #define BANYAN_TREE_MIN_EXP (-100)                       /* the side of the cube is 2^e, e in [-100, 127] */
 #define BANYAN_TREE_MAX_EXP 127
 
@@ -188,6 +187,100 @@ BN_DEVICE bn_u64 bn_tree_cell_key(bn_u64 key, int level)
 {
     const int s = bn_tree_level_shift(level); /* at most 63: the root's key is 0 */
     return (key >> s) << s;
+}
+
+/* The level of the deepest cell that holds both keys a and b: 0 .. 20 when they differ, 21 when they are equal. */
+BN_DEVICE int bn_tree_common_level(bn_u64 a, bn_u64 b)
+{
+    const bn_u64 x = a ^ b;
+    if (x == 0) return BANYAN_MAX_DEPTH;
+#if defined(BANYAN_LANG_OPENCL)
+    const int high = 63 - (int)clz(x); /* the highest bit in which they differ, 0 .. 62 */
+#elif defined(BANYAN_LANG_CUDA)
+    const int high = 63 - __clzll((long long)x);
+#else
+    const int high = 63 - __builtin_clzll(x);
+#endif
+    /* Level L keeps the key bits from 3 (21 - L) up: both keys agree there while 3 (21 - L) > high. */
+    return BANYAN_MAX_DEPTH - 1 - high / 3;
+}
+
+/* Runs of sorted keys. The particles of a cell of level L are the consecutive sorted keys that agree in their bits
+ * from 3 (21 - L) up (the cell's run). The tree build finds run ends by galloping, then binary search: O(log r)
+ * reads for a run of r keys. */
+
+/* The end of the level-L run that holds index j, searched no further than @p hi (j < hi <= the number of keys): the
+ * first index in (j, hi) outside the run, or hi. */
+BN_DEVICE bn_u32 bn_tree_run_end(BN_GLOBAL const bn_u64* keys, bn_u32 j, bn_u32 hi, int level)
+{
+    const int s = bn_tree_level_shift(level);
+    const bn_u64 cell = keys[j] >> s;
+    bn_u32 lo = j + 1, step = 1; /* [j, lo) is in the run; hi is outside it or the bound */
+    while (lo < hi) {
+        const bn_u32 probe = lo + step - 1 < hi - 1 ? lo + step - 1 : hi - 1;
+        if ((keys[probe] >> s) != cell) {
+            hi = probe;
+            break;
+        }
+        lo = probe + 1;
+        step <<= 1;
+    }
+    while (lo < hi) {
+        const bn_u32 mid = lo + (hi - lo) / 2;
+        if ((keys[mid] >> s) == cell) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* The beginning of the level-L run that holds index j, searched no further back than @p lo (<= j): the first
+ * index b in [lo, j] with all of b .. j in the run. */
+BN_DEVICE bn_u32 bn_tree_run_begin(BN_GLOBAL const bn_u64* keys, bn_u32 j, bn_u32 lo, int level)
+{
+    const int s = bn_tree_level_shift(level);
+    const bn_u64 cell = keys[j] >> s;
+    bn_u32 hi = j, step = 1; /* [hi, j] is in the run; lo is the bound */
+    while (lo < hi) {
+        const bn_u32 probe = hi - lo >= step ? hi - step : lo;
+        if ((keys[probe] >> s) != cell) {
+            lo = probe + 1;
+            break;
+        }
+        hi = probe;
+        step <<= 1;
+    }
+    while (lo < hi) {
+        const bn_u32 mid = lo + (hi - lo) / 2;
+        if ((keys[mid] >> s) == cell) hi = mid;
+        else lo = mid + 1;
+    }
+    return hi;
+}
+
+/* The cells that begin at sorted particle j of n (paper section 2.1). A cell of level L exists when its parent
+ * holds more than N_leaf particles (the root always); it is a leaf when it holds at most N_leaf, or at level 21.
+ * Particle j begins the cells of every level deeper than bn_tree_common_level(key[j - 1], key[j]) = p; the first
+ * of them exists when the level-p cell (which holds j - 1 and j) has more than N_leaf particles, and then so does
+ * each deeper one down to the first leaf. Returns how many cells begin at j (0 .. 22), of levels *first on. */
+BN_DEVICE bn_u32 bn_tree_cells_beginning(BN_GLOBAL const bn_u64* keys, bn_u32 n, bn_u32 j, bn_u32* first)
+{
+    int level = 0;
+    if (j > 0) {
+        const int p = bn_tree_common_level(keys[j - 1], keys[j]);
+        if (p == BANYAN_MAX_DEPTH) return 0u;
+        /* Whether the level-p run holds more than N_leaf keys: look N_leaf back at most, and forward far enough. */
+        const bn_u32 b = bn_tree_run_begin(keys, j, j > BANYAN_N_LEAF ? j - BANYAN_N_LEAF : 0u, p);
+        const bn_u32 bound = b + BANYAN_N_LEAF + 1u < n ? b + BANYAN_N_LEAF + 1u : n;
+        if (bn_tree_run_end(keys, j, bound, p) - b <= BANYAN_N_LEAF) return 0u;
+        level = p + 1;
+    }
+    *first = (bn_u32)level;
+    bn_u32 end = n, count = 1;
+    for (; level < BANYAN_MAX_DEPTH; ++level, ++count) {
+        end = bn_tree_run_end(keys, j, end, level); /* each level's run is within the one above */
+        if (end - j <= BANYAN_N_LEAF) break;
+    }
+    return count;
 }
 
 /* Geometric centre of a cell along one axis (0 = x, 1 = y, 2 = z), in double precision: its low corner plus half

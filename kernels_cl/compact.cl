@@ -6,7 +6,7 @@
  * counts the flagged items of each tile (scanReduce in SCAN_MODE_NONZERO), then compactScatter runs once; while
  * the tile counts fit one tile each group adds up the counts it needs itself (COMPACT_MODE_LOOKUP), beyond that
  * the driver exclusive-scans the counts first (scan.cl, which also writes the grand total, count[0], on the
- * device). Order is kept on both sides of a split: the tree build groups keys level by level and relies on it.
+ * device). Order is kept on both sides of a split: the domain decomposition relies on it.
  */
 
 #define COMPACT_TILE (BANYAN_WG * BANYAN_SCAN_ITEMS)

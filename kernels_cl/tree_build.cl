@@ -1,144 +1,73 @@
 /**
  * @file tree_build.cl
- * @brief One level of the level-by-level tree construction (paper section 2.1, Fig. 1; driver:
- *        Octree::build_levels in core/tree/octree.cpp).
+ * @brief The cells of the octree from the sorted keys, all levels at once (paper section 2.1, Fig. 1; driver:
+ *        Octree::build_cells in core/tree/octree.cpp).
  *
- * The driver keeps a key-sorted list of particle indices ("active"). At level L, treeLevelFlags marks the live
- * entries where the masked key changes, a compaction of the entry indices by those flags lists where each cell
- * starts (and counts the cells), and treeLevelCells writes the cells (leaves: at most N_leaf particles, or level
- * 21), counts the particles and leaves they make, and marks the leaves' entries retired
- * (BANYAN_TREE_RETIRED_BIT). Retired entries are skipped by every later level and removed from the list only once
- * they are a quarter of it, so that a level that retires few particles does not pay for a compaction of all.
- * A retired entry never shares a masked key with a live one (it lies in a leaf, which no node overlaps), so each
- * cell is a run of consecutive live entries, possibly followed by retired ones before the next cell starts.
- * The CUDA twin is kernels_cu/tree_build.cu.
+ * A cell of level L is the run of consecutive sorted keys that share their level-L digits; it exists when its parent
+ * holds more than N_leaf particles, and it is a leaf when it holds at most N_leaf (or at level 21). Each cell is
+ * found from the particle where its run begins (bn_tree_cells_beginning in tree_shared.h, which needs only the
+ * keys around it): treeCellStarts counts the cells beginning at every particle and each level's cells, a scan of
+ * the counts places them, treeCellList lists them as (level, first particle), a sort by level (stable, so that
+ * a level's cells stay in key order) stores them level by level, and treeCellWrite writes each cell. The host waits
+ * once, for the level counts. The CUDA twin is kernels_cu/tree_build.cu.
  */
 
-/* flags[j] = 1 where live entry j starts a cell of the level: its key shifted right by @p shift (the level's
- * mask) differs from that of entry j - 1, or entry j - 1 is retired (or j = 0). Retired entries get 0.
- * Work-item 0 also zeroes counters[1] and counters[2], which treeLevelCells adds to.
- * Work-group BANYAN_WG; no local memory. */
-__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void treeLevelFlags(
-    __global const bn_u64* keys, __global const bn_u32* active, bn_u32 n, bn_u32 shift, __global bn_u32* flags,
-    __global bn_u32* counters)
+/* begins[j] = the number of cells that begin at sorted particle j, first_level[j] = the level of the first of them
+ * (0 when none); level_count[L] += the cells of level L (zeroed by the host), one atomic per level and work-group.
+ * Work-group BANYAN_WG; local memory: BANYAN_TREE_LEVELS words. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void treeCellStarts(
+    __global const bn_u64* keys, bn_u32 n, __global bn_u32* begins, __global bn_u32* first_level,
+    __global bn_u32* level_count)
+{
+    __local volatile bn_u32 per_level[BANYAN_TREE_LEVELS];
+    const uint lid = get_local_id(0), j = get_global_id(0);
+    if (lid < BANYAN_TREE_LEVELS) per_level[lid] = 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (j < n) {
+        bn_u32 first = 0u;
+        const bn_u32 count = bn_tree_cells_beginning(keys, n, j, &first);
+        begins[j] = count;
+        first_level[j] = count ? first : 0u;
+        for (bn_u32 t = 0; t < count; ++t) atomic_inc(&per_level[first + t]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid < BANYAN_TREE_LEVELS && per_level[lid] != 0u) bn_atomic_add_u32(&level_count[lid], per_level[lid]);
+}
+
+/* The cells as (level, first particle) pairs in particle order: those of particle j at offsets[j] .. (the
+ * exclusive scan of treeCellStarts' counts; total = all cells). Work-group BANYAN_WG; no local memory. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void treeCellList(
+    __global const bn_u32* offsets, __global const bn_u32* first_level, bn_u32 n, bn_u32 total,
+    __global bn_u64* cell_levels, __global bn_u32* cell_starts)
 {
     const uint j = get_global_id(0);
-    if (j == 0) {
-        counters[1] = 0;
-        counters[2] = 0;
-    }
     if (j >= n) return;
-    const bn_u32 a = active[j];
-    bn_u32 start = 0;
-    if (!(a & BANYAN_TREE_RETIRED_BIT)) {
-        start = 1;
-        if (j > 0) {
-            const bn_u32 b = active[j - 1];
-            start = (b & BANYAN_TREE_RETIRED_BIT) || (keys[b] >> shift) != (keys[a] >> shift) ? 1u : 0u;
-        }
-    }
-    flags[j] = start;
-}
-
-/* Whether list entry j is a live particle of the cell whose masked key is @p cell. */
-inline bool tree_in_cell(__global const bn_u64* keys, __global const bn_u32* active, bn_u32 j, bn_u32 shift,
-                         bn_u64 cell)
-{
-    const bn_u32 a = active[j];
-    return !(a & BANYAN_TREE_RETIRED_BIT) && (keys[a] >> shift) == cell;
-}
-
-/* Sum of v over the work-group; every work-item must call it. s: BANYAN_WG words of local memory. */
-inline bn_u32 tree_wg_sum(bn_u32 v, __local bn_u32* s)
-{
-    const uint lid = get_local_id(0);
-    s[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint h = BANYAN_WG / 2; h > 0; h >>= 1) {
-        if (lid < h) s[lid] += s[lid + h];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    const bn_u32 total = s[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return total;
-}
-
-/* Writes nothing when offset + counters[0] > capacity (the host grows the cell arrays and runs the level again).
- * Otherwise writes cell c < counters[0] (the compaction's count) of the level at index offset + c: key (masked), level,
- * particle range; a leaf gets first particle and count | LEAF_BIT, a node 0 and 0 (treeLink fills them). The cell
- * runs from starts[c] to the next cell's start, or, when the list holds retired entries (@p clean = 0), to the
- * end of its live run, found by a galloping then binary search. A leaf above the deepest level marks its entries
- * retired (its particles are consecutive: entry start + k holds particle first + k). counters[1] += particles
- * taken by leaves, counters[2] += leaves, one atomic each per work-group. The grid covers a bound on the cell count
- * known to the host (the count itself stays on the device); work-items past it only join the sums.
- * Work-group BANYAN_WG; local memory: BANYAN_WG words. */
-__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void treeLevelCells(
-    __global const bn_u64* keys, __global bn_u32* active, __global const bn_u32* starts, bn_u32 n, bn_u32 clean,
-    __global bn_u32* counters, bn_u32 level, bn_u32 offset, __global bn_u64* cell_key, __global bn_u32* cell_level,
-    __global bn_u32* cell_first, __global bn_u32* cell_count, __global bn_u32* cell_pbegin,
-    __global bn_u32* cell_pcount, bn_u32 capacity)
-{
-    __local bn_u32 s[BANYAN_WG];
-    const uint c = get_global_id(0);
-    const bn_u32 cells = counters[0];
-    /* The level does not fit the cell arrays: write nothing (the host grows them and runs the level again). Every
-     * work-item of every work-group returns here, so the barriers below are never divergent. */
-    if (cells > capacity - offset) return;
-    bn_u32 retired = 0, leaves = 0;
-    if (c < cells) {
-        const bn_u32 j0 = starts[c];
-        const bn_u32 upper = c + 1 < cells ? starts[c + 1] : n;
-        const bn_u32 first = active[j0];
-        const bn_u32 shift = 3u * (BANYAN_MAX_DEPTH - level);
-        bn_u32 end = upper;
-        if (!clean) {
-            const bn_u64 cell = keys[first] >> shift;
-            bn_u32 lo = j0 + 1, hi = upper, step = 1;
-            while (lo < hi) {
-                const bn_u32 probe = min(lo + step - 1, hi - 1);
-                if (!tree_in_cell(keys, active, probe, shift, cell)) {
-                    hi = probe;
-                    break;
-                }
-                lo = probe + 1;
-                step <<= 1;
-            }
-            while (lo < hi) {
-                const bn_u32 mid = lo + (hi - lo) / 2;
-                if (tree_in_cell(keys, active, mid, shift, cell)) lo = mid + 1;
-                else hi = mid;
-            }
-            end = lo;
-        }
-        const bn_u32 count = end - j0;
-        const bool leaf = count <= BANYAN_N_LEAF || level == BANYAN_MAX_DEPTH;
-        const uint o = offset + c;
-        cell_key[o] = bn_tree_cell_key(keys[first], (int)level);
-        cell_level[o] = level;
-        cell_pbegin[o] = first;
-        cell_pcount[o] = count;
-        cell_first[o] = leaf ? first : 0u;
-        cell_count[o] = leaf ? (count | BANYAN_TREE_LEAF_BIT) : 0u;
-        if (leaf) {
-            retired = count;
-            leaves = 1;
-            if (level < BANYAN_MAX_DEPTH)
-                for (bn_u32 k = 0; k < count; ++k) active[j0 + k] = (first + k) | BANYAN_TREE_RETIRED_BIT;
-        }
-    }
-    const bn_u32 sum = tree_wg_sum(retired, s);
-    const bn_u32 nleaves = tree_wg_sum(leaves, s);
-    if (get_local_id(0) == 0 && sum != 0) {
-        bn_atomic_add_u32(&counters[1], sum);
-        bn_atomic_add_u32(&counters[2], nleaves);
+    const bn_u32 o = offsets[j];
+    const bn_u32 count = (j + 1 < n ? offsets[j + 1] : total) - o;
+    for (bn_u32 t = 0; t < count; ++t) {
+        cell_levels[o + t] = first_level[j] + t;
+        cell_starts[o + t] = j;
     }
 }
 
-/* live[j] = 1 for a live entry, 0 for a retired one: the flags of the compaction that drops retired entries.
+/* Cell c < total from its (level, first particle), stored level by level: key (masked), level, particle range;
+ * a leaf gets first particle and count | LEAF_BIT, a node 0 and 0 (treeLink fills them).
  * Work-group BANYAN_WG; no local memory. */
-__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void treeLevelLive(__global const bn_u32* active,
-                                                                                  bn_u32 n, __global bn_u32* live)
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void treeCellWrite(
+    __global const bn_u64* keys, bn_u32 n, __global const bn_u64* cell_levels, __global const bn_u32* cell_starts,
+    bn_u32 total, __global bn_u64* cell_key, __global bn_u32* cell_level, __global bn_u32* cell_first,
+    __global bn_u32* cell_count, __global bn_u32* cell_pbegin, __global bn_u32* cell_pcount)
 {
-    const uint j = get_global_id(0);
-    if (j < n) live[j] = (active[j] & BANYAN_TREE_RETIRED_BIT) ? 0u : 1u;
+    const uint c = get_global_id(0);
+    if (c >= total) return;
+    const int level = (int)cell_levels[c];
+    const bn_u32 j = cell_starts[c];
+    const bn_u32 count = bn_tree_run_end(keys, j, n, level) - j;
+    const bool leaf = count <= BANYAN_N_LEAF || level == BANYAN_MAX_DEPTH;
+    cell_key[c] = bn_tree_cell_key(keys[j], level);
+    cell_level[c] = (bn_u32)level;
+    cell_pbegin[c] = j;
+    cell_pcount[c] = count;
+    cell_first[c] = leaf ? j : 0u;
+    cell_count[c] = leaf ? (count | BANYAN_TREE_LEAF_BIT) : 0u;
 }

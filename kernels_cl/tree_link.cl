@@ -20,7 +20,7 @@ inline bn_u32 tree_lower_bound(__global const bn_u64* cell_key, bn_u32 lo, bn_u3
 }
 
 /* For cell c < ncells: cell_parent[c], cell_count[parent] += 1 (atomic), and for a node cell_first[c] = its first
- * child. Nodes' cell_count must be 0 beforehand (treeLevelCells writes it). level_begin: BANYAN_TREE_LEVELS + 1
+ * child. Nodes' cell_count must be 0 beforehand (treeCellWrite writes it). level_begin: BANYAN_TREE_LEVELS + 1
  * offsets. Work-group BANYAN_WG; no local memory. */
 __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void treeLink(
     __global const bn_u64* cell_key, __global const bn_u32* cell_level, __global const bn_u32* cell_pcount,

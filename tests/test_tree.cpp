@@ -248,6 +248,69 @@ TEST_CASE("tree keys: dilation, contraction and Morton order match the bit-by-bi
     CHECK(bn_tree_cell_key(~bn_u64{0} >> 1, 1) == bn_u64{7} << 60);
 }
 
+TEST_CASE("tree runs: common levels, run ends and the cells beginning at each key, against counting")
+{
+    // Sorted keys in a few clumps of equal and near-equal keys, so that runs of every length and level occur.
+    auto& g = test::rng();
+    for (int round = 0; round < 40; ++round) {
+        std::vector<bn_u64> keys;
+        const int clumps = 1 + static_cast<int>(g() % 12);
+        for (int c = 0; c < clumps; ++c) {
+            const bn_u64 base = g() >> 1;
+            const int count = static_cast<int>(g() % 60);
+            for (int k = 0; k < count; ++k) keys.push_back(base ^ (g() & ((bn_u64{1} << (g() % 63)) - 1)));
+        }
+        if (keys.empty()) keys.push_back(0);
+        std::sort(keys.begin(), keys.end());
+        const auto n = static_cast<bn_u32>(keys.size());
+        auto same = [&](bn_u32 a, bn_u32 b, int level) {
+            const int s = bn_tree_level_shift(level);
+            return (keys[a] >> s) == (keys[b] >> s);
+        };
+        auto run = [&](bn_u32 j, int level) { // [begin, end) of j's level-L run, by counting
+            bn_u32 b = j, e = j + 1;
+            while (b > 0 && same(b - 1, j, level)) --b;
+            while (e < n && same(e, j, level)) ++e;
+            return std::pair{b, e};
+        };
+        for (bn_u32 j = 0; j < n; ++j) {
+            if (j > 0) {
+                int deepest = -1;
+                for (int l = 0; l <= BANYAN_MAX_DEPTH; ++l)
+                    if (same(j - 1, j, l)) deepest = l;
+                REQUIRE(bn_tree_common_level(keys[j - 1], keys[j]) == deepest);
+            }
+            for (int l = 0; l <= BANYAN_MAX_DEPTH; ++l) {
+                const auto [b, e] = run(j, l);
+                INFO("round " << round << " j " << j << " level " << l);
+                REQUIRE(bn_tree_run_end(keys.data(), j, n, l) == e);
+                REQUIRE(bn_tree_run_begin(keys.data(), j, 0, l) == b);
+                const bn_u32 hi = j + 1 + static_cast<bn_u32>(g() % 5);
+                if (hi <= n) REQUIRE(bn_tree_run_end(keys.data(), j, hi, l) == std::min(e, hi));
+                const bn_u32 lo = j > 3 ? j - 3 : 0;
+                REQUIRE(bn_tree_run_begin(keys.data(), j, lo, l) == std::max(b, lo));
+            }
+            // The cells beginning at j, from the definition: a level-L run beginning at j whose parent run holds
+            // more than N_leaf keys (the root always), down to the first leaf.
+            bn_u32 want_first = 0, want = 0;
+            for (int l = 0; l <= BANYAN_MAX_DEPTH; ++l) {
+                if (run(j, l).first != j) continue;
+                if (l > 0) {
+                    const auto [pb, pe] = run(j, l - 1);
+                    if (pe - pb <= BANYAN_N_LEAF) break;
+                }
+                if (want == 0) want_first = static_cast<bn_u32>(l);
+                ++want;
+                const auto [b, e] = run(j, l);
+                if (e - b <= BANYAN_N_LEAF) break;
+            }
+            bn_u32 first = 99;
+            REQUIRE(bn_tree_cells_beginning(keys.data(), n, j, &first) == want);
+            if (want) REQUIRE(first == want_first);
+        }
+    }
+}
+
 TEST_CASE("tree frame: the cube's side is the next power of two above the extent")
 {
     CHECK(bn_tree_side_exponent(1.0f) == 1);
@@ -498,7 +561,7 @@ TEST_CASE("tree on the device: every input and size, against the CPU reference")
     be.set_vendor_primitives(true);
 }
 
-TEST_CASE("tree on the device: more cells than the arrays start with (a level that does not fit runs again)")
+TEST_CASE("tree on the device: more cells than the arrays start with (they grow)")
 {
     auto& be = test::backend();
     // Clumps of N_leaf + 1 particles, N_leaf at one point and one a hair away: each clump is a chain of nodes

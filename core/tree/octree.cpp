@@ -3,8 +3,8 @@
  * @brief Drives the tree build on the device: which kernel runs when, over what, into which buffer.
  *
  * Phases (paper section 2.1 and 3.2): bounding box and keys; radix sort of (key, index); the particle arrays
- * gathered into key order; cells level by level (one host round trip per level, for three counts); links; groups;
- * multipoles. Everything else stays on the device.
+ * gathered into key order; the cells of all levels at once (kernels_cl/tree_build.cl; one host round trip, for the
+ * level counts); links; groups (one more, for the group count); multipoles. Everything else stays on the device.
  */
 #include "core/tree/octree.hpp"
 
@@ -78,8 +78,7 @@ Octree::Octree(Backend& be) : be_(be)
 {
     box_ = be_.alloc<bn_f4>(2, "tree.box");
     frame_ = be_.alloc<bn_f4>(1, "tree.frame");
-    counters_ = be_.alloc<bn_u32>(3, "tree.counters");
-    compact_count_ = be_.alloc<bn_u32>(1, "tree.compact_count");
+    level_count_ = be_.alloc<bn_u32>(BANYAN_TREE_LEVELS, "tree.level_count");
     group_total_ = be_.alloc<bn_u32>(1, "tree.group_total");
     level_begin_dev_ = be_.alloc<bn_u32>(BANYAN_TREE_LEVELS + 1, "tree.level_begin");
 }
@@ -102,8 +101,7 @@ Buffer<unsigned char>& Octree::workspace(std::size_t bytes)
 
 void Octree::reserve_particles(std::size_t n, bool with_vel)
 {
-    // Particle indices carry a flag in bit 31 while the tree is built (BANYAN_TREE_RETIRED_BIT), and so do cell
-    // counts (BANYAN_TREE_LEAF_BIT): 2^31 - 1 particles is the most one tree can hold.
+    // Cell counts carry a flag in bit 31 (BANYAN_TREE_LEAF_BIT): 2^31 - 1 particles is the most one tree can hold.
     if (n > 0x7FFFFFFFu) throw UsageError(fmt::format("tree: {} particles is more than the 2^31 - 1 supported", n));
     const std::size_t m = std::max<std::size_t>(n, 1);
     const std::size_t align = std::max<std::size_t>(be_.info().view_align, 16);
@@ -230,7 +228,7 @@ void Octree::build(TreeTimings* timings)
     clock.mark();
     move_particles(pair);
     clock.mark();
-    build_levels(pair);
+    build_cells(pair);
     clock.mark();
     link_cells();
     clock.mark();
@@ -276,63 +274,38 @@ void Octree::move_particles(std::size_t pair)
     through(id_);
 }
 
-void Octree::build_levels(std::size_t pair)
+void Octree::build_cells(std::size_t pair)
 {
     level_begin_.fill(0);
     depth_ = -1;
     if (n_ == 0) return;
-    // The five slots the sorted keys leave free.
-    std::array<std::size_t, 5> free{};
-    for (std::size_t s = 0, k = 0; s < workspace_slots; ++s)
-        if (s != pair && s != pair + 1 && k < free.size()) free[k++] = s;
+    const std::size_t free0 = pair == 0 ? 2 : 0; // two of the slots the sorted keys leave free
     const auto keys = slot<bn_u64>(pair, n_);
-    auto active = slot<bn_u32>(free[0], n_), active_next = slot<bn_u32>(free[1], n_);
-    auto flags = slot<bn_u32>(free[2], n_), starts = slot<bn_u32>(free[3], n_), iota = slot<bn_u32>(free[4], n_);
-    be_.launch("treeIota", grid(n_), iota, u32(n_));
-    be_.launch("treeIota", grid(n_), active, u32(n_)); // level 0: every particle
-    std::size_t n_list = n_;                            // entries in the active list, retired ones included
-    std::size_t n_live = n_;                            // particles not yet in a leaf
-    std::size_t offset = 0;
-    std::size_t bound = 1; // most cells this level can have: the root alone, then 8 per node of the level above
-    for (int level = 0; level <= BANYAN_MAX_DEPTH && n_live > 0; ++level) {
-        level_begin_[level] = offset;
-        std::size_t cells = 0, retired = 0, leaves = 0;
-        for (;;) {
-            be_.launch("treeLevelFlags", grid(n_list), keys, active, u32(n_list),
-                       u32(3 * (BANYAN_MAX_DEPTH - level)), flags, counters_);
-            be_.compact(iota, flags, n_list, starts, counters_); // cell starts; counters[0] = number of cells
-            const bn_u32 clean = n_list == n_live ? 1u : 0u;
-            be_.launch("treeLevelCells", grid(bound), keys, active, starts, u32(n_list), clean, counters_,
-                       u32(level), u32(offset), cell_key_, cell_level_, cell_first_, cell_count_, cell_pbegin_,
-                       cell_pcount_, u32(cell_capacity_));
-            bn_u32 counts[3];
-            counters_.download(std::span<bn_u32>(counts, 3)); // the one wait of the level
-            cells = counts[0], retired = counts[1], leaves = counts[2];
-            if (offset + cells <= cell_capacity_) break;
-            // The level did not fit and wrote nothing: grow the cell arrays (keeping the levels above) and run
-            // it again. Rare after the first build: the capacity stays from build to build.
-            const std::size_t need = offset + cells;
-            grow_cells(need + std::max(need / 4, n_ / 64), offset);
-        }
-        if (cells > bound || retired > n_live || leaves > cells)
-            throw std::logic_error(fmt::format("tree: level {} has {} cells (bound {}), {} leaves retiring {} of {} "
-                                               "particles",
-                                               level, cells, bound, leaves, retired, n_live));
-        offset += cells;
-        depth_ = level;
-        n_live -= retired;
-        // Drop the retired entries once they are a quarter of the list: until then skipping them costs less.
-        if (n_live > 0 && 4 * (n_list - n_live) >= n_list) {
-            be_.launch("treeLevelLive", grid(n_list), active, u32(n_list), flags);
-            be_.compact(active, flags, n_list, active_next, compact_count_);
-            std::swap(active, active_next);
-            n_list = n_live;
-        }
-        // Each node of this level holds more than N_leaf of the particles left and has at most 8 children.
-        bound = std::min(n_live, 8 * (cells - leaves));
+    auto offsets = slot<bn_u32>(free0, n_), first_level = slot<bn_u32>(free0 + 1, n_);
+    level_count_.fill(0u);
+    be_.launch("treeCellStarts", grid(n_), keys, u32(n_), offsets, first_level, level_count_);
+    be_.exclusive_scan(offsets, offsets, n_);
+    std::array<bn_u32, BANYAN_TREE_LEVELS> counts{};
+    level_count_.download(std::span<bn_u32>(counts)); // the one wait of the phase
+    std::size_t total = 0;
+    for (int l = 0; l < BANYAN_TREE_LEVELS; ++l) {
+        level_begin_[l] = total;
+        total += counts[l];
+        if (counts[l]) depth_ = l;
     }
-    if (n_live != 0) throw std::logic_error("tree: particles left after the deepest level");
-    for (int l = depth_ + 1; l <= BANYAN_TREE_LEVELS; ++l) level_begin_[l] = offset;
+    level_begin_[BANYAN_TREE_LEVELS] = total;
+    if (counts[0] != 1 || total > 0x7FFFFFFFu)
+        throw std::logic_error(fmt::format("tree: {} roots and {} cells for {} particles", counts[0], total, n_));
+    // Room for a quarter more, so that a count that creeps up from step to step does not reallocate every step.
+    if (total > cell_capacity_) grow_cells(total + std::max(total / 4, n_ / 64), 0);
+    // The (level, first particle) pairs and their sort live in cell arrays that are written only later (by the
+    // multipoles and the links).
+    auto levels = cell_quad0_.view_as<bn_u64>(0, total), levels_alt = cell_quad1_.view_as<bn_u64>(0, total);
+    auto starts = cell_com_.view_as<bn_u32>(0, total);
+    be_.launch("treeCellList", grid(n_), offsets, first_level, u32(n_), u32(total), levels, starts);
+    const bool alt = be_.sort_pairs_double(levels, starts, levels_alt, cell_parent_, total, 0, 5);
+    be_.launch("treeCellWrite", grid(total), keys, u32(n_), alt ? levels_alt : levels, alt ? cell_parent_ : starts,
+               u32(total), cell_key_, cell_level_, cell_first_, cell_count_, cell_pbegin_, cell_pcount_);
 }
 
 void Octree::link_cells()

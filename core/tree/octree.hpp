@@ -1,7 +1,7 @@
 /**
  * @file octree.hpp
- * @brief The sparse octree built entirely on the device (paper sections 2.1, 3.2, 3.3): keys, sort, level-by-level
- *        construction, linking, groups for the walk and multipoles, on either backend.
+ * @brief The sparse octree built entirely on the device (paper sections 2.1, 3.2, 3.3): keys, sort, the cells of
+ *        all levels at once, linking, groups for the walk and multipoles, on either backend.
  *
  * The order of the phases, the sizes and the ownership of every device buffer live here once; each kernel exists
  * twice, in kernels_cu/tree_*.cu and kernels_cl/tree_*.cl, under the same name. Conventions (frame, keys, cell
@@ -29,13 +29,13 @@ const char* to_string(Opening o) noexcept;
 /// The criterion named @p text ("paper", "bmax"); UsageError naming @p what otherwise.
 Opening parse_opening(std::string_view text, std::string_view what);
 
-/// Device time of each phase of one build, in milliseconds (device events; the build phase includes the waits for
-/// the per-level counts, which are part of its cost).
+/// Device time of each phase of one build, in milliseconds (device events; the build phase includes the wait for
+/// the level counts, which is part of its cost).
 struct TreeTimings {
     double keys = 0;       ///< bounding box and keys
     double sort = 0;       ///< radix sort of (key, index)
     double move = 0;       ///< particle arrays reordered
-    double build = 0;      ///< level-by-level cells
+    double build = 0;      ///< cells of every level
     double link = 0;       ///< parents, children
     double groups = 0;     ///< groups and their boxes
     double multipoles = 0; ///< mass, centre of mass, quadrupoles, sizes
@@ -150,7 +150,7 @@ private:
     void compute_keys();
     std::size_t sort_keys();
     void move_particles(std::size_t pair);
-    void build_levels(std::size_t pair);
+    void build_cells(std::size_t pair);
     void link_cells();
     void make_groups();
     void compute_multipoles();
@@ -168,7 +168,7 @@ private:
     Buffer<bn_u32> id_;
     Buffer<unsigned char> workspace_;
     Buffer<bn_f4> box_, frame_;
-    Buffer<bn_u32> counters_, compact_count_, level_begin_dev_;
+    Buffer<bn_u32> level_count_, level_begin_dev_;
     // Cells.
     std::size_t cell_capacity_ = 0;
     Buffer<bn_u64> cell_key_;
