@@ -48,8 +48,11 @@
  * Multipoles are accumulated in double precision and stored in single (section 3.2).
  *
  * Groups (for the walk, section 2.2). A cell with at most N_crit particles whose parent has more (or the root, when
- * N <= N_crit) is a group; a leaf with more than N_crit particles (only possible at level 21) gives groups of N_crit
- * consecutive particles and one with the rest. Every particle is in exactly one group; groups are stored by
+ * N <= N_crit) is a group cell. Consecutive sibling group cells are packed into one group while it holds at most
+ * N_crit particles (greedily, in octant order; a sibling with more than N_crit ends the pack, bn_tree_group_begins):
+ * the paper's groups are the cells alone, which average 20 particles on a Plummer sphere (2^20), a third of
+ * N_crit, so each interaction list served few particles. A leaf with more than N_crit particles (only possible at
+ * level 21) gives groups of N_crit consecutive particles and one with the rest. Every particle is in exactly one group; groups are stored by
  * increasing first particle and tile [0, N):
  *   group_first bn_u32, group_count bn_u32 (1..N_crit), group_lo bn_f4 / group_hi bn_f4: the componentwise min and
  *   max of the group's positions (w = 0).
@@ -233,15 +236,15 @@ BN_DEVICE bn_u32 bn_tree_run_end(BN_GLOBAL const bn_u64* keys, bn_u32 j, bn_u32 
     return lo;
 }
 
-/* The beginning of the level-L run that holds index j, searched no further back than @p lo (<= j): the first
- * index b in [lo, j] with all of b .. j in the run. */
-BN_DEVICE bn_u32 bn_tree_run_begin(BN_GLOBAL const bn_u64* keys, bn_u32 j, bn_u32 lo, int level)
+/* The beginning of the level-L run that holds index j: the first index b <= j with all of b .. j in the run. */
+BN_DEVICE bn_u32 bn_tree_run_begin(BN_GLOBAL const bn_u64* keys, bn_u32 j, int level)
 {
     const int s = bn_tree_level_shift(level);
     const bn_u64 cell = keys[j] >> s;
-    bn_u32 hi = j, step = 1; /* [hi, j] is in the run; lo is the bound */
-    while (lo < hi) {
-        const bn_u32 probe = hi - lo >= step ? hi - step : lo;
+    bn_u32 lo = 0, hi = j, step = 1; /* [hi, j] is in the run; the beginning is in [lo, hi] */
+    /* (No probe = max(hi - step, 0): compilers turn that into a saturating subtraction Oclgrind cannot run.) */
+    while (step <= hi - lo) {
+        const bn_u32 probe = hi - step;
         if ((keys[probe] >> s) != cell) {
             lo = probe + 1;
             break;
@@ -268,8 +271,8 @@ BN_DEVICE bn_u32 bn_tree_cells_beginning(BN_GLOBAL const bn_u64* keys, bn_u32 n,
     if (j > 0) {
         const int p = bn_tree_common_level(keys[j - 1], keys[j]);
         if (p == BANYAN_MAX_DEPTH) return 0u;
-        /* Whether the level-p run holds more than N_leaf keys: look N_leaf back at most, and forward far enough. */
-        const bn_u32 b = bn_tree_run_begin(keys, j, j > BANYAN_N_LEAF ? j - BANYAN_N_LEAF : 0u, p);
+        /* Whether the level-p run holds more than N_leaf keys: its beginning, then its end no further than that. */
+        const bn_u32 b = bn_tree_run_begin(keys, j, p);
         const bn_u32 bound = b + BANYAN_N_LEAF + 1u < n ? b + BANYAN_N_LEAF + 1u : n;
         if (bn_tree_run_end(keys, j, bound, p) - b <= BANYAN_N_LEAF) return 0u;
         level = p + 1;
@@ -326,6 +329,29 @@ BN_DEVICE float bn_open_size(bn_u32 criterion, float l, double bmax, double cx, 
 
 BN_DEVICE int bn_tree_is_leaf(bn_u32 cell_count) { return (cell_count & BANYAN_TREE_LEAF_BIT) != 0u; }
 BN_DEVICE bn_u32 bn_tree_count(bn_u32 cell_count) { return cell_count & ~BANYAN_TREE_LEAF_BIT; }
+
+/* Whether group cell c (at most N_crit particles, its parent p more) begins a group: the packing of p's children
+ * in order, a child with more than N_crit particles ending the pack before it, a child that would take the pack
+ * past N_crit beginning the next. */
+BN_DEVICE int bn_tree_group_begins(BN_GLOBAL const bn_u32* cell_first, BN_GLOBAL const bn_u32* cell_pcount, bn_u32 p,
+                                   bn_u32 c)
+{
+    bn_u32 pack = 0; /* particles in the open pack */
+    int begins = 0;
+    for (bn_u32 ch = cell_first[p]; ch <= c; ++ch) {
+        const bn_u32 k = cell_pcount[ch];
+        if (k > BANYAN_N_CRIT) {
+            pack = 0;
+        } else if (pack == 0 || pack + k > BANYAN_N_CRIT) {
+            pack = k;
+            begins = 1;
+        } else {
+            pack += k;
+            begins = 0;
+        }
+    }
+    return begins;
+}
 
 /* Local essential trees (core/parallel/let.hpp, kernels letOpened): whether a group whose bounding box lies inside
  * [lo, hi] may open the cell with centre of mass com and quad1 = (.., .., delta, l). The walk accepts a cell when the

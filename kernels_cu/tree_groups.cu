@@ -11,6 +11,7 @@
 
 /// flags[first particle of each group] = 1 (flags must be 0 beforehand). Block BANYAN_WG; no shared memory.
 __global__ void __launch_bounds__(BANYAN_WG) treeGroupFlags(const bn_u32* __restrict__ cell_parent,
+                                                            const bn_u32* __restrict__ cell_first,
                                                             const bn_u32* __restrict__ cell_count,
                                                             const bn_u32* __restrict__ cell_pbegin,
                                                             const bn_u32* __restrict__ cell_pcount, bn_u32 ncells,
@@ -21,7 +22,13 @@ __global__ void __launch_bounds__(BANYAN_WG) treeGroupFlags(const bn_u32* __rest
     const bn_u32 count = cell_pcount[c];
     const bn_u32 first = cell_pbegin[c];
     if (count <= BANYAN_N_CRIT) {
-        if (c == 0 || cell_pcount[cell_parent[c]] > BANYAN_N_CRIT) flags[first] = 1u;
+        if (c == 0) {
+            flags[first] = 1u;
+        } else {
+            const bn_u32 p = cell_parent[c];
+            if (cell_pcount[p] > BANYAN_N_CRIT && bn_tree_group_begins(cell_first, cell_pcount, p, c))
+                flags[first] = 1u;
+        }
     } else if (bn_tree_is_leaf(cell_count[c])) {
         for (bn_u32 k = 0; k < count; k += BANYAN_N_CRIT) flags[first + k] = 1u;
     }

@@ -198,7 +198,24 @@ RefTree build_reference_tree(std::span<const bn_f4> pos, std::span<const bn_f4> 
             for (bn_u32 b = 0; b < node.count; b += BANYAN_N_CRIT)
                 add_group(node.begin + b, std::min<bn_u32>(BANYAN_N_CRIT, node.count - b));
         } else {
-            for (std::size_t ch : node.children) self(self, ch);
+            // Consecutive children of at most N_crit particles packed while the pack holds at most N_crit.
+            bn_u32 pack_first = 0, pack = 0;
+            auto close = [&] {
+                if (pack) add_group(pack_first, pack);
+                pack = 0;
+            };
+            for (std::size_t ch : node.children) {
+                const Node& k = nodes[ch];
+                if (k.count > BANYAN_N_CRIT) {
+                    close();
+                    self(self, ch);
+                    continue;
+                }
+                if (pack + k.count > BANYAN_N_CRIT) close();
+                if (pack == 0) pack_first = k.begin;
+                pack += k.count;
+            }
+            close();
         }
     };
     groups(groups, 0);

@@ -144,7 +144,7 @@ std::string tree_invariants(const test::RefTree& t, const std::vector<bn_f4>& in
             return fmt::format("cell {}: parent {} does not list it", c, p);
     }
     if (in_leaves != n) return fmt::format("{} particles in leaves, not {}", in_leaves, n);
-    // Groups tile [0, n) in order with 1..N_crit particles, and each is a group cell or a piece of a big leaf.
+    // Groups tile [0, n) in order with 1..N_crit particles.
     bn_u32 next = 0;
     for (std::size_t g = 0; g < t.group_first.size(); ++g) {
         const bn_u32 b = t.group_first[g], cnt = t.group_count[g];
@@ -284,11 +284,9 @@ TEST_CASE("tree runs: common levels, run ends and the cells beginning at each ke
                 const auto [b, e] = run(j, l);
                 INFO("round " << round << " j " << j << " level " << l);
                 REQUIRE(bn_tree_run_end(keys.data(), j, n, l) == e);
-                REQUIRE(bn_tree_run_begin(keys.data(), j, 0, l) == b);
+                REQUIRE(bn_tree_run_begin(keys.data(), j, l) == b);
                 const bn_u32 hi = j + 1 + static_cast<bn_u32>(g() % 5);
                 if (hi <= n) REQUIRE(bn_tree_run_end(keys.data(), j, hi, l) == std::min(e, hi));
-                const bn_u32 lo = j > 3 ? j - 3 : 0;
-                REQUIRE(bn_tree_run_begin(keys.data(), j, lo, l) == std::max(b, lo));
             }
             // The cells beginning at j, from the definition: a level-L run beginning at j whose parent run holds
             // more than N_leaf keys (the root always), down to the first leaf.

@@ -327,7 +327,7 @@ void Octree::make_groups()
     auto flags = slot<bn_u32>(0, n_), iota = slot<bn_u32>(1, n_), starts = slot<bn_u32>(2, n_);
     flags.fill(0u, 0, n_);
     be_.launch("treeIota", grid(n_), iota, u32(n_));
-    be_.launch("treeGroupFlags", grid(nc), cell_parent_, cell_count_, cell_pbegin_, cell_pcount_, u32(nc), flags);
+    be_.launch("treeGroupFlags", grid(nc), cell_parent_, cell_first_, cell_count_, cell_pbegin_, cell_pcount_, u32(nc), flags);
     be_.compact(iota, flags, n_, starts, group_total_);
     n_groups_ = group_total_.at(0);
     // An eighth more than needed when they grow, so that a count that creeps up from step to step does not
