@@ -236,13 +236,14 @@ BN_DEVICE bn_u32 bn_tree_run_end(BN_GLOBAL const bn_u64* keys, bn_u32 j, bn_u32 
     return lo;
 }
 
-/* The beginning of the level-L run that holds index j: the first index b <= j with all of b .. j in the run. */
-BN_DEVICE bn_u32 bn_tree_run_begin(BN_GLOBAL const bn_u64* keys, bn_u32 j, int level)
+/* The beginning of the level-L run that holds index j, searched no lower than @p lo (lo <= j): the first index b in
+ * [lo, j] with all of b .. j in the run. */
+BN_DEVICE bn_u32 bn_tree_run_begin(BN_GLOBAL const bn_u64* keys, bn_u32 j, bn_u32 lo, int level)
 {
     const int s = bn_tree_level_shift(level);
     const bn_u64 cell = keys[j] >> s;
-    bn_u32 lo = 0, hi = j, step = 1; /* [hi, j] is in the run; the beginning is in [lo, hi] */
-    /* (No probe = max(hi - step, 0): compilers turn that into a saturating subtraction Oclgrind cannot run.) */
+    bn_u32 hi = j, step = 1; /* [hi, j] is in the run; the beginning is in [lo, hi] */
+    /* (No probe = max(hi - step, lo): compilers turn that into a saturating subtraction Oclgrind cannot run.) */
     while (step <= hi - lo) {
         const bn_u32 probe = hi - step;
         if ((keys[probe] >> s) != cell) {
@@ -264,26 +265,46 @@ BN_DEVICE bn_u32 bn_tree_run_begin(BN_GLOBAL const bn_u64* keys, bn_u32 j, int l
  * holds more than N_leaf particles (the root always); it is a leaf when it holds at most N_leaf, or at level 21.
  * Particle j begins the cells of every level deeper than bn_tree_common_level(key[j - 1], key[j]) = p; the first
  * of them exists when the level-p cell (which holds j - 1 and j) has more than N_leaf particles, and then so does
- * each deeper one down to the first leaf. Returns how many cells begin at j (0 .. 22), of levels *first on. */
+ * each deeper one down to the first leaf. Returns how many cells begin at j (0 .. 22), of levels *first on.
+ * Every search stays within N_leaf + 1 keys of j: the latency of a walk over a big cell's run, from the few
+ * particles that begin big cells, set the kernel's time. */
 BN_DEVICE bn_u32 bn_tree_cells_beginning(BN_GLOBAL const bn_u64* keys, bn_u32 n, bn_u32 j, bn_u32* first)
 {
     int level = 0;
     if (j > 0) {
         const int p = bn_tree_common_level(keys[j - 1], keys[j]);
         if (p == BANYAN_MAX_DEPTH) return 0u;
-        /* Whether the level-p run holds more than N_leaf keys: its beginning, then its end no further than that. */
-        const bn_u32 b = bn_tree_run_begin(keys, j, p);
+        /* Whether the level-p run holds more than N_leaf keys: its beginning, searched no lower than j - N_leaf
+         * (lower, the run holds j - N_leaf - 1 .. j already), then its end no further than N_leaf past that. */
+        const bn_u32 b = bn_tree_run_begin(keys, j, j > BANYAN_N_LEAF ? j - BANYAN_N_LEAF : 0u, p);
         const bn_u32 bound = b + BANYAN_N_LEAF + 1u < n ? b + BANYAN_N_LEAF + 1u : n;
         if (bn_tree_run_end(keys, j, bound, p) - b <= BANYAN_N_LEAF) return 0u;
         level = p + 1;
     }
     *first = (bn_u32)level;
-    bn_u32 end = n, count = 1;
-    for (; level < BANYAN_MAX_DEPTH; ++level, ++count) {
-        end = bn_tree_run_end(keys, j, end, level); /* each level's run is within the one above */
-        if (end - j <= BANYAN_N_LEAF) break;
+    /* The level-L run beginning at j holds more than N_leaf keys exactly when key j + N_leaf shares its level-L cell,
+     * that is for L <= q = bn_tree_common_level(key[j], key[j + N_leaf]): the cells go down to level q + 1, the
+     * first leaf (level 21 at most). */
+    int last = level;
+    if (j + BANYAN_N_LEAF < n) {
+        const int q = bn_tree_common_level(keys[j], keys[j + BANYAN_N_LEAF]);
+        const int leaf = q + 1 < BANYAN_MAX_DEPTH ? q + 1 : BANYAN_MAX_DEPTH;
+        last = leaf > level ? leaf : level;
     }
-    return count;
+    return (bn_u32)(last - level + 1);
+}
+
+/* The first cells of levels level - 1 .. level + 2 in the level-ordered cell arrays (begin[0 .. 3]; 0 for a level
+ * below the root), summed from the cells per level (treeCellStarts' level_count), so that no offsets need to go up
+ * from the host. */
+BN_DEVICE void bn_tree_level_begins(BN_GLOBAL const bn_u32* level_count, int level, bn_u32* begin)
+{
+    bn_u32 sum = 0;
+    begin[0] = 0;
+    for (int l = 0; l <= level + 2; ++l) {
+        if (l >= level - 1) begin[l - level + 1] = sum;
+        if (l < BANYAN_TREE_LEVELS) sum += level_count[l];
+    }
 }
 
 /* Geometric centre of a cell along one axis (0 = x, 1 = y, 2 = z), in double precision: its low corner plus half

@@ -30,7 +30,7 @@ __device__ __forceinline__ bn_u32 tree_lower_bound(const bn_u64* __restrict__ ce
 __global__ void __launch_bounds__(BANYAN_WG) treeLink(const bn_u64* __restrict__ cell_key,
                                                       const bn_u32* __restrict__ cell_level,
                                                       const bn_u32* __restrict__ cell_pcount,
-                                                      const bn_u32* __restrict__ level_begin, bn_u32 ncells,
+                                                      const bn_u32* __restrict__ level_count, bn_u32 ncells,
                                                       bn_u32* __restrict__ cell_first, bn_u32* cell_count,
                                                       bn_u32* __restrict__ cell_parent)
 {
@@ -38,15 +38,17 @@ __global__ void __launch_bounds__(BANYAN_WG) treeLink(const bn_u64* __restrict__
     if (c >= ncells) return;
     const int level = static_cast<int>(cell_level[c]);
     const bn_u64 key = cell_key[c];
+    bn_u32 begin[4]; /* levels level - 1 .. level + 2 */
+    bn_tree_level_begins(level_count, level, begin);
     if (level == 0) {
         cell_parent[c] = BANYAN_TREE_NO_PARENT;
     } else {
         const bn_u32 p =
-            tree_lower_bound(cell_key, level_begin[level - 1], level_begin[level], bn_tree_cell_key(key, level - 1));
+            tree_lower_bound(cell_key, begin[0], begin[1], bn_tree_cell_key(key, level - 1));
         cell_parent[c] = p;
         bn_atomic_add_u32(&cell_count[p], 1u);
     }
     const bool leaf = cell_pcount[c] <= BANYAN_N_LEAF || level == BANYAN_MAX_DEPTH;
-    if (!leaf) cell_first[c] = tree_lower_bound(cell_key, level_begin[level + 1], level_begin[level + 2], key);
+    if (!leaf) cell_first[c] = tree_lower_bound(cell_key, begin[2], begin[3], key);
 }
 BANYAN_CUDA_KERNEL(treeLink);

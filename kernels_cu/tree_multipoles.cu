@@ -73,46 +73,73 @@ __global__ void __launch_bounds__(BANYAN_WG) treeMultipoleLeaves(const bn_f4* __
 }
 BANYAN_CUDA_KERNEL(treeMultipoleLeaves);
 
-/// Moments of the nodes among cells [begin, end) from their children (parallel-axis theorem).
-/// Block BANYAN_WG; no shared memory.
+/// Moments of the nodes among cells [begin, end) from their children (parallel-axis theorem), `lanes` (1 or 8)
+/// threads per cell (see tree_multipoles.cl). Block BANYAN_WG; shared memory 7 BANYAN_WG doubles.
 __global__ void __launch_bounds__(BANYAN_WG) treeMultipoleNodes(const bn_u64* __restrict__ cell_key,
                                                                 const bn_u32* __restrict__ cell_level,
                                                                 const bn_u32* __restrict__ cell_first,
                                                                 const bn_u32* __restrict__ cell_count,
                                                                 const bn_f4* __restrict__ frame, bn_u32 begin,
-                                                                bn_u32 end, bn_u32 stride, double* moments)
+                                                                bn_u32 end, bn_u32 stride, bn_u32 lanes,
+                                                                double* moments)
 {
-    const unsigned c = begin + blockIdx.x * BANYAN_WG + threadIdx.x;
-    if (c >= end || bn_tree_is_leaf(cell_count[c])) return;
-    const bn_u32 b = cell_first[c], e = b + cell_count[c];
+    static_assert(BANYAN_WG % 8 == 0, "up to eight threads per cell");
+    __shared__ double part[7 * BANYAN_WG];
+    const unsigned lid = threadIdx.x;
+    const unsigned slot = lid % lanes, lead = lid - slot; // the cell's threads are lead .. lead + lanes - 1
+    const unsigned c = begin + static_cast<unsigned>((static_cast<bn_u64>(blockIdx.x) * BANYAN_WG + lid) / lanes);
+    const bool node = c < end && !bn_tree_is_leaf(cell_count[c]);
+    const bn_u32 first = node ? cell_first[c] : 0u, nch = node ? cell_count[c] : 0u;
     double m = 0.0, sx = 0.0, sy = 0.0, sz = 0.0;
-    for (bn_u32 ch = b; ch < e; ++ch) {
+    for (bn_u32 k = slot; k < nch; k += lanes) {
+        const bn_u32 ch = first + k;
         const double w = moments[ch];
         m += w;
         sx += w * moments[(bn_u64)stride + ch];
         sy += w * moments[(bn_u64)2 * stride + ch];
         sz += w * moments[(bn_u64)3 * stride + ch];
     }
-    double com[3];
-    if (m > 0.0) {
-        com[0] = sx / m, com[1] = sy / m, com[2] = sz / m;
-    } else {
-        tree_centre(cell_key, cell_level, frame, c, com);
+    part[4 * lid] = m, part[4 * lid + 1] = sx, part[4 * lid + 2] = sy, part[4 * lid + 3] = sz;
+    __syncthreads();
+    m = 0.0, sx = 0.0, sy = 0.0, sz = 0.0;
+    for (unsigned k = lead; k < lead + lanes; ++k) {
+        m += part[4 * k];
+        sx += part[4 * k + 1];
+        sy += part[4 * k + 2];
+        sz += part[4 * k + 3];
     }
-    double q[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-    double bmax = 0.0;
-    for (bn_u32 ch = b; ch < e; ++ch) {
+    double com[3] = {0.0, 0.0, 0.0};
+    if (node) {
+        if (m > 0.0) {
+            com[0] = sx / m, com[1] = sy / m, com[2] = sz / m;
+        } else {
+            tree_centre(cell_key, cell_level, frame, c, com);
+        }
+    }
+    double t[7] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0}; // Q sums, then the farthest reach of a child
+    for (bn_u32 k = slot; k < nch; k += lanes) {
+        const bn_u32 ch = first + k;
         const double w = moments[ch];
         const double dx = moments[(bn_u64)stride + ch] - com[0], dy = moments[(bn_u64)2 * stride + ch] - com[1],
                      dz = moments[(bn_u64)3 * stride + ch] - com[2];
-        q[0] += moments[(bn_u64)4 * stride + ch] + w * dx * dx;
-        q[1] += moments[(bn_u64)5 * stride + ch] + w * dy * dy;
-        q[2] += moments[(bn_u64)6 * stride + ch] + w * dz * dz;
-        q[3] += moments[(bn_u64)7 * stride + ch] + w * dx * dy;
-        q[4] += moments[(bn_u64)8 * stride + ch] + w * dx * dz;
-        q[5] += moments[(bn_u64)9 * stride + ch] + w * dy * dz;
+        t[0] += moments[(bn_u64)4 * stride + ch] + w * dx * dx;
+        t[1] += moments[(bn_u64)5 * stride + ch] + w * dy * dy;
+        t[2] += moments[(bn_u64)6 * stride + ch] + w * dz * dz;
+        t[3] += moments[(bn_u64)7 * stride + ch] + w * dx * dy;
+        t[4] += moments[(bn_u64)8 * stride + ch] + w * dx * dz;
+        t[5] += moments[(bn_u64)9 * stride + ch] + w * dy * dz;
         const double reach = sqrt(dx * dx + dy * dy + dz * dz) + moments[(bn_u64)10 * stride + ch];
-        bmax = reach > bmax ? reach : bmax;
+        t[6] = reach > t[6] ? reach : t[6];
+    }
+    __syncthreads(); // everyone has read the first sums
+    for (int k = 0; k < 7; ++k) part[7 * lid + k] = t[k];
+    __syncthreads();
+    if (!node || slot != 0u) return;
+    double q[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    double bmax = 0.0;
+    for (unsigned k = lead; k < lead + lanes; ++k) {
+        for (int i = 0; i < 6; ++i) q[i] += part[7 * k + i];
+        bmax = part[7 * k + 6] > bmax ? part[7 * k + 6] : bmax;
     }
     moments[c] = m;
     for (int k = 0; k < 3; ++k) moments[(bn_u64)(k + 1) * stride + c] = com[k];
@@ -120,6 +147,7 @@ __global__ void __launch_bounds__(BANYAN_WG) treeMultipoleNodes(const bn_u64* __
     const double corner = bn_tree_corner_distance(cell_key[c], static_cast<int>(cell_level[c]), frame[0], com);
     moments[(bn_u64)10 * stride + c] = bmax < corner ? bmax : corner;
 }
+
 BANYAN_CUDA_KERNEL(treeMultipoleNodes);
 
 /// Rounds the moments of cell c < ncells to single precision with its geometry (layout in tree_shared.h).

@@ -4,7 +4,7 @@
  *
  * Phases (paper section 2.1 and 3.2): bounding box and keys; radix sort of (key, index); the particle arrays
  * gathered into key order; the cells of all levels at once (kernels_cl/tree_build.cl; one host round trip, for the
- * level counts); links; groups (one more, for the group count); multipoles. Everything else stays on the device.
+ * level counts); links; multipoles; groups (one more, for the group count). Everything else stays on the device.
  */
 #include "core/tree/octree.hpp"
 
@@ -51,7 +51,7 @@ public:
     void finish()
     {
         if (!t_) return;
-        double* out[] = {&t_->keys, &t_->sort, &t_->move, &t_->build, &t_->link, &t_->groups, &t_->multipoles};
+        double* out[] = {&t_->keys, &t_->sort, &t_->move, &t_->build, &t_->link, &t_->multipoles, &t_->groups};
         for (std::size_t i = 0; i + 1 < marks_.size() && i < std::size(out); ++i)
             *out[i] = be_.elapsed_ms(marks_[i], marks_[i + 1]);
         t_->total = be_.elapsed_ms(marks_.front(), marks_.back());
@@ -80,7 +80,6 @@ Octree::Octree(Backend& be) : be_(be)
     frame_ = be_.alloc<bn_f4>(1, "tree.frame");
     level_count_ = be_.alloc<bn_u32>(BANYAN_TREE_LEVELS, "tree.level_count");
     group_total_ = be_.alloc<bn_u32>(1, "tree.group_total");
-    level_begin_dev_ = be_.alloc<bn_u32>(BANYAN_TREE_LEVELS + 1, "tree.level_begin");
 }
 
 Grid Octree::grid(std::size_t items) const
@@ -232,9 +231,12 @@ void Octree::build(TreeTimings* timings)
     clock.mark();
     link_cells();
     clock.mark();
-    make_groups();
-    clock.mark();
+    // The multipoles before the groups, whose count the host waits for: then only the group boxes and the walk
+    // are launched after that wait, the multipoles' many small launches before it, while the device is busy.
+    // (The groups' scratch slots are free again once the multipoles are stored.)
     compute_multipoles();
+    clock.mark();
+    make_groups();
     clock.mark();
     clock.finish();
 }
@@ -312,10 +314,7 @@ void Octree::link_cells()
 {
     const std::size_t nc = cells();
     if (nc == 0) return;
-    std::array<bn_u32, BANYAN_TREE_LEVELS + 1> lb{};
-    for (std::size_t l = 0; l < lb.size(); ++l) lb[l] = u32(level_begin_[l]);
-    level_begin_dev_.upload(std::span<const bn_u32>(lb));
-    be_.launch("treeLink", grid(nc), cell_key_, cell_level_, cell_pcount_, level_begin_dev_, u32(nc), cell_first_,
+    be_.launch("treeLink", grid(nc), cell_key_, cell_level_, cell_pcount_, level_count_, u32(nc), cell_first_,
                cell_count_, cell_parent_);
 }
 
@@ -352,10 +351,14 @@ void Octree::compute_multipoles()
     auto moments = workspace(11 * stride * sizeof(double)).view_as<double>(0, 11 * stride);
     be_.launch("treeMultipoleLeaves", grid(nc), pos_, cell_key_, cell_level_, cell_first_, cell_count_, frame_,
                u32(nc), u32(stride), moments);
+    // Levels whose cells cannot keep the device's resident threads busy (2048 per compute unit) get eight
+    // work-items per cell, one per child slot, instead of one: otherwise each waits on its children's loads in turn.
+    const std::size_t resident = 2048 * std::max<std::size_t>(be_.info().compute_units, 1);
     for (int level = depth_ - 1; level >= 0; --level) {
         const std::size_t b = level_begin_[level], e = level_begin_[level + 1];
-        be_.launch("treeMultipoleNodes", grid(e - b), cell_key_, cell_level_, cell_first_, cell_count_, frame_,
-                   u32(b), u32(e), u32(stride), moments);
+        const std::size_t lanes = 8 * (e - b) <= resident ? 8 : 1;
+        be_.launch("treeMultipoleNodes", grid(lanes * (e - b)), cell_key_, cell_level_, cell_first_, cell_count_,
+                   frame_, u32(b), u32(e), u32(stride), u32(lanes), moments);
     }
     be_.launch("treeMultipoleStore", grid(nc), moments, cell_key_, cell_level_, frame_, u32(nc), u32(stride),
                cell_com_, cell_quad0_, cell_quad1_, static_cast<bn_u32>(opening_));

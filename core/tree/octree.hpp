@@ -52,9 +52,10 @@ struct TreeTimings {
 ///   keys and sort:  keys A in slots 0-1, values A in 2, keys B in 4-5, values B in 6 (the sort's double buffer)
 ///   move:           the sorted keys and the permutation where the sort left them (pair A or B); the four other
 ///                   consecutive slots hold one particle array at a time on its way into key order
-///   levels:         the sorted keys; active list, next active list, flags, starts, 0..N-1 in the five others
+///   cells:          the sorted keys; per particle the cells beginning there and their first level in two of
+///                   the slots the keys leave free (the (level, first particle) pairs and their sort use cell arrays)
+///   multipoles:     11 doubles per cell from byte 0 (the workspace grows if the cells need more than 7 slots)
 ///   groups:         flags, 0..N-1 and the group starts in slots 0-2
-///   multipoles:     10 doubles per cell from byte 0 (the workspace grows if the cells need more than 7 slots)
 ///   walk and after: accelerations in slots 0-3 (valid until the next build), per-cell opening data behind them
 class Octree {
 public:
@@ -168,7 +169,7 @@ private:
     Buffer<bn_u32> id_;
     Buffer<unsigned char> workspace_;
     Buffer<bn_f4> box_, frame_;
-    Buffer<bn_u32> level_count_, level_begin_dev_;
+    Buffer<bn_u32> level_count_;
     // Cells.
     std::size_t cell_capacity_ = 0;
     Buffer<bn_u64> cell_key_;
