@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace banyan {
@@ -36,8 +37,24 @@ bn_u32 u32(std::size_t n) { return static_cast<bn_u32>(n); }
 TreeForces::TreeForces(Backend& be) : be_(be), groups_per_unit_(be.info().gpu ? 16u : 4u)
 {
     counter_ = be_.alloc<bn_u32>(1, "walk.counter");
-    status_ = be_.alloc<bn_u32>(1, "walk.status");
-    totals_dev_ = be_.alloc<bn_u64>(2, "walk.totals");
+    const std::size_t align = std::max<std::size_t>(be_.info().view_align, 16);
+    outputs_ = be_.alloc<unsigned char>(align + sizeof(bn_u32), "walk.outputs");
+    totals_dev_ = outputs_.view_as<bn_u64>(0, 2);
+    status_ = outputs_.view_as<bn_u32>(align, 1);
+}
+
+void TreeForces::clear_outputs() { outputs_.fill(static_cast<unsigned char>(0)); }
+
+bn_u32 TreeForces::read_outputs(InteractionTotals& t)
+{
+    const auto bytes = outputs_.download(outputs_.size());
+    bn_u64 totals[2];
+    bn_u32 status;
+    std::memcpy(totals, bytes.data(), sizeof totals);
+    std::memcpy(&status, bytes.data() + (bytes.size() - sizeof status), sizeof status);
+    t.pp = totals[0];
+    t.pc = totals[1];
+    return status;
 }
 
 void TreeForces::drop_views() noexcept
@@ -143,8 +160,7 @@ void TreeForces::launch_local(Octree& tree)
     pp_ = ws.view_as<bn_u32>(o_pp, count_each_ ? n_ : 1);
     pc_ = ws.view_as<bn_u32>(o_pc, count_each_ ? n_ : 1);
     counter_.fill(0u);
-    status_.fill(0u);
-    totals_dev_.fill(bn_u64{0});
+    clear_outputs();
     start_ = be_.record();
     be_.launch("walkPrepare", grid_for(be_, nc), tree.cell_com(), tree.cell_quad1(), tree.cell_first(),
                tree.cell_count(), u32(nc), inv_theta(), mac_, link_);
@@ -159,9 +175,8 @@ void TreeForces::launch_local(Octree& tree)
     stop_ = be_.record();
 }
 
-bool TreeForces::spill_overflowed()
+bool TreeForces::spill_overflowed(bn_u32 needed)
 {
-    const bn_u32 needed = status_.at(0);
     if (needed == 0) return false;
     // A level list outgrew BANYAN_WALK_LIST + spill_cap_ entries: the walk is incomplete. Walk again with room
     // for what was asked for (a level after a truncated one may ask for more; hence the callers' loops).
@@ -175,15 +190,12 @@ void TreeForces::end(Octree& tree, double* walk_ms)
 {
     if (walk_ms) *walk_ms = 0;
     if (n_ == 0) return;
-    for (int attempt = 0; spill_overflowed(); ++attempt) {
+    for (int attempt = 0; spill_overflowed(read_outputs(totals_)); ++attempt) {
         if (attempt >= 16) throw std::runtime_error("tree forces: level lists keep outgrowing the spill buffer");
         launch_local(tree);
     }
     if (walk_ms) *walk_ms = be_.elapsed_ms(start_, stop_);
     counted_ = count_each_;
-    const auto t = totals_dev_.download(2);
-    totals_.pp = t[0];
-    totals_.pc = t[1];
 }
 
 bool TreeForces::add_remote(Octree& tree, const RemoteTrees& remote, double* walk_ms)
@@ -196,8 +208,7 @@ bool TreeForces::add_remote(Octree& tree, const RemoteTrees& remote, double* wal
     auto& mac = be_.scratch_buffer<bn_f4>("walk.remote_mac", nc);
     auto& link = be_.scratch_buffer<bn_u64>("walk.remote_link", nc);
     counter_.fill(0u);
-    status_.fill(0u);
-    totals_dev_.fill(bn_u64{0});
+    clear_outputs();
     const Event a = be_.record();
     be_.launch("walkPrepare", grid_for(be_, nc), remote.com, remote.quad1, remote.first, remote.count, u32(nc),
                inv_theta(), mac, link);
@@ -209,11 +220,11 @@ bool TreeForces::add_remote(Octree& tree, const RemoteTrees& remote, double* wal
                    totals_dev_, acc_, pp_, pc_, bn_u32{count_each_ ? 1u : 0u}, root, bn_u32{1}, rel_, acc_, 0.0f);
     }
     const Event b = be_.record();
-    if (spill_overflowed()) return false; // the results are incomplete: the caller walks everything again
+    InteractionTotals t;
+    if (spill_overflowed(read_outputs(t))) return false; // the results are incomplete: the caller walks all again
     if (walk_ms) *walk_ms = be_.elapsed_ms(a, b);
-    const auto t = totals_dev_.download(2);
-    totals_.pp += t[0];
-    totals_.pc += t[1];
+    totals_.pp += t.pp;
+    totals_.pc += t.pc;
     return true;
 }
 

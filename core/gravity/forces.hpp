@@ -114,8 +114,9 @@ private:
     void drop_views() noexcept;
     /// Lays the walk out in the tree's workspace and launches walkPrepare and walkForces over the local tree.
     void launch_local(Octree& tree);
-    /// Whether the last launch outgrew the spill buffer (which then grows).
-    bool spill_overflowed();
+    /// Whether the last launch, whose status read_outputs() gave as @p needed, outgrew the spill buffer (which
+    /// then grows).
+    bool spill_overflowed(bn_u32 needed);
     float inv_theta() const;
 
     Backend& be_;
@@ -136,9 +137,17 @@ private:
     Buffer<float> rel_;
     Buffer<bn_u64> link_;
     Buffer<bn_u32> pp_, pc_, spill_;
-    // Owned: a few words.
+    // Owned: a few words. The walk's outputs, the interaction totals and the status (the longest level list
+    // asked for when one outgrew its room, else 0), are views of one buffer, read back with one transfer.
+    Buffer<unsigned char> outputs_;
     Buffer<bn_u64> totals_dev_;
     Buffer<bn_u32> counter_, status_;
+
+    /// Zeroes the outputs, to be summed by the next launches.
+    void clear_outputs();
+    /// Waits for the walks launched, then reads the outputs: the status (spill_overflowed), and into @p t the
+    /// totals.
+    bn_u32 read_outputs(InteractionTotals& t);
 };
 
 /// The device memory a tree build and walk of @p n particles (with velocities kept and moved, for a simulation,

@@ -117,7 +117,9 @@ public:
     /// t_begin + steps * dt, computed afresh (no sum of rounded steps drifts).
     double time() const noexcept { return t_begin_ + static_cast<double>(step_) * options_.dt; }
     const SimulationOptions& options() const noexcept { return options_; }
-    const PhaseTimes& times() const noexcept { return times_; }
+    /// Device time per phase so far. Reads the time of the last step's closing kick, which step() does not wait
+    /// for.
+    const PhaseTimes& times() const;
 
     // For tests: the device arrays (device order).
     Octree& tree() noexcept { return tree_; }
@@ -134,6 +136,8 @@ private:
 
     /// Sets the units and the softening and time step in them.
     void set_units(const InternalUnits& units);
+    /// Adds the time of a pending closing kick to times_ (it is done by then: the next walk or times() waits).
+    void settle_kick() const;
 
     Backend& be_;
     const Comm& comm_;
@@ -146,7 +150,8 @@ private:
     std::size_t n_ = 0, total_ = 0;
     std::uint64_t step_ = 0;
     double t_begin_ = 0;
-    PhaseTimes times_;
+    mutable PhaseTimes times_;
+    mutable Event kick_begin_, kick_end_; // the last closing kick, timed but not yet read
     Buffer<bn_f4> direct_acc_;          // direct summation's results (the tree walk's live in the tree's workspace)
     Buffer<double> partials_, totals_;  // energy sums
     Buffer<bn_f4> tracked_;
