@@ -261,12 +261,13 @@ void check_precision(double extent, double total, double min_mass, std::size_t l
 class PySimulation {
 public:
     PySimulation(Device& dev, const Vec3In& pos, const Vec3In& vel, const ScalarIn& mass, double theta, double eps,
-                 double dt, double time)
+                 double dt, double time, const std::string& opening, double alpha)
         : dev_(dev)
     {
         opt_.ic = "file";
         opt_.in = "(banyan.Simulation)";
         opt_.theta = theta, opt_.eps = eps, opt_.dt = dt;
+        opt_.opening = opening, opt_.alpha = alpha;
         opt_.t_end = time + dt; // checked below; evolve() sets the end it is given
         opt_.check();
         const std::size_t n = pos.shape(0);
@@ -405,6 +406,8 @@ public:
 
     std::string device() const { return dev_.label(); }
     double theta() const { return opt_.theta; }
+    const std::string& opening() const { return opt_.opening; }
+    double alpha() const { return opt_.alpha; }
     double eps() const { return opt_.eps; }
     double dt() const { return opt_.dt; }
 
@@ -478,9 +481,10 @@ NB_MODULE(_banyan, m)
           "acc"_a.noconvert(), "pot"_a.noconvert(),
           "The same for CUDA arrays (CuPy, PyTorch), results into CUDA arrays.");
     nb::class_<PySimulation>(m, "Simulation", "The device state of a simulation; see banyan.Simulation.")
-        .def(nb::init<Device&, const Vec3In&, const Vec3In&, const ScalarIn&, double, double, double, double>(),
+        .def(nb::init<Device&, const Vec3In&, const Vec3In&, const ScalarIn&, double, double, double, double,
+                      const std::string&, double>(),
              "device"_a, "pos"_a.noconvert(), "vel"_a.noconvert(), "mass"_a.noconvert(), "theta"_a, "eps"_a, "dt"_a,
-             "time"_a, nb::keep_alive<1, 2>())
+             "time"_a, "opening"_a, "alpha"_a, nb::keep_alive<1, 2>())
         .def_static("load", &PySimulation::load, "device"_a, "path"_a, nb::keep_alive<0, 1>())
         .def("step", &PySimulation::step, "n"_a)
         .def("evolve", &PySimulation::evolve, "t_end"_a)
@@ -495,6 +499,8 @@ NB_MODULE(_banyan, m)
         .def_prop_ro("max_de", &PySimulation::max_de)
         .def_prop_ro("device", &PySimulation::device)
         .def_prop_ro("theta", &PySimulation::theta)
+        .def_prop_ro("opening", &PySimulation::opening)
+        .def_prop_ro("alpha", &PySimulation::alpha)
         .def_prop_ro("eps", &PySimulation::eps)
         .def_prop_ro("dt", &PySimulation::dt);
 }

@@ -65,6 +65,12 @@ def test_bad_parameters(sphere):
         banyan.gravity(pos, mass, eps=-1)
     with pytest.raises(banyan.UsageError, match="dt must be > 0"):
         banyan.Simulation(pos, vel, mass, dt=0)
+    with pytest.raises(banyan.UsageError, match="opening must be 'paper' or 'bmax', got 'gadget'"):
+        banyan.Simulation(pos, vel, mass, opening="gadget")
+    with pytest.raises(banyan.UsageError, match="alpha must be >= 0 and finite, got -0.1"):
+        banyan.Simulation(pos, vel, mass, alpha=-0.1)
+    with pytest.raises(banyan.UsageError, match="alpha must be >= 0 and finite, got nan"):
+        banyan.Simulation(pos, vel, mass, alpha=float("nan"))
     with pytest.raises(banyan.UsageError, match="backend must be 'auto', 'cuda' or 'opencl', got 'metal'"):
         banyan.gravity(pos, mass, backend="metal")
     with pytest.raises(banyan.UsageError, match="device must be None"):

@@ -34,6 +34,29 @@ def test_simulation_is_the_cli_run_bit_for_bit(cli, backend, tmp_path):
     assert float(last[4]) == pytest.approx(e["total"], rel=1e-12)
 
 
+def test_relative_criterion_is_the_cli_run_bit_for_bit_and_survives_save_and_load(cli, backend, tmp_path):
+    out = tmp_path / "cli"
+    criterion = ("--opening", "bmax", "--theta", 1, "--alpha", 0.006)
+    snaps = cli_run(cli, out, backend, "-n", 3000, "--seed", 4, "--eps", 0.05, "--dt", "1/64", "--t-end", 0.25,
+                    "--snapshot-every", 0, *criterion)
+    _, p0, v0, m0 = read_tipsy_dark(out / snaps[0])
+    _, p1, v1, _ = read_tipsy_dark(out / snaps[-1])
+    sim = banyan.Simulation(p0, v0, m0, theta=1, eps=0.05, dt=1 / 64, backend=backend, opening="bmax", alpha=0.006)
+    assert sim.opening == "bmax" and sim.alpha == pytest.approx(0.006)
+    assert "opening=bmax, alpha=0.006" in repr(sim)
+    sim.evolve(0.125)
+    sim.save(tmp_path / "sim.ckpt")
+    loaded = banyan.Simulation.load(tmp_path / "sim.ckpt")
+    assert loaded.opening == "bmax" and loaded.alpha == sim.alpha
+    loaded.evolve(0.25)
+    assert np.array_equal(loaded.positions, p1) and np.array_equal(loaded.velocities, v1)
+    # The criterion changes the run: the paper's test at theta 0.75 ends elsewhere.
+    plain = banyan.Simulation(p0, v0, m0, theta=0.75, eps=0.05, dt=1 / 64, backend=backend)
+    plain.evolve(0.25)
+    assert plain.opening == "paper" and plain.alpha == 0
+    assert not np.array_equal(plain.positions, p1)
+
+
 def test_save_and_load_continue_exactly(backend, tmp_path):
     pos, vel, mass = plummer(2000, seed=5)
     straight = banyan.Simulation(pos, vel, mass, eps=0.05, dt=1 / 32, backend=backend)

@@ -30,6 +30,8 @@ def test_tutorial_runs_as_written(cli, tmp_path, monkeypatch):
     assert abs(ns["de"][-1]) < 1e-3 and len(ns["de"]) == 16
     later = ns["later"]
     assert later.steps == ns["sim"].steps and np.array_equal(later.positions, ns["sim"].positions)
+    fast = ns["fast"]
+    assert fast.opening == "bmax" and fast.alpha == 0.006 and fast.time == ns["t0"]
     png = tmp_path / "merger.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20000
     assert os.path.exists("merger/snapshot_00000.hdf5")

@@ -257,16 +257,24 @@ class Simulation:
         sim.evolve(2.0)               # to t = 2 (Ctrl-C stops between two steps with KeyboardInterrupt)
         e = sim.energies()            # kinetic, potential, total, momentum, angular_momentum
         sim.save("run.ckpt")          # the CLI's checkpoint: Simulation.load("run.ckpt") continues it exactly
+
+    opening ("paper" or "bmax") and alpha (the relative criterion on top, 0: off) choose the opening test as
+    `banyan run --opening --alpha` do; docs/benchmarks.md ("Opening criteria") has their errors and times.
     """
 
     def __init__(self, pos: Any, vel: Any, mass: Any, theta: float = 0.75, eps: float = 0.05, dt: float = 1 / 64,
-                 time: float = 0.0, backend: str = "auto", device: Optional[int] = None, _engine: Any = None):
+                 time: float = 0.0, backend: str = "auto", device: Optional[int] = None, opening: str = "paper",
+                 alpha: float = 0.0, _engine: Any = None):
         if _engine is not None:
             self._sim = _engine
             return
         _check_parameters(theta, eps)
         if not (float(dt) > 0 and math.isfinite(float(dt))):
             raise UsageError(f"dt must be > 0 and finite, got {dt}")
+        if opening not in ("paper", "bmax"):
+            raise UsageError(f"opening must be 'paper' or 'bmax', got {opening!r}")
+        if not (float(alpha) >= 0 and math.isfinite(float(alpha))):
+            raise UsageError(f"alpha must be >= 0 and finite, got {alpha}")
         host = _Arrays(np.empty(0))
         p, m = host.particles(pos, mass)
         v = host.floats("vel", vel, (-1, 3))
@@ -274,7 +282,7 @@ class Simulation:
             raise UsageError(f"vel: {v.shape[0]} velocities for {p.shape[0]} particles")
         host.check_finite("vel", v, "velocity")
         self._sim = _banyan.Simulation(_device(backend, device), p, v, m, float(theta), float(eps), float(dt),
-                                       float(time))
+                                       float(time), opening, float(alpha))
 
     @classmethod
     def load(cls, path: "str | os.PathLike[str]", backend: Optional[str] = None,
@@ -355,6 +363,18 @@ class Simulation:
         """The device it runs on ('backend #index name')."""
         return self._sim.device
 
+    @property
+    def opening(self) -> str:
+        """The opening criterion: "paper" or "bmax"."""
+        return self._sim.opening
+
+    @property
+    def alpha(self) -> float:
+        """The relative criterion's alpha (0: off)."""
+        return self._sim.alpha
+
     def __repr__(self) -> str:
+        relative = f", alpha={self._sim.alpha:g}" if self._sim.alpha > 0 else ""
         return (f"banyan.Simulation(N={self._sim.size}, t={self.time:g}, steps={self.steps}, theta={self._sim.theta:g}, "
-                f"eps={self._sim.eps:g}, dt={self._sim.dt:g}, device={self.device!r})")
+                f"opening={self._sim.opening}{relative}, eps={self._sim.eps:g}, dt={self._sim.dt:g}, "
+                f"device={self.device!r})")
