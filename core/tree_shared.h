@@ -236,14 +236,13 @@ BN_DEVICE bn_u32 bn_tree_run_end(BN_GLOBAL const bn_u64* keys, bn_u32 j, bn_u32 
     return lo;
 }
 
-/* The beginning of the level-L run that holds index j, searched no lower than @p lo (lo <= j): the first index b in
- * [lo, j] with all of b .. j in the run. */
-BN_DEVICE bn_u32 bn_tree_run_begin(BN_GLOBAL const bn_u64* keys, bn_u32 j, bn_u32 lo, int level)
+/* The beginning of the level-L run that holds index j: the first index b <= j with all of b .. j in the run. */
+BN_DEVICE bn_u32 bn_tree_run_begin(BN_GLOBAL const bn_u64* keys, bn_u32 j, int level)
 {
     const int s = bn_tree_level_shift(level);
     const bn_u64 cell = keys[j] >> s;
-    bn_u32 hi = j, step = 1; /* [hi, j] is in the run; the beginning is in [lo, hi] */
-    /* (No probe = max(hi - step, lo): compilers turn that into a saturating subtraction Oclgrind cannot run.) */
+    bn_u32 lo = 0, hi = j, step = 1; /* [hi, j] is in the run; the beginning is in [lo, hi] */
+    /* (No probe = max(hi - step, 0): compilers turn that into a saturating subtraction Oclgrind cannot run.) */
     while (step <= hi - lo) {
         const bn_u32 probe = hi - step;
         if ((keys[probe] >> s) != cell) {
@@ -274,11 +273,16 @@ BN_DEVICE bn_u32 bn_tree_cells_beginning(BN_GLOBAL const bn_u64* keys, bn_u32 n,
     if (j > 0) {
         const int p = bn_tree_common_level(keys[j - 1], keys[j]);
         if (p == BANYAN_MAX_DEPTH) return 0u;
-        /* Whether the level-p run holds more than N_leaf keys: its beginning, searched no lower than j - N_leaf
-         * (lower, the run holds j - N_leaf - 1 .. j already), then its end no further than N_leaf past that. */
-        const bn_u32 b = bn_tree_run_begin(keys, j, j > BANYAN_N_LEAF ? j - BANYAN_N_LEAF : 0u, p);
-        const bn_u32 bound = b + BANYAN_N_LEAF + 1u < n ? b + BANYAN_N_LEAF + 1u : n;
-        if (bn_tree_run_end(keys, j, bound, p) - b <= BANYAN_N_LEAF) return 0u;
+        /* Whether the level-p run holds more than N_leaf keys. It does when key j - N_leaf - 1 is in it (it then
+         * holds j - N_leaf - 1 .. j); else it begins at most N_leaf keys before j, and the searches for its
+         * beginning and (no further than N_leaf past that) its end stay short. (No max(j - N_leaf, 0) bound for
+         * the search: compilers turn that into a saturating subtraction Oclgrind cannot run.) */
+        const int s = bn_tree_level_shift(p);
+        if (!(j > BANYAN_N_LEAF && (keys[j - BANYAN_N_LEAF - 1u] >> s) == (keys[j] >> s))) {
+            const bn_u32 b = bn_tree_run_begin(keys, j, p);
+            const bn_u32 bound = b + BANYAN_N_LEAF + 1u < n ? b + BANYAN_N_LEAF + 1u : n;
+            if (bn_tree_run_end(keys, j, bound, p) - b <= BANYAN_N_LEAF) return 0u;
+        }
         level = p + 1;
     }
     *first = (bn_u32)level;

@@ -284,11 +284,9 @@ TEST_CASE("tree runs: common levels, run ends and the cells beginning at each ke
                 const auto [b, e] = run(j, l);
                 INFO("round " << round << " j " << j << " level " << l);
                 REQUIRE(bn_tree_run_end(keys.data(), j, n, l) == e);
-                REQUIRE(bn_tree_run_begin(keys.data(), j, 0, l) == b);
+                REQUIRE(bn_tree_run_begin(keys.data(), j, l) == b);
                 const bn_u32 hi = j + 1 + static_cast<bn_u32>(g() % 5);
                 if (hi <= n) REQUIRE(bn_tree_run_end(keys.data(), j, hi, l) == std::min(e, hi));
-                const bn_u32 lo = j - std::min(j, static_cast<bn_u32>(g() % 5));
-                REQUIRE(bn_tree_run_begin(keys.data(), j, lo, l) == std::max(b, lo));
             }
             // The cells beginning at j, from the definition: a level-L run beginning at j whose parent run holds
             // more than N_leaf keys (the root always), down to the first leaf.
