@@ -1,5 +1,5 @@
 /**
- * @file cmd_bench_tree.cpp
+ * @file cmd_tree.cpp
  * @brief `banyan bench tree`: device time of each phase of the tree build (keys, sort, move, build, link, groups,
  *        multipoles, total) and the device memory in use, for Plummer spheres of 2^min .. 2^max particles.
  *
@@ -8,8 +8,8 @@
  * warm-up builds (program builds and buffer growth land there). A cheap check of every build (root mass, groups
  * tile the particles) guards against timing a wrong result; the conformance suite checks the tree in full.
  */
-#include "apps/bench_util.hpp"
-#include "apps/cli.hpp"
+#include "apps/bench/bench_util.hpp"
+#include "apps/cli/cli.hpp"
 #include "core/error.hpp"
 
 #include "core/files/atomic_file.hpp"

@@ -2,7 +2,7 @@
  * @file cli.cpp
  * @brief Option parsing and help text shared by every subcommand.
  */
-#include "apps/cli.hpp"
+#include "apps/cli/cli.hpp"
 
 #include "core/error.hpp"
 

@@ -2,7 +2,7 @@
  * @file bench_util.cpp
  * @brief Device-event timing, table printing and JSON text for the benchmarks.
  */
-#include "apps/bench_util.hpp"
+#include "apps/bench/bench_util.hpp"
 
 #include "core/gravity/forces.hpp"
 

@@ -10,8 +10,8 @@
  * of particle-particle and particle-cell interactions over all particles, and the time of one force evaluation from
  * unsorted particles as `bench forces` measures it (bench::time_forces).
  */
-#include "apps/bench_util.hpp"
-#include "apps/cli.hpp"
+#include "apps/bench/bench_util.hpp"
+#include "apps/cli/cli.hpp"
 #include "core/error.hpp"
 
 #include "core/files/atomic_file.hpp"

@@ -4,7 +4,7 @@
  *        walk or by direct summation, written as a float32 .npy array (N, 4) = (ax, ay, az, potential) in the file's particle order;
  *        under mpirun over all ranks (each takes a slice of the particles, the file is written by all together).
  */
-#include "apps/cli.hpp"
+#include "apps/cli/cli.hpp"
 #include "core/error.hpp"
 
 #include "core/gravity/direct.hpp"

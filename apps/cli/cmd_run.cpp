@@ -8,7 +8,7 @@
  * the device memory a run needs is estimated before the particles are uploaded. SIGINT and SIGTERM set a flag that
  * the step loop reads between steps: it writes a checkpoint and stops (a second signal ends the program at once).
  */
-#include "apps/cli.hpp"
+#include "apps/cli/cli.hpp"
 #include "core/device/devices.hpp"
 #include "core/error.hpp"
 #include "core/files/png_image.hpp"

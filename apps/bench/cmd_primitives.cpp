@@ -1,5 +1,5 @@
 /**
- * @file cmd_bench_primitives.cpp
+ * @file cmd_primitives.cpp
  * @brief `banyan bench primitives`: times our sort, exclusive scan and compaction against the vendor's (CUB on
  *        CUDA) and Boost.Compute's sort_by_key (OpenCL), over a sweep of sizes, on one device or on all.
  *
@@ -9,8 +9,8 @@
  */
 #include "core/files/atomic_file.hpp"
 #include "core/version.hpp"
-#include "apps/bench_util.hpp"
-#include "apps/cli.hpp"
+#include "apps/bench/bench_util.hpp"
+#include "apps/cli/cli.hpp"
 #include "core/error.hpp"
 
 #ifdef BANYAN_HAVE_OPENCL

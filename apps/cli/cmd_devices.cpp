@@ -2,7 +2,7 @@
  * @file cmd_devices.cpp
  * @brief `banyan devices`: every device of every backend compiled in, as a table.
  */
-#include "apps/cli.hpp"
+#include "apps/cli/cli.hpp"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 /**
- * @file cmd_bench_forces.cpp
+ * @file cmd_forces.cpp
  * @brief `banyan bench forces`: device time of one force evaluation by the tree on Plummer spheres of 2^min ..
  *        2^max particles at the given opening angles: tree build, multipoles and walk (paper sections 2, 3 and
  *        4.1), particles per second, interactions per particle and the flop rate (23 flops per particle-particle
@@ -11,8 +11,8 @@
  * and last walk of each row (interactions counted; finite accelerations and negative potentials on a sample of
  * particles) guards against timing a wrong result; the conformance suite checks forces in full.
  */
-#include "apps/bench_util.hpp"
-#include "apps/cli.hpp"
+#include "apps/bench/bench_util.hpp"
+#include "apps/cli/cli.hpp"
 #include "core/error.hpp"
 
 #include "core/files/atomic_file.hpp"

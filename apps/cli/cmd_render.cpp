@@ -3,7 +3,7 @@
  * @brief `banyan render SNAPSHOT --out image.png`: the projected, log-scaled surface density of a snapshot as a PNG,
  *        with a colour bar, a scale bar and a caption (core/files/render.hpp). Host only: no device is opened.
  */
-#include "apps/cli.hpp"
+#include "apps/cli/cli.hpp"
 #include "core/device/backend.hpp"
 #include "core/error.hpp"
 #include "core/files/png_image.hpp"

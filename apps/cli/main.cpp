@@ -6,7 +6,7 @@
  * that left single precision's range (NaN or infinity: the results are not written); `banyan run` stopped by
  * SIGINT or SIGTERM: 130 or 143.
  */
-#include "apps/cli.hpp"
+#include "apps/cli/cli.hpp"
 #include "core/parallel/comm.hpp"
 #include "core/device/backend.hpp"
 #include "core/error.hpp"
