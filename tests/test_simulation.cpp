@@ -74,7 +74,7 @@ RunOptions finished_short_run(Backend& be, const TempDir& d, std::uint64_t n)
     o.n = n;
     o.t_end = 1.0 / 16;
     o.out = d.str();
-    Run r(be, o, initial_conditions(o));
+    Run r(be, plan_run({o}));
     r.run();
     return o;
 }
@@ -452,13 +452,13 @@ TEST_CASE("run: stopped and restarted equals straight through, bit for bit (part
     auto make = [&](const TempDir& d) {
         RunOptions x = o;
         x.out = d.str();
-        return std::make_unique<Run>(be, x, initial_conditions(x));
+        return std::make_unique<Run>(be, plan_run({x}));
     };
     {
         auto r = make(straight);
         CHECK(r->end_step() == 48);
         CHECK(r->run() == Run::Outcome::finished);
-        CHECK(r->step() == 48);
+        CHECK(r->step_count() == 48);
         CHECK(r->max_de() < 1e-3);
         CHECK(r->last_record().centre_distance > 0);
     }
@@ -470,20 +470,20 @@ TEST_CASE("run: stopped and restarted equals straight through, bit for bit (part
         Run* self = nullptr;
         RunHooks hooks;
         hooks.on_step = [&] {
-            if (self->step() == 19) stop = 1;
+            if (self->step_count() == 19) stop = 1;
         };
-        Run r(be, x, initial_conditions(x), hooks);
+        Run r(be, plan_run({x}), hooks);
         self = &r;
         CHECK(r.run(&stop) == Run::Outcome::stopped);
-        CHECK(r.step() == 19);
+        CHECK(r.step_count() == 19);
     }
     CHECK_THROWS_AS(make(stopped), UsageError); // a folder with a run in it is not overwritten
     CHECK(checkpoint_device(stopped.str()) == device_label(be.info())); // where `banyan run --restart` goes
     {
         auto r = Run::resume(be, stopped.str(), std::nullopt);
-        CHECK(r->step() == 19);
+        CHECK(r->step_count() == 19);
         CHECK(r->run() == Run::Outcome::finished);
-        CHECK(r->step() == 48);
+        CHECK(r->step_count() == 48);
     }
     // Killed (no checkpoint at the end of it) after step 30: the last checkpoint is from step 16 (t = 0.5); the
     // log has lines past it and a cut last line, and a temporary file lies around.
@@ -494,9 +494,9 @@ TEST_CASE("run: stopped and restarted equals straight through, bit for bit (part
         Run* self = nullptr;
         RunHooks hooks;
         hooks.on_step = [&] {
-            if (self->step() == 30) throw std::runtime_error("killed");
+            if (self->step_count() == 30) throw std::runtime_error("killed");
         };
-        Run r(be, x, initial_conditions(x), hooks);
+        Run r(be, plan_run({x}), hooks);
         self = &r;
         CHECK_THROWS_WITH(r.run(&stop), "killed");
         std::ofstream(killed.path / "energy.csv", std::ios::app) << "31,0.96875,0.2";
@@ -504,7 +504,7 @@ TEST_CASE("run: stopped and restarted equals straight through, bit for bit (part
     }
     {
         auto r = Run::resume(be, killed.str(), std::nullopt);
-        CHECK(r->step() == 16);
+        CHECK(r->step_count() == 16);
         CHECK(r->run() == Run::Outcome::finished);
     }
     CHECK(!fs::exists(killed.path / "snapshot_00004.tipsy.tmp.99999"));
@@ -561,7 +561,7 @@ TEST_CASE("run: HDF5 snapshots hold the tipsy run's particles bit for bit, with 
         x.out = d.str();
         x.format = f;
         x.units = "kpc,1e10Msun";
-        return std::make_unique<Run>(be, x, initial_conditions(x), hooks);
+        return std::make_unique<Run>(be, plan_run({x}), hooks);
     };
     make(tipsy, SnapshotFormat::tipsy)->run();
     make(straight, SnapshotFormat::hdf5)->run();
@@ -570,7 +570,7 @@ TEST_CASE("run: HDF5 snapshots hold the tipsy run's particles bit for bit, with 
         Run* self = nullptr;
         RunHooks hooks;
         hooks.on_step = [&] {
-            if (self->step() == 7) stop = 1;
+            if (self->step_count() == 7) stop = 1;
         };
         auto r = make(stopped, SnapshotFormat::hdf5, hooks);
         self = r.get();
@@ -611,7 +611,7 @@ TEST_CASE("run: HDF5 snapshots hold the tipsy run's particles bit for bit, with 
     x.out = from_file.str();
     x.t_end = 0.75;
     {
-        Run r(be, x, initial_conditions(x));
+        Run r(be, plan_run({x}));
         CHECK(r.options().units == in.units.text());
         CHECK(r.options().format == SnapshotFormat::hdf5);
     }
@@ -623,7 +623,7 @@ TEST_CASE("run: HDF5 snapshots hold the tipsy run's particles bit for bit, with 
     CHECK(same_units(last.units, in.units));
     x.units = "pc,Msun"; // other units than the file's: refused, banyan does not convert
     x.out = (from_file.path / "other").string();
-    CHECK_THROWS_AS(Run(be, x, initial_conditions(x)), UsageError);
+    CHECK_THROWS_AS(plan_run({x}), UsageError);
     fs::remove(in_path);
 }
 
@@ -648,7 +648,7 @@ TEST_CASE("run: damaged checkpoints and bad folders are refused clearly")
     // A path below a regular file cannot be a folder.
     RunOptions bad = o;
     bad.out = (d.path / "energy.csv" / "sub").string();
-    CHECK_THROWS_AS(Run(be, bad, initial_conditions(bad)), UsageError);
+    CHECK_THROWS_AS(plan_run({bad}), UsageError);
 }
 
 TEST_CASE("run: a run that goes NaN stops with an error and keeps its last good outputs untouched")
@@ -665,8 +665,8 @@ TEST_CASE("run: a run that goes NaN stops with an error and keeps its last good 
         o.snapshot_every = at_snapshot ? 0.25 : 0;
         o.checkpoint_every = 0;
         o.out = d.str();
-        Run r(be, o, initial_conditions(o));
-        while (r.step() < 14) r.simulation().step(); // the Run writes nothing for these steps
+        Run r(be, plan_run({o}));
+        while (r.step_count() < 14) r.simulation().step(); // the Run writes nothing for these steps
         const std::string checkpoint = file_bytes(d.path / "checkpoint.bin");
         const std::string log = file_bytes(d.path / "energy.csv");
         const auto listing = [&] {

@@ -126,9 +126,11 @@ int run_run(const std::vector<std::string>& raw_args)
         return static_cast<std::uint64_t>(v);
     };
 
-    RunOptions ro;
+    // The CLI parses; the run engine (core/simulation/run.hpp: plan_run) checks the options and the input, once.
     std::optional<double> t_end;
     if (opt.has("t-end")) t_end = parse_time(opt.str("t-end"), "--t-end");
+    RunRequest wanted;
+    RunOptions& ro = wanted.options;
     if (restart) {
         for (const char* name : run_only)
             if (opt.has(name))
@@ -144,6 +146,9 @@ int run_run(const std::vector<std::string>& raw_args)
         if (opt.has("in") && opt.has("n"))
             throw UsageError("run: -n cannot be given with --in (the file sets the number of particles)");
         ro.ic = opt.has("in") ? "file" : opt.str("ic");
+        if (ro.ic != "merger")
+            for (const char* name : {"pericentre", "separation", "eccentricity", "bh-fraction"})
+                if (opt.has(name)) throw UsageError(fmt::format("run: --{} is for --ic merger only", name));
         ro.in = opt.str("in");
         ro.n = positive_count("n", 1);
         const long long seed = opt.integer("seed");
@@ -170,34 +175,20 @@ int run_run(const std::vector<std::string>& raw_args)
         ro.out = opt.str("out");
         ro.format = parse_snapshot_format(opt.str("format"), "run: --format");
         ro.units = opt.str("units");
-        ro.check();
         if (ro.alpha > 0 && comm.parallel())
             throw UsageError("run: --alpha (the relative criterion) runs on one rank, not under mpirun with several");
-        if (ro.ic != "merger")
-            for (const char* name : {"pericentre", "separation", "eccentricity", "bh-fraction"})
-                if (opt.has(name)) throw UsageError(fmt::format("run: --{} is for --ic merger only", name));
         if (ro.ic != "file" && !(ro.t_end > 0.0))
             throw UsageError(fmt::format("run: --t-end must be after the start time 0, got {}", ro.t_end));
+        wanted.eps_from_file = ro.ic == "file" && !opt.has("eps");
     }
 
-    // Everything that can be judged without the device first: the input file, the output folder.
-    Snapshot ic;
+    // Everything that can be judged without the device first: the options, the input file, the output folder.
+    std::optional<RunPlan> plan;
     if (!restart) {
-        if (ro.ic == "file") {
-            SnapshotMeta meta;
-            ic = initial_conditions(ro, &meta);
-            adopt_units(ro, ic);
-            if (!opt.has("eps") && !meta.has_softening)
-                throw UsageError(fmt::format("run: {} gives its collisionless particles no softening (no "
-                                             "PartTypeK/Softenings): give --eps",
-                                             ro.in));
-            if (!opt.has("eps")) {
-                ro.eps = file_softening(ic, ro.in, "run", !quiet);
-                ro.check();
-            }
-            check_initial_conditions(ic, ro);
-        }
-        prepare_output_dir(ro.out, true);
+        const bool eps_from_file = wanted.eps_from_file;
+        plan = plan_run(std::move(wanted), comm);
+        if (eps_from_file && !quiet)
+            fmt::print("softening eps = {} (the particles' own, from {})\n", plan->options().eps, plan->options().in);
     } else {
         prepare_output_dir(opt.str("restart"), false);
     }
@@ -205,7 +196,7 @@ int run_run(const std::vector<std::string>& raw_args)
     // An output folder this command created and left empty goes again when the run cannot start.
     auto discard_empty_out = [&] {
         std::error_code ec;
-        if (std::filesystem::is_empty(ro.out, ec) && !ec) std::filesystem::remove(ro.out, ec);
+        if (std::filesystem::is_empty(plan->options().out, ec) && !ec) std::filesystem::remove(plan->options().out, ec);
     };
 
     // A restart continues on the device its checkpoint was written on (where it is bit for bit the same as an
@@ -232,9 +223,9 @@ int run_run(const std::vector<std::string>& raw_args)
     };
     auto status_text = [&](const Run& r) {
         const double sps = rate(r);
-        const double left = sps > 0 ? static_cast<double>(r.end_step() - r.step()) / sps : -1;
+        const double left = sps > 0 ? static_cast<double>(r.end_step() - r.step_count()) / sps : -1;
         std::string s = fmt::format("step {}/{}  t {:.4g}  dE/E {:+.2e} (max {:.2e})  {:.3g} particles/s  left {}",
-                                    r.step(), r.end_step(), r.simulation().time(), r.last_record().de,
+                                    r.step_count(), r.end_step(), r.simulation().time(), r.last_record().de,
                                     r.last_record().max_de,
                                     sps * static_cast<double>(r.simulation().total_size()), clock_text(left));
         if (r.last_record().centre_distance >= 0)
@@ -280,11 +271,11 @@ int run_run(const std::vector<std::string>& raw_args)
     try {
         if (restart) {
             const std::string dir = opt.str("restart");
-            run = Run::resume(*be, dir, t_end, hooks);
+            run = Run::resume(*be, dir, t_end, hooks, RunOutputs::files, comm);
             n = run->simulation().total_size();
             if (!quiet) {
                 fmt::print("banyan run: continuing {} ({} particles) from step {} (t = {}) to step {} (t = {}) on {}\n",
-                           dir, n, run->step(), run->simulation().time(), run->end_step(), run->options().t_end,
+                           dir, n, run->step_count(), run->simulation().time(), run->end_step(), run->options().t_end,
                            dev_text);
                 if (!comm.parallel() && written_on != device_label(dev))
                     fmt::print("note: the checkpoint was written on {}; a continuation is bit for bit the same as an "
@@ -292,7 +283,8 @@ int run_run(const std::vector<std::string>& raw_args)
                                written_on);
             }
         } else {
-            n = ro.ic == "file" ? ic.size() : ro.n;
+            const RunOptions& ro = plan->options();
+            n = plan->size();
             // Over P ranks each holds about N / P particles; a sixteenth more for an uneven share of the work.
             const std::size_t P = static_cast<std::size_t>(comm.size());
             const std::size_t each = P > 1 ? (n + P - 1) / P + n / P / 16 : n;
@@ -311,14 +303,14 @@ int run_run(const std::vector<std::string>& raw_args)
                     n, double(need) / (1 << 30), double(need) / double(n), double(dev.memory_bytes) / (1 << 30),
                     dev_text));
             }
-            if (ro.ic != "file") ic = initial_conditions(ro);
+            const double t_start = plan->input() ? plan->input()->time : 0.0;
             if (!quiet) {
                 fmt::print("banyan run: {} particles ({}{}), theta {} ({}{}), eps {}, dt {}, t = {} to {} ({} steps) "
                            "on {}\n",
                            n, ro.ic == "file" ? ro.in : ro.ic,
                            ro.ic == "file" ? "" : fmt::format(", seed {}", ro.seed), ro.theta, ro.opening,
-                           ro.alpha > 0 ? fmt::format(" + relative alpha {}", ro.alpha) : "", ro.eps, ro.dt, ic.time,
-                           ro.t_end, steps_between(ic.time, ro.t_end, ro.dt), dev_text);
+                           ro.alpha > 0 ? fmt::format(" + relative alpha {}", ro.alpha) : "", ro.eps, ro.dt, t_start,
+                           ro.t_end, steps_between(t_start, ro.t_end, ro.dt), dev_text);
                 auto every = [](double v) {
                     return v == RunOptions::never ? std::string("never") : fmt::format("every {}", v);
                 };
@@ -328,7 +320,7 @@ int run_run(const std::vector<std::string>& raw_args)
                 fmt::print("units: {}\n", parse_units(ro.units).describe());
                 std::fflush(stdout);
             }
-            run = std::make_unique<Run>(*be, ro, std::move(ic), hooks);
+            run = std::make_unique<Run>(*be, std::move(*plan), hooks, comm);
         }
     } catch (const DeviceError& e) {
         const std::string call = e.call();
@@ -365,11 +357,11 @@ int run_run(const std::vector<std::string>& raw_args)
         const double output_ms = (run->output_seconds() - output_before) * 1e3;
         if (outcome == Run::Outcome::stopped && run->options().checkpoint_every == RunOptions::never)
             fmt::print("stopped by {} at step {} (t = {}); no checkpoint (--checkpoint-every never)\n",
-                       g_stop == SIGTERM ? "SIGTERM" : "SIGINT", run->step(), sim.time());
+                       g_stop == SIGTERM ? "SIGTERM" : "SIGINT", run->step_count(), sim.time());
         else if (outcome == Run::Outcome::stopped)
             fmt::print("stopped by {} at step {} (t = {}): checkpoint written; continue with\n  banyan run --restart "
                        "{}\n",
-                       g_stop == SIGTERM ? "SIGTERM" : "SIGINT", run->step(), sim.time(), run->options().out);
+                       g_stop == SIGTERM ? "SIGTERM" : "SIGINT", run->step_count(), sim.time(), run->options().out);
         else if (steps == 0)
             fmt::print("nothing to do: the run is at t = {} already (extend it with --t-end)\n", sim.time());
         if (steps) {

@@ -256,69 +256,49 @@ void check_precision(double extent, double total, double min_mass, std::size_t l
     check_precision_range(extent, total, min_mass, lightest, n, eps, what);
 }
 
-/// banyan.Simulation's engine: core/simulation's Simulation started as `banyan run --in FILE` starts it, so that the
-/// same particles give the same numbers bit for bit, and saved in the CLI's checkpoint format.
+/// The checks of banyan.Simulation, before any device is opened: the run engine's plan_run (the options, once, in
+/// Python's spelling, and the particles) of a run from the caller's arrays, as `banyan run --in FILE` from a file's.
+RunPlan plan_simulation(const Vec3In& pos, const Vec3In& vel, const ScalarIn& mass, double theta, double eps,
+                        double dt, double time, const std::string& opening, double alpha)
+{
+    RunRequest request;
+    RunOptions& o = request.options;
+    o.ic = "file";
+    o.in = "(banyan.Simulation)";
+    o.theta = theta, o.eps = eps, o.dt = dt;
+    o.opening = opening, o.alpha = alpha;
+    o.t_end = time + dt; // evolve() moves the end to the time it is given
+    request.style = OptionStyle::python;
+    request.outputs = RunOutputs::none;
+    const std::size_t n = pos.shape(0);
+    Snapshot s = Snapshot::dark(n);
+    s.time = time;
+    std::memcpy(s.pos.data(), pos.data(), 3 * n * sizeof(float));
+    std::memcpy(s.vel.data(), vel.data(), 3 * n * sizeof(float));
+    std::memcpy(s.mass.data(), mass.data(), n * sizeof(float));
+    std::fill(s.eps.begin(), s.eps.end(), static_cast<float>(eps));
+    request.particles = std::move(s);
+    return plan_run(std::move(request));
+}
+
+/// banyan.Simulation: the run engine of `banyan run` (core/simulation/run.hpp) with no output files, started from
+/// the caller's arrays as `banyan run --in FILE` starts from a file's, so that the same particles give the same
+/// numbers bit for bit; its checkpoints are the CLI's.
 class PySimulation {
 public:
-    PySimulation(Device& dev, const Vec3In& pos, const Vec3In& vel, const ScalarIn& mass, double theta, double eps,
-                 double dt, double time, const std::string& opening, double alpha)
-        : dev_(dev)
+    /// Starts the run of @p plan (plan_simulation) on @p dev.
+    PySimulation(Device& dev, RunPlan& plan) : dev_(dev)
     {
-        opt_.ic = "file";
-        opt_.in = "(banyan.Simulation)";
-        opt_.theta = theta, opt_.eps = eps, opt_.dt = dt;
-        opt_.opening = opening, opt_.alpha = alpha;
-        opt_.t_end = time + dt; // checked below; evolve() sets the end it is given
-        opt_.check();
-        const std::size_t n = pos.shape(0);
-        fields_ = Snapshot::dark(n);
-        fields_.time = time;
-        std::memcpy(fields_.pos.data(), pos.data(), 3 * n * sizeof(float));
-        std::memcpy(fields_.vel.data(), vel.data(), 3 * n * sizeof(float));
-        std::memcpy(fields_.mass.data(), mass.data(), n * sizeof(float));
-        std::fill(fields_.eps.begin(), fields_.eps.end(), static_cast<float>(eps));
-        check_initial_conditions(fields_, opt_);
-        std::vector<bn_f4> p(n), v(n);
-        for (std::size_t i = 0; i < n; ++i) {
-            p[i] = {fields_.pos[3 * i], fields_.pos[3 * i + 1], fields_.pos[3 * i + 2], fields_.mass[i]};
-            v[i] = {fields_.vel[3 * i], fields_.vel[3 * i + 1], fields_.vel[3 * i + 2], 0.0f};
-        }
-        std::fill(fields_.pos.begin(), fields_.pos.end(), 0.0f); // the checkpoint keeps only fields never changed
-        std::fill(fields_.vel.begin(), fields_.vel.end(), 0.0f);
-        std::fill(fields_.mass.begin(), fields_.mass.end(), 0.0f);
-        sim_ = std::make_unique<Simulation>(*dev_.backend, opt_.simulation());
-        {
-            nb::gil_scoped_release unlocked;
-            sim_->start(p, v, time);
-        }
-        e0_ = checked_energies().total();
+        nb::gil_scoped_release unlocked;
+        run_ = std::make_unique<Run>(*dev_.backend, std::move(plan));
     }
 
     /// Continues the checkpoint at @p path (a file, or a run folder holding checkpoint.bin) exactly.
     static std::unique_ptr<PySimulation> load(Device& dev, const std::string& path)
     {
-        namespace fs = std::filesystem;
-        const std::string file = fs::is_directory(path) ? (fs::path(path) / "checkpoint.bin").string() : path;
-        Checkpoint c = read_checkpoint(file);
-        if (c.header.count("ranks") && c.header.at("ranks") != "1")
-            throw UsageError(fmt::format("{}: written by {} ranks; load it with `mpirun -n {} banyan run --restart`",
-                                         file, c.header.at("ranks"), c.header.at("ranks")));
         auto s = std::unique_ptr<PySimulation>(new PySimulation(dev));
-        s->opt_ = RunOptions::from_text(c.header);
-        s->opt_.check();
-        c.state.step = u64_of(c.header, "step", file);
-        c.state.t_begin = double_of(c.header, "t_begin", file);
-        s->e0_ = double_of(c.header, "e0", file);
-        s->max_de_ = double_of(c.header, "max_de", file);
-        s->header_ = c.header;
-        const std::size_t wg = u64_of(c.header, "work_group_size", file);
-        if (wg != dev.backend->work_group_size()) dev.backend->set_work_group_size(wg);
-        s->fields_ = std::move(c.fields);
-        for (auto [key, count] : {std::pair{"n_type2", &s->fields_.n_type2}, std::pair{"n_type3", &s->fields_.n_type3},
-                                  std::pair{"n_type5", &s->fields_.n_type5}})
-            *count = c.header.count(key) ? u64_of(c.header, key, file) : 0; // GADGET types 2, 3, 5 of the run's input
-        s->sim_ = std::make_unique<Simulation>(*dev.backend, s->opt_.simulation());
-        s->sim_->restore(c.state);
+        nb::gil_scoped_release unlocked;
+        s->run_ = Run::resume(*dev.backend, path, std::nullopt, {}, RunOutputs::none);
         return s;
     }
 
@@ -328,26 +308,28 @@ public:
         for (std::uint64_t i = 0; i < n; ++i) {
             {
                 nb::gil_scoped_release unlocked;
-                sim_->step();
+                run_->step();
             }
             if (PyErr_CheckSignals() != 0) throw nb::python_error();
         }
-        track_de();
+        nb::gil_scoped_release unlocked;
+        run_->record(); // dE/E and its largest magnitude, at the end of each call
     }
 
     /// Steps until @p t_end, on the time grid of the start (as `banyan run --t-end`).
     void evolve(double t_end)
     {
-        const std::uint64_t end = steps_between(sim_->t_begin(), t_end, opt_.dt);
-        if (end > sim_->steps()) step(end - sim_->steps());
-        opt_.t_end = std::max(opt_.t_end, t_end);
+        const Simulation& sim = run_->simulation();
+        const std::uint64_t end = steps_between(sim.t_begin(), t_end, run_->options().dt);
+        if (end > sim.steps()) step(end - sim.steps());
+        if (t_end > run_->options().t_end) run_->set_end(t_end);
     }
 
-    double time() const { return sim_->time(); }
-    std::uint64_t steps() const { return sim_->steps(); }
-    std::size_t size() const { return sim_->size(); }
-    double e0() const { return e0_; }
-    double max_de() const { return max_de_; }
+    double time() const { return run_->simulation().time(); }
+    std::uint64_t steps() const { return run_->simulation().steps(); }
+    std::size_t size() const { return run_->simulation().size(); }
+    double e0() const { return run_->e0(); }
+    double max_de() const { return run_->max_de(); }
 
     /// Positions, velocities, accelerations and potentials, in input order, into the caller's arrays.
     void state(Vec3Out pos, Vec3Out vel, Vec3Out acc, ScalarOut pot)
@@ -355,7 +337,7 @@ public:
         std::vector<bn_f4> p, v, a;
         {
             nb::gil_scoped_release unlocked;
-            if (const std::size_t lost = sim_->input_order(p, v, a))
+            if (const std::size_t lost = run_->simulation().input_order(p, v, a))
                 throw NumericalError(fmt::format("Simulation: {} accelerations or potentials left float's range in "
                                                  "the units of the input",
                                                  lost));
@@ -370,7 +352,14 @@ public:
 
     nb::dict energies()
     {
-        const Energies e = checked_energies();
+        Energies e;
+        {
+            nb::gil_scoped_release unlocked;
+            e = run_->simulation().energies();
+        }
+        if (!all_finite(e))
+            throw NumericalError(fmt::format("Simulation: the energies went non-finite at step {} (t = {})", steps(),
+                                             time()));
         nb::dict d;
         d["kinetic"] = e.kinetic;
         d["potential"] = e.potential;
@@ -384,67 +373,25 @@ public:
     /// holding it as checkpoint.bin, and load() continues it here.
     void save(const std::string& path)
     {
-        const SimulationState st = sim_->save();
-        if (const std::size_t i = first_non_finite(st.pos); i < st.pos.size())
-            throw NumericalError(fmt::format("Simulation.save: particle {} has a non-finite position; nothing was "
-                                             "written to {}",
-                                             st.ids[i], path));
-        RunOptions o = opt_;
-        o.t_end = std::max(o.t_end, sim_->time() + o.dt / 2); // an end the CLI accepts (it must lie ahead)
-        const double t = sim_->time();
-        RunProgress p;
-        p.e0 = e0_, p.max_de = max_de_;
-        p.next_snapshot = grid_after(t, o.snapshot_every);
-        p.next_checkpoint = grid_after(t, o.checkpoint_every);
-        const auto written = header_.find("snapshots_written"); // a run's checkpoint, loaded: its snapshots go on
-        p.snapshots_written = written == header_.end() ? 0 : std::stoull(written->second);
-        p.last.step = st.step, p.last.time = t, p.last.de = last_de_, p.last.max_de = max_de_;
-        const std::string text = checkpoint_text(o, st, p, *dev_.backend, fields_);
+        // An end the CLI accepts (it must lie ahead of the checkpoint).
+        const double ahead = time() + run_->options().dt / 2;
+        if (!(run_->options().t_end >= ahead)) run_->set_end(ahead);
         nb::gil_scoped_release unlocked;
-        write_checkpoint(path, text, st, fields_);
+        run_->save(path);
     }
 
     std::string device() const { return dev_.label(); }
-    double theta() const { return opt_.theta; }
-    const std::string& opening() const { return opt_.opening; }
-    double alpha() const { return opt_.alpha; }
-    double eps() const { return opt_.eps; }
-    double dt() const { return opt_.dt; }
+    double theta() const { return run_->options().theta; }
+    const std::string& opening() const { return run_->options().opening; }
+    double alpha() const { return run_->options().alpha; }
+    double eps() const { return run_->options().eps; }
+    double dt() const { return run_->options().dt; }
 
 private:
     explicit PySimulation(Device& dev) : dev_(dev) {}
 
-    Energies checked_energies()
-    {
-        Energies e;
-        {
-            nb::gil_scoped_release unlocked;
-            e = sim_->energies();
-        }
-        if (!all_finite(e))
-            throw NumericalError(fmt::format("Simulation: the energies went non-finite at step {} (t = {})",
-                                             sim_->steps(), sim_->time()));
-        return e;
-    }
-    void track_de()
-    {
-        const double e = checked_energies().total();
-        last_de_ = (e0_ - e) / e0_;
-        max_de_ = std::max(max_de_, std::fabs(last_de_));
-    }
-    /// The index of the first point after @p t of a grid of spacing @p every from the start (as Run keeps it).
-    std::uint64_t grid_after(double t, double every) const
-    {
-        if (!(every > 0)) return 1;
-        return static_cast<std::uint64_t>(std::floor((t - sim_->t_begin()) / every + 1e-9)) + 1;
-    }
-
     Device& dev_;
-    RunOptions opt_;
-    Snapshot fields_;  // the fields a checkpoint carries that the simulation never changes
-    KeyValues header_; // of the checkpoint this was loaded from
-    std::unique_ptr<Simulation> sim_;
-    double e0_ = 0, max_de_ = 0, last_de_ = 0;
+    std::unique_ptr<Run> run_;
 };
 
 } // namespace banyan::python
@@ -480,11 +427,12 @@ NB_MODULE(_banyan, m)
           "pos"_a.noconvert(), "mass"_a.noconvert(), "points"_a.noconvert(), "theta"_a, "eps"_a, "direct"_a,
           "acc"_a.noconvert(), "pot"_a.noconvert(),
           "The same for CUDA arrays (CuPy, PyTorch), results into CUDA arrays.");
+    nb::class_<RunPlan>(m, "RunPlan", "A checked simulation, not yet started; see plan_simulation.");
+    m.def("plan_simulation", &python::plan_simulation, "pos"_a.noconvert(), "vel"_a.noconvert(),
+          "mass"_a.noconvert(), "theta"_a, "eps"_a, "dt"_a, "time"_a, "opening"_a, "alpha"_a,
+          "Checks the options and particles of a Simulation (before any device is opened).");
     nb::class_<PySimulation>(m, "Simulation", "The device state of a simulation; see banyan.Simulation.")
-        .def(nb::init<Device&, const Vec3In&, const Vec3In&, const ScalarIn&, double, double, double, double,
-                      const std::string&, double>(),
-             "device"_a, "pos"_a.noconvert(), "vel"_a.noconvert(), "mass"_a.noconvert(), "theta"_a, "eps"_a, "dt"_a,
-             "time"_a, "opening"_a, "alpha"_a, nb::keep_alive<1, 2>())
+        .def(nb::init<Device&, RunPlan&>(), "device"_a, "plan"_a, nb::keep_alive<1, 2>())
         .def_static("load", &PySimulation::load, "device"_a, "path"_a, nb::keep_alive<0, 1>())
         .def("step", &PySimulation::step, "n"_a)
         .def("evolve", &PySimulation::evolve, "t_end"_a)

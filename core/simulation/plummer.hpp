@@ -6,6 +6,7 @@
 #pragma once
 
 #include "core/device_shared.h"
+#include "core/files/particles.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -13,13 +14,6 @@
 #include <vector>
 
 namespace banyan {
-
-/// Particles on the host in the layout the device holds them: pos = (x, y, z, mass), vel = (vx, vy, vz, 0).
-struct Particles {
-    std::vector<bn_f4> pos;
-    std::vector<bn_f4> vel;
-    std::size_t size() const noexcept { return pos.size(); }
-};
 
 struct PlummerOptions {
     /// Radius cut-off in Plummer scale radii (before scaling to N-body units): radii beyond it are drawn again.

@@ -79,28 +79,70 @@ void prepare_output_dir(const std::string& dir, bool fresh)
                                      dir, dir));
 }
 
+// ---- The plan ------------------------------------------------------------------------------------------------
+
+RunPlan plan_run(RunRequest request, const Comm& comm)
+{
+    RunOptions& o = request.options;
+    o.check(request.style);
+    RunPlan plan;
+    if (request.particles) {
+        plan.input_ = std::move(request.particles);
+    } else if (o.ic == "file") {
+        SnapshotMeta meta;
+        plan.input_ = initial_conditions(o, &meta);
+        if (request.eps_from_file) {
+            if (!meta.has_softening)
+                throw UsageError(fmt::format("run: {} gives its collisionless particles no softening (no "
+                                             "PartTypeK/Softenings): give --eps",
+                                             o.in));
+            const auto eps = common_softening(*plan.input_);
+            if (!eps)
+                throw UsageError(fmt::format("run: the particles of {} do not all carry the same softening (banyan "
+                                             "uses one for all): give --eps",
+                                             o.in));
+            o.eps = *eps;
+            o.check(request.style);
+        }
+    }
+    if (plan.input_) {
+        const Snapshot& ic = *plan.input_;
+        adopt_units(o, ic);
+        plan.particles_ = to_particles(ic); // the one conversion of the input into the device's layout
+        check_initial_conditions(ic, plan.particles_.pos, o);
+        if (comm.parallel() && (ic.n_gas || ic.n_star))
+            throw UsageError(fmt::format("run: over several ranks, initial conditions of dark-matter particles only "
+                                         "(the input has {} gas and {} star particles, whose fields are not yet "
+                                         "carried between ranks); run it on one rank",
+                                         ic.n_gas, ic.n_star));
+    }
+    if (request.outputs == RunOutputs::files) prepare_output_dir(o.out, true);
+    plan.options_ = std::move(o);
+    plan.outputs_ = request.outputs;
+    return plan;
+}
+
 // ---- The run --------------------------------------------------------------------------------------------------
 
-Run::Run(Backend& be, const RunOptions& options, RunHooks hooks) : be_(be), opt_(options), hooks_(std::move(hooks)) {}
-
-Run::Run(Backend& be, const RunOptions& options, Snapshot ic, RunHooks hooks) : Run(be, options, std::move(hooks))
+Run::Run(Backend& be, const RunOptions& options, RunHooks hooks, RunOutputs outputs, const Comm& comm)
+    : be_(be), comm_(comm), opt_(options), hooks_(std::move(hooks)), outputs_(outputs)
 {
-    opt_.check();
-    adopt_units(opt_, ic);
-    check_initial_conditions(ic, opt_);
-    const Comm& comm = Comm::world();
-    if (comm.parallel() && (ic.n_gas || ic.n_star))
-        throw UsageError(fmt::format("run: over several ranks, initial conditions of dark-matter particles only (the "
-                                     "input has {} gas and {} star particles, whose fields are not yet carried "
-                                     "between ranks); run it on one rank",
-                                     ic.n_gas, ic.n_star));
-    const std::size_t n = ic.size();
-    std::vector<bn_f4> pos(n), vel(n);
-    for (std::size_t i = 0; i < n; ++i) {
-        pos[i] = {ic.pos[3 * i], ic.pos[3 * i + 1], ic.pos[3 * i + 2], ic.mass[i]};
-        vel[i] = {ic.vel[3 * i], ic.vel[3 * i + 1], ic.vel[3 * i + 2], 0.0f};
+}
+
+Run::Run(Backend& be, RunPlan plan, RunHooks hooks, const Comm& comm)
+    : Run(be, plan.options_, std::move(hooks), plan.outputs_, comm)
+{
+    Snapshot ic;
+    Particles particles;
+    if (plan.input_) {
+        ic = std::move(*plan.input_);
+        particles = std::move(plan.particles_);
+    } else {
+        ic = initial_conditions(opt_); // a model: its particles are judged here, as a file's were in plan_run
+        particles = to_particles(ic);
+        check_initial_conditions(ic, particles.pos, opt_);
     }
-    prepare_output_dir(opt_.out, true);
+    const std::size_t n = ic.size();
     snapshot_eps_ = common_softening(ic).value_or(opt_.eps);
     // A run numbers its particles 0 .. N-1 in the input's order, as its checkpoints do (they hold no file ids).
     ic.ids.clear();
@@ -108,22 +150,21 @@ Run::Run(Backend& be, const RunOptions& options, Snapshot ic, RunHooks hooks) : 
     ic.units = parse_units(opt_.units);
     template_ = std::move(ic);
     end_step_ = steps_between(template_.time, opt_.t_end, opt_.dt);
-    sim_ = std::make_unique<Simulation>(be_, opt_.simulation());
-    if (comm.parallel()) {
+    sim_ = std::make_unique<Simulation>(be_, opt_.simulation(), comm_);
+    if (comm_.parallel()) {
         // Every rank made the same particles; each keeps its slice (the first decomposition sorts them out).
-        const std::size_t P = static_cast<std::size_t>(comm.size()), r = static_cast<std::size_t>(comm.rank());
+        const std::size_t P = static_cast<std::size_t>(comm_.size()), r = static_cast<std::size_t>(comm_.rank());
         const std::size_t a = r * n / P, b = (r + 1) * n / P;
-        const InternalUnits units = InternalUnits::for_system(pos);
+        const InternalUnits units = InternalUnits::for_system(particles.pos);
         Snapshot kept = Snapshot::dark(0); // snapshots over ranks take their fields from the particles (dark only)
         kept.time = template_.time;
         kept.units = template_.units;
         kept.n_type2 = template_.n_type2, kept.n_type3 = template_.n_type3, kept.n_type5 = template_.n_type5;
         template_ = std::move(kept);
-        std::vector<bn_f4>(pos.begin() + static_cast<long>(a), pos.begin() + static_cast<long>(b)).swap(pos);
-        std::vector<bn_f4>(vel.begin() + static_cast<long>(a), vel.begin() + static_cast<long>(b)).swap(vel);
-        sim_->start_slice(pos, vel, template_.time, a, units);
+        const std::span<const bn_f4> pos(particles.pos), vel(particles.vel);
+        sim_->start_slice(pos.subspan(a, b - a), vel.subspan(a, b - a), template_.time, a, units);
     } else {
-        sim_->start(pos, vel, template_.time);
+        sim_->start(particles.pos, particles.vel, template_.time);
     }
 
     // Step 0: a fresh log, the first snapshot and a checkpoint, so that a kill from now on loses nothing.
@@ -132,7 +173,7 @@ Run::Run(Backend& be, const RunOptions& options, Snapshot ic, RunHooks hooks) : 
     if (writes_log()) fs::resize_file(log_path(), 0, ec); // an energy.csv of an earlier, checkpoint-less attempt
     log_bytes_ = 0;
     output_seconds_ += seconds_since(t0);
-    log_energies();
+    record();
     const double t = sim_->time();
     next_snapshot_ = next_checkpoint_ = 1; // grid point 0 is now
     while (due(t, next_snapshot_, opt_.snapshot_every, t, opt_.dt)) ++next_snapshot_;
@@ -145,11 +186,10 @@ std::string Run::checkpoint_path() const { return (fs::path(opt_.out) / "checkpo
 
 std::string Run::rank_checkpoint_path() const
 {
-    const Comm& comm = Comm::world();
-    return comm.rank() == 0 ? checkpoint_path() : fmt::format("{}.rank{}", checkpoint_path(), comm.rank());
+    return comm_.rank() == 0 ? checkpoint_path() : fmt::format("{}.rank{}", checkpoint_path(), comm_.rank());
 }
 
-bool Run::writes_log() const { return Comm::world().rank() == 0; }
+bool Run::writes_log() const { return files() && comm_.rank() == 0; }
 std::string Run::log_path() const { return (fs::path(opt_.out) / "energy.csv").string(); }
 
 std::string Run::kept_outputs() const
@@ -181,7 +221,7 @@ void Run::check_state(const std::vector<bn_f4>& pos, const std::vector<bn_f4>& v
                                         ids.empty() ? i : ids[i], name, (*v)[i].x, (*v)[i].y, (*v)[i].z, (*v)[i].w));
 }
 
-void Run::log_energies()
+const RunRecord& Run::record()
 {
     const Energies e = sim_->energies();
     if (!all_finite(e))
@@ -202,25 +242,31 @@ void Run::log_energies()
         const double dx = double(c[1].x) - c[0].x, dy = double(c[1].y) - c[0].y, dz = double(c[1].z) - c[0].z;
         r.centre_distance = std::sqrt(dx * dx + dy * dy + dz * dz);
     }
-    std::string text;
-    if (log_bytes_ == 0) {
-        text = "step,time,kinetic,potential,total,dE,max_abs_dE,px,py,pz,Lx,Ly,Lz";
-        text += tracked() ? ",centre_distance\n" : "\n";
-    }
-    const auto& p = e.momentum;
-    const auto& l = e.angular_momentum;
-    text += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}", r.step, r.time, e.kinetic, e.potential, e.total(),
-                        r.de, r.max_de, p[0], p[1], p[2], l[0], l[1], l[2]);
-    text += tracked() ? fmt::format(",{}\n", r.centre_distance) : "\n";
-    // One write of whole lines, appended: a kill leaves at most a cut last line, which a restart truncates away.
-    // Over several ranks every rank forms the same line (the sums are the same bits everywhere); rank 0 writes it.
-    if (!writes_log()) {
+    if (files()) {
+        std::string text;
+        if (log_bytes_ == 0) {
+            text = "step,time,kinetic,potential,total,dE,max_abs_dE,px,py,pz,Lx,Ly,Lz";
+            text += tracked() ? ",centre_distance\n" : "\n";
+        }
+        const auto& p = e.momentum;
+        const auto& l = e.angular_momentum;
+        text += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}", r.step, r.time, e.kinetic, e.potential,
+                            e.total(), r.de, r.max_de, p[0], p[1], p[2], l[0], l[1], l[2]);
+        text += tracked() ? fmt::format(",{}\n", r.centre_distance) : "\n";
+        // Over several ranks every rank forms the same line (the sums are the same bits everywhere); rank 0 writes
+        // it, and every rank counts its length.
+        if (writes_log()) append_log(text);
         log_bytes_ += text.size();
-        last_ = r;
-        output_seconds_ += seconds_since(t0);
-        if (hooks_.on_log) hooks_.on_log(r);
-        return;
     }
+    last_ = r;
+    output_seconds_ += seconds_since(t0);
+    if (hooks_.on_log) hooks_.on_log(r);
+    return last_;
+}
+
+void Run::append_log(const std::string& text)
+{
+    // One write of whole lines, appended: a kill leaves at most a cut last line, which a restart truncates away.
     const int fd = ::open(log_path().c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd < 0) throw std::runtime_error(fmt::format("cannot open {}: {}", log_path(), std::strerror(errno)));
     std::size_t done = 0;
@@ -235,22 +281,18 @@ void Run::log_energies()
         done += static_cast<std::size_t>(w);
     }
     ::close(fd);
-    log_bytes_ += text.size();
-    last_ = r;
-    output_seconds_ += seconds_since(t0);
-    if (hooks_.on_log) hooks_.on_log(r);
 }
 
 void Run::write_snapshot()
 {
-    if (opt_.snapshot_every == RunOptions::never) return;
+    if (!files() || opt_.snapshot_every == RunOptions::never) return;
     const auto t0 = Clock::now();
     const std::string path =
         (fs::path(opt_.out) / fmt::format("snapshot_{:05d}.{}", snapshots_written_, to_string(opt_.format))).string();
     const bool hdf5 = opt_.format == SnapshotFormat::hdf5;
     SnapshotMeta meta;
     meta.parameters = opt_.to_text();
-    const Comm& comm = Comm::world();
+    const Comm& comm = comm_;
     if (comm.parallel()) {
         RankParticles mine;
         std::uint64_t lost = 0;
@@ -297,50 +339,59 @@ void Run::write_snapshot()
     check_state(pos, vel, acc, {});
     Snapshot& s = template_;
     s.time = sim_->time();
-    for (std::size_t i = 0; i < pos.size(); ++i) {
-        s.mass[i] = pos[i].w;
-        s.pos[3 * i] = pos[i].x, s.pos[3 * i + 1] = pos[i].y, s.pos[3 * i + 2] = pos[i].z;
-        s.vel[3 * i] = vel[i].x, s.vel[3 * i + 1] = vel[i].y, s.vel[3 * i + 2] = vel[i].z;
-        s.phi[i] = acc[i].w;
-    }
-    if (hdf5) {
-        s.acc.resize(3 * pos.size());
-        for (std::size_t i = 0; i < pos.size(); ++i)
-            s.acc[3 * i] = acc[i].x, s.acc[3 * i + 1] = acc[i].y, s.acc[3 * i + 2] = acc[i].z;
-    }
+    set_particles(s, pos, vel, acc, hdf5);
     banyan::write_snapshot(path, s, opt_.format, meta);
     ++snapshots_written_;
     output_seconds_ += seconds_since(t0);
     if (hooks_.on_file) hooks_.on_file(path);
 }
 
+std::string Run::checkpoint_text_now(const SimulationState& st) const
+{
+    // Over several ranks each writes its own file (rank 0: checkpoint.bin, rank r: checkpoint.bin.rankR); a
+    // restart checks that all are of one step.
+    const std::string ranks =
+        comm_.parallel() ? fmt::format("ranks={}\nrank={}\nwork={}\nparticles_total={}\nsnapshot_eps={}\n",
+                                       comm_.size(), comm_.rank(), st.work, sim_->total_size(), snapshot_eps_)
+                         : std::string();
+    const RunProgress progress{e0_, max_de_, next_snapshot_, snapshots_written_, next_checkpoint_, log_bytes_, last_};
+    return checkpoint_text(opt_, st, progress, be_, template_) + ranks;
+}
+
 void Run::write_checkpoint()
 {
-    if (opt_.checkpoint_every == RunOptions::never) return;
+    if (!files() || opt_.checkpoint_every == RunOptions::never) return;
     const auto t0 = Clock::now();
     const SimulationState st = sim_->save();
     check_state(st.pos, st.vel, st.acc, st.ids);
-    const Comm& comm = Comm::world();
-    // Over several ranks each writes its own file (rank 0: checkpoint.bin, rank r: checkpoint.bin.rankR), each
-    // through a temporary name; a restart checks that all are of one step.
-    const std::string ranks =
-        comm.parallel() ? fmt::format("ranks={}\nrank={}\nwork={}\nparticles_total={}\nsnapshot_eps={}\n",
-                                      comm.size(), comm.rank(), st.work, sim_->total_size(), snapshot_eps_)
-                        : std::string();
-    const RunProgress progress{e0_, max_de_, next_snapshot_, snapshots_written_, next_checkpoint_, log_bytes_, last_};
-    const std::string text = checkpoint_text(opt_, st, progress, be_, template_) + ranks;
-    if (comm.parallel()) {
+    const std::string text = checkpoint_text_now(st);
+    // Each rank's file through a temporary name.
+    if (comm_.parallel()) {
         Snapshot fields = Snapshot::dark(st.pos.size());
         std::fill(fields.eps.begin(), fields.eps.end(), snapshot_eps_);
-        comm.barrier();
+        comm_.barrier();
         banyan::write_checkpoint(rank_checkpoint_path(), text, st, fields);
-        comm.barrier();
+        comm_.barrier();
     } else {
         banyan::write_checkpoint(checkpoint_path(), text, st, template_);
     }
     last_checkpoint_step_ = st.step;
     output_seconds_ += seconds_since(t0);
     if (hooks_.on_file) hooks_.on_file(checkpoint_path());
+}
+
+void Run::save(const std::string& path)
+{
+    if (comm_.parallel()) throw UsageError("run: save(path) is for runs on one rank");
+    const SimulationState st = sim_->save();
+    check_state(st.pos, st.vel, st.acc, st.ids);
+    banyan::write_checkpoint(path, checkpoint_text_now(st), st, template_);
+}
+
+void Run::set_end(double t_end)
+{
+    opt_.t_end = t_end;
+    end_step_ = steps_between(sim_->t_begin(), t_end, opt_.dt);
 }
 
 std::string checkpoint_text(const RunOptions& options, const SimulationState& state, const RunProgress& progress,
@@ -363,12 +414,15 @@ std::string checkpoint_device(const std::string& dir)
     return value_of(read_checkpoint_header(path), "device", path);
 }
 
-std::unique_ptr<Run> Run::resume(Backend& be, const std::string& dir, std::optional<double> t_end, RunHooks hooks)
+std::unique_ptr<Run> Run::resume(Backend& be, const std::string& where, std::optional<double> t_end,
+                                 RunHooks hooks, RunOutputs outputs, const Comm& comm)
 {
-    const std::string path = (fs::path(dir) / "checkpoint.bin").string();
-    if (!fs::exists(path))
+    // A run folder (its checkpoint.bin), or with no outputs also a checkpoint file of any name (Simulation.save).
+    const bool folder = outputs == RunOutputs::files || fs::is_directory(where);
+    const std::string dir = folder ? where : fs::path(where).parent_path().string();
+    const std::string path = folder ? (fs::path(where) / "checkpoint.bin").string() : where;
+    if (folder && !fs::exists(path))
         throw UsageError(fmt::format("run: no checkpoint to continue from in {} ({} is missing)", dir, path));
-    const Comm& comm = Comm::world();
     const std::string mine = comm.rank() == 0 ? path : fmt::format("{}.rank{}", path, comm.rank());
     Checkpoint c = read_checkpoint(mine);
     const KeyValues& kv = c.header;
@@ -380,7 +434,7 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& dir, std::optio
     RunOptions opt = RunOptions::from_text(kv);
     opt.out = dir;
     if (t_end) opt.t_end = *t_end;
-    auto run = std::unique_ptr<Run>(new Run(be, opt, std::move(hooks)));
+    auto run = std::unique_ptr<Run>(new Run(be, opt, std::move(hooks), outputs, comm));
     Run& r = *run;
     auto u = [&](const char* k) { return u64_of(kv, k, path); };
     auto d = [&](const char* k) { return double_of(kv, k, path); };
@@ -427,11 +481,11 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& dir, std::optio
     if (t_end && !(*t_end > st.t_begin + static_cast<double>(st.step) * opt.dt - 0.5 * opt.dt))
         throw UsageError(fmt::format("run: --t-end {} is before the checkpoint's time {}", *t_end,
                                      st.t_begin + static_cast<double>(st.step) * opt.dt));
-    prepare_output_dir(dir, false);
+    if (outputs == RunOutputs::files) prepare_output_dir(dir, false);
     // Bit-for-bit continuation needs the kernels of the same work-group size (OpenCL may vary it).
     if (wg != be.work_group_size()) be.set_work_group_size(wg);
     r.end_step_ = steps_between(st.t_begin, opt.t_end, opt.dt);
-    r.sim_ = std::make_unique<Simulation>(be, opt.simulation());
+    r.sim_ = std::make_unique<Simulation>(be, opt.simulation(), comm);
     r.sim_->restore(st);
     r.last_.step = u("last_log_step");
     r.last_.time = d("last_log_time");
@@ -440,6 +494,7 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& dir, std::optio
     r.last_.centre_distance = d("last_centre_distance");
 
     // Lines logged after the checkpoint (and a line cut by a kill) go: the steps they came from run again.
+    if (outputs != RunOutputs::files) return run;
     std::uint64_t log_bytes = r.log_bytes_;
     if (comm.rank() == 0) {
         remove_stale_temporaries(dir);
@@ -457,39 +512,45 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& dir, std::optio
 
 Run::Outcome Run::run(const volatile std::sig_atomic_t* stop)
 {
-    const double t_begin = sim_->t_begin();
-    const Comm& comm = Comm::world();
     while (sim_->steps() < end_step_) {
         // Every rank stops at the same step (a signal may reach the ranks at different moments).
-        if (comm.any(stop && *stop)) {
+        if (comm_.any(stop && *stop)) {
             write_checkpoint();
             return Outcome::stopped;
         }
-        const auto t0 = Clock::now();
-        try {
-            sim_->step();
-        } catch (const DeviceError&) {
-            // Out of device memory when the tree outgrows its arrays (another process took the memory), or any
-            // other device failure: say what survives, then let the error (which names the allocation) go on.
-            notice(fmt::format("run: a device failure at step {} (t = {}); {}", sim_->steps() + 1,
-                               sim_->time() + opt_.dt, kept_outputs()));
-            throw;
-        }
-        const std::uint64_t s = sim_->steps();
-        const double t = sim_->time();
-        const bool last = s == end_step_;
-        if (s % opt_.log_every == 0 || last) log_energies();
-        const bool snap = due(t_begin, next_snapshot_, opt_.snapshot_every, t, opt_.dt);
-        while (due(t_begin, next_snapshot_, opt_.snapshot_every, t, opt_.dt)) ++next_snapshot_;
-        if (snap || last) write_snapshot();
-        const bool ckpt = due(t_begin, next_checkpoint_, opt_.checkpoint_every, t, opt_.dt);
-        while (due(t_begin, next_checkpoint_, opt_.checkpoint_every, t, opt_.dt)) ++next_checkpoint_;
-        if (ckpt || last) write_checkpoint();
-        ++session_steps_;
-        session_seconds_ += seconds_since(t0);
-        if (hooks_.on_step) hooks_.on_step();
+        step();
     }
     return Outcome::finished;
+}
+
+void Run::step()
+{
+    const auto t0 = Clock::now();
+    try {
+        sim_->step();
+    } catch (const DeviceError&) {
+        // Out of device memory when the tree outgrows its arrays (another process took the memory), or any
+        // other device failure: say what survives, then let the error (which names the allocation) go on.
+        notice(fmt::format("run: a device failure at step {} (t = {}); {}", sim_->steps() + 1, sim_->time() + opt_.dt,
+                           kept_outputs()));
+        throw;
+    }
+    const double t_begin = sim_->t_begin();
+    const std::uint64_t s = sim_->steps();
+    const double t = sim_->time();
+    const bool last = s == end_step_;
+    // Without files the front end asks for energies itself (record()); the time grids still advance, so that a
+    // checkpoint saved from it continues its outputs where a run's would.
+    if (files() && (s % opt_.log_every == 0 || last)) record();
+    const bool snap = due(t_begin, next_snapshot_, opt_.snapshot_every, t, opt_.dt);
+    while (due(t_begin, next_snapshot_, opt_.snapshot_every, t, opt_.dt)) ++next_snapshot_;
+    if (snap || last) write_snapshot();
+    const bool ckpt = due(t_begin, next_checkpoint_, opt_.checkpoint_every, t, opt_.dt);
+    while (due(t_begin, next_checkpoint_, opt_.checkpoint_every, t, opt_.dt)) ++next_checkpoint_;
+    if (ckpt || last) write_checkpoint();
+    ++session_steps_;
+    session_seconds_ += seconds_since(t0);
+    if (hooks_.on_step) hooks_.on_step();
 }
 
 } // namespace banyan

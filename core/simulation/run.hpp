@@ -20,6 +20,7 @@
 
 #include "core/device/backend.hpp"
 #include "core/files/tipsy.hpp"
+#include "core/parallel/comm.hpp"
 #include "core/simulation/run_options.hpp"
 #include "core/simulation/simulation.hpp"
 
@@ -48,28 +49,85 @@ struct RunHooks {
     std::function<void(const std::string& path)> on_file; ///< after each snapshot or checkpoint
 };
 
+/// Where a run's outputs go: files in its output folder (`banyan run`), or nowhere (the Python module's
+/// Simulation, which asks for states, energies and checkpoints itself).
+enum class RunOutputs { files, none };
+
+/// What a front end asks to start: the options as the user gave them and, where the front end has them, the
+/// initial particles.
+struct RunRequest {
+    RunOptions options;
+    /// Initial conditions the front end holds (the Python module's arrays, a test's particles); otherwise they come
+    /// from options.in (ic "file") or are generated from options.ic when the run starts.
+    std::optional<Snapshot> particles;
+    /// Take the softening the input file's particles carry instead of options.eps (`banyan run --in` without --eps).
+    bool eps_from_file = false;
+    OptionStyle style = OptionStyle::cli;
+    RunOutputs outputs = RunOutputs::files;
+};
+
+/// A new run whose options and input have been checked, once, by plan_run: what Run starts from.
+class RunPlan {
+public:
+    const RunOptions& options() const noexcept { return options_; }
+    /// Particles in all ranks together.
+    std::size_t size() const noexcept { return input_ ? input_->size() : options_.n; }
+    /// The input file's or the front end's particles; nothing for generated ones, which Run makes when it starts
+    /// (after the caller had the chance to judge the device memory they need).
+    const std::optional<Snapshot>& input() const noexcept { return input_; }
+    RunOutputs outputs() const noexcept { return outputs_; }
+
+private:
+    friend RunPlan plan_run(RunRequest request, const Comm& comm);
+    friend class Run;
+    RunOptions options_;
+    std::optional<Snapshot> input_;
+    Particles particles_; // input_ in the device's layout (converted once)
+    RunOutputs outputs_ = RunOutputs::files;
+};
+
+/// Checks a request once, before any device is opened: the options (RunOptions::check, in the request's spelling),
+/// the input file read (HDF5 or tipsy) or the given particles, the file's units taken (adopt_units) and, with
+/// eps_from_file, its softening; then the particles (check_initial_conditions) and, with RunOutputs::files, the
+/// output folder (created; it must not hold a run). Throws UsageError naming the first problem.
+RunPlan plan_run(RunRequest request, const Comm& comm = Comm::world());
+
+/// The one run engine: the CLI (`banyan run`) and the Python module's Simulation both drive it.
 class Run {
 public:
-    /// Starts a new run in options.out (created; it must not hold a checkpoint already) from @p ic: first forces,
-    /// then the outputs of step 0 (log line, snapshot 0, checkpoint).
-    Run(Backend& be, const RunOptions& options, Snapshot ic, RunHooks hooks = {});
-    /// Continues the run whose checkpoint is in @p dir (which becomes its output folder); @p t_end, when given,
-    /// replaces the stored end time (to extend a run).
-    static std::unique_ptr<Run> resume(Backend& be, const std::string& dir, std::optional<double> t_end,
-                                       RunHooks hooks = {});
+    /// Starts a new run from @p plan on @p be, over the ranks of @p comm: generated initial conditions are made
+    /// now; first forces, then the outputs of step 0 (log line, snapshot 0, checkpoint).
+    Run(Backend& be, RunPlan plan, RunHooks hooks = {}, const Comm& comm = Comm::world());
+    /// Continues the run whose checkpoint is @p path (a checkpoint file, or a run folder holding checkpoint.bin;
+    /// with RunOutputs::files a folder, which becomes the output folder); @p t_end, when given, replaces the stored
+    /// end time (to extend a run).
+    static std::unique_ptr<Run> resume(Backend& be, const std::string& path, std::optional<double> t_end,
+                                       RunHooks hooks = {}, RunOutputs outputs = RunOutputs::files,
+                                       const Comm& comm = Comm::world());
 
     enum class Outcome { finished, stopped };
     /// Steps until the end time, or until *stop is nonzero (checked between steps; then a checkpoint is written).
     /// Energies and the state are checked to be finite at every log line and before every snapshot and checkpoint:
     /// a run whose numbers went NaN or infinite stops with a NumericalError, its last good outputs untouched.
     Outcome run(const volatile std::sig_atomic_t* stop = nullptr);
+    /// One step and the outputs due after it (a line of the energy log every options().log_every steps and at the
+    /// end, snapshots and checkpoints on their time grids): what run() repeats.
+    void step();
+    /// Energies now: a line of the energy log (with RunOutputs::files), e0, dE/E and the largest |dE/E| updated.
+    const RunRecord& record();
+    /// Moves the end time to @p t_end (the step count to it on the run's time grid).
+    void set_end(double t_end);
+    /// Writes a checkpoint of the run as it is now to @p path (the Python module's save; Run's own checkpoints go
+    /// to checkpoint_path()).
+    void save(const std::string& path);
 
     const RunOptions& options() const noexcept { return opt_; }
     Simulation& simulation() noexcept { return *sim_; }
     const Simulation& simulation() const noexcept { return *sim_; }
-    std::uint64_t step() const noexcept { return sim_->steps(); }
+    std::uint64_t step_count() const noexcept { return sim_->steps(); }
     std::uint64_t end_step() const noexcept { return end_step_; }
     const RunRecord& last_record() const noexcept { return last_; }
+    double e0() const noexcept { return e0_; }
     double max_de() const noexcept { return max_de_; }
     /// Steps taken in this process, wall seconds they took (outputs included), and seconds spent writing outputs.
     std::uint64_t session_steps() const noexcept { return session_steps_; }
@@ -81,7 +139,8 @@ public:
     std::string rank_checkpoint_path() const;
 
 private:
-    Run(Backend& be, const RunOptions& options, RunHooks hooks);
+    Run(Backend& be, const RunOptions& options, RunHooks hooks, RunOutputs outputs, const Comm& comm);
+    bool files() const noexcept { return outputs_ == RunOutputs::files; }
     /// What survives a failure now: the last checkpoint and the outputs up to it, or that none was written yet.
     std::string kept_outputs() const;
     /// Throws NumericalError naming the step, the time, @p what went non-finite and the last good checkpoint.
@@ -90,16 +149,20 @@ private:
     /// in the input (empty: the same).
     void check_state(const std::vector<bn_f4>& pos, const std::vector<bn_f4>& vel, const std::vector<bn_f4>& acc,
                      const std::vector<bn_u32>& ids) const;
-    void log_energies();
+    void append_log(const std::string& text);
     void write_snapshot();
     void write_checkpoint();
+    /// The checkpoint's text block and state, as write_checkpoint and save write them.
+    std::string checkpoint_text_now(const SimulationState& st) const;
     bool tracked() const noexcept { return opt_.ic == "merger"; }
     /// Whether this rank writes the energy log (rank 0; every rank forms the same lines).
     bool writes_log() const;
 
     Backend& be_;
+    const Comm& comm_;
     RunOptions opt_;
     RunHooks hooks_;
+    RunOutputs outputs_;
     std::unique_ptr<Simulation> sim_;
     Snapshot template_; // the fields of the input that the simulation does not change (one rank)
     float snapshot_eps_ = 0; // the softening snapshots give every particle over several ranks

@@ -15,47 +15,64 @@
 
 namespace banyan {
 
-void RunOptions::check() const
+std::string option_name(std::string_view key, OptionStyle style)
 {
+    std::string name(key);
+    if (style == OptionStyle::python) return name;
+    for (char& c : name)
+        if (c == '_') c = '-';
+    if (name == "snapshot-format") name = "format";
+    return (name == "n" ? "-" : "--") + name;
+}
+
+void RunOptions::check(OptionStyle style) const
+{
+    // "run: --theta must be ..." for the CLI, "theta must be ..." for Python.
+    const std::string prefix = style == OptionStyle::cli ? "run: " : "";
+    auto name = [&](std::string_view key) { return option_name(key, style); };
+    auto bad = [&](std::string_view key, const std::string& text) {
+        return UsageError(fmt::format("{}{} {}", prefix, name(key), text));
+    };
     const bool file = ic == "file";
     if (!(file || ic == "plummer" || ic == "hernquist" || ic == "disc" || ic == "uniform" || ic == "uniform-cold" ||
           ic == "merger"))
-        throw UsageError(fmt::format(
-            "run: --ic must be plummer, hernquist, disc, uniform, uniform-cold or merger, got '{}'", ic));
-    if (file && in.empty()) throw UsageError("run: initial conditions from a file need --in FILE");
+        throw bad("ic", fmt::format("must be plummer, hernquist, disc, uniform, uniform-cold or merger, got '{}'", ic));
+    if (file && in.empty()) throw UsageError(prefix + "initial conditions from a file need --in FILE");
     if (!file) {
-        if (n < 1) throw UsageError("run: -n must be at least 1");
-        if (n > 0x7FFFFFFFull) throw UsageError(fmt::format("run: -n {} is more than the 2^31 - 1 supported", n));
-        if (ic == "merger" && n < 4) throw UsageError(fmt::format("run: a merger needs -n 4 or more, got {}", n));
+        if (n < 1) throw bad("n", "must be at least 1");
+        if (n > 0x7FFFFFFFull) throw bad("n", fmt::format("{} is more than the 2^31 - 1 supported", n));
+        if (ic == "merger" && n < 4) throw UsageError(fmt::format("{}a merger needs {} 4 or more, got {}", prefix,
+                                                                  name("n"), n));
     }
-    if (!(theta > 0.0 && theta <= 1.0)) throw UsageError(fmt::format("run: --theta must be in (0, 1], got {}", theta));
-    parse_opening(opening, "run: --opening");
-    if (!(alpha >= 0.0 && alpha < 1e30)) throw UsageError(fmt::format("run: --alpha must be >= 0, got {}", alpha));
-    if (!(eps >= 0.0 && eps < 1e30)) throw UsageError(fmt::format("run: --eps must be >= 0 and finite, got {}", eps));
-    if (!(dt > 0.0 && dt < 1e30)) throw UsageError(fmt::format("run: --dt must be positive and finite, got {}", dt));
+    if (!(theta > 0.0 && theta <= 1.0)) throw bad("theta", fmt::format("must be in (0, 1], got {}", theta));
+    if (opening != "paper" && opening != "bmax")
+        throw bad("opening", fmt::format("must be 'paper' or 'bmax', got '{}'", opening));
+    if (!(alpha >= 0.0 && alpha < 1e30)) throw bad("alpha", fmt::format("must be >= 0 and finite, got {}", alpha));
+    if (!(eps >= 0.0 && eps < 1e30)) throw bad("eps", fmt::format("must be >= 0 and finite, got {}", eps));
+    if (!(dt > 0.0 && dt < 1e30)) throw bad("dt", fmt::format("must be > 0 and finite, got {}", dt));
     if (static_cast<float>(dt) == 0.0f || static_cast<float>(0.5 * dt) == 0.0f)
-        throw UsageError(fmt::format("run: --dt {} is too small for single precision", dt));
-    if (!std::isfinite(t_end)) throw UsageError(fmt::format("run: --t-end must be finite, got {}", t_end));
-    if (log_every < 1) throw UsageError("run: --log-every must be at least 1 step");
+        throw UsageError(fmt::format("{}{} {} is too small for single precision", prefix, name("dt"), dt));
+    if (!std::isfinite(t_end)) throw bad("t_end", fmt::format("must be finite, got {}", t_end));
+    if (log_every < 1) throw bad("log_every", "must be at least 1 step");
     if (!((snapshot_every >= 0.0 && std::isfinite(snapshot_every)) || snapshot_every == never))
-        throw UsageError(fmt::format("run: --snapshot-every must be >= 0 (0: start and end only) or never, got {}",
-                                     snapshot_every));
+        throw bad("snapshot_every",
+                  fmt::format("must be >= 0 (0: start and end only) or never, got {}", snapshot_every));
     if (!((checkpoint_every >= 0.0 && std::isfinite(checkpoint_every)) || checkpoint_every == never))
-        throw UsageError(fmt::format(
-            "run: --checkpoint-every must be >= 0 (0: start, end and stops only) or never, got {}", checkpoint_every));
+        throw bad("checkpoint_every",
+                  fmt::format("must be >= 0 (0: start, end and stops only) or never, got {}", checkpoint_every));
     // A grid finer than the step would only repeat the same step's output.
     if (snapshot_every > 0 && snapshot_every < dt)
-        throw UsageError(fmt::format("run: --snapshot-every {} is shorter than the time step {} (0: start and end "
-                                     "only)",
-                                     snapshot_every, dt));
+        throw UsageError(fmt::format("{}{} {} is shorter than the time step {} (0: start and end only)", prefix,
+                                     name("snapshot_every"), snapshot_every, dt));
     if (checkpoint_every > 0 && checkpoint_every < dt)
-        throw UsageError(fmt::format("run: --checkpoint-every {} is shorter than the time step {}", checkpoint_every,
-                                     dt));
+        throw UsageError(fmt::format("{}{} {} is shorter than the time step {}", prefix, name("checkpoint_every"),
+                                     checkpoint_every, dt));
     if (std::fabs(t_end) / dt > 1e15)
-        throw UsageError(fmt::format("run: --t-end {} at --dt {} is more than 10^15 steps", t_end, dt));
+        throw UsageError(fmt::format("{}{} {} at {} {} is more than 10^15 steps", prefix, name("t_end"), t_end,
+                                     name("dt"), dt));
     if (ic == "merger") check_merger_options(merger);
-    if (out.empty()) throw UsageError("run: --out must name a folder");
-    parse_units(units, "run: --units");
+    if (out.empty()) throw bad("out", "must name a folder");
+    parse_units(units, prefix + name("units"));
 }
 
 std::string RunOptions::to_text() const
@@ -124,7 +141,7 @@ double parse_time(const std::string& text, const std::string& option)
     return a / b;
 }
 
-void check_initial_conditions(const Snapshot& ic, const RunOptions& o)
+void check_initial_conditions(const Snapshot& ic, std::span<const bn_f4> pos_mass, const RunOptions& o)
 {
     const std::string what = o.ic == "file" ? o.in : "initial conditions";
     check_particles(ic, what);
@@ -134,9 +151,6 @@ void check_initial_conditions(const Snapshot& ic, const RunOptions& o)
     if (!(o.t_end > ic.time))
         throw UsageError(fmt::format("run: --t-end {} must be later than the start time {} of {}", o.t_end, ic.time,
                                      what));
-    std::vector<bn_f4> pos_mass(ic.size());
-    for (std::size_t i = 0; i < ic.size(); ++i)
-        pos_mass[i] = {ic.pos[3 * i], ic.pos[3 * i + 1], ic.pos[3 * i + 2], ic.mass[i]};
     check_precision_range(pos_mass, o.eps, what);
 }
 

@@ -6,15 +6,25 @@
 #pragma once
 
 #include "core/files/key_values.hpp"
+#include "core/files/particles.hpp"
 #include "core/files/snapshot_file.hpp"
 #include "core/files/tipsy.hpp"
 #include "core/simulation/initial_conditions.hpp"
 #include "core/simulation/simulation.hpp"
 
 #include <cstdint>
+#include <span>
 #include <string>
+#include <string_view>
 
 namespace banyan {
+
+/// How the front end that took the options spells them in messages: `banyan run --t-end` (cli) or the Python
+/// module's keyword t_end (python). The options are checked once, by RunOptions::check, for every front end.
+enum class OptionStyle { cli, python };
+
+/// The option @p key (RunOptions' text key, "t_end") as @p style spells it: "--t-end" (and "-n"), or "t_end".
+std::string option_name(std::string_view key, OptionStyle style);
 
 /// Everything that defines a run (stored in its checkpoints).
 struct RunOptions {
@@ -44,8 +54,9 @@ struct RunOptions {
     /// file that states units takes the file's (adopt_units).
     std::string units;
 
-    /// Throws UsageError naming the first bad option (as banyan run spells it).
-    void check() const;
+    /// Throws UsageError naming the first bad option as @p style spells it. The one check of a run's options: the
+    /// CLI, the Python module and restarts (a checkpoint's options) all come through here.
+    void check(OptionStyle style = OptionStyle::cli) const;
     /// key=value lines; from_text(to_text()) gives the same options, doubles to the bit (all but out: a run is
     /// continued in the folder its checkpoint is in, wherever that has moved).
     std::string to_text() const;
@@ -66,8 +77,9 @@ double parse_time(const std::string& text, const std::string& option);
 
 /// Everything about initial conditions that can be judged before any work: the particles (check_particles), their
 /// number against options.n, the start time (check_start_time) and before options.t_end, and the range of
-/// coordinates, masses and softening single precision serves (check_precision_range). Throws UsageError.
-void check_initial_conditions(const Snapshot& ic, const RunOptions& options);
+/// coordinates, masses and softening single precision serves (check_precision_range, on @p pos_mass: the same
+/// particles in the device's layout, to_particles(ic).pos). Throws UsageError.
+void check_initial_conditions(const Snapshot& ic, std::span<const bn_f4> pos_mass, const RunOptions& options);
 
 /// Refuses a start time that is not finite or lies more than 10^12 steps of @p dt from 0, where the time grids of a
 /// run lose their resolution (t + dt / 2 rounds to t). Throws UsageError naming @p what.

@@ -104,7 +104,7 @@ TEST_CASE("a run over P ranks writes HDF5 snapshots of the input's particles and
     };
     for (const auto& [name, t_end] : {std::pair{"straight", 0.375}, std::pair{"split", 0.125}}) {
         const RunOptions o = options(name, t_end);
-        Run(test::backend(), o, initial_conditions(o)).run();
+        Run(test::backend(), plan_run({o})).run();
     }
     Run::resume(test::backend(), (dir / "split").string(), 0.375)->run();
     comm.barrier();

@@ -41,7 +41,7 @@ RunOptions options(const fs::path& out, double t_end)
 /// Runs @p o from its initial conditions to the end on every rank.
 RunRecord run_to_end(const RunOptions& o)
 {
-    Run run(test::backend(), o, initial_conditions(o));
+    Run run(test::backend(), plan_run({o}));
     run.run();
     return run.last_record();
 }

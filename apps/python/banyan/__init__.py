@@ -268,21 +268,16 @@ class Simulation:
         if _engine is not None:
             self._sim = _engine
             return
-        _check_parameters(theta, eps)
-        if not (float(dt) > 0 and math.isfinite(float(dt))):
-            raise UsageError(f"dt must be > 0 and finite, got {dt}")
-        if opening not in ("paper", "bmax"):
-            raise UsageError(f"opening must be 'paper' or 'bmax', got {opening!r}")
-        if not (float(alpha) >= 0 and math.isfinite(float(alpha))):
-            raise UsageError(f"alpha must be >= 0 and finite, got {alpha}")
+        # theta, eps, dt, opening and alpha are checked once, by the run engine that `banyan run` uses.
         host = _Arrays(np.empty(0))
         p, m = host.particles(pos, mass)
         v = host.floats("vel", vel, (-1, 3))
         if v.shape[0] != p.shape[0]:
             raise UsageError(f"vel: {v.shape[0]} velocities for {p.shape[0]} particles")
         host.check_finite("vel", v, "velocity")
-        self._sim = _banyan.Simulation(_device(backend, device), p, v, m, float(theta), float(eps), float(dt),
-                                       float(time), opening, float(alpha))
+        plan = _banyan.plan_simulation(p, v, m, float(theta), float(eps), float(dt), float(time), str(opening),
+                                       float(alpha))
+        self._sim = _banyan.Simulation(_device(backend, device), plan)
 
     @classmethod
     def load(cls, path: "str | os.PathLike[str]", backend: Optional[str] = None,
