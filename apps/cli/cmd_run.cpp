@@ -52,9 +52,8 @@ const char* const run_only[] = {"ic", "in", "n", "seed", "theta", "opening", "al
                                 "checkpoint-every", "out", "pericentre", "separation", "eccentricity",
                                 "bh-fraction", "direct", "format", "units"};
 
-} // namespace
-
-int run_run(const std::vector<std::string>& raw_args)
+/// The options of `banyan run` and their help.
+Options run_options()
 {
     Options opt("run",
                 "A whole N-body simulation on the device (paper sections 3.1, 4.2): shared-time-step leapfrog\n"
@@ -105,7 +104,249 @@ int run_run(const std::vector<std::string>& raw_args)
                        "render SNAPSHOT` draws it: along z, field and colour scale chosen for each snapshot)");
     opt.flag("quiet", "print nothing but errors");
     opt.device_options();
+    return opt;
 
+}
+
+/// The count option @p name, at least @p min.
+std::uint64_t count_option(const Options& opt, const char* name, long long min)
+{
+    const long long v = opt.integer(name);
+    if (v < min)
+        throw UsageError(fmt::format("run: {}{} must be at least {}, got {}", std::string(name) == "n" ? "-" : "--",
+                                     name, min, v));
+    return static_cast<std::uint64_t>(v);
+}
+
+/// A new run as the command line asks for it. The CLI only parses, and refuses combinations of options that no
+/// file could hold; the run engine (core/simulation/run.hpp: plan_run) checks the values and the input, once.
+RunRequest parse_new_run(const Options& opt, std::optional<double> t_end, const Comm& comm)
+{
+    RunRequest wanted;
+    RunOptions& ro = wanted.options;
+    if (opt.has("in") && opt.has("ic"))
+        throw UsageError("run: give either --ic or --in, not both (--in FILE takes the initial conditions from a "
+                         "file)");
+    if (opt.has("in") && opt.has("n"))
+        throw UsageError("run: -n cannot be given with --in (the file sets the number of particles)");
+    ro.ic = opt.has("in") ? "file" : opt.str("ic");
+    if (ro.ic != "merger")
+        for (const char* name : {"pericentre", "separation", "eccentricity", "bh-fraction"})
+            if (opt.has(name)) throw UsageError(fmt::format("run: --{} is for --ic merger only", name));
+    ro.in = opt.str("in");
+    ro.n = count_option(opt, "n", 1);
+    const long long seed = opt.integer("seed");
+    if (seed < 0) throw UsageError(fmt::format("run: --seed must be 0 or more, got {}", seed));
+    ro.seed = static_cast<std::uint64_t>(seed);
+    ro.theta = opt.number("theta");
+    ro.opening = opt.str("opening");
+    ro.alpha = opt.number("alpha");
+    ro.eps = opt.number("eps");
+    ro.dt = parse_time(opt.str("dt"), "--dt");
+    ro.t_end = t_end ? *t_end : parse_time(opt.str("t-end"), "--t-end");
+    ro.log_every = count_option(opt, "log-every", 1);
+    auto every = [&](const char* name) {
+        const std::string v = opt.str(name);
+        return v == "never" ? RunOptions::never : parse_time(v, fmt::format("--{}", name).c_str());
+    };
+    ro.snapshot_every = every("snapshot-every");
+    ro.checkpoint_every = every("checkpoint-every");
+    ro.merger.pericentre = opt.number("pericentre");
+    ro.merger.separation = opt.number("separation");
+    ro.merger.eccentricity = opt.number("eccentricity");
+    ro.merger.bh_fraction = opt.number("bh-fraction");
+    ro.direct = opt.has("direct");
+    ro.out = opt.str("out");
+    ro.format = parse_snapshot_format(opt.str("format"), "run: --format");
+    ro.units = opt.str("units");
+    if (ro.alpha > 0 && comm.parallel())
+        throw UsageError("run: --alpha (the relative criterion) runs on one rank, not under mpirun with several");
+    if (ro.ic != "file" && !(ro.t_end > 0.0))
+        throw UsageError(fmt::format("run: --t-end must be after the start time 0, got {}", ro.t_end));
+    wanted.eps_from_file = ro.ic == "file" && !opt.has("eps");
+    return wanted;
+}
+
+/// Refuses the options that a restart takes from its checkpoint.
+void refuse_run_only(const Options& opt, std::optional<double> t_end)
+{
+    for (const char* name : run_only)
+        if (opt.has(name))
+            throw UsageError(fmt::format("run: {}{} cannot be given with --restart (the checkpoint holds the "
+                                         "run's options; only --t-end, --backend, --device, --render and --quiet "
+                                         "may be)",
+                                         std::string(name) == "n" ? "-" : "--", name));
+    if (t_end && !std::isfinite(*t_end)) throw UsageError("run: --t-end must be finite");
+}
+
+/// The progress of a run: a line redrawn in place on a terminal (at most five times a second and at each line of
+/// the energy log), plain lines per log interval otherwise, nothing when quiet.
+class Progress {
+public:
+    Progress(bool quiet) : quiet_(quiet), tty_(!quiet && ::isatty(::fileno(stdout))) {}
+
+    /// Hooks that draw the progress of the run given to follow().
+    void attach(RunHooks& hooks)
+    {
+        hooks.on_log = [this](const RunRecord&) {
+            if (!run_ || quiet_) return;
+            if (tty_) draw();
+            else fmt::print("{}\n", status_text());
+            std::fflush(stdout);
+        };
+        hooks.on_step = [this]() {
+            if (!tty_ || !run_) return;
+            if (Clock::now() - last_draw_ < std::chrono::milliseconds(200)) return;
+            draw();
+            std::fflush(stdout);
+        };
+    }
+    void follow(const Run& run)
+    {
+        run_ = &run;
+        if (tty_) {
+            fmt::print("{}", status_text());
+            std::fflush(stdout);
+        }
+    }
+    /// Ends the line redrawn in place.
+    void finish() const
+    {
+        if (tty_) fmt::print("\n");
+    }
+
+private:
+    using Clock = std::chrono::steady_clock;
+    void draw()
+    {
+        fmt::print("\r\033[K{}", status_text());
+        last_draw_ = Clock::now();
+    }
+    std::string status_text() const
+    {
+        const Run& r = *run_;
+        const double sps = r.session_steps() ? static_cast<double>(r.session_steps()) /
+                                                   std::max(r.session_seconds(), 1e-9)
+                                             : 0.0;
+        const double left = sps > 0 ? static_cast<double>(r.end_step() - r.step_count()) / sps : -1;
+        std::string s = fmt::format("step {}/{}  t {:.4g}  dE/E {:+.2e} (max {:.2e})  {:.3g} particles/s  left {}",
+                                    r.step_count(), r.end_step(), r.simulation().time(), r.last_record().de,
+                                    r.last_record().max_de,
+                                    sps * static_cast<double>(r.simulation().total_size()), clock_text(left));
+        if (r.last_record().centre_distance >= 0)
+            s += fmt::format("  centres {:.4g} apart", r.last_record().centre_distance);
+        return s;
+    }
+
+    bool quiet_, tty_;
+    const Run* run_ = nullptr;
+    Clock::time_point last_draw_ = Clock::now() - std::chrono::seconds(1);
+};
+
+/// What the run's session measured before it stepped, for the summary's per-step figures.
+struct SessionStart {
+    PhaseTimes times;
+    double output_seconds = 0;
+};
+
+/// The summary at the end: how it ended, the rate, device time per phase, memory, energy and files.
+void print_summary(const Run& run, Run::Outcome outcome, const SessionStart& before, const Backend& be,
+                   const Comm& comm)
+{
+    const Simulation& sim = run.simulation();
+    const std::uint64_t steps = run.session_steps();
+    const double wall = run.session_seconds();
+    const double per = steps ? 1.0 / static_cast<double>(steps) : 0.0;
+    const PhaseTimes& t = sim.times();
+    const double output_ms = (run.output_seconds() - before.output_seconds) * 1e3;
+    if (outcome == Run::Outcome::stopped && run.options().checkpoint_every == RunOptions::never)
+        fmt::print("stopped by {} at step {} (t = {}); no checkpoint (--checkpoint-every never)\n",
+                   g_stop == SIGTERM ? "SIGTERM" : "SIGINT", run.step_count(), sim.time());
+    else if (outcome == Run::Outcome::stopped)
+        fmt::print("stopped by {} at step {} (t = {}): checkpoint written; continue with\n  banyan run --restart "
+                   "{}\n",
+                   g_stop == SIGTERM ? "SIGTERM" : "SIGINT", run.step_count(), sim.time(), run.options().out);
+    else if (steps == 0)
+        fmt::print("nothing to do: the run is at t = {} already (extend it with --t-end)\n", sim.time());
+    if (steps) {
+        fmt::print("{} steps in {:.2f} s: {:.2f} ms per step, {:.3g} particles per second\n", steps, wall,
+                   wall * 1e3 * per, double(sim.total_size()) * double(steps) / std::max(wall, 1e-9));
+        if (comm.parallel())
+            fmt::print("{} ranks ({}); rank 0 per step: exchange (decomposition, particles, local essential "
+                       "trees) {:.2f} ms\n",
+                       comm.size(), Comm::library(), (t.exchange - before.times.exchange) * per);
+        fmt::print("per step (device time; output on the host): build {:.2f} ms, forces {:.2f} ms, integrate "
+                   "{:.3f} ms, energies {:.3f} ms, output {:.2f} ms\n",
+                   (t.build - before.times.build) * per, (t.forces - before.times.forces) * per,
+                   (t.integrate - before.times.integrate) * per, (t.energies - before.times.energies) * per, output_ms * per);
+    }
+    const double peak = double(be.memory().peak);
+    fmt::print("device memory{}: peak {:.2f} GiB, {:.1f} bytes per particle (everything held at once, scratch "
+               "included)\n",
+               comm.parallel() ? " of rank 0" : "", peak / (1 << 30),
+               peak / double(std::max<std::size_t>(sim.size(), 1)));
+    fmt::print("energy: dE/E {:+.3e} at t = {}, worst |dE/E| {:.3e}", run.last_record().de,
+               run.last_record().time, run.max_de());
+    if (run.last_record().centre_distance >= 0)
+        fmt::print("; central particles {:.4g} apart", run.last_record().centre_distance);
+    fmt::print("\nfiles: {0}/snapshot_*.{2}, {0}/energy.csv, {0}/checkpoint.bin{1}\n", run.options().out,
+               comm.parallel() ? " (and checkpoint.bin.rankR of each other rank)" : "",
+               to_string(run.options().format));
+}
+
+/// Refuses, before any particle is uploaded, a run whose estimated device memory exceeds the device's; prints the
+/// estimate.
+void check_device_memory(const RunPlan& plan, const Backend& be, const std::string& dev_text, const Comm& comm,
+                         bool quiet)
+{
+    const DeviceInfo& dev = be.info();
+    const std::size_t n = plan.size();
+    // Over P ranks each holds about N / P particles; a sixteenth more for an uneven share of the work.
+    const std::size_t P = static_cast<std::size_t>(comm.size());
+    const std::size_t each = P > 1 ? (n + P - 1) / P + n / P / 16 : n;
+    const std::size_t need = estimate_device_bytes(be, each, true);
+    if (!quiet)
+        fmt::print("device memory: about {:.2f} GiB needed{} ({:.0f} bytes per particle), {:.1f} GiB on the "
+                   "device\n",
+                   double(need) / (1 << 30), P > 1 ? fmt::format(" per rank ({} ranks)", P) : "",
+                   double(need) / double(std::max<std::size_t>(each, 1)), double(dev.memory_bytes) / (1 << 30));
+    if (need > dev.memory_bytes)
+        throw UsageError(fmt::format("run: {} particles need about {:.1f} GiB of device memory ({:.0f} bytes per "
+                                     "particle), more than the {:.1f} GiB of {}; use fewer particles or a larger "
+                                     "device",
+                                     n, double(need) / (1 << 30), double(need) / double(n),
+                                     double(dev.memory_bytes) / (1 << 30), dev_text));
+}
+
+/// The lines that say what a new run will do.
+void print_start(const RunPlan& plan, const std::string& dev_text)
+{
+    const RunOptions& ro = plan.options();
+    const double t_start = plan.input() ? plan.input()->time : 0.0;
+    fmt::print("banyan run: {} particles ({}{}), theta {} ({}{}), eps {}, dt {}, t = {} to {} ({} steps) on {}\n",
+               plan.size(), ro.ic == "file" ? ro.in : ro.ic, ro.ic == "file" ? "" : fmt::format(", seed {}", ro.seed),
+               ro.theta, ro.opening, ro.alpha > 0 ? fmt::format(" + relative alpha {}", ro.alpha) : "", ro.eps,
+               ro.dt, t_start, ro.t_end, steps_between(t_start, ro.t_end, ro.dt), dev_text);
+    auto every = [](double v) { return v == RunOptions::never ? std::string("never") : fmt::format("every {}", v); };
+    fmt::print("output: {}/ (energy.csv every {} steps, snapshot_NNNNN.{} {}, checkpoint.bin {})\n", ro.out,
+               ro.log_every, to_string(ro.format), every(ro.snapshot_every), every(ro.checkpoint_every));
+    fmt::print("units: {}\n", parse_units(ro.units).describe());
+    std::fflush(stdout);
+}
+
+/// Whether @p e is the device running out of memory (an allocation or the fill of a new buffer failed).
+bool out_of_device_memory(const DeviceError& e)
+{
+    const std::string call = e.call();
+    return call.find("alloc") != std::string::npos || call.find("Malloc") != std::string::npos ||
+           call.find("CreateBuffer") != std::string::npos || call.find("FillBuffer") != std::string::npos;
+}
+
+} // namespace
+
+int run_run(const std::vector<std::string>& raw_args)
+{
+    Options opt = run_options();
     // The parser takes --long options only: -n is --n.
     std::vector<std::string> args = raw_args;
     for (auto& a : args)
@@ -118,85 +359,26 @@ int run_run(const std::vector<std::string>& raw_args)
     const bool quiet = opt.has("quiet") || comm.rank() != 0;
     if (opt.has("quiet")) set_notice_handler(nullptr);
     const bool restart = opt.has("restart");
-    auto positive_count = [&](const char* name, long long min) {
-        const long long v = opt.integer(name);
-        if (v < min)
-            throw UsageError(fmt::format("run: {}{} must be at least {}, got {}", std::string(name) == "n" ? "-" : "--",
-                                         name, min, v));
-        return static_cast<std::uint64_t>(v);
-    };
-
-    // The CLI parses; the run engine (core/simulation/run.hpp: plan_run) checks the options and the input, once.
     std::optional<double> t_end;
     if (opt.has("t-end")) t_end = parse_time(opt.str("t-end"), "--t-end");
-    RunRequest wanted;
-    RunOptions& ro = wanted.options;
-    if (restart) {
-        for (const char* name : run_only)
-            if (opt.has(name))
-                throw UsageError(fmt::format("run: {}{} cannot be given with --restart (the checkpoint holds the "
-                                             "run's options; only --t-end, --backend, --device, --render and --quiet "
-                                             "may be)",
-                                             std::string(name) == "n" ? "-" : "--", name));
-        if (t_end && !std::isfinite(*t_end)) throw UsageError("run: --t-end must be finite");
-    } else {
-        if (opt.has("in") && opt.has("ic"))
-            throw UsageError("run: give either --ic or --in, not both (--in FILE takes the initial conditions from a "
-                             "file)");
-        if (opt.has("in") && opt.has("n"))
-            throw UsageError("run: -n cannot be given with --in (the file sets the number of particles)");
-        ro.ic = opt.has("in") ? "file" : opt.str("ic");
-        if (ro.ic != "merger")
-            for (const char* name : {"pericentre", "separation", "eccentricity", "bh-fraction"})
-                if (opt.has(name)) throw UsageError(fmt::format("run: --{} is for --ic merger only", name));
-        ro.in = opt.str("in");
-        ro.n = positive_count("n", 1);
-        const long long seed = opt.integer("seed");
-        if (seed < 0) throw UsageError(fmt::format("run: --seed must be 0 or more, got {}", seed));
-        ro.seed = static_cast<std::uint64_t>(seed);
-        ro.theta = opt.number("theta");
-        ro.opening = opt.str("opening");
-        ro.alpha = opt.number("alpha");
-        ro.eps = opt.number("eps");
-        ro.dt = parse_time(opt.str("dt"), "--dt");
-        ro.t_end = t_end ? *t_end : parse_time(opt.str("t-end"), "--t-end");
-        ro.log_every = positive_count("log-every", 1);
-        auto every = [&](const char* name) {
-            const std::string v = opt.str(name);
-            return v == "never" ? RunOptions::never : parse_time(v, fmt::format("--{}", name).c_str());
-        };
-        ro.snapshot_every = every("snapshot-every");
-        ro.checkpoint_every = every("checkpoint-every");
-        ro.merger.pericentre = opt.number("pericentre");
-        ro.merger.separation = opt.number("separation");
-        ro.merger.eccentricity = opt.number("eccentricity");
-        ro.merger.bh_fraction = opt.number("bh-fraction");
-        ro.direct = opt.has("direct");
-        ro.out = opt.str("out");
-        ro.format = parse_snapshot_format(opt.str("format"), "run: --format");
-        ro.units = opt.str("units");
-        if (ro.alpha > 0 && comm.parallel())
-            throw UsageError("run: --alpha (the relative criterion) runs on one rank, not under mpirun with several");
-        if (ro.ic != "file" && !(ro.t_end > 0.0))
-            throw UsageError(fmt::format("run: --t-end must be after the start time 0, got {}", ro.t_end));
-        wanted.eps_from_file = ro.ic == "file" && !opt.has("eps");
-    }
 
     // Everything that can be judged without the device first: the options, the input file, the output folder.
     std::optional<RunPlan> plan;
-    if (!restart) {
+    if (restart) {
+        refuse_run_only(opt, t_end);
+        prepare_output_dir(opt.str("restart"), false);
+    } else {
+        RunRequest wanted = parse_new_run(opt, t_end, comm);
         const bool eps_from_file = wanted.eps_from_file;
         plan = plan_run(std::move(wanted), comm);
         if (eps_from_file && !quiet)
             fmt::print("softening eps = {} (the particles' own, from {})\n", plan->options().eps, plan->options().in);
-    } else {
-        prepare_output_dir(opt.str("restart"), false);
     }
-
     // An output folder this command created and left empty goes again when the run cannot start.
+    const std::string new_out = plan ? plan->options().out : std::string();
     auto discard_empty_out = [&] {
         std::error_code ec;
-        if (std::filesystem::is_empty(plan->options().out, ec) && !ec) std::filesystem::remove(plan->options().out, ec);
+        if (!new_out.empty() && std::filesystem::is_empty(new_out, ec) && !ec) std::filesystem::remove(new_out, ec);
     };
 
     // A restart continues on the device its checkpoint was written on (where it is bit for bit the same as an
@@ -211,52 +393,14 @@ int run_run(const std::vector<std::string>& raw_args)
     auto be = open_device(rank_device(request, comm));
     const DeviceInfo& dev = be->info();
     const std::string dev_text = fmt::format("{} #{} ({})", to_string(dev.backend), dev.index, dev.name);
-    const bool tty = !quiet && ::isatty(::fileno(stdout));
 
-    // Progress: a line redrawn in place on a terminal, plain lines per log interval otherwise.
-    Run* current = nullptr;
-    auto t_last_draw = std::chrono::steady_clock::now() - std::chrono::seconds(1);
-    auto rate = [&](const Run& r) {
-        return r.session_steps() ? static_cast<double>(r.session_steps()) /
-                                       std::max(r.session_seconds(), 1e-9)
-                                 : 0.0;
-    };
-    auto status_text = [&](const Run& r) {
-        const double sps = rate(r);
-        const double left = sps > 0 ? static_cast<double>(r.end_step() - r.step_count()) / sps : -1;
-        std::string s = fmt::format("step {}/{}  t {:.4g}  dE/E {:+.2e} (max {:.2e})  {:.3g} particles/s  left {}",
-                                    r.step_count(), r.end_step(), r.simulation().time(), r.last_record().de,
-                                    r.last_record().max_de,
-                                    sps * static_cast<double>(r.simulation().total_size()), clock_text(left));
-        if (r.last_record().centre_distance >= 0)
-            s += fmt::format("  centres {:.4g} apart", r.last_record().centre_distance);
-        return s;
-    };
+    Progress progress(quiet);
     RunHooks hooks;
-    hooks.on_log = [&](const RunRecord&) {
-        if (!current || quiet) return;
-        if (tty) {
-            fmt::print("\r\033[K{}", status_text(*current));
-            std::fflush(stdout);
-            t_last_draw = std::chrono::steady_clock::now();
-        } else {
-            fmt::print("{}\n", status_text(*current));
-            std::fflush(stdout);
-        }
-    };
-    hooks.on_step = [&]() {
-        if (!tty || !current) return;
-        const auto now = std::chrono::steady_clock::now();
-        if (now - t_last_draw < std::chrono::milliseconds(200)) return;
-        t_last_draw = now;
-        fmt::print("\r\033[K{}", status_text(*current));
-        std::fflush(stdout);
-    };
-
+    progress.attach(hooks);
     // --render: an image of each snapshot once it is on disk (rank 0, after every rank has written its part).
     const bool render = opt.has("render");
-    namespace fs = std::filesystem;
     hooks.on_file = [&](const std::string& path) {
+        namespace fs = std::filesystem;
         const fs::path p(path);
         if (!render || p.filename().string().rfind("snapshot_", 0) != 0) return;
         if (comm.parallel()) comm.barrier();
@@ -283,62 +427,24 @@ int run_run(const std::vector<std::string>& raw_args)
                                written_on);
             }
         } else {
-            const RunOptions& ro = plan->options();
             n = plan->size();
-            // Over P ranks each holds about N / P particles; a sixteenth more for an uneven share of the work.
-            const std::size_t P = static_cast<std::size_t>(comm.size());
-            const std::size_t each = P > 1 ? (n + P - 1) / P + n / P / 16 : n;
-            const std::size_t need = estimate_device_bytes(*be, each, true);
-            if (!quiet)
-                fmt::print("device memory: about {:.2f} GiB needed{} ({:.0f} bytes per particle), {:.1f} GiB on the "
-                           "device\n",
-                           double(need) / (1 << 30), P > 1 ? fmt::format(" per rank ({} ranks)", P) : "",
-                           double(need) / double(std::max<std::size_t>(each, 1)),
-                           double(dev.memory_bytes) / (1 << 30));
-            if (need > dev.memory_bytes) {
+            try {
+                check_device_memory(*plan, *be, dev_text, comm, quiet);
+            } catch (const UsageError&) {
                 discard_empty_out();
-                throw UsageError(fmt::format(
-                    "run: {} particles need about {:.1f} GiB of device memory ({:.0f} bytes per particle), more "
-                    "than the {:.1f} GiB of {}; use fewer particles or a larger device",
-                    n, double(need) / (1 << 30), double(need) / double(n), double(dev.memory_bytes) / (1 << 30),
-                    dev_text));
+                throw;
             }
-            const double t_start = plan->input() ? plan->input()->time : 0.0;
-            if (!quiet) {
-                fmt::print("banyan run: {} particles ({}{}), theta {} ({}{}), eps {}, dt {}, t = {} to {} ({} steps) "
-                           "on {}\n",
-                           n, ro.ic == "file" ? ro.in : ro.ic,
-                           ro.ic == "file" ? "" : fmt::format(", seed {}", ro.seed), ro.theta, ro.opening,
-                           ro.alpha > 0 ? fmt::format(" + relative alpha {}", ro.alpha) : "", ro.eps, ro.dt, t_start,
-                           ro.t_end, steps_between(t_start, ro.t_end, ro.dt), dev_text);
-                auto every = [](double v) {
-                    return v == RunOptions::never ? std::string("never") : fmt::format("every {}", v);
-                };
-                fmt::print("output: {}/ (energy.csv every {} steps, snapshot_NNNNN.{} {}, checkpoint.bin {})\n",
-                           ro.out, ro.log_every, to_string(ro.format), every(ro.snapshot_every),
-                           every(ro.checkpoint_every));
-                fmt::print("units: {}\n", parse_units(ro.units).describe());
-                std::fflush(stdout);
-            }
+            if (!quiet) print_start(*plan, dev_text);
             run = std::make_unique<Run>(*be, std::move(*plan), hooks, comm);
         }
     } catch (const DeviceError& e) {
-        const std::string call = e.call();
-        const bool memory = call.find("alloc") != std::string::npos || call.find("Malloc") != std::string::npos ||
-                            call.find("CreateBuffer") != std::string::npos ||
-                            call.find("FillBuffer") != std::string::npos;
-        if (!memory) throw;
-        if (!restart) discard_empty_out();
+        if (!out_of_device_memory(e)) throw;
+        discard_empty_out();
         throw UsageError(fmt::format("run: {} particles do not fit in the {:.1f} GiB of {} ({}); use fewer particles",
                                      n, double(dev.memory_bytes) / (1 << 30), dev_text, e.what()));
     }
-    current = run.get();
-    const PhaseTimes before = run->simulation().times();
-    const double output_before = run->output_seconds();
-    if (tty) {
-        fmt::print("{}", status_text(*run));
-        std::fflush(stdout);
-    }
+    const SessionStart before{run->simulation().times(), run->output_seconds()};
+    progress.follow(*run);
 
     g_stop = 0;
     std::signal(SIGINT, on_stop_signal);
@@ -346,49 +452,9 @@ int run_run(const std::vector<std::string>& raw_args)
     const Run::Outcome outcome = run->run(&g_stop);
     std::signal(SIGINT, SIG_DFL);
     std::signal(SIGTERM, SIG_DFL);
-    if (tty) fmt::print("\n");
+    progress.finish();
 
-    const Simulation& sim = run->simulation();
-    if (!quiet) {
-        const std::uint64_t steps = run->session_steps();
-        const double wall = run->session_seconds();
-        const double per = steps ? 1.0 / static_cast<double>(steps) : 0.0;
-        const PhaseTimes& t = sim.times();
-        const double output_ms = (run->output_seconds() - output_before) * 1e3;
-        if (outcome == Run::Outcome::stopped && run->options().checkpoint_every == RunOptions::never)
-            fmt::print("stopped by {} at step {} (t = {}); no checkpoint (--checkpoint-every never)\n",
-                       g_stop == SIGTERM ? "SIGTERM" : "SIGINT", run->step_count(), sim.time());
-        else if (outcome == Run::Outcome::stopped)
-            fmt::print("stopped by {} at step {} (t = {}): checkpoint written; continue with\n  banyan run --restart "
-                       "{}\n",
-                       g_stop == SIGTERM ? "SIGTERM" : "SIGINT", run->step_count(), sim.time(), run->options().out);
-        else if (steps == 0)
-            fmt::print("nothing to do: the run is at t = {} already (extend it with --t-end)\n", sim.time());
-        if (steps) {
-            fmt::print("{} steps in {:.2f} s: {:.2f} ms per step, {:.3g} particles per second\n", steps, wall,
-                       wall * 1e3 * per, double(sim.total_size()) * double(steps) / std::max(wall, 1e-9));
-            if (comm.parallel())
-                fmt::print("{} ranks ({}); rank 0 per step: exchange (decomposition, particles, local essential "
-                           "trees) {:.2f} ms\n",
-                           comm.size(), Comm::library(), (t.exchange - before.exchange) * per);
-            fmt::print("per step (device time; output on the host): build {:.2f} ms, forces {:.2f} ms, integrate "
-                       "{:.3f} ms, energies {:.3f} ms, output {:.2f} ms\n",
-                       (t.build - before.build) * per, (t.forces - before.forces) * per,
-                       (t.integrate - before.integrate) * per, (t.energies - before.energies) * per, output_ms * per);
-        }
-        const double peak = double(be->memory().peak);
-        fmt::print("device memory{}: peak {:.2f} GiB, {:.1f} bytes per particle (everything held at once, scratch "
-                   "included)\n",
-                   comm.parallel() ? " of rank 0" : "", peak / (1 << 30),
-                   peak / double(std::max<std::size_t>(sim.size(), 1)));
-        fmt::print("energy: dE/E {:+.3e} at t = {}, worst |dE/E| {:.3e}", run->last_record().de,
-                   run->last_record().time, run->max_de());
-        if (run->last_record().centre_distance >= 0)
-            fmt::print("; central particles {:.4g} apart", run->last_record().centre_distance);
-        fmt::print("\nfiles: {0}/snapshot_*.{2}, {0}/energy.csv, {0}/checkpoint.bin{1}\n", run->options().out,
-                   comm.parallel() ? " (and checkpoint.bin.rankR of each other rank)" : "",
-                   to_string(run->options().format));
-    }
+    if (!quiet) print_summary(*run, outcome, before, *be, comm);
     if (outcome == Run::Outcome::stopped) return g_stop == SIGTERM ? 143 : 130;
     return 0;
 }
