@@ -419,7 +419,8 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& where, std::opt
 {
     // A run folder (its checkpoint.bin), or with no outputs also a checkpoint file of any name (Simulation.save).
     const bool folder = outputs == RunOutputs::files || fs::is_directory(where);
-    const std::string dir = folder ? where : fs::path(where).parent_path().string();
+    const std::string parent = fs::path(where).parent_path().string();
+    const std::string dir = folder ? where : parent.empty() ? std::string(".") : parent;
     const std::string path = folder ? (fs::path(where) / "checkpoint.bin").string() : where;
     if (folder && !fs::exists(path))
         throw UsageError(fmt::format("run: no checkpoint to continue from in {} ({} is missing)", dir, path));
