@@ -6,7 +6,7 @@
  *
  * Checks sit between collectives (CHECK, not REQUIRE), so that a failure on one rank never leaves the others waiting.
  */
-#include "apps/cli.hpp"
+#include "apps/cli/cli.hpp"
 #include "core/files/npy.hpp"
 #include "core/files/tipsy.hpp"
 #include "core/gravity/direct.hpp"
