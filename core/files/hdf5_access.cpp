@@ -5,17 +5,14 @@
 #include "core/files/hdf5_access.hpp"
 
 #include "core/error.hpp"
+#include "core/files/atomic_file.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
-#include <fcntl.h>
 #include <limits>
-#include <unistd.h>
 
 namespace banyan::hdf5 {
 
@@ -156,13 +153,11 @@ void close_file(Id& f)
 
 void commit(const std::string& tmp, const std::string& path)
 {
-    const int fd = ::open(tmp.c_str(), O_RDONLY);
-    if (fd >= 0) {
-        ::fsync(fd);
-        ::close(fd);
+    try {
+        rename_durably(tmp, path);
+    } catch (const std::runtime_error& e) {
+        throw WriteFailure(e.what());
     }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0)
-        throw WriteFailure(fmt::format("cannot rename {} to {}: {}", tmp, path, std::strerror(errno)));
 }
 
 // ---- Reading ----------------------------------------------------------------------------------------------------
