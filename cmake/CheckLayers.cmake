@@ -4,7 +4,8 @@
 # core/ is arranged in layers, bottom to top; a file may include its own layer and the layers below, never above:
 #   core/ (its own files)  the headers C++, CUDA and OpenCL C all include (device_shared.h, tree_shared.h), errors
 #   core/device/           the device API (Backend, Buffer, devices) and the parallel primitives
-#   core/files/            file formats: tipsy, .npy, key=value text, atomic writes
+#   core/files/            file formats: HDF5 and tipsy snapshots, units, .npy, PNG, key=value text, atomic writes
+#   core/render/           images of snapshots: projected surface density, colour map, annotations (onto PNG)
 #   core/tree/             the octree: build, link, groups, multipoles
 #   core/gravity/          forces: the tree walk and direct summation
 #   core/parallel/         the ranks of a parallel run over MPI: comm, domain decomposition, local essential trees,
@@ -22,7 +23,7 @@ if(NOT ROOT)
   message(FATAL_ERROR "usage: cmake -DROOT=<source tree> -P CheckLayers.cmake")
 endif()
 
-set(layers core core/device core/files core/tree core/gravity core/parallel core/simulation)
+set(layers core core/device core/files core/render core/tree core/gravity core/parallel core/simulation)
 set(vendor_headers "^(cuda|cub/|thrust/|CL/|boost/compute|hip/|nvrtc|cuda_runtime)")
 
 # The folder of a file, relative to ROOT.

@@ -6,7 +6,7 @@
  */
 #include "core/error.hpp"
 #include "core/files/png_image.hpp"
-#include "core/files/render.hpp"
+#include "core/render/render.hpp"
 #include "core/files/tipsy.hpp"
 
 #include <doctest/doctest.h>

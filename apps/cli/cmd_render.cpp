@@ -1,13 +1,13 @@
 /**
  * @file cmd_render.cpp
  * @brief `banyan render SNAPSHOT --out image.png`: the projected, log-scaled surface density of a snapshot as a PNG,
- *        with a colour bar, a scale bar and a caption (core/files/render.hpp). Host only: no device is opened.
+ *        with a colour bar, a scale bar and a caption (core/render/render.hpp). Host only: no device is opened.
  */
 #include "apps/cli/cli.hpp"
 #include "core/device/backend.hpp"
 #include "core/error.hpp"
 #include "core/files/png_image.hpp"
-#include "core/files/render.hpp"
+#include "core/render/render.hpp"
 #include "core/files/snapshot_file.hpp"
 
 #include <fmt/format.h>

@@ -12,7 +12,7 @@
 #include "core/device/devices.hpp"
 #include "core/error.hpp"
 #include "core/files/png_image.hpp"
-#include "core/files/render.hpp"
+#include "core/render/render.hpp"
 #include "core/files/snapshot_file.hpp"
 #include "core/parallel/comm.hpp"
 #include "core/parallel/rank_device.hpp"

@@ -38,6 +38,9 @@
  * mass (neither Masses nor a MassTable entry), and no Velocities unless the caller does without (forces).
  *
  * Writes go to "<path>.tmp.<pid>" in the same folder, are synced, then renamed over @p path.
+ *
+ * Implemented by hdf5_read.cpp, hdf5_write.cpp and hdf5_units.cpp (the units, both ways), on the checked HDF5 calls
+ * of hdf5_access.hpp; those headers are theirs alone.
  */
 #pragma once
 

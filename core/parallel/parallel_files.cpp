@@ -6,19 +6,17 @@
  */
 #include "core/parallel/parallel_files.hpp"
 
+#include "core/files/atomic_file.hpp"
 #include "core/files/npy.hpp"
 
 #include <fmt/format.h>
 
 #include <bit>
-#include <cerrno>
 #include <functional>
 #include <cstdio>
 #include <cstring>
-#include <fcntl.h>
 #include <filesystem>
 #include <stdexcept>
-#include <unistd.h>
 
 namespace banyan {
 
@@ -189,15 +187,7 @@ void write_hdf5_parallel(const Comm& comm, const std::string& path, double time,
     rows.first = first;
     rows.pos = pos, rows.vel = vel, rows.acc = acc, rows.mass = mass, rows.eps = soft, rows.phi = phi;
     for (int q = 0; q < comm.size(); ++q) turn(comm.rank() == q, [&] { write_hdf5_rows(tmp, rows); });
-    turn(comm.rank() == comm.size() - 1, [&] {
-        const int fd = ::open(tmp.c_str(), O_RDONLY); // durable before the rename makes it visible
-        if (fd >= 0) {
-            ::fsync(fd);
-            ::close(fd);
-        }
-        if (std::rename(tmp.c_str(), path.c_str()) != 0)
-            throw std::runtime_error(fmt::format("cannot rename {} to {}: {}", tmp, path, std::strerror(errno)));
-    });
+    turn(comm.rank() == comm.size() - 1, [&] { rename_durably(tmp, path); });
 }
 
 void write_npy_parallel(const Comm& comm, const std::string& path, std::size_t n_total, std::span<const bn_u32> ids,

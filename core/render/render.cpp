@@ -3,7 +3,7 @@
  * @brief Surface density maps (cloud-in-cell deposit), the magma colour map, a 5x7 bitmap font, and the annotated
  *        image (colour bar, scale bar, caption).
  */
-#include "core/files/render.hpp"
+#include "core/render/render.hpp"
 
 #include "core/error.hpp"
 

@@ -1,0 +1,323 @@
+/**
+ * @file hdf5_access.cpp
+ * @brief The checked HDF5 calls of hdf5_access.hpp: errors, groups, attributes and datasets written, and the Reader.
+ */
+#include "core/files/hdf5_access.hpp"
+
+#include "core/error.hpp"
+#include "core/files/atomic_file.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace banyan::hdf5 {
+
+// ---- Errors -----------------------------------------------------------------------------------------------------
+
+void silence_hdf5()
+{
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+}
+
+std::string hdf5_reason()
+{
+    std::string reason;
+    H5Ewalk2(
+        H5E_DEFAULT, H5E_WALK_UPWARD,
+        [](unsigned n, const H5E_error2_t* e, void* data) -> herr_t {
+            if (n == 0 && e->desc) *static_cast<std::string*>(data) = e->desc;
+            return 0;
+        },
+        &reason);
+    H5Eclear2(H5E_DEFAULT);
+    return reason.empty() ? std::string("no reason given") : reason;
+}
+
+hid_t must(hid_t id, const std::string& what)
+{
+    if (id < 0) throw WriteFailure(fmt::format("{}: {}", what, hdf5_reason()));
+    return id;
+}
+void must_ok(herr_t rc, const std::string& what)
+{
+    if (rc < 0) throw WriteFailure(fmt::format("{}: {}", what, hdf5_reason()));
+}
+
+// ---- Particle types ---------------------------------------------------------------------------------------------
+
+std::string group_name(int t)
+{
+    return fmt::format("PartType{}", t);
+}
+
+std::array<std::uint64_t, ntypes> type_offsets(const std::array<std::uint64_t, ntypes>& counts)
+{
+    std::array<std::uint64_t, ntypes> off{};
+    std::uint64_t at = 0;
+    for (const int t : type_order) {
+        off[static_cast<std::size_t>(t)] = at;
+        at += counts[static_cast<std::size_t>(t)];
+    }
+    return off;
+}
+
+// ---- Writing ----------------------------------------------------------------------------------------------------
+
+namespace {
+
+Id object_properties(hid_t cls)
+{
+    Id p(must(H5Pcreate(cls), "H5Pcreate"), H5Pclose);
+    must_ok(H5Pset_obj_track_times(p.get(), false), "H5Pset_obj_track_times"); // no time stamps: the same bytes
+    return p;
+}
+
+} // namespace
+
+Id make_group(hid_t parent, const std::string& name)
+{
+    const Id gcpl = object_properties(H5P_GROUP_CREATE);
+    return Id(must(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT), "create group " + name),
+              H5Gclose);
+}
+
+void attr_raw(hid_t obj, const char* name, hid_t file_type, hid_t mem_type, std::size_t count, const void* data)
+{
+    const hsize_t dims[1] = {count};
+    const Id space(must(count == 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, dims, nullptr), "H5Screate"),
+                   H5Sclose);
+    const Id a(must(H5Acreate2(obj, name, file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                    fmt::format("create attribute {}", name)),
+               H5Aclose);
+    must_ok(H5Awrite(a.get(), mem_type, data), fmt::format("write attribute {}", name));
+}
+
+void attr_double(hid_t obj, const char* name, double v)
+{
+    attr_raw(obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 0, &v);
+}
+void attr_int(hid_t obj, const char* name, std::int32_t v)
+{
+    attr_raw(obj, name, H5T_STD_I32LE, H5T_NATIVE_INT32, 0, &v);
+}
+
+void attr_string(hid_t obj, const char* name, const std::string& v)
+{
+    const Id type(must(H5Tcopy(H5T_C_S1), "H5Tcopy"), H5Tclose);
+    must_ok(H5Tset_size(type.get(), std::max<std::size_t>(v.size(), 1)), "H5Tset_size");
+    must_ok(H5Tset_strpad(type.get(), H5T_STR_NULLPAD), "H5Tset_strpad");
+    const std::string padded = v.empty() ? std::string(1, '\0') : v;
+    attr_raw(obj, name, type.get(), type.get(), 0, padded.data());
+}
+
+void make_dataset(hid_t group, const char* name, hid_t file_type, std::uint64_t n, int cols)
+{
+    const hsize_t dims[2] = {n, static_cast<hsize_t>(cols)};
+    const Id space(must(H5Screate_simple(cols == 1 ? 1 : 2, dims, nullptr), "H5Screate_simple"), H5Sclose);
+    const Id dcpl = object_properties(H5P_DATASET_CREATE);
+    must_ok(H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS), "H5Pset_layout");
+    must_ok(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), "H5Pset_alloc_time");
+    must_ok(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), "H5Pset_fill_time");
+    const Id d(must(H5Dcreate2(group, name, file_type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
+                    fmt::format("create dataset {}", name)),
+               H5Dclose);
+}
+
+void write_slab(hid_t group, const std::string& gname, const char* name, hid_t mem_type, std::uint64_t row,
+                std::uint64_t n, int cols, const void* data)
+{
+    if (n == 0) return;
+    const std::string what = fmt::format("write {}/{}", gname, name);
+    const Id d(must(H5Dopen2(group, name, H5P_DEFAULT), what), H5Dclose);
+    const Id fspace(must(H5Dget_space(d.get()), what), H5Sclose);
+    const hsize_t start[2] = {row, 0}, count[2] = {n, static_cast<hsize_t>(cols)};
+    must_ok(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr), what);
+    const Id mspace(must(H5Screate_simple(cols == 1 ? 1 : 2, count, nullptr), what), H5Sclose);
+    must_ok(H5Dwrite(d.get(), mem_type, mspace.get(), fspace.get(), H5P_DEFAULT, data), what);
+}
+
+Id create_file(const std::string& path)
+{
+    return Id(must(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), "cannot create the file"),
+              H5Fclose);
+}
+
+void close_file(Id& f)
+{
+    if (!f.close()) throw WriteFailure(fmt::format("closing the file failed: {}", hdf5_reason()));
+}
+
+void commit(const std::string& tmp, const std::string& path)
+{
+    try {
+        rename_durably(tmp, path);
+    } catch (const std::runtime_error& e) {
+        throw WriteFailure(e.what());
+    }
+}
+
+// ---- Reading ----------------------------------------------------------------------------------------------------
+
+void Reader::fail(const std::string& problem) const
+{
+    H5Eclear2(H5E_DEFAULT);
+    throw UsageError(fmt::format("{}: {}", path, problem));
+}
+
+hid_t Reader::check(hid_t id, const std::string& what) const
+{
+    if (id < 0) fail(fmt::format("cannot read {}: {} (a truncated or damaged HDF5 file?)", what, hdf5_reason()));
+    return id;
+}
+
+void Reader::ok(herr_t rc, const std::string& what) const
+{
+    if (rc < 0) fail(fmt::format("cannot read {}: {} (a truncated or damaged HDF5 file?)", what, hdf5_reason()));
+}
+
+bool Reader::exists(hid_t loc, const std::string& name) const
+{
+    const htri_t e = H5Lexists(loc, name.c_str(), H5P_DEFAULT);
+    if (e < 0) fail(fmt::format("cannot look up {}: {}", name, hdf5_reason()));
+    return e > 0;
+}
+
+bool Reader::has_attr(hid_t obj, const char* name) const
+{
+    const htri_t e = H5Aexists(obj, name);
+    if (e < 0) fail(fmt::format("cannot look up attribute {}: {}", name, hdf5_reason()));
+    return e > 0;
+}
+
+std::vector<double> Reader::numbers(hid_t obj, const std::string& where, const char* name) const
+{
+    const std::string what = fmt::format("{}/{}", where, name);
+    const Id a(check(H5Aopen(obj, name, H5P_DEFAULT), what), H5Aclose);
+    const Id type(check(H5Aget_type(a.get()), what), H5Tclose);
+    const H5T_class_t cls = H5Tget_class(type.get());
+    if (cls != H5T_INTEGER && cls != H5T_FLOAT) fail(fmt::format("{} is not a number", what));
+    const Id space(check(H5Aget_space(a.get()), what), H5Sclose);
+    const hssize_t n = H5Sget_simple_extent_npoints(space.get());
+    if (n < 0) fail(fmt::format("cannot read {}: {}", what, hdf5_reason()));
+    if (n > 1024) fail(fmt::format("{} has {} values, more than a header attribute holds", what, n));
+    std::vector<double> v(static_cast<std::size_t>(n));
+    if (n) ok(H5Aread(a.get(), H5T_NATIVE_DOUBLE, v.data()), what);
+    return v;
+}
+
+std::optional<double> Reader::number(hid_t obj, const std::string& where, const char* name) const
+{
+    if (!has_attr(obj, name)) return std::nullopt;
+    const auto v = numbers(obj, where, name);
+    if (v.size() != 1) fail(fmt::format("{}/{} has {} values where one is expected", where, name, v.size()));
+    return v[0];
+}
+
+std::string Reader::text(hid_t a, const std::string& what) const
+{
+    const Id type(check(H5Aget_type(a), what), H5Tclose);
+    const htri_t vlen = H5Tis_variable_str(type.get());
+    if (vlen < 0) fail(fmt::format("cannot read {}: {}", what, hdf5_reason()));
+    const Id space(check(H5Aget_space(a), what), H5Sclose);
+    if (H5Sget_simple_extent_npoints(space.get()) != 1) return {};
+    if (vlen > 0) {
+        const Id mem(check(H5Tcopy(H5T_C_S1), what), H5Tclose);
+        ok(H5Tset_size(mem.get(), H5T_VARIABLE), what);
+        char* s = nullptr;
+        ok(H5Aread(a, mem.get(), &s), what);
+        std::string out = s ? s : "";
+        H5free_memory(s);
+        return out;
+    }
+    const std::size_t size = H5Tget_size(type.get());
+    if (size == 0 || size > (1u << 20)) fail(fmt::format("{} is a string of {} bytes", what, size));
+    std::string buf(size, '\0');
+    const Id mem(check(H5Tcopy(H5T_C_S1), what), H5Tclose);
+    ok(H5Tset_size(mem.get(), size), what);
+    ok(H5Tset_strpad(mem.get(), H5T_STR_NULLPAD), what);
+    ok(H5Aread(a, mem.get(), buf.data()), what);
+    buf.resize(std::strlen(buf.c_str()));
+    return buf;
+}
+
+Reader::Shape Reader::shape(hid_t d, const std::string& what) const
+{
+    const Id space(check(H5Dget_space(d), what), H5Sclose);
+    const int rank = H5Sget_simple_extent_ndims(space.get());
+    if (rank < 0) fail(fmt::format("cannot read {}: {}", what, hdf5_reason()));
+    if (rank > 2) fail(fmt::format("{} has {} dimensions; particle data have 1 or 2", what, rank));
+    Shape s;
+    s.rank = rank;
+    if (rank > 0) ok(H5Sget_simple_extent_dims(space.get(), s.dims, nullptr), what);
+    return s;
+}
+
+std::vector<float> Reader::floats(hid_t group, const std::string& gname, const char* name, std::uint64_t n, int cols,
+                                  const std::string& count_source, bool optional) const
+{
+    const std::string what = fmt::format("{}/{}", gname, name);
+    const Id d(check(H5Dopen2(group, name, H5P_DEFAULT), what), H5Dclose);
+    const Shape s = shape(d.get(), what);
+    const bool right = cols == 1 ? s.rank == 1 : (s.rank == 2 && s.dims[1] == static_cast<hsize_t>(cols));
+    const std::string shape_text = s.rank == 0   ? std::string("a scalar")
+                                   : s.rank == 1 ? fmt::format("shape ({})", s.dims[0])
+                                                 : fmt::format("shape ({}, {})", s.dims[0], s.dims[1]);
+    if (s.rank >= 1 && s.dims[0] != n)
+        fail(fmt::format("{} has {} but {} says {} particles: its length must be the number of particles", what,
+                         shape_text, count_source, n));
+    if (!right) {
+        if (optional && s.rank == 2) return {};
+        fail(fmt::format("{} has {}; expected ({}{})", what, shape_text, n,
+                         cols == 1 ? std::string() : fmt::format(", {}", cols)));
+    }
+    const Id type(check(H5Dget_type(d.get()), what), H5Tclose);
+    const H5T_class_t cls = H5Tget_class(type.get());
+    if (cls != H5T_FLOAT && cls != H5T_INTEGER) fail(fmt::format("{} does not hold numbers", what));
+    const std::size_t count = static_cast<std::size_t>(n) * static_cast<std::size_t>(cols);
+    std::vector<float> out(count);
+    if (count == 0) return out;
+    if (cls == H5T_FLOAT && H5Tget_size(type.get()) == 4) {
+        ok(H5Dread(d.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), what);
+        return out;
+    }
+    std::vector<double> wide(count);
+    ok(H5Dread(d.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, wide.data()), what);
+    constexpr double fmax = std::numeric_limits<float>::max();
+    for (std::size_t i = 0; i < count; ++i) {
+        if (std::isfinite(wide[i]) && std::fabs(wide[i]) > fmax)
+            fail(fmt::format("{} holds {} (particle {}), beyond single precision's range (+-{:.4g}), in which "
+                             "banyan computes; rescale the data",
+                             what, wide[i], i / static_cast<std::size_t>(cols), fmax));
+        out[i] = static_cast<float>(wide[i]);
+    }
+    return out;
+}
+
+std::vector<std::uint64_t> Reader::integers(hid_t group, const std::string& gname, const char* name, std::uint64_t n,
+                                            const std::string& count_source) const
+{
+    const std::string what = fmt::format("{}/{}", gname, name);
+    const Id d(check(H5Dopen2(group, name, H5P_DEFAULT), what), H5Dclose);
+    const Shape s = shape(d.get(), what);
+    if (s.rank != 1 || s.dims[0] != n)
+        fail(fmt::format("{} has {} dimension(s) of length {} but {} says {} particles", what, s.rank,
+                         s.rank ? s.dims[0] : 0, count_source, n));
+    const Id type(check(H5Dget_type(d.get()), what), H5Tclose);
+    if (H5Tget_class(type.get()) != H5T_INTEGER) fail(fmt::format("{} does not hold whole numbers", what));
+    std::vector<std::uint64_t> out(n);
+    if (n) ok(H5Dread(d.get(), H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), what);
+    return out;
+}
+
+const char* first_of(const Reader& r, hid_t group, std::initializer_list<const char*> names)
+{
+    for (const char* n : names)
+        if (r.exists(group, n)) return n;
+    return nullptr;
+}
+
+} // namespace banyan::hdf5

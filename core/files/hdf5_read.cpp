@@ -1,0 +1,304 @@
+/**
+ * @file hdf5_read.cpp
+ * @brief Reading HDF5 snapshots (hdf5_snapshot.hpp) of GADGET-2, GADGET-4, SWIFT, AREPO, h5py scripts and banyan, in
+ *        steps: open the file, its Header (counts, mass table, time), its units, the writer and the run's
+ *        parameters, then the particles of each type, and last the conversion to G = 1.
+ */
+#include "core/files/hdf5_snapshot.hpp"
+
+#include "core/files/hdf5_access.hpp"
+#include "core/files/hdf5_units.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+namespace banyan {
+
+using namespace hdf5; // the checked calls of hdf5_access.hpp and the units of hdf5_units.hpp
+
+namespace {
+
+/// What Header says.
+struct Header {
+    const char* count_name = nullptr;           ///< where the counts came from: NumPart_ThisFile or NumPart_Total
+    std::array<std::uint64_t, ntypes> counts{}; ///< particles per type
+    std::vector<double> mass_table;             ///< the mass of every particle of a type without Masses (0: none)
+    double time = 0;
+};
+
+/// Which of the fields a file may leave out every type had.
+struct Present {
+    bool acc = true, ids = true, softening = true;
+};
+
+/// The file at r.path opened, after the checks that say why a path is no HDF5 file.
+Id open_file(const Reader& r)
+{
+    const std::string& path = r.path;
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);
+    if (ec || !std::filesystem::exists(status)) r.fail("cannot open file: no such file");
+    if (!std::filesystem::is_regular_file(status))
+        r.fail(fmt::format("not a regular file ({})",
+                           std::filesystem::is_directory(status) ? "a folder" : "a pipe, socket or device"));
+    const htri_t is = H5Fis_hdf5(path.c_str());
+    if (is == 0) r.fail("not an HDF5 file (no HDF5 signature)");
+    if (is < 0) r.fail(fmt::format("cannot be read as HDF5: {}", hdf5_reason()));
+    Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    if (!file.valid()) r.fail(fmt::format("cannot open as HDF5: {} (a truncated or damaged file?)", hdf5_reason()));
+    return file;
+}
+
+/// The group Header of @p f, which a snapshot must have.
+Id open_header(const Reader& r, hid_t f)
+{
+    if (!r.exists(f, "Header"))
+        r.fail("no Header group: not a GADGET / SWIFT snapshot (it needs Header with NumPart_ThisFile, and PartTypeK "
+               "groups)");
+    return Id(r.check(H5Gopen2(f, "Header", H5P_DEFAULT), "Header"), H5Gclose);
+}
+
+/// The particles per type of Header @p h into head.counts: NumPart_ThisFile, else NumPart_Total (with
+/// NumPart_Total_HighWord); whole numbers below 2^31 in all.
+void read_counts(const Reader& r, hid_t h, Header& head)
+{
+    const char* count_name = r.has_attr(h, "NumPart_ThisFile") ? "NumPart_ThisFile"
+                             : r.has_attr(h, "NumPart_Total")  ? "NumPart_Total"
+                                                               : nullptr;
+    if (!count_name) r.fail("Header has no NumPart_ThisFile (nor NumPart_Total): the particle counts are missing");
+    const std::vector<double> np = r.numbers(h, "Header", count_name);
+    if (np.size() != ntypes)
+        r.fail(fmt::format("Header/{} has {} entries; a GADGET header has 6, one per particle type", count_name,
+                           np.size()));
+    std::vector<double> high(ntypes, 0.0);
+    if (std::string(count_name) == "NumPart_Total" && r.has_attr(h, "NumPart_Total_HighWord")) {
+        high = r.numbers(h, "Header", "NumPart_Total_HighWord");
+        if (high.size() != ntypes) r.fail("Header/NumPart_Total_HighWord does not have 6 entries");
+    }
+    head.count_name = count_name;
+    std::array<std::uint64_t, ntypes>& counts = head.counts;
+    std::uint64_t total = 0;
+    for (int t = 0; t < ntypes; ++t) {
+        const double c = np[static_cast<std::size_t>(t)] + std::ldexp(high[static_cast<std::size_t>(t)], 32);
+        if (!(c >= 0 && c == std::floor(c) && c < 0x80000000))
+            r.fail(fmt::format("Header/{}[{}] is {}: particle counts are whole numbers from 0 to 2^31 - 1", count_name,
+                               t, c));
+        counts[static_cast<std::size_t>(t)] = static_cast<std::uint64_t>(c);
+        total += counts[static_cast<std::size_t>(t)];
+    }
+    if (total > 0x7fffffffu) r.fail(fmt::format("{} particles is more than the 2^31 - 1 banyan supports", total));
+}
+
+/// Header @p h: one file per snapshot, the counts, the mass table (zeros when absent) and the time (0 when absent).
+Header read_header(const Reader& r, hid_t h)
+{
+    if (const auto files = r.number(h, "Header", "NumFilesPerSnapshot"); files && *files != 1.0)
+        r.fail(fmt::format("Header/NumFilesPerSnapshot is {}: banyan reads snapshots of one file (join the {} files "
+                           "first)",
+                           *files, *files));
+    Header head;
+    read_counts(r, h, head);
+    head.mass_table.assign(ntypes, 0.0);
+    if (r.has_attr(h, "MassTable")) {
+        head.mass_table = r.numbers(h, "Header", "MassTable");
+        if (head.mass_table.size() != ntypes)
+            r.fail(fmt::format("Header/MassTable has {} entries; it has one per particle type, 6",
+                               head.mass_table.size()));
+    }
+    head.time = r.number(h, "Header", "Time").value_or(0.0);
+    if (!std::isfinite(head.time)) r.fail(fmt::format("Header/Time is {}; it must be finite", head.time));
+    return head;
+}
+
+/// The writer: the string attributes Code and CodeVersion of Header @p h, joined by a space ("" when neither).
+std::string read_code(const Reader& r, hid_t h)
+{
+    std::string code;
+    for (const char* name : {"Code", "CodeVersion"})
+        if (r.has_attr(h, name)) {
+            const Id a(r.check(H5Aopen(h, name, H5P_DEFAULT), name), H5Aclose);
+            const Id type(r.check(H5Aget_type(a.get()), name), H5Tclose);
+            if (H5Tget_class(type.get()) != H5T_STRING) continue;
+            const std::string v = r.text(a.get(), fmt::format("Header/{}", name));
+            code += (code.empty() ? "" : " ") + v;
+        }
+    return code;
+}
+
+/// The string attributes of the group Parameters of @p f as key=value lines (none a line cannot hold).
+std::string read_parameters(const Reader& r, hid_t f)
+{
+    std::string lines;
+    if (!r.exists(f, "Parameters")) return lines;
+    const Id p(r.check(H5Gopen2(f, "Parameters", H5P_DEFAULT), "Parameters"), H5Gclose);
+    H5O_info_t info;
+    r.ok(H5Oget_info2(p.get(), &info, H5O_INFO_NUM_ATTRS), "Parameters");
+    for (hsize_t i = 0; i < info.num_attrs; ++i) {
+        const Id a(r.check(H5Aopen_by_idx(p.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, H5P_DEFAULT, H5P_DEFAULT),
+                           "Parameters"),
+                   H5Aclose);
+        const Id type(r.check(H5Aget_type(a.get()), "Parameters"), H5Tclose);
+        if (H5Tget_class(type.get()) != H5T_STRING) continue;
+        const ssize_t len = H5Aget_name(a.get(), 0, nullptr);
+        if (len <= 0) continue;
+        std::string key(static_cast<std::size_t>(len) + 1, '\0');
+        H5Aget_name(a.get(), key.size(), key.data());
+        key.resize(static_cast<std::size_t>(len));
+        std::string value = r.text(a.get(), "Parameters/" + key);
+        if (key.find_first_of("=\n") != std::string::npos || value.find('\n') != std::string::npos) continue;
+        lines += key + "=" + value + "\n";
+    }
+    return lines;
+}
+
+/// A snapshot of @p counts particles, every field there and zero.
+Snapshot sized_snapshot(const std::array<std::uint64_t, ntypes>& counts)
+{
+    Snapshot s;
+    s.n_gas = counts[0];
+    s.n_star = counts[4];
+    s.n_dark = counts[1] + counts[2] + counts[3] + counts[5];
+    s.n_type2 = counts[2], s.n_type3 = counts[3], s.n_type5 = counts[5];
+    const std::size_t n = s.size();
+    s.mass.resize(n), s.pos.resize(3 * n), s.vel.resize(3 * n), s.eps.resize(n), s.phi.resize(n);
+    s.acc.resize(3 * n), s.ids.resize(n);
+    s.gas_rho.resize(s.n_gas), s.gas_temp.resize(s.n_gas), s.gas_metals.resize(s.n_gas);
+    s.star_metals.resize(s.n_star), s.star_tform.resize(s.n_star);
+    return s;
+}
+
+/// @p from into @p to from index @p where on.
+void place(const std::vector<float>& from, std::vector<float>& to, std::size_t where)
+{
+    std::copy(from.begin(), from.end(), to.begin() + static_cast<std::ptrdiff_t>(where));
+}
+
+/// The fields only gas has, of the @p m particles of group @p g (all of the snapshot's gas).
+void read_gas_fields(const Reader& r, hid_t g, const std::string& gname, std::uint64_t m, const std::string& source,
+                     Snapshot& s, std::size_t at)
+{
+    if (const char* name = first_of(r, g, {"SmoothingLength", "SmoothingLengths"}))
+        place(r.floats(g, gname, name, m, 1, source), s.eps, at);
+    if (const char* name = first_of(r, g, {"Density", "Densities"}))
+        place(r.floats(g, gname, name, m, 1, source), s.gas_rho, 0);
+    if (const char* name = first_of(r, g, {"Temperature", "Temperatures"}))
+        place(r.floats(g, gname, name, m, 1, source), s.gas_temp, 0);
+    if (r.exists(g, "Metallicity")) {
+        const auto z = r.floats(g, gname, "Metallicity", m, 1, source, true);
+        if (!z.empty()) place(z, s.gas_metals, 0);
+    }
+}
+
+/// The fields only stars have, of the @p m particles of group @p g (all of the snapshot's stars).
+void read_star_fields(const Reader& r, hid_t g, const std::string& gname, std::uint64_t m, const std::string& source,
+                      Snapshot& s)
+{
+    if (r.exists(g, "Metallicity")) {
+        const auto z = r.floats(g, gname, "Metallicity", m, 1, source, true);
+        if (!z.empty()) place(z, s.star_metals, 0);
+    }
+    if (const char* name = first_of(r, g, {"StellarFormationTime", "BirthTimes"}))
+        place(r.floats(g, gname, name, m, 1, source), s.star_tform, 0);
+}
+
+/// The particles of type @p t (group PartType<t> of @p f) into rows [at, at + m) of @p s; @p present learns which
+/// of the fields a file may leave out this type had.
+void read_type(const Reader& r, hid_t f, const Header& head, int t, std::size_t at, bool need_velocities, Snapshot& s,
+               Present& present)
+{
+    const std::uint64_t m = head.counts[static_cast<std::size_t>(t)];
+    const std::string gname = group_name(t);
+    const std::string source = fmt::format("Header/{}[{}]", head.count_name, t);
+    if (!r.exists(f, gname))
+        r.fail(fmt::format("{} says {} particles of type {} but there is no {} group", source, m, t, gname));
+    const Id group(r.check(H5Gopen2(f, gname.c_str(), H5P_DEFAULT), gname), H5Gclose);
+    const hid_t g = group.get();
+    if (!r.exists(g, "Coordinates")) r.fail(fmt::format("{}/Coordinates is missing: no positions", gname));
+    place(r.floats(g, gname, "Coordinates", m, 3, source), s.pos, 3 * at);
+    if (r.exists(g, "Velocities"))
+        place(r.floats(g, gname, "Velocities", m, 3, source), s.vel, 3 * at);
+    else if (need_velocities)
+        r.fail(fmt::format("{}/Velocities is missing: a run cannot start without velocities (banyan forces "
+                           "needs positions and masses only)",
+                           gname));
+    if (const char* name = first_of(r, g, {"Masses", "Mass"})) {
+        place(r.floats(g, gname, name, m, 1, source), s.mass, at);
+    } else {
+        const double mt = head.mass_table[static_cast<std::size_t>(t)];
+        if (!(mt > 0))
+            r.fail(fmt::format("{} has no Masses dataset and Header/MassTable[{}] is {}: the particles have no "
+                               "mass",
+                               gname, t, mt));
+        if (!(mt <= std::numeric_limits<float>::max()))
+            r.fail(fmt::format("Header/MassTable[{}] is {}, beyond single precision's range", t, mt));
+        std::fill_n(s.mass.begin() + static_cast<std::ptrdiff_t>(at), m, static_cast<float>(mt));
+    }
+    if (const char* name = first_of(r, g, {"Potential", "Potentials"}))
+        place(r.floats(g, gname, name, m, 1, source), s.phi, at);
+    if (r.exists(g, "Acceleration"))
+        place(r.floats(g, gname, "Acceleration", m, 3, source), s.acc, 3 * at);
+    else
+        present.acc = false;
+    if (r.exists(g, "ParticleIDs")) {
+        const auto ids = r.integers(g, gname, "ParticleIDs", m, source);
+        std::copy(ids.begin(), ids.end(), s.ids.begin() + static_cast<std::ptrdiff_t>(at));
+    } else {
+        present.ids = false;
+    }
+    if (t == 0) {
+        read_gas_fields(r, g, gname, m, source, s, at);
+    } else {
+        if (const char* name = first_of(r, g, {"Softenings", "Softening"}))
+            place(r.floats(g, gname, name, m, 1, source), s.eps, at);
+        else
+            present.softening = false;
+        if (t == 4) read_star_fields(r, g, gname, m, source, s);
+    }
+}
+
+} // namespace
+
+Snapshot read_hdf5(const std::string& path, SnapshotMeta* meta_out, bool need_velocities)
+{
+    silence_hdf5();
+    const Reader r{path};
+    const Id file = open_file(r);
+    const hid_t f = file.get();
+    const Id header = open_header(r, f);
+    const Header head = read_header(r, header.get());
+
+    SnapshotMeta meta;
+    double file_velocity = 0;
+    const Units units = read_units(r, f, file_velocity);
+    meta.velocity_factor = velocity_factor(units, file_velocity);
+    meta.code = read_code(r, header.get());
+    meta.parameters = read_parameters(r, f);
+
+    Snapshot s = sized_snapshot(head.counts);
+    s.time = head.time;
+    s.units = units;
+    Present present;
+    const auto off = type_offsets(head.counts);
+    for (const int t : type_order)
+        if (head.counts[static_cast<std::size_t>(t)] > 0)
+            read_type(r, f, head, t, off[static_cast<std::size_t>(t)], need_velocities, s, present);
+    if (!present.acc) s.acc.clear();
+    if (!present.ids) s.ids.clear();
+    meta.has_softening = present.softening;
+
+    if (meta.velocity_factor != 1.0) rescale_to_g1(r, s, meta.velocity_factor);
+    if (meta_out) *meta_out = std::move(meta);
+    return s;
+}
+
+} // namespace banyan
