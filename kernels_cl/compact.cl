@@ -3,8 +3,8 @@
  * @brief Stream compaction and stable split of unsigned 32-bit items by nonzero flags (driver: core/device/primitives.cpp).
  *
  * A tile is BANYAN_WG * BANYAN_SCAN_ITEMS items, as in scan.cl. One tile: compactScatter alone. More: the driver
- * counts the flagged items of each tile (scanReduce in SCAN_MODE_NONZERO), then compactScatter runs once; while
- * the tile counts fit one tile each group adds up the counts it needs itself (COMPACT_MODE_LOOKUP), beyond that
+ * counts the flagged items of each tile (scanReduce in BANYAN_SCAN_NONZERO), then compactScatter runs once; while
+ * the tile counts fit one tile each group adds up the counts it needs itself (BANYAN_COMPACT_LOOKUP), beyond that
  * the driver exclusive-scans the counts first (scan.cl, which also writes the grand total, count[0], on the
  * device). Order is kept on both sides of a split: the domain decomposition relies on it.
  */
@@ -12,12 +12,6 @@
 #define COMPACT_TILE (BANYAN_WG * BANYAN_SCAN_ITEMS)
 #define COMPACT_PAD(i) ((i) + ((i) >> 5)) /* one padding word per 32: no bank conflicts, striped or blocked */
 #define COMPACT_LOCAL_WORDS COMPACT_PAD(COMPACT_TILE)
-
-/* Mode bits of compactScatter, same values in core/device/primitives.cpp. */
-#define COMPACT_MODE_SPLIT 1u  /* also write the unflagged items, after all flagged ones */
-#define COMPACT_MODE_SINGLE 2u /* one tile only: no offsets; the group writes count[0] itself */
-#define COMPACT_MODE_LOOKUP 4u /* offsets holds raw tile counts: each group adds up what it needs; tile 0 writes
-                                  count[0]. Two launches in all while the tile counts fit one tile. */
 
 /* Sum of v over the work-group, returned to every work-item. s: BANYAN_WG words of local memory; starts and
  * ends with a barrier, so s may be reused right after. */
@@ -58,8 +52,8 @@ inline bn_u32 compact_wg_exclusive(bn_u32 v, __local bn_u32* s, bn_u32* total)
 }
 
 /* Moves the group's tile of in[0..n): items with flags != 0 to out[offsets[group] + rank among the tile's flagged
- * items]; with COMPACT_MODE_SPLIT the others to out[count[0] + unflagged items before them]. count[0] (the number
- * flagged in all) was written by the scan of the tile counts, or, with COMPACT_MODE_SINGLE or _LOOKUP, is written
+ * items]; with BANYAN_COMPACT_SPLIT the others to out[count[0] + unflagged items before them]. count[0] (the number
+ * flagged in all) was written by the scan of the tile counts, or, with BANYAN_COMPACT_SINGLE or _LOOKUP, is written
  * here.
  * The tile is reordered in local memory first, so that both the reads and the writes to global memory are
  * coalesced. Work-group BANYAN_WG; local memory: the padded tile (COMPACT_TILE + COMPACT_TILE/32 words) and
@@ -114,10 +108,10 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void compactScat
 
     // Flagged items in earlier tiles, and in all tiles (needed by a split, and for count[0]).
     bn_u32 flagged_before, all_flagged;
-    if (mode & COMPACT_MODE_SINGLE) {
+    if (mode & BANYAN_COMPACT_SINGLE) {
         flagged_before = 0;
         all_flagged = flagged;
-    } else if (mode & COMPACT_MODE_LOOKUP) { /* uniform branch: every work-item of the group takes it */
+    } else if (mode & BANYAN_COMPACT_LOOKUP) { /* uniform branch: every work-item of the group takes it */
         bn_u32 b = 0, a = 0;
         for (uint i = lid; i < get_num_groups(0); i += BANYAN_WG) {
             const bn_u32 c = offsets[i];
@@ -128,13 +122,13 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void compactScat
         all_flagged = compact_wg_reduce(a, s);
     } else {
         flagged_before = offsets[group];
-        all_flagged = (mode & COMPACT_MODE_SPLIT) ? count[0] : 0u;
+        all_flagged = (mode & BANYAN_COMPACT_SPLIT) ? count[0] : 0u;
     }
     const bn_u32 unflagged_at = all_flagged + (start - flagged_before);
-    const uint limit = (mode & COMPACT_MODE_SPLIT) ? valid : flagged;
+    const uint limit = (mode & BANYAN_COMPACT_SPLIT) ? valid : flagged;
     for (uint k = 0; k < BANYAN_SCAN_ITEMS; ++k) {
         const uint j = k * BANYAN_WG + lid;
         if (j < limit) out[j < flagged ? flagged_before + j : unflagged_at + (j - flagged)] = tile[COMPACT_PAD(j)];
     }
-    if ((mode & (COMPACT_MODE_SINGLE | COMPACT_MODE_LOOKUP)) && group == 0 && lid == 0) count[0] = all_flagged;
+    if ((mode & (BANYAN_COMPACT_SINGLE | BANYAN_COMPACT_LOOKUP)) && group == 0 && lid == 0) count[0] = all_flagged;
 }

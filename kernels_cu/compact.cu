@@ -19,11 +19,6 @@ static_assert(BANYAN_WG % 32 == 0 && BANYAN_WG <= 1024, "whole warps, at most 32
 __device__ __forceinline__ unsigned compact_pad(unsigned i) { return i + (i >> 5); }
 constexpr unsigned compact_local_words = compact_tile + compact_tile / 32;
 
-// Mode bits, same values in core/device/primitives.cpp and kernels_cl/compact.cl.
-constexpr bn_u32 mode_split = 1;
-constexpr bn_u32 mode_single = 2;
-constexpr bn_u32 mode_lookup = 4; // offsets holds raw tile counts; each block adds up what it needs
-
 constexpr unsigned full_mask = 0xffffffffu;
 
 // Sum of v over the block, returned to every thread. sums: compact_warps words, not used before.
@@ -64,10 +59,10 @@ __device__ __forceinline__ bn_u32 compact_block_exclusive(bn_u32 v, bn_u32* warp
 } // namespace
 
 /// Moves the block's tile of in[0..n): items with flags != 0 to out[offsets[block] + rank among the tile's flagged
-/// items]; with mode_split the others to out[count[0] + unflagged items before them]. count[0] (flagged in all)
-/// was written by the scan of the tile counts, or, with mode_single or mode_lookup, is written here. The tile is
-/// reordered in shared memory first, so that global reads and writes are coalesced. Block BANYAN_WG; shared memory:
-/// the padded tile and 3 * BANYAN_WG / 32 words. out must not alias in or flags.
+/// items]; with BANYAN_COMPACT_SPLIT the others to out[count[0] + unflagged items before them]. count[0] (flagged
+/// in all) was written by the scan of the tile counts, or, with BANYAN_COMPACT_SINGLE or BANYAN_COMPACT_LOOKUP, is
+/// written here. The tile is reordered in shared memory first, so that global reads and writes are coalesced. Block
+/// BANYAN_WG; shared memory: the padded tile and 3 * BANYAN_WG / 32 words. out must not alias in or flags.
 __global__ void __launch_bounds__(BANYAN_WG) compactScatter(const bn_u32* in, const bn_u32* flags, bn_u32 n,
                                                             const bn_u32* offsets, bn_u32* out, bn_u32* count,
                                                             bn_u32 mode)
@@ -122,10 +117,10 @@ __global__ void __launch_bounds__(BANYAN_WG) compactScatter(const bn_u32* in, co
 
     // Flagged items in earlier tiles, and in all tiles (needed by a split, and for count[0]).
     bn_u32 flagged_before, all_flagged;
-    if (mode & mode_single) {
+    if (mode & BANYAN_COMPACT_SINGLE) {
         flagged_before = 0;
         all_flagged = flagged;
-    } else if (mode & mode_lookup) { // uniform branch: the whole block takes it
+    } else if (mode & BANYAN_COMPACT_LOOKUP) { // uniform branch: the whole block takes it
         bn_u32 b = 0, a = 0;
         for (unsigned i = threadIdx.x; i < gridDim.x; i += BANYAN_WG) {
             const bn_u32 c = offsets[i];
@@ -136,15 +131,16 @@ __global__ void __launch_bounds__(BANYAN_WG) compactScatter(const bn_u32* in, co
         all_flagged = compact_block_reduce(a, all_sums);
     } else {
         flagged_before = offsets[tile_id];
-        all_flagged = (mode & mode_split) ? count[0] : 0u;
+        all_flagged = (mode & BANYAN_COMPACT_SPLIT) ? count[0] : 0u;
     }
     const bn_u32 unflagged_at = all_flagged + (start - flagged_before);
-    const unsigned limit = (mode & mode_split) ? valid : flagged;
+    const unsigned limit = (mode & BANYAN_COMPACT_SPLIT) ? valid : flagged;
 #pragma unroll
     for (unsigned k = 0; k < BANYAN_SCAN_ITEMS; ++k) {
         const unsigned j = k * BANYAN_WG + threadIdx.x;
         if (j < limit) out[j < flagged ? flagged_before + j : unflagged_at + (j - flagged)] = tile[compact_pad(j)];
     }
-    if ((mode & (mode_single | mode_lookup)) && tile_id == 0 && threadIdx.x == 0) count[0] = all_flagged;
+    if ((mode & (BANYAN_COMPACT_SINGLE | BANYAN_COMPACT_LOOKUP)) && tile_id == 0 && threadIdx.x == 0)
+        count[0] = all_flagged;
 }
 BANYAN_CUDA_KERNEL(compactScatter);

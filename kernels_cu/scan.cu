@@ -20,13 +20,6 @@ static_assert(BANYAN_WG % 32 == 0 && BANYAN_WG <= 1024, "whole warps, at most 32
 __device__ __forceinline__ unsigned scan_pad(unsigned i) { return i + (i >> 5); }
 constexpr unsigned scan_local_words = scan_tile + scan_tile / 32;
 
-// Mode bits, same values in core/device/primitives.cpp and kernels_cl/scan.cl.
-constexpr bn_u32 mode_inclusive = 1;
-constexpr bn_u32 mode_offsets = 2;
-constexpr bn_u32 mode_total = 4;
-constexpr bn_u32 mode_nonzero = 8;
-constexpr bn_u32 mode_lookup = 16;
-
 constexpr unsigned full_mask = 0xffffffffu;
 
 // Sum of v over the block, returned to every thread. warp_sums: scan_warps words of shared memory.
@@ -66,7 +59,7 @@ __device__ __forceinline__ bn_u32 scan_block_exclusive(bn_u32 v, bn_u32* warp_su
 
 } // namespace
 
-/// partials[block] = sum (with mode_nonzero: count of nonzero items) of the block's tile of in[0..n).
+/// partials[block] = sum (with BANYAN_SCAN_NONZERO: count of nonzero items) of the block's tile of in[0..n).
 /// Block BANYAN_WG; striped (coalesced) loads; shared memory BANYAN_WG / 32 words.
 __global__ void __launch_bounds__(BANYAN_WG) scanReduce(const bn_u32* in, bn_u32 n, bn_u32* partials, bn_u32 mode)
 {
@@ -78,7 +71,7 @@ __global__ void __launch_bounds__(BANYAN_WG) scanReduce(const bn_u32* in, bn_u32
         const unsigned i = start + k * BANYAN_WG + threadIdx.x;
         if (i < n) {
             const bn_u32 x = in[i];
-            sum += (mode & mode_nonzero) ? (x != 0 ? 1u : 0u) : x;
+            sum += (mode & BANYAN_SCAN_NONZERO) ? (x != 0 ? 1u : 0u) : x;
         }
     }
     sum = scan_block_reduce(sum, warp_sums);
@@ -86,12 +79,12 @@ __global__ void __launch_bounds__(BANYAN_WG) scanReduce(const bn_u32* in, bn_u32
 }
 BANYAN_CUDA_KERNEL(scanReduce);
 
-/// out = exclusive or inclusive scan of in[0..n) tile by tile, plus offsets[tile] with mode_offsets; with
-/// mode_lookup the tile's offset is the sum of offsets[0..tile) instead, which the block adds up itself (two
-/// launches in all while the tile sums fit one tile); with mode_total the last tile's block writes the grand total
-/// to total[0]. out may be in (a block reads its whole tile before writing it and touches no other). Each thread
-/// scans BANYAN_SCAN_ITEMS consecutive items serially, then the block scans the per-thread totals. Block BANYAN_WG;
-/// shared memory: the padded tile and 2 * BANYAN_WG / 32 words.
+/// out = exclusive or inclusive scan of in[0..n) tile by tile, plus offsets[tile] with BANYAN_SCAN_OFFSETS; with
+/// BANYAN_SCAN_LOOKUP the tile's offset is the sum of offsets[0..tile) instead, which the block adds up itself (two
+/// launches in all while the tile sums fit one tile); with BANYAN_SCAN_TOTAL the last tile's block writes the grand
+/// total to total[0]. out may be in (a block reads its whole tile before writing it and touches no other). Each
+/// thread scans BANYAN_SCAN_ITEMS consecutive items serially, then the block scans the per-thread totals. Block
+/// BANYAN_WG; shared memory: the padded tile and 2 * BANYAN_WG / 32 words.
 __global__ void __launch_bounds__(BANYAN_WG) scanDownsweep(const bn_u32* in, bn_u32* out, bn_u32 n,
                                                            const bn_u32* offsets, bn_u32* total, bn_u32 mode)
 {
@@ -118,14 +111,14 @@ __global__ void __launch_bounds__(BANYAN_WG) scanDownsweep(const bn_u32* in, bn_
     }
     bn_u32 tile_total;
     bn_u32 run = scan_block_exclusive(mine, warp_sums, tile_total);
-    bn_u32 base = (mode & mode_offsets) ? offsets[tile_id] : 0u;
-    if (mode & mode_lookup) {
+    bn_u32 base = (mode & BANYAN_SCAN_OFFSETS) ? offsets[tile_id] : 0u;
+    if (mode & BANYAN_SCAN_LOOKUP) {
         bn_u32 before = 0;
         for (unsigned i = threadIdx.x; i < tile_id; i += BANYAN_WG) before += offsets[i];
         base = scan_block_reduce(before, lookup_sums); // uniform branch: the whole block takes it
     }
     run += base;
-    const bool incl = (mode & mode_inclusive) != 0;
+    const bool incl = (mode & BANYAN_SCAN_INCLUSIVE) != 0;
 #pragma unroll
     for (unsigned k = 0; k < BANYAN_SCAN_ITEMS; ++k) {
         const bn_u32 next = run + x[k];
@@ -139,6 +132,6 @@ __global__ void __launch_bounds__(BANYAN_WG) scanDownsweep(const bn_u32* in, bn_
         const unsigned j = k * BANYAN_WG + threadIdx.x;
         if (start + j < n) out[start + j] = tile[scan_pad(j)];
     }
-    if ((mode & mode_total) && threadIdx.x == 0 && tile_id == gridDim.x - 1) total[0] = base + tile_total;
+    if ((mode & BANYAN_SCAN_TOTAL) && threadIdx.x == 0 && tile_id == gridDim.x - 1) total[0] = base + tile_total;
 }
 BANYAN_CUDA_KERNEL(scanDownsweep);
