@@ -75,7 +75,7 @@ __device__ __forceinline__ bn_u32 bn_block_exclusive_u32(bn_u32 v, bn_u32* warp_
  * one barrier instead of two. The radix sort's ranking (BANYAN_WG, bn_u32, with a barrier after each call) and the
  * walk (BANYAN_WALK_WG, bn_u64 packed counts) use this form, scan and compact the other; both are kept as they
  * were, so that no kernel's machine code changes (which form is faster in the other's place has not been
- * measured). OpenCL has one form for all (bn_block_exclusive_u32, bn_walk_exclusive_u64 in kernels_cl/block.cl).
+ * measured). The OpenCL twins are bn_block_exclusive_swap_u32 and bn_walk_exclusive_u64 (kernels_cl/block.cl).
  * warp_totals: WG / 32 values of shared memory; two calls must be separated by a barrier. */
 template <class T, unsigned WG>
 __device__ __forceinline__ T bn_block_exclusive_serial(T v, T* warp_totals, unsigned lid, T& total)
@@ -103,10 +103,10 @@ __device__ __forceinline__ T bn_block_exclusive_serial(T v, T* warp_totals, unsi
 
 /* ---- Tree reductions through shared memory (reduce.cu, integrate.cu, parallel.cu) -------------------------- */
 /* The fixed tree of the reductions whose results must not depend on the backend: strides BANYAN_WG / 2, / 4, ...
- * down to Last, each step combining item lid with item lid + stride, the same pairs as kernels_cl/block.cl's trees
- * (which go down to 1). With Last = 32 the caller finishes in one warp by shuffles down (reduce.cu), which pair the
- * same items; with Last = 1 the result is in item 0. Each starts with a barrier (the caller has stored its items)
- * and ends with one. */
+ * down to Last, each step combining item lid with item lid + stride, the same pairs as BN_BLOCK_TREE_SUM and
+ * BN_BLOCK_TREE_BOUNDS of kernels_cl/block.cl (which go down to 1). With Last = 32 the caller finishes in one warp by
+ * shuffles down (reduce.cu), which pair the same items; with Last = 1 the result is in item 0. Each starts with a
+ * barrier (the caller has stored its items) and ends with one. */
 
 /* Componentwise min and max of float4 values (NaNs are ignored: fminf / fmaxf). */
 __device__ __forceinline__ float4 bn_min4(float4 a, float4 b)
