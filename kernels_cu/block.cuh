@@ -103,10 +103,12 @@ __device__ __forceinline__ T bn_block_exclusive_serial(T v, T* warp_totals, unsi
 
 /* ---- Tree reductions through shared memory (reduce.cu, integrate.cu, parallel.cu) -------------------------- */
 /* The fixed tree of the reductions whose results must not depend on the backend: strides BANYAN_WG / 2, / 4, ...
- * down to Last, each step combining item lid with item lid + stride, the same pairs as BN_BLOCK_TREE_SUM and
- * BN_BLOCK_TREE_BOUNDS of kernels_cl/block.cl (which go down to 1). With Last = 32 the caller finishes in one warp by
- * shuffles down (reduce.cu), which pair the same items; with Last = 1 the result is in item 0. Each starts with a
- * barrier (the caller has stored its items) and ends with one. */
+ * down to LAST, each step combining item lid with item lid + stride, the same pairs as the twins of the same names
+ * in kernels_cl/block.cl (which go down to 1). With LAST = 32 the caller finishes in one warp by shuffles down
+ * (reduce.cu), which pair the same items; with LAST = 1 the result is in item 0. Each starts with a barrier (the
+ * caller has stored its items) and ends with one. They are statement macros, not templates, so that each kernel's
+ * code stays what it was with the tree written out in it (as a template, nvcc flipped the polarity of the
+ * integrate kernels' lid < stride branches). lid is the caller's threadIdx.x. */
 
 /* Componentwise min and max of float4 values (NaNs are ignored: fminf / fmaxf). */
 __device__ __forceinline__ float4 bn_min4(float4 a, float4 b)
@@ -118,30 +120,28 @@ __device__ __forceinline__ float4 bn_max4(float4 a, float4 b)
     return make_float4(fmaxf(a.x, b.x), fmaxf(a.y, b.y), fmaxf(a.z, b.z), fmaxf(a.w, b.w));
 }
 
-/* Sums of Terms interleaved arrays of BANYAN_WG values each, s[k * BANYAN_WG + lid] for k < Terms, in place. */
-template <unsigned Terms, unsigned Last, class T>
-__device__ __forceinline__ void bn_block_tree_sum(T* s, unsigned lid)
-{
-    __syncthreads();
-    for (unsigned stride = BANYAN_WG / 2; stride > Last - 1; stride >>= 1) {
-        if (lid < stride) {
-#pragma unroll
-            for (unsigned k = 0; k < Terms; ++k) s[k * BANYAN_WG + lid] += s[k * BANYAN_WG + lid + stride];
-        }
-        __syncthreads();
-    }
-}
+/* Sums of TERMS interleaved arrays of BANYAN_WG values each, s[k * BANYAN_WG + lid] for k < TERMS, in place. */
+#define BN_BLOCK_TREE_SUM(s, lid, TERMS, LAST)                                                                     \
+    do {                                                                                                           \
+        __syncthreads();                                                                                           \
+        for (unsigned stride_ = BANYAN_WG / 2; stride_ > (LAST) - 1; stride_ >>= 1) {                              \
+            if ((lid) < stride_) {                                                                                 \
+                _Pragma("unroll") for (int k_ = 0; k_ < (TERMS); ++k_)                                             \
+                    (s)[k_ * BANYAN_WG + (lid)] += (s)[k_ * BANYAN_WG + (lid) + stride_];                          \
+            }                                                                                                      \
+            __syncthreads();                                                                                       \
+        }                                                                                                          \
+    } while (0)
 
 /* Componentwise min of smin[0 .. BANYAN_WG) and max of smax[0 .. BANYAN_WG), in place. */
-template <unsigned Last>
-__device__ __forceinline__ void bn_block_tree_bounds(float4* smin, float4* smax, unsigned lid)
-{
-    __syncthreads();
-    for (unsigned stride = BANYAN_WG / 2; stride > Last - 1; stride >>= 1) {
-        if (lid < stride) {
-            smin[lid] = bn_min4(smin[lid], smin[lid + stride]);
-            smax[lid] = bn_max4(smax[lid], smax[lid + stride]);
-        }
-        __syncthreads();
-    }
-}
+#define BN_BLOCK_TREE_BOUNDS(smin, smax, lid, LAST)                                                                \
+    do {                                                                                                           \
+        __syncthreads();                                                                                           \
+        for (unsigned stride_ = BANYAN_WG / 2; stride_ > (LAST) - 1; stride_ >>= 1) {                              \
+            if ((lid) < stride_) {                                                                                 \
+                (smin)[lid] = bn_min4((smin)[lid], (smin)[(lid) + stride_]);                                       \
+                (smax)[lid] = bn_max4((smax)[lid], (smax)[(lid) + stride_]);                                       \
+            }                                                                                                      \
+            __syncthreads();                                                                                       \
+        }                                                                                                          \
+    } while (0)

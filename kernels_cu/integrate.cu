@@ -87,7 +87,7 @@ __global__ void __launch_bounds__(BANYAN_WG)
     }
 #pragma unroll
     for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) s[k * BANYAN_WG + lid] = sum[k];
-    bn_block_tree_sum<BANYAN_ENERGY_TERMS, 1>(s, lid);
+    BN_BLOCK_TREE_SUM(s, lid, BANYAN_ENERGY_TERMS, 1);
     if (lid < BANYAN_ENERGY_TERMS) partials[BANYAN_ENERGY_TERMS * blockIdx.x + lid] = s[lid * BANYAN_WG];
 }
 BANYAN_CUDA_KERNEL(integrateEnergyPartials);
@@ -108,7 +108,7 @@ __global__ void __launch_bounds__(BANYAN_WG)
     }
 #pragma unroll
     for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) s[k * BANYAN_WG + lid] = sum[k];
-    bn_block_tree_sum<BANYAN_ENERGY_TERMS, 1>(s, lid);
+    BN_BLOCK_TREE_SUM(s, lid, BANYAN_ENERGY_TERMS, 1);
     if (lid < BANYAN_ENERGY_TERMS) out[lid] = s[lid * BANYAN_WG];
 }
 BANYAN_CUDA_KERNEL(integrateEnergyTotals);

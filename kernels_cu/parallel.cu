@@ -35,7 +35,7 @@ __global__ void __launch_bounds__(BANYAN_WG)
     }
     smin[lid] = lo;
     smax[lid] = hi;
-    /* The tree of bn_block_tree_bounds (kernels_cu/block.cuh) written out, since this one loads both pairs before
+    /* The tree of BN_BLOCK_TREE_BOUNDS (kernels_cu/block.cuh) written out, since this one loads both pairs before
      * it stores and the helper, in reduce.cu's order, does not: sharing it would change this kernel's code. */
     __syncthreads();
     for (bn_u32 stride = BANYAN_WG / 2; stride > 0; stride >>= 1) {

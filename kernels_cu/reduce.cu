@@ -47,7 +47,7 @@ __global__ void __launch_bounds__(BANYAN_WG) reduceBounds(const bn_f4* in, bn_u3
     }
     smin[tid] = lo;
     smax[tid] = hi;
-    bn_block_tree_bounds<32>(smin, smax, tid);
+    BN_BLOCK_TREE_BOUNDS(smin, smax, tid, 32);
     if (tid < 32) {
         lo = smin[tid];
         hi = smax[tid];
@@ -72,7 +72,7 @@ __global__ void __launch_bounds__(BANYAN_WG) reduceSum(const double* in, bn_u32 
     double sum = 0.0;
     for (unsigned i = blockIdx.x * BANYAN_WG + tid; i < n; i += gridDim.x * BANYAN_WG) sum += in[i];
     s[tid] = sum;
-    bn_block_tree_sum<1, 32>(s, tid);
+    BN_BLOCK_TREE_SUM(s, tid, 1, 32);
     if (tid < 32) {
         sum = s[tid];
         for (int o = 16; o > 0; o >>= 1) sum += __shfl_down_sync(BN_FULL_MASK, sum, o);
