@@ -12,8 +12,10 @@
 #                          distributed forces
 #   core/simulation/       initial conditions, the integrator, runs, checkpoints
 # Beside them: backend_cuda/ and backend_opencl/ implement core/device (they include core/ and core/device/ only,
-# never each other); kernels_cu/ include the shared headers and backend_cuda/kernel_registry.hpp; kernels_cl/ include
-# nothing (the program text is pasted together). apps/, tests/ and tests/mpi/ stand on top and may include anything.
+# never each other); kernels_cu/ include the shared headers, backend_cuda/kernel_registry.hpp and their own .cuh
+# headers (kernels_cu/block.cuh: the block-level building blocks); kernels_cl/ include nothing (the program text is
+# pasted together, kernels_cl/block.cl first: cmake/EmbedCl.cmake). apps/, tests/ and tests/mpi/ stand on top and
+# may include anything.
 # Every quoted include names its file from the repository root (one include path, no hidden search paths); only the
 # shared .h headers include each other by bare name, since the OpenCL program pastes them from their own folder.
 # core/ never includes a vendor header (CUDA, OpenCL, CUB, Boost.Compute), and only core/parallel/comm.cpp includes
@@ -40,7 +42,7 @@ file(GLOB_RECURSE sources RELATIVE "${ROOT}" "${ROOT}/core/*" "${ROOT}/backend_c
 file(GLOB tests RELATIVE "${ROOT}" "${ROOT}/tests/*" "${ROOT}/tests/mpi/*")
 list(APPEND sources ${tests})
 foreach(file ${sources})
-  if(NOT file MATCHES "\\.(h|hpp|cpp|cu|cl)$")
+  if(NOT file MATCHES "\\.(h|hpp|cpp|cu|cuh|cl)$")
     continue()
   endif()
   math(EXPR checked "${checked} + 1")
@@ -81,9 +83,10 @@ foreach(file ${sources})
           string(APPEND problems "  ${file}: includes ${inc}; a backend includes core/, core/device/ and itself only\n")
         endif()
       elseif(dir STREQUAL "kernels_cu")
-        if(NOT (inc_dir STREQUAL "core" OR inc STREQUAL "backend_cuda/kernel_registry.hpp"))
-          string(APPEND problems "  ${file}: includes ${inc}; a CUDA kernel includes the shared headers of core/ and "
-                                 "backend_cuda/kernel_registry.hpp only\n")
+        if(NOT (inc_dir STREQUAL "core" OR inc STREQUAL "backend_cuda/kernel_registry.hpp" OR
+                (inc_dir STREQUAL "kernels_cu" AND inc MATCHES "\\.cuh$")))
+          string(APPEND problems "  ${file}: includes ${inc}; a CUDA kernel includes the shared headers of core/, "
+                                 "backend_cuda/kernel_registry.hpp and kernels_cu/*.cuh only\n")
         endif()
       endif()
     elseif(line MATCHES "#[ \t]*include[ \t]*<([^>]+)>")

@@ -2,6 +2,26 @@
 # so the installed program never looks for .cl files on disk (BANYAN_CL_DIR overrides this at run time), and, when
 # OUT_CL is given, the same text as a .cl file.
 string(REPLACE "|" ";" SOURCES "${SOURCES}")
+# kernels_cl files include nothing, so what one uses must be pasted before it. The files the others use come first,
+# in this order, whatever SOURCES' order is; the rest follow as given.
+#   block.cl   the work-group building blocks (sums, prefix sums, tree reductions, the scan tile)
+set(FIRST block.cl)
+set(first_sources "")
+foreach(want ${FIRST})
+  set(found "")
+  foreach(f ${SOURCES})
+    get_filename_component(name ${f} NAME)
+    if(name STREQUAL want)
+      set(found ${f})
+    endif()
+  endforeach()
+  if(NOT found)
+    message(FATAL_ERROR "EmbedCl: ${want}, which the other kernels_cl files use, is not among the sources")
+  endif()
+  list(REMOVE_ITEM SOURCES ${found})
+  list(APPEND first_sources ${found})
+endforeach()
+set(SOURCES ${first_sources} ${SOURCES})
 set(text "")
 set(names "")
 foreach(f ${HEADER} ${SOURCES})

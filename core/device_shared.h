@@ -58,6 +58,19 @@ struct alignas(16) bn_f4 {
 /* Reductions: items per work-item in the first pass. */
 #define BANYAN_REDUCE_ITEMS 8
 
+/* Mode bits of the scan kernels scanReduce / scanDownsweep (kernels_cu/scan.cu, kernels_cl/scan.cl), set by the
+ * drivers of core/device/primitives.cpp. */
+#define BANYAN_SCAN_INCLUSIVE 1u /* downsweep: inclusive instead of exclusive */
+#define BANYAN_SCAN_OFFSETS 2u   /* downsweep: add offsets[group] (a multi-tile level) */
+#define BANYAN_SCAN_TOTAL 4u     /* downsweep: the last tile's group writes the grand total to total[0] */
+#define BANYAN_SCAN_NONZERO 8u   /* reduce: count items != 0 instead of summing them (compact / split) */
+#define BANYAN_SCAN_LOOKUP 16u   /* downsweep: offsets holds raw tile sums; each group adds up those before it */
+/* Mode bits of compactScatter (kernels_cu/compact.cu, kernels_cl/compact.cl). */
+#define BANYAN_COMPACT_SPLIT 1u  /* also write the unflagged items, after all flagged ones */
+#define BANYAN_COMPACT_SINGLE 2u /* one tile only: no offsets; the group writes count[0] itself */
+#define BANYAN_COMPACT_LOOKUP 4u /* offsets holds raw tile counts: each group adds up what it needs; tile 0 writes
+                                    count[0]. Two launches in all while the tile counts fit one tile. */
+
 /* ---- Tree constants (paper section 2.1) ------------------------------------------------------------- */
 #define BANYAN_N_LEAF 16     /* a cell with at most this many particles is a leaf */
 #define BANYAN_N_CRIT 64     /* a group for the walk has at most this many particles */

@@ -84,12 +84,7 @@ void integrateEnergyPartials(__global const bn_f4* pos, __global const bn_f4* ve
         for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) sum[k] += t[k];
     }
     for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) s[k * BANYAN_WG + lid] = sum[k];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (bn_u32 stride = BANYAN_WG / 2; stride > 0; stride >>= 1) {
-        if (lid < stride)
-            for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) s[k * BANYAN_WG + lid] += s[k * BANYAN_WG + lid + stride];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
+    BN_BLOCK_TREE_SUM(s, lid, BANYAN_ENERGY_TERMS);
     if (lid < BANYAN_ENERGY_TERMS) partials[BANYAN_ENERGY_TERMS * get_group_id(0) + lid] = s[lid * BANYAN_WG];
 }
 
@@ -106,12 +101,7 @@ void integrateEnergyTotals(__global const double* partials, bn_u32 groups, __glo
     for (bn_u32 g = lid; g < groups; g += BANYAN_WG)
         for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) sum[k] += partials[BANYAN_ENERGY_TERMS * g + k];
     for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) s[k * BANYAN_WG + lid] = sum[k];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (bn_u32 stride = BANYAN_WG / 2; stride > 0; stride >>= 1) {
-        if (lid < stride)
-            for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) s[k * BANYAN_WG + lid] += s[k * BANYAN_WG + lid + stride];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
+    BN_BLOCK_TREE_SUM(s, lid, BANYAN_ENERGY_TERMS);
     if (lid < BANYAN_ENERGY_TERMS) out[lid] = s[lid * BANYAN_WG];
 }
 

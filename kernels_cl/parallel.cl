@@ -36,14 +36,7 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letGroupBox
     }
     smin[lid] = lo;
     smax[lid] = hi;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint stride = BANYAN_WG / 2; stride > 0; stride >>= 1) {
-        if (lid < stride) {
-            smin[lid] = fmin(smin[lid], smin[lid + stride]);
-            smax[lid] = fmax(smax[lid], smax[lid + stride]);
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
+    BN_BLOCK_TREE_BOUNDS(smin, smax, lid);
     if (lid == 0) {
         boxes[2 * b] = smin[0];
         boxes[2 * b + 1] = smax[0];

@@ -37,30 +37,6 @@ inline bn_u32 radix_digit(bn_u64 key, bn_u32 shift, bn_u32 mask)
     return (bn_u32)(key >> shift) & mask;
 }
 
-/* Exclusive scan of one value per work-item over the work-group (Kogge-Stone, double-buffered in buf[2 * WG]);
- * *total gets the sum of all. Ends with a barrier, so buf may be reused at once. */
-inline bn_u32 radix_wg_exclusive_scan(bn_u32 v, __local bn_u32* buf, bn_u32* total)
-{
-    const bn_u32 t = get_local_id(0);
-    __local bn_u32* a = buf;
-    __local bn_u32* b = buf + BANYAN_WG;
-    a[t] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (bn_u32 off = 1; off < BANYAN_WG; off <<= 1) {
-        bn_u32 x = a[t];
-        if (t >= off) x += a[t - off];
-        b[t] = x;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        __local bn_u32* s = a;
-        a = b;
-        b = s;
-    }
-    *total = a[BANYAN_WG - 1];
-    const bn_u32 inclusive = a[t];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return inclusive - v;
-}
-
 /* Stable rank of every item of the tile by a 4-bit digit nib[i], with the items held in blocked order (work-item t
  * holds tile positions t * ITEMS + i). CUB's BlockRadixRank scheme: each work-item counts its nibbles in its own
  * column of packed 16-bit counters, one work-group scan over all counters (lane-major: digit, then work-item)
@@ -90,7 +66,7 @@ inline void radix_rank_nibble(const bn_u32* nib, bn_u32* rank, __local bn_u32* c
         sum += seg[k];
     }
     bn_u32 total;
-    bn_u32 run = radix_wg_exclusive_scan(sum, scan_buf, &total);
+    bn_u32 run = bn_block_exclusive_swap_u32(sum, scan_buf, t, &total);
 #pragma unroll
     for (bn_u32 k = 0; k < RADIX_LANES; ++k) {
         cnt[t * (RADIX_LANES + 1) + k] = run;

@@ -32,14 +32,7 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void reduceBound
     }
     smin[lid] = lo;
     smax[lid] = hi;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint stride = BANYAN_WG / 2; stride > 0; stride >>= 1) {
-        if (lid < stride) {
-            smin[lid] = fmin(smin[lid], smin[lid + stride]);
-            smax[lid] = fmax(smax[lid], smax[lid + stride]);
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
+    BN_BLOCK_TREE_BOUNDS(smin, smax, lid);
     if (lid == 0) {
         out[2 * get_group_id(0)] = smin[0];
         out[2 * get_group_id(0) + 1] = smax[0];
@@ -56,10 +49,6 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void reduceSum(_
     double sum = 0.0;
     for (uint i = get_group_id(0) * BANYAN_WG + lid; i < n; i += get_num_groups(0) * BANYAN_WG) sum += in[i];
     s[lid] = sum;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint stride = BANYAN_WG / 2; stride > 0; stride >>= 1) {
-        if (lid < stride) s[lid] += s[lid + stride];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
+    BN_BLOCK_TREE_SUM(s, lid, 1);
     if (lid == 0) out[get_group_id(0)] = s[0];
 }

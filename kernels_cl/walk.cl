@@ -57,28 +57,6 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void walkPrepare
     rel[c] = bn_rel_cell(cell_com[c].w, cell_quad1[c].w);
 }
 
-/* Exclusive prefix sum over the work-group of one 64-bit value per work-item; *total gets the sum of all.
- * Hillis-Steele in local memory (buf: 2 WALK_WG entries, ping-pong), log2(WALK_WG) + 1 barriers. Two calls must be
- * separated by a barrier (the walk always has one in between). */
-inline ulong walk_scan(ulong v, __local ulong* buf, uint lid, ulong* total)
-{
-    __local ulong* src = buf;
-    __local ulong* dst = buf + WALK_WG;
-    src[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint off = 1; off < WALK_WG; off <<= 1) {
-        ulong x = src[lid];
-        if (lid >= off) x += src[lid - off];
-        dst[lid] = x;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        __local ulong* t = src;
-        src = dst;
-        dst = t;
-    }
-    *total = src[WALK_WG - 1];
-    return src[lid] - v;
-}
-
 /* One pass over the first `count` (<= WALK_WG) accepted cells of clist (clist holds `fill` in all): each work-item
  * stages one cell as three consecutive float4 of cstage (centre of mass and mass, then the quadrupole as
  * bn_quad_staged0/1 give it), then every work-item adds the cells of its share to its particle. Entries beyond
@@ -244,7 +222,7 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
                     }
                 }
                 ulong total;
-                const ulong ex = walk_scan(v, scan_buf, lid, &total);
+                const ulong ex = bn_walk_exclusive_u64(v, scan_buf, lid, &total);
                 const uint ta = (uint)(total & 0x3FFu), tl = (uint)((total >> 10) & 0x3FFu);
                 const uint tc = (uint)((total >> 20) & 0xFFFu), tp = (uint)(total >> 32);
                 if (accept) {

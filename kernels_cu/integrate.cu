@@ -10,6 +10,7 @@
  */
 #include "backend_cuda/kernel_registry.hpp"
 #include "core/device_shared.h"
+#include "kernels_cu/block.cuh"
 
 /* First half of a kick-drift-kick step (the predictor of Hut et al. 1995): v += a dt/2, then x += v dt, with the
  * accelerations of the last force evaluation. pos.w (mass) is left as it is; vel.w gets |a| (see integrate.cl).
@@ -86,14 +87,7 @@ __global__ void __launch_bounds__(BANYAN_WG)
     }
 #pragma unroll
     for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) s[k * BANYAN_WG + lid] = sum[k];
-    __syncthreads();
-    for (bn_u32 stride = BANYAN_WG / 2; stride > 0; stride >>= 1) {
-        if (lid < stride) {
-#pragma unroll
-            for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) s[k * BANYAN_WG + lid] += s[k * BANYAN_WG + lid + stride];
-        }
-        __syncthreads();
-    }
+    BN_BLOCK_TREE_SUM(s, lid, BANYAN_ENERGY_TERMS, 1);
     if (lid < BANYAN_ENERGY_TERMS) partials[BANYAN_ENERGY_TERMS * blockIdx.x + lid] = s[lid * BANYAN_WG];
 }
 BANYAN_CUDA_KERNEL(integrateEnergyPartials);
@@ -114,14 +108,7 @@ __global__ void __launch_bounds__(BANYAN_WG)
     }
 #pragma unroll
     for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) s[k * BANYAN_WG + lid] = sum[k];
-    __syncthreads();
-    for (bn_u32 stride = BANYAN_WG / 2; stride > 0; stride >>= 1) {
-        if (lid < stride) {
-#pragma unroll
-            for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) s[k * BANYAN_WG + lid] += s[k * BANYAN_WG + lid + stride];
-        }
-        __syncthreads();
-    }
+    BN_BLOCK_TREE_SUM(s, lid, BANYAN_ENERGY_TERMS, 1);
     if (lid < BANYAN_ENERGY_TERMS) out[lid] = s[lid * BANYAN_WG];
 }
 BANYAN_CUDA_KERNEL(integrateEnergyTotals);

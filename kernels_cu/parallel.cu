@@ -35,6 +35,8 @@ __global__ void __launch_bounds__(BANYAN_WG)
     }
     smin[lid] = lo;
     smax[lid] = hi;
+    /* The tree of BN_BLOCK_TREE_BOUNDS (kernels_cu/block.cuh) written out, since this one loads both pairs before
+     * it stores and the helper, in reduce.cu's order, does not: sharing it would change this kernel's code. */
     __syncthreads();
     for (bn_u32 stride = BANYAN_WG / 2; stride > 0; stride >>= 1) {
         if (lid < stride) {

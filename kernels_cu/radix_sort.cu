@@ -11,18 +11,16 @@
 #include "core/device_shared.h"
 
 #include "backend_cuda/kernel_registry.hpp"
+#include "kernels_cu/block.cuh"
 
 namespace {
 
 constexpr unsigned radix_tile = BANYAN_WG * BANYAN_SORT_ITEMS;
 constexpr unsigned radix_lanes = 8; // 16 nibble counters per thread, packed two 16-bit halves to a word
 constexpr unsigned radix_counter_words = radix_lanes * BANYAN_WG + BANYAN_WG;
-constexpr unsigned radix_warps = BANYAN_WG / 32;
-constexpr unsigned full_mask = 0xffffffffu;
 static_assert(radix_tile <= 65536, "16-bit ranks");
 static_assert(BANYAN_RADIX_BITS == 8, "the scatter kernel ranks a digit as two 4-bit nibbles");
 static_assert(BANYAN_SORT_ITEMS % 4 == 0, "a thread's items are read from shared memory 4 at a time");
-static_assert(BANYAN_WG % 32 == 0 && BANYAN_WG <= 1024, "whole warps, at most 32 of them");
 
 // One padding word after every 8, so the raking reads (8 consecutive words per thread) hit distinct banks.
 __device__ __forceinline__ unsigned radix_pad(unsigned p)
@@ -33,29 +31,6 @@ __device__ __forceinline__ unsigned radix_pad(unsigned p)
 __device__ __forceinline__ bn_u32 radix_digit(bn_u64 key, bn_u32 shift, bn_u32 mask)
 {
     return static_cast<bn_u32>(key >> shift) & mask;
-}
-
-// Exclusive scan of one value per thread over the block; total gets the sum. warp_sums: radix_warps words.
-// Ends with a barrier, so warp_sums may be reused at once.
-__device__ __forceinline__ bn_u32 radix_block_exclusive_scan(bn_u32 v, bn_u32* warp_sums, bn_u32& total)
-{
-    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    bn_u32 x = v;
-    for (int o = 1; o < 32; o <<= 1) {
-        const bn_u32 y = __shfl_up_sync(full_mask, x, o);
-        if (lane >= static_cast<unsigned>(o)) x += y;
-    }
-    if (lane == 31) warp_sums[warp] = x;
-    __syncthreads();
-    bn_u32 before = 0;
-    total = 0;
-    for (unsigned w = 0; w < radix_warps; ++w) {
-        const bn_u32 s = warp_sums[w];
-        before += w < warp ? s : 0u;
-        total += s;
-    }
-    __syncthreads();
-    return before + x - v;
 }
 
 // Stable rank of every item of the tile by a 4-bit digit nib[i], items in blocked order (thread t holds tile
@@ -85,7 +60,8 @@ __device__ __forceinline__ void radix_rank_nibble(const bn_u32 (&nib)[BANYAN_SOR
         sum += seg[k];
     }
     bn_u32 total;
-    bn_u32 run = radix_block_exclusive_scan(sum, warp_sums, total);
+    bn_u32 run = bn_block_exclusive_serial<bn_u32, BANYAN_WG>(sum, warp_sums, t, total);
+    __syncthreads(); // warp_sums may be used again at once
 #pragma unroll
     for (unsigned k = 0; k < radix_lanes; ++k) {
         cnt[t * (radix_lanes + 1) + k] = run;
@@ -141,7 +117,7 @@ __global__ void __launch_bounds__(BANYAN_WG)
     __shared__ __align__(16) bn_u64 lkeys[radix_tile];
     __shared__ bn_u32 lvals[radix_tile];
     __shared__ bn_u32 lcnt[radix_counter_words];
-    __shared__ bn_u32 lwarp[radix_warps];
+    __shared__ bn_u32 lwarp[bn_block_warps];
     __shared__ bn_u32 lofs[BANYAN_RADIX_DIGITS];
     // Used before the keys arrive, so they share lkeys' 8 bytes per item: 4 + 2 + 1.
     bn_u32* lexch = reinterpret_cast<bn_u32*>(lkeys);

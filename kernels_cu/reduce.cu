@@ -11,24 +11,16 @@
 #include "core/device_shared.h"
 
 #include "backend_cuda/kernel_registry.hpp"
+#include "kernels_cu/block.cuh"
 
 namespace {
 
-constexpr unsigned full_mask = 0xffffffffu;
 static_assert(BANYAN_WG % 32 == 0 && BANYAN_WG >= 64, "the tree below needs whole warps and two of them");
 
-__device__ __forceinline__ float4 min4(float4 a, float4 b)
-{
-    return make_float4(fminf(a.x, b.x), fminf(a.y, b.y), fminf(a.z, b.z), fminf(a.w, b.w));
-}
-__device__ __forceinline__ float4 max4(float4 a, float4 b)
-{
-    return make_float4(fmaxf(a.x, b.x), fmaxf(a.y, b.y), fmaxf(a.z, b.z), fmaxf(a.w, b.w));
-}
 __device__ __forceinline__ float4 shfl_down4(float4 v, int o)
 {
-    return make_float4(__shfl_down_sync(full_mask, v.x, o), __shfl_down_sync(full_mask, v.y, o),
-                       __shfl_down_sync(full_mask, v.z, o), __shfl_down_sync(full_mask, v.w, o));
+    return make_float4(__shfl_down_sync(BN_FULL_MASK, v.x, o), __shfl_down_sync(BN_FULL_MASK, v.y, o),
+                       __shfl_down_sync(BN_FULL_MASK, v.z, o), __shfl_down_sync(BN_FULL_MASK, v.w, o));
 }
 
 } // namespace
@@ -45,30 +37,23 @@ __global__ void __launch_bounds__(BANYAN_WG) reduceBounds(const bn_f4* in, bn_u3
     float4 hi = make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
     for (unsigned i = blockIdx.x * BANYAN_WG + tid; i < n; i += gridDim.x * BANYAN_WG) {
         if (pairs) {
-            lo = min4(lo, in[2 * i]);
-            hi = max4(hi, in[2 * i + 1]);
+            lo = bn_min4(lo, in[2 * i]);
+            hi = bn_max4(hi, in[2 * i + 1]);
         } else {
             const float4 x = in[i];
-            lo = min4(lo, x);
-            hi = max4(hi, x);
+            lo = bn_min4(lo, x);
+            hi = bn_max4(hi, x);
         }
     }
     smin[tid] = lo;
     smax[tid] = hi;
-    __syncthreads();
-    for (unsigned stride = BANYAN_WG / 2; stride >= 32; stride >>= 1) {
-        if (tid < stride) {
-            smin[tid] = min4(smin[tid], smin[tid + stride]);
-            smax[tid] = max4(smax[tid], smax[tid + stride]);
-        }
-        __syncthreads();
-    }
+    BN_BLOCK_TREE_BOUNDS(smin, smax, tid, 32);
     if (tid < 32) {
         lo = smin[tid];
         hi = smax[tid];
         for (int o = 16; o > 0; o >>= 1) {
-            lo = min4(lo, shfl_down4(lo, o));
-            hi = max4(hi, shfl_down4(hi, o));
+            lo = bn_min4(lo, shfl_down4(lo, o));
+            hi = bn_max4(hi, shfl_down4(hi, o));
         }
         if (tid == 0) {
             out[2 * blockIdx.x] = lo;
@@ -87,14 +72,10 @@ __global__ void __launch_bounds__(BANYAN_WG) reduceSum(const double* in, bn_u32 
     double sum = 0.0;
     for (unsigned i = blockIdx.x * BANYAN_WG + tid; i < n; i += gridDim.x * BANYAN_WG) sum += in[i];
     s[tid] = sum;
-    __syncthreads();
-    for (unsigned stride = BANYAN_WG / 2; stride >= 32; stride >>= 1) {
-        if (tid < stride) s[tid] += s[tid + stride];
-        __syncthreads();
-    }
+    BN_BLOCK_TREE_SUM(s, tid, 1, 32);
     if (tid < 32) {
         sum = s[tid];
-        for (int o = 16; o > 0; o >>= 1) sum += __shfl_down_sync(full_mask, sum, o);
+        for (int o = 16; o > 0; o >>= 1) sum += __shfl_down_sync(BN_FULL_MASK, sum, o);
         if (tid == 0) out[blockIdx.x] = sum;
     }
 }

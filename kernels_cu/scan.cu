@@ -9,103 +9,48 @@
 #include "core/device_shared.h"
 
 #include "backend_cuda/kernel_registry.hpp"
+#include "kernels_cu/block.cuh"
 
-namespace {
-
-constexpr unsigned scan_tile = BANYAN_WG * BANYAN_SCAN_ITEMS;
-constexpr unsigned scan_warps = BANYAN_WG / 32;
-static_assert(BANYAN_WG % 32 == 0 && BANYAN_WG <= 1024, "whole warps, at most 32 of them");
-
-// One padding word per 32 keeps striped and blocked accesses to the shared tile free of bank conflicts.
-__device__ __forceinline__ unsigned scan_pad(unsigned i) { return i + (i >> 5); }
-constexpr unsigned scan_local_words = scan_tile + scan_tile / 32;
-
-// Mode bits, same values in core/device/primitives.cpp and kernels_cl/scan.cl.
-constexpr bn_u32 mode_inclusive = 1;
-constexpr bn_u32 mode_offsets = 2;
-constexpr bn_u32 mode_total = 4;
-constexpr bn_u32 mode_nonzero = 8;
-constexpr bn_u32 mode_lookup = 16;
-
-constexpr unsigned full_mask = 0xffffffffu;
-
-// Sum of v over the block, returned to every thread. warp_sums: scan_warps words of shared memory.
-__device__ __forceinline__ bn_u32 scan_block_reduce(bn_u32 v, bn_u32* warp_sums)
-{
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(full_mask, v, o);
-    if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = v;
-    __syncthreads();
-    bn_u32 total = 0;
-    for (unsigned w = 0; w < scan_warps; ++w) total += warp_sums[w];
-    return total;
-}
-
-// Exclusive prefix sum of v over the block; total gets the block's sum. warp_sums: scan_warps words.
-__device__ __forceinline__ bn_u32 scan_block_exclusive(bn_u32 v, bn_u32* warp_sums, bn_u32& total)
-{
-    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    bn_u32 x = v;
-    for (int o = 1; o < 32; o <<= 1) {
-        const bn_u32 y = __shfl_up_sync(full_mask, x, o);
-        if (lane >= static_cast<unsigned>(o)) x += y;
-    }
-    if (lane == 31) warp_sums[warp] = x;
-    __syncthreads();
-    if (warp == 0) {
-        bn_u32 w = lane < scan_warps ? warp_sums[lane] : 0u;
-        for (int o = 1; o < 32; o <<= 1) {
-            const bn_u32 y = __shfl_up_sync(full_mask, w, o);
-            if (lane >= static_cast<unsigned>(o)) w += y;
-        }
-        if (lane < scan_warps) warp_sums[lane] = w; // inclusive scan of the warp sums
-    }
-    __syncthreads();
-    total = warp_sums[scan_warps - 1];
-    return (warp ? warp_sums[warp - 1] : 0u) + x - v;
-}
-
-} // namespace
-
-/// partials[block] = sum (with mode_nonzero: count of nonzero items) of the block's tile of in[0..n).
+/// partials[block] = sum (with BANYAN_SCAN_NONZERO: count of nonzero items) of the block's tile of in[0..n).
 /// Block BANYAN_WG; striped (coalesced) loads; shared memory BANYAN_WG / 32 words.
 __global__ void __launch_bounds__(BANYAN_WG) scanReduce(const bn_u32* in, bn_u32 n, bn_u32* partials, bn_u32 mode)
 {
-    __shared__ bn_u32 warp_sums[scan_warps];
-    const unsigned start = blockIdx.x * scan_tile;
+    __shared__ bn_u32 warp_sums[bn_block_warps];
+    const unsigned start = blockIdx.x * bn_scan_tile;
     bn_u32 sum = 0;
 #pragma unroll
     for (unsigned k = 0; k < BANYAN_SCAN_ITEMS; ++k) {
         const unsigned i = start + k * BANYAN_WG + threadIdx.x;
         if (i < n) {
             const bn_u32 x = in[i];
-            sum += (mode & mode_nonzero) ? (x != 0 ? 1u : 0u) : x;
+            sum += (mode & BANYAN_SCAN_NONZERO) ? (x != 0 ? 1u : 0u) : x;
         }
     }
-    sum = scan_block_reduce(sum, warp_sums);
+    sum = bn_block_sum_u32(sum, warp_sums);
     if (threadIdx.x == 0) partials[blockIdx.x] = sum;
 }
 BANYAN_CUDA_KERNEL(scanReduce);
 
-/// out = exclusive or inclusive scan of in[0..n) tile by tile, plus offsets[tile] with mode_offsets; with
-/// mode_lookup the tile's offset is the sum of offsets[0..tile) instead, which the block adds up itself (two
-/// launches in all while the tile sums fit one tile); with mode_total the last tile's block writes the grand total
-/// to total[0]. out may be in (a block reads its whole tile before writing it and touches no other). Each thread
-/// scans BANYAN_SCAN_ITEMS consecutive items serially, then the block scans the per-thread totals. Block BANYAN_WG;
-/// shared memory: the padded tile and 2 * BANYAN_WG / 32 words.
+/// out = exclusive or inclusive scan of in[0..n) tile by tile, plus offsets[tile] with BANYAN_SCAN_OFFSETS; with
+/// BANYAN_SCAN_LOOKUP the tile's offset is the sum of offsets[0..tile) instead, which the block adds up itself (two
+/// launches in all while the tile sums fit one tile); with BANYAN_SCAN_TOTAL the last tile's block writes the grand
+/// total to total[0]. out may be in (a block reads its whole tile before writing it and touches no other). Each
+/// thread scans BANYAN_SCAN_ITEMS consecutive items serially, then the block scans the per-thread totals. Block
+/// BANYAN_WG; shared memory: the padded tile and 2 * BANYAN_WG / 32 words.
 __global__ void __launch_bounds__(BANYAN_WG) scanDownsweep(const bn_u32* in, bn_u32* out, bn_u32 n,
                                                            const bn_u32* offsets, bn_u32* total, bn_u32 mode)
 {
-    __shared__ bn_u32 tile[scan_local_words];
-    __shared__ bn_u32 warp_sums[scan_warps];
-    __shared__ bn_u32 lookup_sums[scan_warps];
+    __shared__ bn_u32 tile[bn_scan_tile_words];
+    __shared__ bn_u32 warp_sums[bn_block_warps];
+    __shared__ bn_u32 lookup_sums[bn_block_warps];
     // Tiles in reverse order of the first pass, so that the tiles it read last, likely still in L2, are read first.
     const unsigned tile_id = gridDim.x - 1 - blockIdx.x;
-    const unsigned start = tile_id * scan_tile;
+    const unsigned start = tile_id * bn_scan_tile;
 
 #pragma unroll
     for (unsigned k = 0; k < BANYAN_SCAN_ITEMS; ++k) {
         const unsigned j = k * BANYAN_WG + threadIdx.x;
-        tile[scan_pad(j)] = start + j < n ? in[start + j] : 0u;
+        tile[bn_tile_pad(j)] = start + j < n ? in[start + j] : 0u;
     }
     __syncthreads();
 
@@ -113,23 +58,23 @@ __global__ void __launch_bounds__(BANYAN_WG) scanDownsweep(const bn_u32* in, bn_
     bn_u32 mine = 0;
 #pragma unroll
     for (unsigned k = 0; k < BANYAN_SCAN_ITEMS; ++k) {
-        x[k] = tile[scan_pad(threadIdx.x * BANYAN_SCAN_ITEMS + k)];
+        x[k] = tile[bn_tile_pad(threadIdx.x * BANYAN_SCAN_ITEMS + k)];
         mine += x[k];
     }
     bn_u32 tile_total;
-    bn_u32 run = scan_block_exclusive(mine, warp_sums, tile_total);
-    bn_u32 base = (mode & mode_offsets) ? offsets[tile_id] : 0u;
-    if (mode & mode_lookup) {
+    bn_u32 run = bn_block_exclusive_u32(mine, warp_sums, tile_total);
+    bn_u32 base = (mode & BANYAN_SCAN_OFFSETS) ? offsets[tile_id] : 0u;
+    if (mode & BANYAN_SCAN_LOOKUP) {
         bn_u32 before = 0;
         for (unsigned i = threadIdx.x; i < tile_id; i += BANYAN_WG) before += offsets[i];
-        base = scan_block_reduce(before, lookup_sums); // uniform branch: the whole block takes it
+        base = bn_block_sum_u32(before, lookup_sums); // uniform branch: the whole block takes it
     }
     run += base;
-    const bool incl = (mode & mode_inclusive) != 0;
+    const bool incl = (mode & BANYAN_SCAN_INCLUSIVE) != 0;
 #pragma unroll
     for (unsigned k = 0; k < BANYAN_SCAN_ITEMS; ++k) {
         const bn_u32 next = run + x[k];
-        tile[scan_pad(threadIdx.x * BANYAN_SCAN_ITEMS + k)] = incl ? next : run; // only this thread's own slots
+        tile[bn_tile_pad(threadIdx.x * BANYAN_SCAN_ITEMS + k)] = incl ? next : run; // only this thread's own slots
         run = next;
     }
     __syncthreads();
@@ -137,8 +82,8 @@ __global__ void __launch_bounds__(BANYAN_WG) scanDownsweep(const bn_u32* in, bn_
 #pragma unroll
     for (unsigned k = 0; k < BANYAN_SCAN_ITEMS; ++k) {
         const unsigned j = k * BANYAN_WG + threadIdx.x;
-        if (start + j < n) out[start + j] = tile[scan_pad(j)];
+        if (start + j < n) out[start + j] = tile[bn_tile_pad(j)];
     }
-    if ((mode & mode_total) && threadIdx.x == 0 && tile_id == gridDim.x - 1) total[0] = base + tile_total;
+    if ((mode & BANYAN_SCAN_TOTAL) && threadIdx.x == 0 && tile_id == gridDim.x - 1) total[0] = base + tile_total;
 }
 BANYAN_CUDA_KERNEL(scanDownsweep);

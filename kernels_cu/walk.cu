@@ -4,10 +4,12 @@
  *        every group of particles from the octree's cells and particles. The OpenCL twin is kernels_cl/walk.cl,
  *        whose file comment describes the algorithm; this file follows it step for step, so that both backends
  *        build the same interaction lists in the same order. The only difference: the work-group scan uses warp
- *        shuffles here (one barrier instead of log2(BANYAN_WALK_WG) + 1); its integer results are the same.
+ *        shuffles here (bn_block_exclusive_serial of kernels_cu/block.cuh: one barrier instead of
+ *        log2(BANYAN_WALK_WG) + 1); its integer results are the same.
  */
 #include "backend_cuda/kernel_registry.hpp"
 #include "core/device_shared.h"
+#include "kernels_cu/block.cuh"
 
 #define WALK_WG BANYAN_WALK_WG
 #define WALK_LIST BANYAN_WALK_LIST
@@ -42,31 +44,6 @@ __global__ void __launch_bounds__(BANYAN_WG)
     rel[c] = bn_rel_cell(cell_com[c].w, cell_quad1[c].w);
 }
 BANYAN_CUDA_KERNEL(walkPrepareRelative);
-
-/* Exclusive prefix sum over the block of one 64-bit value per thread; *total gets the sum of all. Warp scans by
- * shuffles, then each thread adds the totals of the warps before its own (WALK_WARPS values in shared memory).
- * One barrier; two calls must be separated by a barrier (the walk always has one in between). */
-__device__ __forceinline__ bn_u64 walk_scan(bn_u64 v, bn_u64* warp_total, unsigned lid, bn_u64* total)
-{
-    const unsigned lane = lid & 31u, warp = lid >> 5;
-    bn_u64 x = v;
-#pragma unroll
-    for (unsigned off = 1; off < 32; off <<= 1) {
-        const bn_u64 y = __shfl_up_sync(0xFFFFFFFFu, x, off);
-        if (lane >= off) x += y;
-    }
-    if (lane == 31) warp_total[warp] = x;
-    __syncthreads();
-    bn_u64 before = 0, all = 0;
-#pragma unroll
-    for (unsigned w = 0; w < WALK_WARPS; ++w) {
-        const bn_u64 t = warp_total[w];
-        before += w < warp ? t : 0;
-        all += t;
-    }
-    *total = all;
-    return before + x - v;
-}
 
 /* One pass over the first `count` (<= WALK_WG) accepted cells of clist (see walk.cl). One barrier. */
 __device__ __forceinline__ bn_f4 walk_cell_pass(bn_f4 acc, bn_f4 me, unsigned lid, unsigned sub, unsigned k,
@@ -223,8 +200,8 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
                         v = static_cast<bn_u64>(cnt) << 20;
                     }
                 }
-                bn_u64 total;
-                const bn_u64 ex = walk_scan(v, warp_total, lid, &total);
+                bn_u64 total; // the __syncthreads() below separates this scan from the next
+                const bn_u64 ex = bn_block_exclusive_serial<bn_u64, WALK_WG>(v, warp_total, lid, total);
                 const unsigned ta = static_cast<unsigned>(total & 0x3FFu);
                 const unsigned tl = static_cast<unsigned>((total >> 10) & 0x3FFu);
                 const unsigned tc = static_cast<unsigned>((total >> 20) & 0xFFFu);
@@ -330,8 +307,8 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
     /* Totals: the block's sums, one atomic each per block. */
 #pragma unroll
     for (unsigned off = 16; off > 0; off >>= 1) {
-        my_pp += __shfl_down_sync(0xFFFFFFFFu, my_pp, off);
-        my_pc += __shfl_down_sync(0xFFFFFFFFu, my_pc, off);
+        my_pp += __shfl_down_sync(BN_FULL_MASK, my_pp, off);
+        my_pc += __shfl_down_sync(BN_FULL_MASK, my_pc, off);
     }
     if ((lid & 31u) == 0) {
         sum_pp[lid >> 5] = my_pp;

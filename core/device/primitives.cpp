@@ -26,15 +26,16 @@ namespace banyan {
 
 namespace {
 
-// Mode bits of scanReduce / scanDownsweep (kernels_*/scan.*) and compactScatter (kernels_*/compact.*).
-constexpr bn_u32 scan_inclusive = 1;
-constexpr bn_u32 scan_offsets = 2;
-constexpr bn_u32 scan_total = 4;
-constexpr bn_u32 scan_nonzero = 8;
-constexpr bn_u32 scan_lookup = 16;
-constexpr bn_u32 compact_split = 1;
-constexpr bn_u32 compact_single = 2;
-constexpr bn_u32 compact_lookup = 4;
+// Mode bits of scanReduce / scanDownsweep (kernels_*/scan.*) and compactScatter (kernels_*/compact.*), defined once
+// in core/device_shared.h for the host and both kernel languages.
+constexpr bn_u32 scan_inclusive = BANYAN_SCAN_INCLUSIVE;
+constexpr bn_u32 scan_offsets = BANYAN_SCAN_OFFSETS;
+constexpr bn_u32 scan_total = BANYAN_SCAN_TOTAL;
+constexpr bn_u32 scan_nonzero = BANYAN_SCAN_NONZERO;
+constexpr bn_u32 scan_lookup = BANYAN_SCAN_LOOKUP;
+constexpr bn_u32 compact_split = BANYAN_COMPACT_SPLIT;
+constexpr bn_u32 compact_single = BANYAN_COMPACT_SINGLE;
+constexpr bn_u32 compact_lookup = BANYAN_COMPACT_LOOKUP;
 
 // Partial results of the reductions: at most this many groups in their first pass.
 constexpr std::size_t reduce_max_groups = 1024;
