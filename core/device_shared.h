@@ -26,16 +26,22 @@ typedef uint bn_u32;
 typedef int bn_i32;
 typedef ulong bn_u64;
 typedef float4 bn_f4;
+typedef uint2 bn_u2;
 #else
 typedef unsigned int bn_u32;
 typedef int bn_i32;
 typedef unsigned long long bn_u64; /* CUDA's 64-bit atomics take unsigned long long */
 #if defined(BANYAN_LANG_CUDA)
 typedef float4 bn_f4;
+typedef uint2 bn_u2;
 #else
 /* Host mirror of float4: 16 bytes, 16-aligned, as in CUDA and OpenCL (never use float3: 12 vs 16 bytes). */
 struct alignas(16) bn_f4 {
     float x, y, z, w;
+};
+/* Host mirror of uint2: two 32-bit unsigned integers, 8 bytes, 8-aligned, as in CUDA and OpenCL. */
+struct alignas(8) bn_u2 {
+    bn_u32 x, y;
 };
 #endif
 #endif

@@ -35,7 +35,7 @@
  * (theta = 0: every cell is opened). Work-group BANYAN_WG; no local memory. */
 __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void walkPrepare(
     __global const bn_f4* cell_com, __global const bn_f4* cell_quad1, __global const bn_u32* cell_first,
-    __global const bn_u32* cell_count, bn_u32 ncells, float inv_theta, __global bn_f4* mac, __global uint2* link)
+    __global const bn_u32* cell_count, bn_u32 ncells, float inv_theta, __global bn_f4* mac, __global bn_u2* link)
 {
     const uint c = get_global_id(0);
     if (c >= ncells) return;
@@ -130,7 +130,7 @@ inline bn_f4 walk_particle_pass(bn_f4 acc, bn_f4 me, uint lid, uint slot, uint s
  * lists, the staged cells and particles, the chunk's opened leaves and the scan. */
 __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkForces(
     __global const bn_f4* restrict pos, __global const bn_f4* restrict src, __global const bn_f4* restrict mac,
-    __global const uint2* restrict link,
+    __global const bn_u2* restrict link,
     __global const bn_f4* restrict cell_com, __global const bn_f4* restrict cell_quad0,
     __global const bn_f4* restrict cell_quad1, __global const bn_u32* restrict group_first,
     __global const bn_u32* restrict group_count, __global const bn_f4* restrict group_lo,

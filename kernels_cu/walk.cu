@@ -23,7 +23,7 @@ static_assert(WALK_WG % 32 == 0 && WALK_WG >= BANYAN_N_CRIT && WALK_WG <= 256 &&
  * inv_theta may be +inf (theta = 0: every cell is opened). Block BANYAN_WG; no shared memory. */
 __global__ void __launch_bounds__(BANYAN_WG)
     walkPrepare(const bn_f4* cell_com, const bn_f4* cell_quad1, const bn_u32* cell_first, const bn_u32* cell_count,
-                bn_u32 ncells, float inv_theta, bn_f4* mac, uint2* link)
+                bn_u32 ncells, float inv_theta, bn_f4* mac, bn_u2* link)
 {
     const bn_u32 c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= ncells) return;
@@ -110,7 +110,7 @@ __device__ __forceinline__ bn_f4 walk_particle_pass(bn_f4 acc, bn_f4 me, unsigne
  * bounds ask for 1024 resident threads per multiprocessor (at most 64 registers): without them ptxas spills. */
 __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
     walkForces(const bn_f4* __restrict__ pos, const bn_f4* __restrict__ src, const bn_f4* __restrict__ mac,
-               const uint2* __restrict__ link,
+               const bn_u2* __restrict__ link,
                const bn_f4* __restrict__ cell_com, const bn_f4* __restrict__ cell_quad0,
                const bn_f4* __restrict__ cell_quad1, const bn_u32* __restrict__ group_first,
                const bn_u32* __restrict__ group_count, const bn_f4* __restrict__ group_lo,

@@ -16,6 +16,7 @@ namespace banyan {
 
 static_assert(sizeof(bn_f4) == 16 && alignof(bn_f4) == 16, "bn_f4 must match CUDA float4 / OpenCL float4");
 static_assert(sizeof(bn_u64) == 8 && sizeof(bn_u32) == 4);
+static_assert(sizeof(bn_u2) == 8 && alignof(bn_u2) == 8, "bn_u2 must match CUDA uint2 / OpenCL uint2");
 
 /// The device memory a backend holds: what is allocated now and the most it has held at once (its high-water
 /// mark, which is what decides whether a run fits). Buffers allocated through Backend::alloc are counted from

@@ -143,7 +143,7 @@ void TreeForces::launch_local(Octree& tree)
     // one-element stand-in without it), spill, then the counts when kept.
     const std::size_t o_mac = 4 * tree.slot_bytes();
     const std::size_t o_link = o_mac + up(nc * sizeof(bn_f4));
-    const std::size_t o_rel = o_link + up(nc * sizeof(bn_u64));
+    const std::size_t o_rel = o_link + up(nc * sizeof(bn_u2));
     const std::size_t o_spill = o_rel + (alpha_ > 0.0f ? up(nc * sizeof(float)) : align);
     const std::size_t o_pp = o_spill + up(spill_entries * sizeof(bn_u32));
     // Without counts, two one-element stand-ins the kernel never touches (disjoint from everything else).
@@ -154,7 +154,7 @@ void TreeForces::launch_local(Octree& tree)
     const auto& ws = tree.workspace(end);
     acc_ = ws.view_as<bn_f4>(0, n_);
     mac_ = ws.view_as<bn_f4>(o_mac, nc);
-    link_ = ws.view_as<bn_u64>(o_link, nc);
+    link_ = ws.view_as<bn_u2>(o_link, nc);
     rel_ = ws.view_as<float>(o_rel, alpha_ > 0.0f ? nc : 1);
     spill_ = ws.view_as<bn_u32>(o_spill, spill_entries);
     pp_ = ws.view_as<bn_u32>(o_pp, count_each_ ? n_ : 1);
@@ -206,7 +206,7 @@ bool TreeForces::add_remote(Octree& tree, const RemoteTrees& remote, double* wal
     if (tree.size() != n_) throw std::logic_error("TreeForces::add_remote: not the tree of the last walk");
     const std::size_t nc = remote.cells;
     auto& mac = be_.scratch_buffer<bn_f4>("walk.remote_mac", nc);
-    auto& link = be_.scratch_buffer<bn_u64>("walk.remote_link", nc);
+    auto& link = be_.scratch_buffer<bn_u2>("walk.remote_link", nc);
     counter_.fill(0u);
     clear_outputs();
     const Event a = be_.record();

@@ -135,7 +135,7 @@ private:
     // Views of the tree's workspace, made by compute().
     Buffer<bn_f4> acc_, mac_;
     Buffer<float> rel_;
-    Buffer<bn_u64> link_;
+    Buffer<bn_u2> link_; ///< per cell (cell_first, cell_count), as walkPrepare writes it
     Buffer<bn_u32> pp_, pc_, spill_;
     // Owned: a few words. The walk's outputs, the interaction totals and the status (the longest level list
     // asked for when one outgrew its room, else 0), are views of one buffer, read back with one transfer.
