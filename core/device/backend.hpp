@@ -10,6 +10,7 @@
 
 #include "core/device/buffer.hpp"
 #include "core/device/device_info.hpp"
+#include "core/device/grid.hpp"
 
 #include <array>
 #include <cstdint>
@@ -61,12 +62,6 @@ KernelArg kernel_arg(const T& v)
     a.size = sizeof(T);
     return a;
 }
-
-/// How many work-groups of how many work-items (1-D). OpenCL's global size is groups * local.
-struct Grid {
-    std::size_t groups = 0;
-    std::size_t local = 0;
-};
 
 /// A point in a backend's command stream, for device-side timing.
 class EventImpl {

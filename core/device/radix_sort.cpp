@@ -51,11 +51,10 @@ void Backend::radix_pass(const Buffer<bn_u64>& src_keys, const Buffer<bn_u32>& s
     // hist[digit * groups + group]: the counts, then (scanned in place) the first output position of each.
     Buffer<bn_u32>& hist = scratch_buffer<bn_u32>("sort.hist", std::size_t{BANYAN_RADIX_DIGITS} * groups);
     const Grid grid{groups, wg};
-    launch("radixHistogram", grid, src_keys, static_cast<bn_u32>(n), static_cast<bn_u32>(shift), mask, hist,
-           static_cast<bn_u32>(groups));
+    launch("radixHistogram", grid, src_keys, to_u32(n), static_cast<bn_u32>(shift), mask, hist, to_u32(groups));
     exclusive_scan(hist, hist, hist_len);
-    launch("radixScatter", grid, src_keys, src_values, dst_keys, dst_values, static_cast<bn_u32>(n),
-           static_cast<bn_u32>(shift), mask, hist, static_cast<bn_u32>(groups));
+    launch("radixScatter", grid, src_keys, src_values, dst_keys, dst_values, to_u32(n),
+           static_cast<bn_u32>(shift), mask, hist, to_u32(groups));
 }
 
 bool Backend::sort_pairs_double(Buffer<bn_u64>& keys, Buffer<bn_u32>& values, Buffer<bn_u64>& keys_alt,

@@ -6,20 +6,7 @@
 
 #include "core/error.hpp"
 
-#include <fmt/format.h>
-
 namespace banyan {
-
-namespace {
-
-Grid grid_for(const Backend& be, std::size_t n)
-{
-    if (n >= (std::size_t{1} << 32)) throw UsageError(fmt::format("direct summation of {} particles: too many", n));
-    const std::size_t wg = be.work_group_size();
-    return Grid{(n + wg - 1) / wg, wg};
-}
-
-} // namespace
 
 void direct_forces(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n, float eps, Buffer<bn_f4>& acc_pot)
 {
@@ -33,8 +20,8 @@ void direct_forces(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n, st
     if (pos_mass.size() < n || acc_pot.size() < count) throw std::invalid_argument("direct_forces: buffers too small");
     grid_for(be, n); // the size check
     if (count == 0) return;
-    be.launch("directForces", grid_for(be, count), pos_mass, static_cast<bn_u32>(n), static_cast<bn_u32>(first),
-              static_cast<bn_u32>(count), eps * eps, acc_pot);
+    be.launch("directForces", grid_for(be, count), pos_mass, to_u32(n), to_u32(first), to_u32(count), eps * eps,
+              acc_pot);
 }
 
 void direct_forces_f64(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n, double eps,
@@ -42,7 +29,7 @@ void direct_forces_f64(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n
 {
     if (pos_mass.size() < n || acc_pot.size() < 4 * n)
         throw std::invalid_argument("direct_forces_f64: buffers too small");
-    be.launch("directForcesF64", grid_for(be, n), pos_mass, static_cast<bn_u32>(n), eps * eps, acc_pot);
+    be.launch("directForcesF64", grid_for(be, n), pos_mass, to_u32(n), eps * eps, acc_pot);
 }
 
 } // namespace banyan

@@ -19,8 +19,6 @@ namespace {
 
 constexpr bn_u64 key_end = bn_u64{1} << BANYAN_TREE_KEY_BITS; // beyond every key
 
-bn_u32 u32(std::size_t n) { return static_cast<bn_u32>(n); }
-
 struct Sample {
     bn_u64 key;
     double weight;
@@ -43,8 +41,7 @@ BalanceStats Decomposition::balance(Octree& tree, double work)
     const std::size_t me = static_cast<std::size_t>(comm_.rank());
     const std::size_t n = tree.size();
     const bool with_vel = static_cast<bool>(tree.vel());
-    const std::size_t wg = be_.work_group_size();
-    const Grid grid{(n + wg - 1) / wg, wg};
+    const Grid grid = grid_for(be_, n);
 
     // 1. The frame common to all ranks, from the global bounding box; every particle's key in it.
     const float inf = std::numeric_limits<float>::infinity();
@@ -74,14 +71,14 @@ BalanceStats Decomposition::balance(Octree& tree, double work)
         const std::size_t m = std::max<std::size_t>(n, 1);
         // Workspace: keys in slots 0-1, stay flags 2, 0..n-1 in 3, the partition in 4, gathered keys in 5-6.
         auto keys = ws.view_as<bn_u64>(0, m);
-        if (n) be_.launch("treeKeys", grid, tree.pos(), box_, u32(n), keys, frame_);
+        if (n) be_.launch("treeKeys", grid, tree.pos(), box_, to_u32(n), keys, frame_);
 
         // 2. Samples at even spacing, each with an equal share of this rank's work; the same splitters everywhere.
         const std::size_t s = std::min(n, samples_);
         std::vector<Sample> mine(s);
         if (s) {
             std::vector<bn_u32> idx(s);
-            for (std::size_t k = 0; k < s; ++k) idx[k] = u32((2 * k + 1) * n / (2 * s));
+            for (std::size_t k = 0; k < s; ++k) idx[k] = to_u32((2 * k + 1) * n / (2 * s));
             ensure_size(be_, sample_index_, s, "domain.sample_index");
             ensure_size(be_, sample_keys_, s, "domain.sample_keys");
             sample_index_.upload(std::span<const bn_u32>(idx));
@@ -112,8 +109,8 @@ BalanceStats Decomposition::balance(Octree& tree, double work)
             auto stay = ws.view_as<bn_u32>(2 * slot, n);
             auto iota = ws.view_as<bn_u32>(3 * slot, n);
             auto perm = ws.view_as<bn_u32>(4 * slot, n);
-            be_.launch("domainStay", grid, keys, u32(n), lo_key, hi_key, stay);
-            be_.launch("treeIota", grid, iota, u32(n));
+            be_.launch("domainStay", grid, keys, to_u32(n), lo_key, hi_key, stay);
+            be_.launch("treeIota", grid, iota, to_u32(n));
             be_.split(iota, stay, n, perm, count_);
             stays = count_.at(0);
             const std::size_t leave = n - stays;

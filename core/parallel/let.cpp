@@ -17,8 +17,6 @@ namespace banyan {
 
 namespace {
 
-bn_u32 u32(std::size_t n) { return static_cast<bn_u32>(n); }
-
 double ms_since(std::chrono::steady_clock::time_point t0)
 {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -78,7 +76,7 @@ LetExchange::LetExchange(Backend& be, const Comm& comm) : be_(be), comm_(comm) {
 
 std::vector<std::pair<bn_u32, bn_u32>> LetExchange::chosen_cells(const Octree& tree, std::size_t limit)
 {
-    const std::size_t nc = tree.cells(), n = tree.size(), wg = be_.work_group_size();
+    const std::size_t nc = tree.cells(), n = tree.size();
     if (nc == 0) return {};
     // Every chosen cell is a distinct cell; and per level the cells left uncovered hold more than `limit` particles
     // each (at most n / limit of them), each with at most 8 children chosen.
@@ -91,9 +89,9 @@ std::vector<std::pair<bn_u32, bn_u32>> LetExchange::chosen_cells(const Octree& t
     for (int level = 0; level < BANYAN_TREE_LEVELS && lb[static_cast<std::size_t>(level)] < nc; ++level) {
         const std::size_t a = lb[static_cast<std::size_t>(level)], b = lb[static_cast<std::size_t>(level) + 1];
         if (a == b) break;
-        be_.launch("letBoxCells", Grid{(b - a + wg - 1) / wg, wg}, tree.cell_pbegin(), tree.cell_pcount(),
-                   tree.cell_count(), tree.cell_parent(), u32(a), u32(b), u32(limit), opened_, box_count_, box_list_,
-                   u32(cap));
+        be_.launch("letBoxCells", grid_for(be_, b - a), tree.cell_pbegin(), tree.cell_pcount(),
+                   tree.cell_count(), tree.cell_parent(), to_u32(a), to_u32(b), to_u32(limit), opened_, box_count_,
+                   box_list_, to_u32(cap));
     }
     const std::size_t chosen = box_count_.at(0);
     if (chosen > cap) throw std::logic_error("local essential tree: more boxes than cells can give");
@@ -118,11 +116,12 @@ std::vector<std::byte> LetExchange::boxes_message(const Octree& tree)
         ensure_size(be_, runs_, all_runs.size(), "let.runs");
         runs_.upload(std::span<const bn_u32>(all_runs));
         ensure_size(be_, boxes_, 2 * nall, "let.boxes");
-        be_.launch("letGroupBoxes", Grid{nall, wg}, tree.group_lo(), tree.group_hi(), runs_, u32(nall), boxes_);
+        be_.launch("letGroupBoxes", Grid{nall, wg}, tree.group_lo(), tree.group_hi(), runs_, to_u32(nall),
+                   boxes_);
         boxes_.download(std::span<bn_f4>(boxes));
     }
     std::vector<std::byte> msg(8 + boxes.size() * sizeof(bn_f4) + runs.fine_begin.size() * sizeof(bn_u32));
-    const bn_u32 head[2] = {u32(nc_box), u32(nf_box)};
+    const bn_u32 head[2] = {to_u32(nc_box), to_u32(nf_box)};
     std::memcpy(msg.data(), head, 8);
     if (!boxes.empty()) std::memcpy(msg.data() + 8, boxes.data(), boxes.size() * sizeof(bn_f4));
     if (!runs.fine_begin.empty())
@@ -140,8 +139,7 @@ void LetExchange::tree_for(const Octree& tree, float theta, std::span<const std:
     if (ncq == 0 || nc == 0) return; // a rank without particles needs nothing; a rank without them sends nothing
     if (boxes.size() != 8 + 2 * (ncq + nfq) * sizeof(bn_f4) + (ncq + 1) * sizeof(bn_u32))
         throw std::runtime_error("local essential tree: a damaged message of boxes");
-    const std::size_t wg = be_.work_group_size();
-    const Grid cells_grid{(nc + wg - 1) / wg, wg};
+    const Grid cells_grid = grid_for(be_, nc);
     const float inv_theta = theta > 0.0f ? 1.0f / theta : std::numeric_limits<float>::infinity();
     const std::byte* m = boxes.data();
     std::vector<bn_f4> b(2 * (ncq + nfq));
@@ -164,10 +162,10 @@ void LetExchange::tree_for(const Octree& tree, float theta, std::span<const std:
     for (int level = 0; level < BANYAN_TREE_LEVELS && lb[static_cast<std::size_t>(level)] < nc; ++level) {
         const std::size_t a = lb[static_cast<std::size_t>(level)], b = lb[static_cast<std::size_t>(level) + 1];
         if (a == b) break;
-        be_.launch("letOpened", Grid{(b - a + wg - 1) / wg, wg}, tree.cell_com(), tree.cell_quad1(),
-                   tree.cell_parent(), u32(a), u32(b), inv_theta, coarse_, u32(ncq), fine_, fine_begin_, opened_);
+        be_.launch("letOpened", grid_for(be_, b - a), tree.cell_com(), tree.cell_quad1(), tree.cell_parent(),
+                   to_u32(a), to_u32(b), inv_theta, coarse_, to_u32(ncq), fine_, fine_begin_, opened_);
     }
-    be_.launch("letSelect", cells_grid, tree.cell_parent(), tree.cell_count(), opened_, u32(nc), keep_,
+    be_.launch("letSelect", cells_grid, tree.cell_parent(), tree.cell_count(), opened_, to_u32(nc), keep_,
                send_count_);
     be_.exclusive_scan(keep_, cell_index_, nc);
     be_.exclusive_scan(send_count_, particle_index_, nc);
@@ -180,7 +178,7 @@ void LetExchange::tree_for(const Octree& tree, float theta, std::span<const std:
     ensure_size(be_, out_count_, cells, "let.count");
     ensure_size(be_, out_pos_, parts, "let.pos");
     be_.launch("letGather", cells_grid, tree.cell_com(), tree.cell_quad0(), tree.cell_quad1(), tree.cell_first(),
-               tree.cell_count(), tree.pos(), opened_, keep_, cell_index_, particle_index_, u32(nc), out_com_,
+               tree.cell_count(), tree.pos(), opened_, keep_, cell_index_, particle_index_, to_u32(nc), out_com_,
                out_quad0_, out_quad1_, out_first_, out_count_, out_pos_);
     const std::uint64_t header[2] = {cells, parts};
     const std::size_t at = out.size();
@@ -258,7 +256,7 @@ void LetExchange::receive(std::span<std::byte> recv, std::span<const std::size_t
             offsets[q + 1] - offsets[q])
             throw std::runtime_error("local essential tree: a damaged message");
         pieces.push_back({cells, parts, cells_total, parts_total, p + sizeof header});
-        remote_.roots.push_back(u32(cells_total));
+        remote_.roots.push_back(to_u32(cells_total));
         cells_total += cells, parts_total += parts;
     }
     remote_.cells = cells_total;
@@ -287,7 +285,7 @@ void LetExchange::receive(std::span<std::byte> recv, std::span<const std::size_t
             bn_u32 f, n;
             std::memcpy(&f, first + 4 * c, 4);
             std::memcpy(&n, count + 4 * c, 4);
-            f += u32(bn_tree_is_leaf(n) ? k.p0 : k.c0);
+            f += to_u32(bn_tree_is_leaf(n) ? k.p0 : k.c0);
             std::memcpy(first + 4 * c, &f, 4);
         }
         put(remote_.pos, k.parts, k.p0);

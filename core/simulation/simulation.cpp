@@ -24,7 +24,6 @@ namespace banyan {
 namespace {
 
 std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
-bn_u32 u32(std::size_t n) { return static_cast<bn_u32>(n); }
 
 /// Most work-groups of the energy sums (the totals kernel then reduces that many partials in one group).
 constexpr std::size_t energy_max_groups = 256;
@@ -48,12 +47,6 @@ Simulation::Simulation(Backend& be, const SimulationOptions& options, const Comm
     partials_ = be_.alloc<double>(BANYAN_ENERGY_TERMS * energy_max_groups, "sim.energy_partials");
     totals_ = be_.alloc<double>(BANYAN_ENERGY_TERMS, "sim.energy_totals");
     tracked_ = be_.alloc<bn_f4>(2, "sim.tracked");
-}
-
-Grid Simulation::grid(std::size_t items) const
-{
-    const std::size_t wg = be_.work_group_size();
-    return Grid{ceil_div(items, wg), wg};
 }
 
 void Simulation::start(std::span<const bn_f4> pos, std::span<const bn_f4> vel, double t_begin)
@@ -193,7 +186,9 @@ void Simulation::step()
     const float dt = static_cast<float>(dt_);
     const float half = static_cast<float>(0.5 * dt_);
     const Event e0 = be_.record();
-    if (n_) be_.launch("integrateKickDrift", grid(n_), tree_.pos(), tree_.vel(), acc(), u32(n_), half, dt);
+    if (n_)
+        be_.launch("integrateKickDrift", grid_for(be_, n_), tree_.pos(), tree_.vel(), acc(), to_u32(n_), half,
+                   dt);
     const Event e1 = be_.record();
     compute_forces(true); // waits for the walk: the kick-drift and the last step's kick are done
     times_.integrate += be_.elapsed_ms(e0, e1);
@@ -201,7 +196,7 @@ void Simulation::step()
     // The closing kick is timed when the next step's walk or times() has waited anyway: waiting here would leave
     // the device idle while the host starts the next step.
     kick_begin_ = be_.record();
-    if (n_) be_.launch("integrateKick", grid(n_), tree_.vel(), acc(), u32(n_), half);
+    if (n_) be_.launch("integrateKick", grid_for(be_, n_), tree_.vel(), acc(), to_u32(n_), half);
     kick_end_ = be_.record();
     ++step_;
 }
@@ -227,8 +222,9 @@ Energies Simulation::energies()
         const std::size_t wg = be_.work_group_size();
         const std::size_t groups = std::min(ceil_div(n_, wg), energy_max_groups);
         const Event a = be_.record();
-        be_.launch("integrateEnergyPartials", Grid{groups, wg}, tree_.pos(), tree_.vel(), acc(), u32(n_), partials_);
-        be_.launch("integrateEnergyTotals", Grid{1, wg}, partials_, u32(groups), totals_);
+        be_.launch("integrateEnergyPartials", Grid{groups, wg}, tree_.pos(), tree_.vel(), acc(), to_u32(n_),
+                   partials_);
+        be_.launch("integrateEnergyTotals", Grid{1, wg}, partials_, to_u32(groups), totals_);
         const Event b = be_.record();
         totals_.download(std::span<double>(t, BANYAN_ENERGY_TERMS));
         times_.energies += be_.elapsed_ms(a, b);
@@ -258,8 +254,8 @@ std::size_t Simulation::input_order(std::vector<bn_f4>& pos, std::vector<bn_f4>&
     auto out_acc = ws.view_as<bn_f4>(from + 2 * part, chunk);
     for (std::size_t first = 0; first < n_; first += chunk) {
         const std::size_t m = std::min(chunk, n_ - first);
-        be_.launch("integrateToInputOrder", grid(n_), tree_.pos(), tree_.vel(), acc(), tree_.ids(), u32(n_),
-                   u32(first), u32(m), out_pos, out_vel, out_acc);
+        be_.launch("integrateToInputOrder", grid_for(be_, n_), tree_.pos(), tree_.vel(), acc(), tree_.ids(),
+                   to_u32(n_), to_u32(first), to_u32(m), out_pos, out_vel, out_acc);
         out_pos.download(std::span<bn_f4>(pos.data() + first, m));
         out_vel.download(std::span<bn_f4>(vel.data() + first, m));
         out_acc.download(std::span<bn_f4>(acc_out.data() + first, m));
@@ -275,7 +271,8 @@ std::array<bn_f4, 2> Simulation::track(bn_u32 a, bn_u32 b)
         throw UsageError(fmt::format("simulation: cannot track particles {} and {} of {}", a, b, total_));
     const float nan = std::numeric_limits<float>::quiet_NaN();
     tracked_.fill(bn_f4{nan, nan, nan, nan});
-    if (n_) be_.launch("integrateTrack", grid(n_), tree_.pos(), tree_.ids(), u32(n_), a, b, tracked_);
+    if (n_)
+        be_.launch("integrateTrack", grid_for(be_, n_), tree_.pos(), tree_.ids(), to_u32(n_), a, b, tracked_);
     auto v = tracked_.download(2);
     // Each particle is on one rank; the others hold NaN.
     const auto all = all_gather<bn_f4>(comm_, std::span<const bn_f4>(v));

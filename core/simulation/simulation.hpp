@@ -131,7 +131,6 @@ private:
     /// Builds the tree and walks it; @p relative: with the relative criterion when options().alpha > 0 (every
     /// evaluation but the first, which has no accelerations of a step before).
     void compute_forces(bool relative);
-    Grid grid(std::size_t items) const;
     Buffer<bn_f4>& acc_mut() { return options_.direct ? direct_acc_ : forces_.forces().bind_acc(tree_); }
 
     /// Sets the units and the softening and time step in them.

@@ -22,7 +22,6 @@ namespace banyan {
 namespace {
 
 std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
-bn_u32 u32(std::size_t n) { return static_cast<bn_u32>(n); }
 
 /// Slots of 4 bytes per particle in the workspace (layout in octree.hpp).
 constexpr std::size_t workspace_slots = 7;
@@ -82,12 +81,6 @@ Octree::Octree(Backend& be) : be_(be)
     group_total_ = be_.alloc<bn_u32>(1, "tree.group_total");
 }
 
-Grid Octree::grid(std::size_t items) const
-{
-    const std::size_t wg = be_.work_group_size();
-    return Grid{ceil_div(items, wg), wg};
-}
-
 Buffer<unsigned char>& Octree::workspace(std::size_t bytes)
 {
     const std::size_t want = std::max(bytes, workspace_slots * slot_);
@@ -139,7 +132,7 @@ void Octree::grow_cells(std::size_t n, std::size_t keep)
 Buffer<bn_u64> Octree::keys() const
 {
     auto out = be_.alloc<bn_u64>(std::max<std::size_t>(n_, 1), "tree.keys (test)");
-    if (n_) be_.launch("treeKeys", grid(n_), pos_, box_, u32(n_), out, frame_);
+    if (n_) be_.launch("treeKeys", grid_for(be_, n_), pos_, box_, to_u32(n_), out, frame_);
     return out;
 }
 
@@ -168,7 +161,7 @@ void Octree::resize(std::size_t n, bool with_vel)
     level_begin_.fill(0);
     n_groups_ = 0;
     depth_ = -1;
-    if (n_) be_.launch("treeIota", grid(n_), id_, u32(n_));
+    if (n_) be_.launch("treeIota", grid_for(be_, n_), id_, to_u32(n_));
 }
 
 void Octree::resize_keep(std::size_t n)
@@ -247,8 +240,8 @@ void Octree::compute_keys()
     be_.reduce_bounds(pos_, n_, box_);
     auto keys = slot<bn_u64>(0, n_);
     auto iota = slot<bn_u32>(2, n_);
-    be_.launch("treeKeys", grid(n_), pos_, box_, u32(n_), keys, frame_);
-    be_.launch("treeIota", grid(n_), iota, u32(n_));
+    be_.launch("treeKeys", grid_for(be_, n_), pos_, box_, to_u32(n_), keys, frame_);
+    be_.launch("treeIota", grid_for(be_, n_), iota, to_u32(n_));
 }
 
 std::size_t Octree::sort_keys()
@@ -285,7 +278,7 @@ void Octree::build_cells(std::size_t pair)
     const auto keys = slot<bn_u64>(pair, n_);
     auto offsets = slot<bn_u32>(free0, n_), first_level = slot<bn_u32>(free0 + 1, n_);
     level_count_.fill(0u);
-    be_.launch("treeCellStarts", grid(n_), keys, u32(n_), offsets, first_level, level_count_);
+    be_.launch("treeCellStarts", grid_for(be_, n_), keys, to_u32(n_), offsets, first_level, level_count_);
     be_.exclusive_scan(offsets, offsets, n_);
     std::array<bn_u32, BANYAN_TREE_LEVELS> counts{};
     level_count_.download(std::span<bn_u32>(counts)); // the one wait of the phase
@@ -304,18 +297,20 @@ void Octree::build_cells(std::size_t pair)
     // multipoles and the links).
     auto levels = cell_quad0_.view_as<bn_u64>(0, total), levels_alt = cell_quad1_.view_as<bn_u64>(0, total);
     auto starts = cell_com_.view_as<bn_u32>(0, total);
-    be_.launch("treeCellList", grid(n_), offsets, first_level, u32(n_), u32(total), levels, starts);
+    be_.launch("treeCellList", grid_for(be_, n_), offsets, first_level, to_u32(n_), to_u32(total), levels,
+               starts);
     const bool alt = be_.sort_pairs_double(levels, starts, levels_alt, cell_parent_, total, 0, 5);
-    be_.launch("treeCellWrite", grid(total), keys, u32(n_), alt ? levels_alt : levels, alt ? cell_parent_ : starts,
-               u32(total), cell_key_, cell_level_, cell_first_, cell_count_, cell_pbegin_, cell_pcount_);
+    be_.launch("treeCellWrite", grid_for(be_, total), keys, to_u32(n_), alt ? levels_alt : levels,
+               alt ? cell_parent_ : starts, to_u32(total), cell_key_, cell_level_, cell_first_, cell_count_,
+               cell_pbegin_, cell_pcount_);
 }
 
 void Octree::link_cells()
 {
     const std::size_t nc = cells();
     if (nc == 0) return;
-    be_.launch("treeLink", grid(nc), cell_key_, cell_level_, cell_pcount_, level_count_, u32(nc), cell_first_,
-               cell_count_, cell_parent_);
+    be_.launch("treeLink", grid_for(be_, nc), cell_key_, cell_level_, cell_pcount_, level_count_, to_u32(nc),
+               cell_first_, cell_count_, cell_parent_);
 }
 
 void Octree::make_groups()
@@ -325,8 +320,9 @@ void Octree::make_groups()
     const std::size_t nc = cells();
     auto flags = slot<bn_u32>(0, n_), iota = slot<bn_u32>(1, n_), starts = slot<bn_u32>(2, n_);
     flags.fill(0u, 0, n_);
-    be_.launch("treeIota", grid(n_), iota, u32(n_));
-    be_.launch("treeGroupFlags", grid(nc), cell_parent_, cell_first_, cell_count_, cell_pbegin_, cell_pcount_, u32(nc), flags);
+    be_.launch("treeIota", grid_for(be_, n_), iota, to_u32(n_));
+    be_.launch("treeGroupFlags", grid_for(be_, nc), cell_parent_, cell_first_, cell_count_, cell_pbegin_,
+               cell_pcount_, to_u32(nc), flags);
     be_.compact(iota, flags, n_, starts, group_total_);
     n_groups_ = group_total_.at(0);
     // An eighth more than needed when they grow, so that a count that creeps up from step to step does not
@@ -339,8 +335,8 @@ void Octree::make_groups()
         grow(be_, group_hi_, room, 0, "tree.group_hi");
     }
     group_first_.copy_from(starts, n_groups_);
-    be_.launch("treeGroupBoxes", grid(n_groups_), pos_, group_first_, u32(n_groups_), u32(n_), group_count_,
-               group_lo_, group_hi_);
+    be_.launch("treeGroupBoxes", grid_for(be_, n_groups_), pos_, group_first_, to_u32(n_groups_), to_u32(n_),
+               group_count_, group_lo_, group_hi_);
 }
 
 void Octree::compute_multipoles()
@@ -349,19 +345,19 @@ void Octree::compute_multipoles()
     if (nc == 0) return;
     const std::size_t stride = nc;
     auto moments = workspace(11 * stride * sizeof(double)).view_as<double>(0, 11 * stride);
-    be_.launch("treeMultipoleLeaves", grid(nc), pos_, cell_key_, cell_level_, cell_first_, cell_count_, frame_,
-               u32(nc), u32(stride), moments);
+    be_.launch("treeMultipoleLeaves", grid_for(be_, nc), pos_, cell_key_, cell_level_, cell_first_, cell_count_,
+               frame_, to_u32(nc), to_u32(stride), moments);
     // Levels whose cells cannot keep the device's resident threads busy (2048 per compute unit) get eight
     // work-items per cell, one per child slot, instead of one: otherwise each waits on its children's loads in turn.
     const std::size_t resident = 2048 * std::max<std::size_t>(be_.info().compute_units, 1);
     for (int level = depth_ - 1; level >= 0; --level) {
         const std::size_t b = level_begin_[level], e = level_begin_[level + 1];
         const std::size_t lanes = 8 * (e - b) <= resident ? 8 : 1;
-        be_.launch("treeMultipoleNodes", grid(lanes * (e - b)), cell_key_, cell_level_, cell_first_, cell_count_,
-                   frame_, u32(b), u32(e), u32(stride), u32(lanes), moments);
+        be_.launch("treeMultipoleNodes", grid_for(be_, lanes * (e - b)), cell_key_, cell_level_, cell_first_,
+                   cell_count_, frame_, to_u32(b), to_u32(e), to_u32(stride), to_u32(lanes), moments);
     }
-    be_.launch("treeMultipoleStore", grid(nc), moments, cell_key_, cell_level_, frame_, u32(nc), u32(stride),
-               cell_com_, cell_quad0_, cell_quad1_, static_cast<bn_u32>(opening_));
+    be_.launch("treeMultipoleStore", grid_for(be_, nc), moments, cell_key_, cell_level_, frame_, to_u32(nc),
+               to_u32(stride), cell_com_, cell_quad0_, cell_quad1_, static_cast<bn_u32>(opening_));
 }
 
 } // namespace banyan

@@ -137,7 +137,6 @@ public:
     void poison();
 
 private:
-    Grid grid(std::size_t items) const;
     void reserve_particles(std::size_t n, bool with_vel);
     void grow_cells(std::size_t n, std::size_t keep);
     /// A view of @p n elements of T at slot @p s of the workspace.
