@@ -1,6 +1,6 @@
 /**
  * @file cuda_backend.cpp
- * @brief CUDA devices, buffers, launch by name through the kernel registry, and event timing.
+ * @brief CUDA devices, buffers, launch through the kernel registry (indexed by KernelId), and event timing.
  */
 #include "backend_cuda/cuda_backend.hpp"
 
@@ -11,8 +11,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
-#include <map>
 #include <string>
 
 namespace banyan::cuda {
@@ -25,9 +25,9 @@ void throw_error(const char* call, cudaError_t code, const char* file, int line,
 
 namespace {
 
-std::map<std::string, const void*, std::less<>>& registry()
+std::array<const void*, kernel_count>& registry()
 {
-    static std::map<std::string, const void*, std::less<>> table; // filled by static initializers in kernels_cu/
+    static std::array<const void*, kernel_count> table{}; // filled by static initializers in kernels_cu/
     return table;
 }
 
@@ -98,13 +98,9 @@ struct CudaEvent final : EventImpl {
 
 } // namespace
 
-void register_kernel(const char* name, const void* host_stub) { registry()[name] = host_stub; }
+void register_kernel(KernelId id, const void* host_stub) { registry()[index_of(id)] = host_stub; }
 
-const void* find_kernel(std::string_view name)
-{
-    auto it = registry().find(name);
-    return it == registry().end() ? nullptr : it->second;
-}
+const void* kernel_stub(KernelId id) noexcept { return registry()[index_of(id)]; }
 
 void* device_ptr(const RawBuffer& b) noexcept { return static_cast<const CudaBuffer&>(b).ptr(); }
 
@@ -175,13 +171,19 @@ std::unique_ptr<RawBuffer> CudaBackend::alloc_raw(std::size_t bytes, std::string
     return std::make_unique<CudaBuffer>(p, bytes, stream_);
 }
 
-void CudaBackend::launch_raw(std::string_view name, Grid grid, std::span<const KernelArg> args)
+void CudaBackend::resolve_kernel(KernelId id)
 {
-    const void* fn = find_kernel(name);
-    if (!fn)
+    if (!kernel_stub(id))
         throw DeviceError("CUDA", "launch", static_cast<long>(cudaErrorInvalidDeviceFunction),
                           "cudaErrorInvalidDeviceFunction", __FILE__, __LINE__,
-                          fmt::format("no kernel named '{}' in kernels_cu/", name));
+                          fmt::format("kernel '{}' is declared but kernels_cu/ registers none (BANYAN_CUDA_KERNEL)",
+                                      kernel_name(id)));
+}
+
+void CudaBackend::launch_raw(KernelId id, Grid grid, std::span<const KernelArg> args)
+{
+    const void* fn = kernel_stub(id);
+    if (!fn) resolve_kernel(id); // throws, naming the kernel
     void* ptrs[32];
     void* values[32];
     if (args.size() > 32) throw UsageError("more than 32 kernel arguments");
@@ -198,7 +200,7 @@ void CudaBackend::launch_raw(std::string_view name, Grid grid, std::span<const K
     const cudaError_t rc = cudaLaunchKernel(fn, blocks, threads, values, 0, stream_);
     if (rc != cudaSuccess)
         throw_error("cudaLaunchKernel", rc, __FILE__, __LINE__,
-                    fmt::format("kernel '{}', {} blocks of {}", name, grid.groups, grid.local));
+                    fmt::format("kernel '{}', {} blocks of {}", kernel_name(id), grid.groups, grid.local));
 }
 
 void CudaBackend::set_work_group_size(std::size_t wg)

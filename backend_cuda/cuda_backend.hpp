@@ -18,7 +18,6 @@ public:
     const DeviceInfo& info() const override { return info_; }
     std::unique_ptr<RawBuffer> alloc_raw(std::size_t bytes, std::string_view what) override;
     std::unique_ptr<RawBuffer> wrap_device_memory(void* ptr, std::size_t bytes) override;
-    void launch_raw(std::string_view name, Grid grid, std::span<const KernelArg> args) override;
     void set_work_group_size(std::size_t wg) override;
     void synchronize() override;
     Event record() override;
@@ -37,6 +36,10 @@ public:
 
     cudaStream_t stream() const noexcept { return stream_; }
     int device() const noexcept { return device_; }
+
+protected:
+    void launch_raw(KernelId id, Grid grid, std::span<const KernelArg> args) override;
+    void resolve_kernel(KernelId id) override;
 
 private:
     int device_;

@@ -1,6 +1,6 @@
 /**
  * @file opencl_backend.cpp
- * @brief OpenCL devices, buffers, program cache, kernel launch and event timing.
+ * @brief OpenCL devices, buffers, program cache, kernel table and launch, and event timing.
  */
 #include "backend_opencl/opencl_backend.hpp"
 
@@ -379,21 +379,23 @@ cl_program OpenCLBackend::program()
     return programs_.emplace(work_group_size_, std::move(prog)).first->second.get();
 }
 
-cl_kernel OpenCLBackend::kernel(std::string_view name)
+cl_kernel OpenCLBackend::kernel(KernelId id)
 {
-    auto key = std::make_pair(work_group_size_, std::string(name));
-    auto it = kernels_.find(key);
-    if (it != kernels_.end()) return it->second.get();
+    ClKernel& k = kernels_[work_group_size_][index_of(id)];
+    if (k.get()) return k.get();
+    const std::string name(kernel_name(id));
     cl_int rc = CL_SUCCESS;
-    Kernel k(clCreateKernel(program(), key.second.c_str(), &rc));
-    if (rc != CL_SUCCESS)
-        throw_error("clCreateKernel", rc, __FILE__, __LINE__, fmt::format("kernel '{}'", name));
-    return kernels_.emplace(std::move(key), std::move(k)).first->second.get();
+    ClKernel made(clCreateKernel(program(), name.c_str(), &rc));
+    if (rc != CL_SUCCESS) throw_error("clCreateKernel", rc, __FILE__, __LINE__, fmt::format("kernel '{}'", name));
+    k = std::move(made);
+    return k.get();
 }
 
-void OpenCLBackend::launch_raw(std::string_view name, Grid grid, std::span<const KernelArg> args)
+void OpenCLBackend::resolve_kernel(KernelId id) { kernel(id); }
+
+void OpenCLBackend::launch_raw(KernelId id, Grid grid, std::span<const KernelArg> args)
 {
-    cl_kernel k = kernel(name);
+    cl_kernel k = kernel(id);
     for (std::size_t i = 0; i < args.size(); ++i) {
         const KernelArg& a = args[i];
         cl_int rc;
@@ -404,14 +406,15 @@ void OpenCLBackend::launch_raw(std::string_view name, Grid grid, std::span<const
             rc = clSetKernelArg(k, static_cast<cl_uint>(i), a.size, a.value.data());
         }
         if (rc != CL_SUCCESS)
-            throw_error("clSetKernelArg", rc, __FILE__, __LINE__, fmt::format("kernel '{}', argument {}", name, i));
+            throw_error("clSetKernelArg", rc, __FILE__, __LINE__,
+                        fmt::format("kernel '{}', argument {}", kernel_name(id), i));
     }
     const std::size_t local = grid.local;
     const std::size_t global = grid.groups * grid.local;
     const cl_int rc = clEnqueueNDRangeKernel(queue_.get(), k, 1, nullptr, &global, &local, 0, nullptr, nullptr);
     if (rc != CL_SUCCESS)
         throw_error("clEnqueueNDRangeKernel", rc, __FILE__, __LINE__,
-                    fmt::format("kernel '{}', {} groups of {}", name, grid.groups, grid.local));
+                    fmt::format("kernel '{}', {} groups of {}", kernel_name(id), grid.groups, grid.local));
 }
 
 void OpenCLBackend::set_work_group_size(std::size_t wg)

@@ -7,6 +7,7 @@
 #include "core/device/backend.hpp"
 #include "backend_opencl/cl_check.hpp"
 
+#include <array>
 #include <map>
 #include <string>
 #include <utility>
@@ -43,7 +44,7 @@ private:
 using Context = Handle<cl_context, clReleaseContext>;
 using Queue = Handle<cl_command_queue, clReleaseCommandQueue>;
 using Program = Handle<cl_program, clReleaseProgram>;
-using Kernel = Handle<cl_kernel, clReleaseKernel>;
+using ClKernel = Handle<cl_kernel, clReleaseKernel>;
 using MemObject = Handle<cl_mem, clReleaseMemObject>;
 using EventHandle = Handle<cl_event, clReleaseEvent>;
 
@@ -54,7 +55,6 @@ public:
 
     const DeviceInfo& info() const override { return info_; }
     std::unique_ptr<RawBuffer> alloc_raw(std::size_t bytes, std::string_view what) override;
-    void launch_raw(std::string_view name, Grid grid, std::span<const KernelArg> args) override;
     void set_work_group_size(std::size_t wg) override;
     void synchronize() override;
     Event record() override;
@@ -68,8 +68,13 @@ public:
     /// The program for the current work-group size, built on first use and cached (never inside a timing).
     cl_program program();
 
+protected:
+    void launch_raw(KernelId id, Grid grid, std::span<const KernelArg> args) override;
+    void resolve_kernel(KernelId id) override;
+
 private:
-    cl_kernel kernel(std::string_view name);
+    /// Kernel @p id of the program for the current work-group size, created on first use and kept.
+    cl_kernel kernel(KernelId id);
 
     cl_platform_id platform_;
     cl_device_id device_;
@@ -77,7 +82,7 @@ private:
     Context context_;
     Queue queue_;
     std::map<std::size_t, Program> programs_;                        // by work-group size
-    std::map<std::pair<std::size_t, std::string>, Kernel, std::less<>> kernels_; // by (wg, name)
+    std::map<std::size_t, std::array<ClKernel, kernel_count>> kernels_; // by work-group size, then KernelId
     std::vector<std::string> new_stamps_; // first-compile stamps to write once the kernels have run (see program())
 };
 

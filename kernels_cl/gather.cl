@@ -1,6 +1,6 @@
 /**
  * @file gather.cl
- * @brief out[i] = in[perm[i]] for elements of 4, 8 and 16 bytes (driver: Backend::gather_raw, core/device/primitives.cpp).
+ * @brief out[i] = in[perm[i]] for elements of 4, 8 and 16 bytes (driver: Backend::gather, core/device/backend.hpp).
  *
  * The elements are moved as unsigned integers, so every bit pattern (NaNs included) arrives unchanged. perm may
  * repeat or skip indices. One element per work-item: the writes are coalesced, the reads as ordered as perm is.

@@ -1,6 +1,6 @@
 /**
  * @file gather.cu
- * @brief out[i] = in[perm[i]] for elements of 4, 8 and 16 bytes (driver: Backend::gather_raw, core/device/primitives.cpp).
+ * @brief out[i] = in[perm[i]] for elements of 4, 8 and 16 bytes (driver: Backend::gather, core/device/backend.hpp).
  *
  * The CUDA twin of kernels_cl/gather.cl. Elements move as unsigned integers, so every bit pattern arrives
  * unchanged; perm may repeat or skip indices. One element per thread: writes coalesced, reads as ordered as perm.

@@ -89,7 +89,7 @@ void test::check_atomics(Backend& be, std::size_t wg, bn_u32 n)
     auto s64 = be.alloc<bn_u64>(nslots, "slots64");
     s32.fill(0xFFFFFFFFu);
     s64.fill(~0ull);
-    be.launch("atomicsCheck", Grid{(n + wg - 1) / wg, wg}, d32, d64, t32, t64, s32, s64, n, nslots);
+    be.launch(kernels::atomicsCheck, Grid{(n + wg - 1) / wg, wg}, d32, d64, t32, t64, s32, s64, n, nslots);
 
     // The CPU's prediction.
     bn_u32 sum32 = 17u, min32 = 0xFFFFFFFFu, max32 = 0u;

@@ -1,6 +1,7 @@
 /**
  * @file backend.cpp
- * @brief Backend-independent parts of the device API: scratch buffers, names, range errors, notices.
+ * @brief Backend-independent parts of the device API: scratch buffers, names, kernel look-up, range errors,
+ *        notices.
  */
 #include "core/device/backend.hpp"
 
@@ -42,6 +43,16 @@ std::size_t Backend::scratch_bytes() const
     std::size_t total = 0;
     for (const auto& [slot, b] : scratch_) total += b ? b->bytes() : 0;
     return total;
+}
+
+void Backend::require_kernel(std::string_view name)
+{
+    const auto id = find_kernel(name);
+    if (!id)
+        throw DeviceError(info().backend == BackendKind::cuda ? "CUDA" : "OpenCL", "kernel lookup", 0,
+                          "no such kernel", __FILE__, __LINE__,
+                          fmt::format("no kernel named '{}' is declared in core/device/kernel_list.hpp", name));
+    resolve_kernel(*id);
 }
 
 std::unique_ptr<RawBuffer> Backend::wrap_device_memory(void*, std::size_t)

@@ -3,14 +3,16 @@
  * @brief The device API: one Backend per opened device, with buffers, kernel launch, events and primitives.
  *
  * core/ sees devices only through this interface; backend_cuda/ and backend_opencl/ implement it. Kernels are
- * launched by name with typed arguments: the same name and the same argument list reach the CUDA kernel in
- * kernels_cu/ and the OpenCL kernel in kernels_cl/, so the host logic that drives them is written once.
+ * launched through typed handles (core/device/kernels.hpp): kernels::walkPrepare stands for the kernel of that name
+ * in kernels_cu/ and in kernels_cl/, which take the same parameters, so the host logic that drives them is written
+ * once, and a launch whose arguments do not match the declaration does not compile.
  */
 #pragma once
 
 #include "core/device/buffer.hpp"
 #include "core/device/device_info.hpp"
 #include "core/device/grid.hpp"
+#include "core/device/kernels.hpp"
 
 #include <array>
 #include <cstdint>
@@ -21,10 +23,11 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace banyan {
 
-/// One kernel argument: a device buffer or a scalar passed by value.
+/// One kernel argument as a backend sets it: a device buffer or a scalar passed by value.
 struct KernelArg {
     enum class Kind { buffer, scalar };
     Kind kind = Kind::scalar;
@@ -33,35 +36,47 @@ struct KernelArg {
     std::size_t size = 0;
 };
 
-/// Scalars that mean the same in host C++, CUDA and OpenCL C (never size_t: its width differs on devices).
-template <class T>
-concept KernelScalar = std::is_same_v<T, std::uint32_t> || std::is_same_v<T, std::int32_t> ||
-                       std::is_same_v<T, std::uint64_t> || std::is_same_v<T, bn_u64> ||
-                       std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, bn_f4>;
-
-inline KernelArg kernel_arg(const RawBuffer& b)
-{
-    KernelArg a;
-    a.kind = KernelArg::Kind::buffer;
-    a.buffer = &b;
-    return a;
-}
-
 template <class T>
 KernelArg kernel_arg(const Buffer<T>& b)
 {
-    return kernel_arg(b.raw());
+    KernelArg a;
+    a.kind = KernelArg::Kind::buffer;
+    a.buffer = &b.raw();
+    return a;
 }
 
 template <KernelScalar T>
 KernelArg kernel_arg(const T& v)
 {
+    static_assert(sizeof(T) <= sizeof(KernelArg::value));
     KernelArg a;
     a.kind = KernelArg::Kind::scalar;
     std::memcpy(a.value.data(), &v, sizeof(T));
     a.size = sizeof(T);
     return a;
 }
+
+namespace detail {
+template <class... T>
+struct TypeList {};
+
+/// Fails to compile where argument I (from 0), of type A, does not match parameter P; the compiler's note on this
+/// instantiation names all three.
+template <std::size_t I, class P, class A>
+constexpr bool check_kernel_arg()
+{
+    static_assert(kernel_arg_matches<P, A>(),
+                  "kernel launch: argument I (type A) does not match parameter P of the kernel's declaration in "
+                  "core/device/kernel_list.hpp: In<T> takes a Buffer<T>, Out<T> a non-const Buffer<T>, a scalar "
+                  "exactly its type (bn_u32, not size_t or int: see to_u32)");
+    return true;
+}
+template <class... P, class... A, std::size_t... I>
+constexpr bool check_kernel_args(TypeList<P...>, TypeList<A...>, std::index_sequence<I...>)
+{
+    return (check_kernel_arg<I, P, A>() && ...);
+}
+} // namespace detail
 
 /// A point in a backend's command stream, for device-side timing.
 class EventImpl {
@@ -115,16 +130,27 @@ public:
     }
 
     // ---- kernels --------------------------------------------------------------------------------------
-    /// Launches kernel @p name of kernels_cu/ or kernels_cl/ over @p grid with @p args in order.
-    /// A grid of zero groups launches nothing.
-    template <class... A>
-    void launch(std::string_view name, Grid grid, const A&... args)
+    /// Launches @p kernel (kernels::name, core/device/kernels.hpp) over @p grid with @p args in order; compiles only
+    /// when the arguments match its declaration (KernelArgs). A grid of zero groups launches nothing.
+    template <class... P, class... A>
+    void launch(const Kernel<P...>& kernel, Grid grid, A&&... args)
     {
-        if (grid.groups == 0) return;
-        const std::array<KernelArg, sizeof...(A)> list{kernel_arg(args)...};
-        launch_raw(name, grid, list);
+        static_assert(sizeof...(A) == sizeof...(P),
+                      "kernel launch: the number of arguments differs from the kernel's declaration "
+                      "(core/device/kernel_list.hpp)");
+        if constexpr (sizeof...(A) == sizeof...(P)) {
+            static_assert(detail::check_kernel_args(detail::TypeList<P...>{}, detail::TypeList<A...>{},
+                                                    std::index_sequence_for<A...>{}));
+            if (grid.groups == 0) return;
+            const std::array<KernelArg, sizeof...(A)> list{kernel_arg(args)...};
+            launch_raw(kernel.id, grid, list);
+        }
     }
-    virtual void launch_raw(std::string_view name, Grid grid, std::span<const KernelArg> args) = 0;
+
+    /// Resolves the kernel declared as @p name on this device, as its first launch would (building the OpenCL
+    /// program if need be). Throws DeviceError naming it when no kernel of that name is declared or this backend has
+    /// none. For checks and diagnostics: launches go through the typed handles.
+    void require_kernel(std::string_view name);
 
     /// Work-group size of the primitive kernels (BANYAN_WG in device_shared.h). OpenCL can rebuild its programs
     /// for 32, 64, 128 or 256; CUDA supports only BANYAN_WG_DEFAULT and throws UsageError for another.
@@ -164,15 +190,17 @@ public:
     /// pairs are overwritten. This is the sort the octree uses (its memory is counted in its workspace).
     virtual bool sort_pairs_double(Buffer<bn_u64>& keys, Buffer<bn_u32>& values, Buffer<bn_u64>& keys_alt,
                                    Buffer<bn_u32>& values_alt, std::size_t n, int begin_bit, int end_bit);
-    /// out[i] = in[perm[i]] for i < n. T must be 4, 8 or 16 bytes.
+    /// out[i] = in[perm[i]] for i < n, bit for bit. T must be 4, 8 or 16 bytes.
     template <class T>
     void gather(const Buffer<T>& in, const Buffer<bn_u32>& perm, std::size_t n, Buffer<T>& out)
     {
         static_assert(sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16, "gather moves 4, 8 or 16 bytes");
-        gather_raw(in.raw(), perm, n, out.raw(), sizeof(T));
+        check_gather(perm, n, out.bytes(), sizeof(T));
+        const Grid grid = grid_for(*this, n);
+        if constexpr (sizeof(T) == 4) launch(kernels::gather32, grid, in, perm, to_u32(n), out);
+        else if constexpr (sizeof(T) == 8) launch(kernels::gather64, grid, in, perm, to_u32(n), out);
+        else launch(kernels::gather128, grid, in, perm, to_u32(n), out);
     }
-    virtual void gather_raw(const RawBuffer& in, const Buffer<bn_u32>& perm, std::size_t n, RawBuffer& out,
-                            std::size_t elem_bytes);
 
     /// Whether primitives may use the vendor library (CUB on CUDA) where one is faster. On by default; the
     /// conformance suite turns it off to check our own kernels on CUDA too. No effect on OpenCL.
@@ -204,6 +232,15 @@ public:
     }
 
 protected:
+    /// Launches kernel @p id with @p args, already checked against its declaration by launch(). The backend resolves
+    /// each id once (kernel_name(id) in its kernel folder) and keeps it in a table indexed by id.
+    virtual void launch_raw(KernelId id, Grid grid, std::span<const KernelArg> args) = 0;
+    /// Resolves kernel @p id now if it is not yet (see require_kernel); throws DeviceError naming it if it is missing.
+    virtual void resolve_kernel(KernelId id) = 0;
+
+    /// gather's checks of its sizes (UsageError).
+    void check_gather(const Buffer<bn_u32>& perm, std::size_t n, std::size_t out_bytes, std::size_t elem_bytes) const;
+
     /// One pass of the portable radix sort: (src) -> (dst) by the @p bits-bit digit at @p shift.
     void radix_pass(const Buffer<bn_u64>& src_keys, const Buffer<bn_u32>& src_values, Buffer<bn_u64>& dst_keys,
                     Buffer<bn_u32>& dst_values, std::size_t n, int shift, int bits);

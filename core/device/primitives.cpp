@@ -3,8 +3,9 @@
  * @brief Portable host drivers of the parallel primitives (scan, bounds, sum, compact, split, gather).
  *
  * These are Backend's default implementations: they launch the kernels of kernels_cu/ and kernels_cl/ {scan,
- * compact, reduce, gather} by name, so the same driver runs on both backends (CUDA may override some with CUB,
- * see backend_cuda/vendor_scan.cu). No driver waits for the device: results, counts included, stay on the device.
+ * compact, reduce, gather} through their typed handles (core/device/kernels.hpp), so the same driver runs on both
+ * backends (CUDA may override some with CUB, see backend_cuda/vendor_scan.cu). No driver waits for the device:
+ * results, counts included, stay on the device.
  *
  * Scan is reduce-then-scan over tiles of work_group_size() * BANYAN_SCAN_ITEMS items: one sum per tile, then a scan
  * of each tile plus its offset. While the tile sums fit one tile, each group adds up the sums before its tile itself
@@ -21,6 +22,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <utility>
 
 namespace banyan {
 
@@ -56,18 +58,18 @@ void check_capacity(const Buffer<T>& b, std::size_t n, const char* what, const c
 }
 
 /// Launches @p kernel over @p groups work-groups of the primitives' work-group size.
-template <class... A>
-void run(Backend& be, const char* kernel, std::size_t groups, const A&... args)
+template <class... P, class... A>
+void run(Backend& be, const Kernel<P...>& kernel, std::size_t groups, A&&... args)
 {
-    be.launch(kernel, Grid{groups, be.work_group_size()}, args...);
+    be.launch(kernel, Grid{groups, be.work_group_size()}, std::forward<A>(args)...);
 }
 
 std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 
 /// Scans in[0..n) into out (which may be in). With @p total, the grand total lands in total[0] on the device.
 /// @p level names the scratch buffer of this level's tile sums ("scan.partials.<level>").
-void scan_levels(Backend& be, const Buffer<bn_u32>& in, Buffer<bn_u32>& out, std::size_t n, bool inclusive, const Buffer<bn_u32>* total,
-                 int level)
+void scan_levels(Backend& be, const Buffer<bn_u32>& in, Buffer<bn_u32>& out, std::size_t n, bool inclusive,
+                 Buffer<bn_u32>* total, int level)
 {
     if (n == 0) return;
     const std::size_t tile = be.work_group_size() * BANYAN_SCAN_ITEMS;
@@ -75,20 +77,23 @@ void scan_levels(Backend& be, const Buffer<bn_u32>& in, Buffer<bn_u32>& out, std
     bn_u32 mode = inclusive ? scan_inclusive : 0;
     if (tiles == 1) {
         // One tile: a single group scans it; the total (if asked for) is its sum.
-        if (total) run(be, "scanDownsweep", 1, in, out, to_u32(n), in, *total, mode | scan_total);
-        else run(be, "scanDownsweep", 1, in, out, to_u32(n), in, out, mode);
+        if (total) run(be, kernels::scanDownsweep, 1, in, out, to_u32(n), in, *total, mode | scan_total);
+        else run(be, kernels::scanDownsweep, 1, in, out, to_u32(n), in, out, mode);
         return;
     }
     Buffer<bn_u32>& partials = be.scratch_buffer<bn_u32>(fmt::format("scan.partials.{}", level), tiles);
-    run(be, "scanReduce", tiles, in, to_u32(n), partials, bn_u32{0});
+    run(be, kernels::scanReduce, tiles, in, to_u32(n), partials, bn_u32{0});
     if (tiles <= tile) {
         // Few enough tile sums that each group adds up those before it: two launches, no scan of the sums.
-        if (total) run(be, "scanDownsweep", tiles, in, out, to_u32(n), partials, *total, mode | scan_lookup | scan_total);
-        else run(be, "scanDownsweep", tiles, in, out, to_u32(n), partials, out, mode | scan_lookup);
+        if (total)
+            run(be, kernels::scanDownsweep, tiles, in, out, to_u32(n), partials, *total,
+                mode | scan_lookup | scan_total);
+        else
+            run(be, kernels::scanDownsweep, tiles, in, out, to_u32(n), partials, out, mode | scan_lookup);
         return;
     }
     scan_levels(be, partials, partials, tiles, false, total, level + 1); // tile offsets, and the total
-    run(be, "scanDownsweep", tiles, in, out, to_u32(n), partials, out, mode | scan_offsets);
+    run(be, kernels::scanDownsweep, tiles, in, out, to_u32(n), partials, out, mode | scan_offsets);
 }
 
 /// compact and split: count the flags of each tile, turn the counts into offsets (and count[0]), scatter.
@@ -110,18 +115,18 @@ void compact_or_split(Backend& be, const Buffer<bn_u32>& in, const Buffer<bn_u32
     const bn_u32 mode = split ? compact_split : 0;
     if (tiles == 1) {
         // The scatter's one group counts, places and writes count[0] itself: one launch for small inputs.
-        run(be, "compactScatter", 1, in, flags, to_u32(n), flags, out, count, mode | compact_single);
+        run(be, kernels::compactScatter, 1, in, flags, to_u32(n), flags, out, count, mode | compact_single);
         return;
     }
     Buffer<bn_u32>& offsets = be.scratch_buffer<bn_u32>("compact.tiles", tiles);
-    run(be, "scanReduce", tiles, flags, to_u32(n), offsets, scan_nonzero);
+    run(be, kernels::scanReduce, tiles, flags, to_u32(n), offsets, scan_nonzero);
     if (tiles <= tile) {
         // Few enough tile counts that each group adds up what it needs: two launches, no scan of the counts.
-        run(be, "compactScatter", tiles, in, flags, to_u32(n), offsets, out, count, mode | compact_lookup);
+        run(be, kernels::compactScatter, tiles, in, flags, to_u32(n), offsets, out, count, mode | compact_lookup);
         return;
     }
     scan_levels(be, offsets, offsets, tiles, false, &count, 0); // offsets, and count[0] = the total
-    run(be, "compactScatter", tiles, in, flags, to_u32(n), offsets, out, count, mode);
+    run(be, kernels::compactScatter, tiles, in, flags, to_u32(n), offsets, out, count, mode);
 }
 
 } // namespace
@@ -151,12 +156,12 @@ void Backend::reduce_bounds(const Buffer<bn_f4>& in, std::size_t n, Buffer<bn_f4
     const std::size_t groups =
         std::min(ceil_div(n, work_group_size() * BANYAN_REDUCE_ITEMS), reduce_max_groups);
     if (groups == 1) {
-        run(*this, "reduceBounds", 1, in, to_u32(n), bn_u32{0}, out);
+        run(*this, kernels::reduceBounds, 1, in, to_u32(n), bn_u32{0}, out);
         return;
     }
     Buffer<bn_f4>& partials = scratch_buffer<bn_f4>("reduce.bounds", 2 * groups);
-    run(*this, "reduceBounds", groups, in, to_u32(n), bn_u32{0}, partials);
-    run(*this, "reduceBounds", 1, partials, to_u32(groups), bn_u32{1}, out);
+    run(*this, kernels::reduceBounds, groups, in, to_u32(n), bn_u32{0}, partials);
+    run(*this, kernels::reduceBounds, 1, partials, to_u32(groups), bn_u32{1}, out);
 }
 
 void Backend::reduce_sum(const Buffer<double>& in, std::size_t n, Buffer<double>& out)
@@ -167,12 +172,12 @@ void Backend::reduce_sum(const Buffer<double>& in, std::size_t n, Buffer<double>
     const std::size_t groups =
         std::min(ceil_div(n, work_group_size() * BANYAN_REDUCE_ITEMS), reduce_max_groups);
     if (groups <= 1) {
-        run(*this, "reduceSum", 1, in, to_u32(n), out); // n = 0 writes 0
+        run(*this, kernels::reduceSum, 1, in, to_u32(n), out); // n = 0 writes 0
         return;
     }
     Buffer<double>& partials = scratch_buffer<double>("reduce.sum", groups);
-    run(*this, "reduceSum", groups, in, to_u32(n), partials);
-    run(*this, "reduceSum", 1, partials, to_u32(groups), out);
+    run(*this, kernels::reduceSum, groups, in, to_u32(n), partials);
+    run(*this, kernels::reduceSum, 1, partials, to_u32(groups), out);
 }
 
 void Backend::compact(const Buffer<bn_u32>& in, const Buffer<bn_u32>& flags, std::size_t n, Buffer<bn_u32>& out,
@@ -187,17 +192,13 @@ void Backend::split(const Buffer<bn_u32>& in, const Buffer<bn_u32>& flags, std::
     compact_or_split(*this, in, flags, n, out, count, true);
 }
 
-void Backend::gather_raw(const RawBuffer& in, const Buffer<bn_u32>& perm, std::size_t n, RawBuffer& out,
-                         std::size_t elem_bytes)
+void Backend::check_gather(const Buffer<bn_u32>& perm, std::size_t n, std::size_t out_bytes,
+                           std::size_t elem_bytes) const
 {
     check_size(n, "gather");
     check_capacity(perm, n, "gather", "perm");
-    if (out.bytes() < n * elem_bytes)
-        throw UsageError(fmt::format("gather: the output holds {} bytes, {} are needed", out.bytes(), n * elem_bytes));
-    const char* kernel = elem_bytes == 4 ? "gather32" : elem_bytes == 8 ? "gather64" : elem_bytes == 16 ? "gather128"
-                                                                                                          : nullptr;
-    if (!kernel) throw UsageError(fmt::format("gather: elements of {} bytes (4, 8 or 16 only)", elem_bytes));
-    run(*this, kernel, ceil_div(n, work_group_size()), in, perm, to_u32(n), out);
+    if (out_bytes < n * elem_bytes)
+        throw UsageError(fmt::format("gather: the output holds {} bytes, {} are needed", out_bytes, n * elem_bytes));
 }
 
 } // namespace banyan

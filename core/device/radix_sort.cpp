@@ -51,9 +51,9 @@ void Backend::radix_pass(const Buffer<bn_u64>& src_keys, const Buffer<bn_u32>& s
     // hist[digit * groups + group]: the counts, then (scanned in place) the first output position of each.
     Buffer<bn_u32>& hist = scratch_buffer<bn_u32>("sort.hist", std::size_t{BANYAN_RADIX_DIGITS} * groups);
     const Grid grid{groups, wg};
-    launch("radixHistogram", grid, src_keys, to_u32(n), static_cast<bn_u32>(shift), mask, hist, to_u32(groups));
+    launch(kernels::radixHistogram, grid, src_keys, to_u32(n), static_cast<bn_u32>(shift), mask, hist, to_u32(groups));
     exclusive_scan(hist, hist, hist_len);
-    launch("radixScatter", grid, src_keys, src_values, dst_keys, dst_values, to_u32(n),
+    launch(kernels::radixScatter, grid, src_keys, src_values, dst_keys, dst_values, to_u32(n),
            static_cast<bn_u32>(shift), mask, hist, to_u32(groups));
 }
 

@@ -20,7 +20,7 @@ void direct_forces(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n, st
     if (pos_mass.size() < n || acc_pot.size() < count) throw std::invalid_argument("direct_forces: buffers too small");
     grid_for(be, n); // the size check
     if (count == 0) return;
-    be.launch("directForces", grid_for(be, count), pos_mass, to_u32(n), to_u32(first), to_u32(count), eps * eps,
+    be.launch(kernels::directForces, grid_for(be, count), pos_mass, to_u32(n), to_u32(first), to_u32(count), eps * eps,
               acc_pot);
 }
 
@@ -29,7 +29,7 @@ void direct_forces_f64(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n
 {
     if (pos_mass.size() < n || acc_pot.size() < 4 * n)
         throw std::invalid_argument("direct_forces_f64: buffers too small");
-    be.launch("directForcesF64", grid_for(be, n), pos_mass, to_u32(n), eps * eps, acc_pot);
+    be.launch(kernels::directForcesF64, grid_for(be, n), pos_mass, to_u32(n), eps * eps, acc_pot);
 }
 
 } // namespace banyan

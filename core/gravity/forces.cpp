@@ -154,13 +154,13 @@ void TreeForces::launch_local(Octree& tree)
     counter_.fill(0u);
     clear_outputs();
     start_ = be_.record();
-    be_.launch("walkPrepare", grid_for(be_, nc), tree.cell_com(), tree.cell_quad1(), tree.cell_first(),
+    be_.launch(kernels::walkPrepare, grid_for(be_, nc), tree.cell_com(), tree.cell_quad1(), tree.cell_first(),
                tree.cell_count(), to_u32(nc), inv_theta(), mac_, link_);
     if (alpha_ > 0.0f)
-        be_.launch("walkPrepareRelative", grid_for(be_, nc), tree.cell_com(), tree.cell_quad1(), to_u32(nc),
+        be_.launch(kernels::walkPrepareRelative, grid_for(be_, nc), tree.cell_com(), tree.cell_quad1(), to_u32(nc),
                    rel_);
     // Without the relative criterion the kernel reads neither rel_ (a stand-in) nor the previous accelerations.
-    be_.launch("walkForces", Grid{wgs_, BANYAN_WALK_WG}, tree.pos(), tree.pos(), mac_, link_, tree.cell_com(),
+    be_.launch(kernels::walkForces, Grid{wgs_, BANYAN_WALK_WG}, tree.pos(), tree.pos(), mac_, link_, tree.cell_com(),
                tree.cell_quad0(), tree.cell_quad1(), tree.group_first(), tree.group_count(), tree.group_lo(),
                tree.group_hi(), to_u32(ngroups), eps_ * eps_, counter_, spill_, to_u32(spill_cap_), status_,
                totals_dev_, acc_, pp_, pc_, bn_u32{count_each_ ? 1u : 0u}, bn_u32{0}, bn_u32{0}, rel_,
@@ -203,11 +203,11 @@ bool TreeForces::add_remote(Octree& tree, const RemoteTrees& remote, double* wal
     counter_.fill(0u);
     clear_outputs();
     const Event a = be_.record();
-    be_.launch("walkPrepare", grid_for(be_, nc), remote.com, remote.quad1, remote.first, remote.count,
+    be_.launch(kernels::walkPrepare, grid_for(be_, nc), remote.com, remote.quad1, remote.first, remote.count,
                to_u32(nc), inv_theta(), mac, link);
     for (const bn_u32 root : remote.roots) {
         counter_.fill(0u);
-        be_.launch("walkForces", Grid{wgs_, BANYAN_WALK_WG}, tree.pos(), remote.pos, mac, link, remote.com,
+        be_.launch(kernels::walkForces, Grid{wgs_, BANYAN_WALK_WG}, tree.pos(), remote.pos, mac, link, remote.com,
                    remote.quad0, remote.quad1, tree.group_first(), tree.group_count(), tree.group_lo(), tree.group_hi(),
                    to_u32(tree.groups()), eps_ * eps_, counter_, spill_, to_u32(spill_cap_), status_, totals_dev_, acc_,
                    pp_, pc_, bn_u32{count_each_ ? 1u : 0u}, root, bn_u32{1}, rel_, acc_, 0.0f);
@@ -233,7 +233,7 @@ void TreeForces::to_input_order(const Octree& tree, Buffer<bn_f4>& acc, Buffer<b
     const bool counts = pp || pc;
     Buffer<bn_u32>* sink = nullptr;
     if (counts && (!pp || !pc)) sink = &be_.scratch_buffer<bn_u32>("walk.sink", n_);
-    be_.launch("walkScatter", grid_for(be_, n_), acc_, pp_, pc_, tree.ids(), to_u32(n_), acc,
+    be_.launch(kernels::walkScatter, grid_for(be_, n_), acc_, pp_, pc_, tree.ids(), to_u32(n_), acc,
                counts ? (pp ? *pp : *sink) : pp_, counts ? (pc ? *pc : *sink) : pc_, bn_u32{counts ? 1u : 0u});
 }
 
@@ -283,7 +283,7 @@ void direct_forces_f64_targets(Backend& be, const Buffer<bn_f4>& pos_mass, std::
         throw UsageError(fmt::format("direct summation of {} particles on {} targets: too many", n, ntargets));
     if (pos_mass.size() < n || targets.size() < ntargets || acc_pot.size() < 4 * ntargets)
         throw std::invalid_argument("direct_forces_f64_targets: buffers too small");
-    be.launch("directForcesF64Targets", grid_for(be, ntargets), pos_mass, to_u32(n), targets, to_u32(ntargets),
+    be.launch(kernels::directForcesF64Targets, grid_for(be, ntargets), pos_mass, to_u32(n), targets, to_u32(ntargets),
               eps * eps, acc_pot);
 }
 

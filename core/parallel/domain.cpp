@@ -71,7 +71,7 @@ BalanceStats Decomposition::balance(Octree& tree, double work)
         const std::size_t m = std::max<std::size_t>(n, 1);
         // Workspace: keys in slots 0-1, stay flags 2, 0..n-1 in 3, the partition in 4, gathered keys in 5-6.
         auto keys = ws.view_as<bn_u64>(0, m);
-        if (n) be_.launch("treeKeys", grid, tree.pos(), box_, to_u32(n), keys, frame_);
+        if (n) be_.launch(kernels::treeKeys, grid, tree.pos(), box_, to_u32(n), keys, frame_);
 
         // 2. Samples at even spacing, each with an equal share of this rank's work; the same splitters everywhere.
         const std::size_t s = std::min(n, samples_);
@@ -109,8 +109,8 @@ BalanceStats Decomposition::balance(Octree& tree, double work)
             auto stay = ws.view_as<bn_u32>(2 * slot, n);
             auto iota = ws.view_as<bn_u32>(3 * slot, n);
             auto perm = ws.view_as<bn_u32>(4 * slot, n);
-            be_.launch("domainStay", grid, keys, to_u32(n), lo_key, hi_key, stay);
-            be_.launch("treeIota", grid, iota, to_u32(n));
+            be_.launch(kernels::domainStay, grid, keys, to_u32(n), lo_key, hi_key, stay);
+            be_.launch(kernels::treeIota, grid, iota, to_u32(n));
             be_.split(iota, stay, n, perm, count_);
             stays = count_.at(0);
             const std::size_t leave = n - stays;

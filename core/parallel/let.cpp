@@ -89,7 +89,7 @@ std::vector<std::pair<bn_u32, bn_u32>> LetExchange::chosen_cells(const Octree& t
     for (int level = 0; level < BANYAN_TREE_LEVELS && lb[static_cast<std::size_t>(level)] < nc; ++level) {
         const std::size_t a = lb[static_cast<std::size_t>(level)], b = lb[static_cast<std::size_t>(level) + 1];
         if (a == b) break;
-        be_.launch("letBoxCells", grid_for(be_, b - a), tree.cell_pbegin(), tree.cell_pcount(),
+        be_.launch(kernels::letBoxCells, grid_for(be_, b - a), tree.cell_pbegin(), tree.cell_pcount(),
                    tree.cell_count(), tree.cell_parent(), to_u32(a), to_u32(b), to_u32(limit), opened_, box_count_,
                    box_list_, to_u32(cap));
     }
@@ -116,7 +116,7 @@ std::vector<std::byte> LetExchange::boxes_message(const Octree& tree)
         ensure_size(be_, runs_, all_runs.size(), "let.runs");
         runs_.upload(std::span<const bn_u32>(all_runs));
         ensure_size(be_, boxes_, 2 * nall, "let.boxes");
-        be_.launch("letGroupBoxes", Grid{nall, wg}, tree.group_lo(), tree.group_hi(), runs_, to_u32(nall),
+        be_.launch(kernels::letGroupBoxes, Grid{nall, wg}, tree.group_lo(), tree.group_hi(), runs_, to_u32(nall),
                    boxes_);
         boxes_.download(std::span<bn_f4>(boxes));
     }
@@ -162,10 +162,10 @@ void LetExchange::tree_for(const Octree& tree, float theta, std::span<const std:
     for (int level = 0; level < BANYAN_TREE_LEVELS && lb[static_cast<std::size_t>(level)] < nc; ++level) {
         const std::size_t a = lb[static_cast<std::size_t>(level)], b = lb[static_cast<std::size_t>(level) + 1];
         if (a == b) break;
-        be_.launch("letOpened", grid_for(be_, b - a), tree.cell_com(), tree.cell_quad1(), tree.cell_parent(),
+        be_.launch(kernels::letOpened, grid_for(be_, b - a), tree.cell_com(), tree.cell_quad1(), tree.cell_parent(),
                    to_u32(a), to_u32(b), inv_theta, coarse_, to_u32(ncq), fine_, fine_begin_, opened_);
     }
-    be_.launch("letSelect", cells_grid, tree.cell_parent(), tree.cell_count(), opened_, to_u32(nc), keep_,
+    be_.launch(kernels::letSelect, cells_grid, tree.cell_parent(), tree.cell_count(), opened_, to_u32(nc), keep_,
                send_count_);
     be_.exclusive_scan(keep_, cell_index_, nc);
     be_.exclusive_scan(send_count_, particle_index_, nc);
@@ -177,7 +177,7 @@ void LetExchange::tree_for(const Octree& tree, float theta, std::span<const std:
     ensure_size(be_, out_first_, cells, "let.first");
     ensure_size(be_, out_count_, cells, "let.count");
     ensure_size(be_, out_pos_, parts, "let.pos");
-    be_.launch("letGather", cells_grid, tree.cell_com(), tree.cell_quad0(), tree.cell_quad1(), tree.cell_first(),
+    be_.launch(kernels::letGather, cells_grid, tree.cell_com(), tree.cell_quad0(), tree.cell_quad1(), tree.cell_first(),
                tree.cell_count(), tree.pos(), opened_, keep_, cell_index_, particle_index_, to_u32(nc), out_com_,
                out_quad0_, out_quad1_, out_first_, out_count_, out_pos_);
     const std::uint64_t header[2] = {cells, parts};

@@ -187,7 +187,7 @@ void Simulation::step()
     const float half = static_cast<float>(0.5 * dt_);
     const Event e0 = be_.record();
     if (n_)
-        be_.launch("integrateKickDrift", grid_for(be_, n_), tree_.pos(), tree_.vel(), acc(), to_u32(n_), half,
+        be_.launch(kernels::integrateKickDrift, grid_for(be_, n_), tree_.pos(), tree_.vel(), acc(), to_u32(n_), half,
                    dt);
     const Event e1 = be_.record();
     compute_forces(true); // waits for the walk: the kick-drift and the last step's kick are done
@@ -196,7 +196,7 @@ void Simulation::step()
     // The closing kick is timed when the next step's walk or times() has waited anyway: waiting here would leave
     // the device idle while the host starts the next step.
     kick_begin_ = be_.record();
-    if (n_) be_.launch("integrateKick", grid_for(be_, n_), tree_.vel(), acc(), to_u32(n_), half);
+    if (n_) be_.launch(kernels::integrateKick, grid_for(be_, n_), tree_.vel(), acc(), to_u32(n_), half);
     kick_end_ = be_.record();
     ++step_;
 }
@@ -222,9 +222,9 @@ Energies Simulation::energies()
         const std::size_t wg = be_.work_group_size();
         const std::size_t groups = std::min(ceil_div(n_, wg), energy_max_groups);
         const Event a = be_.record();
-        be_.launch("integrateEnergyPartials", Grid{groups, wg}, tree_.pos(), tree_.vel(), acc(), to_u32(n_),
+        be_.launch(kernels::integrateEnergyPartials, Grid{groups, wg}, tree_.pos(), tree_.vel(), acc(), to_u32(n_),
                    partials_);
-        be_.launch("integrateEnergyTotals", Grid{1, wg}, partials_, to_u32(groups), totals_);
+        be_.launch(kernels::integrateEnergyTotals, Grid{1, wg}, partials_, to_u32(groups), totals_);
         const Event b = be_.record();
         totals_.download(std::span<double>(t, BANYAN_ENERGY_TERMS));
         times_.energies += be_.elapsed_ms(a, b);
@@ -254,7 +254,7 @@ std::size_t Simulation::input_order(std::vector<bn_f4>& pos, std::vector<bn_f4>&
     auto out_acc = ws.view_as<bn_f4>(from + 2 * part, chunk);
     for (std::size_t first = 0; first < n_; first += chunk) {
         const std::size_t m = std::min(chunk, n_ - first);
-        be_.launch("integrateToInputOrder", grid_for(be_, n_), tree_.pos(), tree_.vel(), acc(), tree_.ids(),
+        be_.launch(kernels::integrateToInputOrder, grid_for(be_, n_), tree_.pos(), tree_.vel(), acc(), tree_.ids(),
                    to_u32(n_), to_u32(first), to_u32(m), out_pos, out_vel, out_acc);
         out_pos.download(std::span<bn_f4>(pos.data() + first, m));
         out_vel.download(std::span<bn_f4>(vel.data() + first, m));
@@ -272,7 +272,7 @@ std::array<bn_f4, 2> Simulation::track(bn_u32 a, bn_u32 b)
     const float nan = std::numeric_limits<float>::quiet_NaN();
     tracked_.fill(bn_f4{nan, nan, nan, nan});
     if (n_)
-        be_.launch("integrateTrack", grid_for(be_, n_), tree_.pos(), tree_.ids(), to_u32(n_), a, b, tracked_);
+        be_.launch(kernels::integrateTrack, grid_for(be_, n_), tree_.pos(), tree_.ids(), to_u32(n_), a, b, tracked_);
     auto v = tracked_.download(2);
     // Each particle is on one rank; the others hold NaN.
     const auto all = all_gather<bn_f4>(comm_, std::span<const bn_f4>(v));

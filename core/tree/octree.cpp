@@ -132,7 +132,9 @@ void Octree::grow_cells(std::size_t n, std::size_t keep)
 Buffer<bn_u64> Octree::keys() const
 {
     auto out = be_.alloc<bn_u64>(std::max<std::size_t>(n_, 1), "tree.keys (test)");
-    if (n_) be_.launch("treeKeys", grid_for(be_, n_), pos_, box_, to_u32(n_), out, frame_);
+    // The kernel writes the frame too (the same one, from the same box): a const method leaves the build's alone.
+    auto frame = be_.alloc<bn_f4>(1, "tree.frame (test)");
+    if (n_) be_.launch(kernels::treeKeys, grid_for(be_, n_), pos_, box_, to_u32(n_), out, frame);
     return out;
 }
 
@@ -161,7 +163,7 @@ void Octree::resize(std::size_t n, bool with_vel)
     level_begin_.fill(0);
     n_groups_ = 0;
     depth_ = -1;
-    if (n_) be_.launch("treeIota", grid_for(be_, n_), id_, to_u32(n_));
+    if (n_) be_.launch(kernels::treeIota, grid_for(be_, n_), id_, to_u32(n_));
 }
 
 void Octree::resize_keep(std::size_t n)
@@ -240,8 +242,8 @@ void Octree::compute_keys()
     be_.reduce_bounds(pos_, n_, box_);
     auto keys = slot<bn_u64>(0, n_);
     auto iota = slot<bn_u32>(2, n_);
-    be_.launch("treeKeys", grid_for(be_, n_), pos_, box_, to_u32(n_), keys, frame_);
-    be_.launch("treeIota", grid_for(be_, n_), iota, to_u32(n_));
+    be_.launch(kernels::treeKeys, grid_for(be_, n_), pos_, box_, to_u32(n_), keys, frame_);
+    be_.launch(kernels::treeIota, grid_for(be_, n_), iota, to_u32(n_));
 }
 
 std::size_t Octree::sort_keys()
@@ -278,7 +280,7 @@ void Octree::build_cells(std::size_t pair)
     const auto keys = slot<bn_u64>(pair, n_);
     auto offsets = slot<bn_u32>(free0, n_), first_level = slot<bn_u32>(free0 + 1, n_);
     level_count_.fill(0u);
-    be_.launch("treeCellStarts", grid_for(be_, n_), keys, to_u32(n_), offsets, first_level, level_count_);
+    be_.launch(kernels::treeCellStarts, grid_for(be_, n_), keys, to_u32(n_), offsets, first_level, level_count_);
     be_.exclusive_scan(offsets, offsets, n_);
     std::array<bn_u32, BANYAN_TREE_LEVELS> counts{};
     level_count_.download(std::span<bn_u32>(counts)); // the one wait of the phase
@@ -297,10 +299,10 @@ void Octree::build_cells(std::size_t pair)
     // multipoles and the links).
     auto levels = cell_quad0_.view_as<bn_u64>(0, total), levels_alt = cell_quad1_.view_as<bn_u64>(0, total);
     auto starts = cell_com_.view_as<bn_u32>(0, total);
-    be_.launch("treeCellList", grid_for(be_, n_), offsets, first_level, to_u32(n_), to_u32(total), levels,
+    be_.launch(kernels::treeCellList, grid_for(be_, n_), offsets, first_level, to_u32(n_), to_u32(total), levels,
                starts);
     const bool alt = be_.sort_pairs_double(levels, starts, levels_alt, cell_parent_, total, 0, 5);
-    be_.launch("treeCellWrite", grid_for(be_, total), keys, to_u32(n_), alt ? levels_alt : levels,
+    be_.launch(kernels::treeCellWrite, grid_for(be_, total), keys, to_u32(n_), alt ? levels_alt : levels,
                alt ? cell_parent_ : starts, to_u32(total), cell_key_, cell_level_, cell_first_, cell_count_,
                cell_pbegin_, cell_pcount_);
 }
@@ -309,7 +311,7 @@ void Octree::link_cells()
 {
     const std::size_t nc = cells();
     if (nc == 0) return;
-    be_.launch("treeLink", grid_for(be_, nc), cell_key_, cell_level_, cell_pcount_, level_count_, to_u32(nc),
+    be_.launch(kernels::treeLink, grid_for(be_, nc), cell_key_, cell_level_, cell_pcount_, level_count_, to_u32(nc),
                cell_first_, cell_count_, cell_parent_);
 }
 
@@ -320,8 +322,8 @@ void Octree::make_groups()
     const std::size_t nc = cells();
     auto flags = slot<bn_u32>(0, n_), iota = slot<bn_u32>(1, n_), starts = slot<bn_u32>(2, n_);
     flags.fill(0u, 0, n_);
-    be_.launch("treeIota", grid_for(be_, n_), iota, to_u32(n_));
-    be_.launch("treeGroupFlags", grid_for(be_, nc), cell_parent_, cell_first_, cell_count_, cell_pbegin_,
+    be_.launch(kernels::treeIota, grid_for(be_, n_), iota, to_u32(n_));
+    be_.launch(kernels::treeGroupFlags, grid_for(be_, nc), cell_parent_, cell_first_, cell_count_, cell_pbegin_,
                cell_pcount_, to_u32(nc), flags);
     be_.compact(iota, flags, n_, starts, group_total_);
     n_groups_ = group_total_.at(0);
@@ -335,7 +337,7 @@ void Octree::make_groups()
         grow(be_, group_hi_, room, 0, "tree.group_hi");
     }
     group_first_.copy_from(starts, n_groups_);
-    be_.launch("treeGroupBoxes", grid_for(be_, n_groups_), pos_, group_first_, to_u32(n_groups_), to_u32(n_),
+    be_.launch(kernels::treeGroupBoxes, grid_for(be_, n_groups_), pos_, group_first_, to_u32(n_groups_), to_u32(n_),
                group_count_, group_lo_, group_hi_);
 }
 
@@ -345,7 +347,7 @@ void Octree::compute_multipoles()
     if (nc == 0) return;
     const std::size_t stride = nc;
     auto moments = workspace(11 * stride * sizeof(double)).view_as<double>(0, 11 * stride);
-    be_.launch("treeMultipoleLeaves", grid_for(be_, nc), pos_, cell_key_, cell_level_, cell_first_, cell_count_,
+    be_.launch(kernels::treeMultipoleLeaves, grid_for(be_, nc), pos_, cell_key_, cell_level_, cell_first_, cell_count_,
                frame_, to_u32(nc), to_u32(stride), moments);
     // Levels whose cells cannot keep the device's resident threads busy (2048 per compute unit) get eight
     // work-items per cell, one per child slot, instead of one: otherwise each waits on its children's loads in turn.
@@ -353,10 +355,10 @@ void Octree::compute_multipoles()
     for (int level = depth_ - 1; level >= 0; --level) {
         const std::size_t b = level_begin_[level], e = level_begin_[level + 1];
         const std::size_t lanes = 8 * (e - b) <= resident ? 8 : 1;
-        be_.launch("treeMultipoleNodes", grid_for(be_, lanes * (e - b)), cell_key_, cell_level_, cell_first_,
+        be_.launch(kernels::treeMultipoleNodes, grid_for(be_, lanes * (e - b)), cell_key_, cell_level_, cell_first_,
                    cell_count_, frame_, to_u32(b), to_u32(e), to_u32(stride), to_u32(lanes), moments);
     }
-    be_.launch("treeMultipoleStore", grid_for(be_, nc), moments, cell_key_, cell_level_, frame_, to_u32(nc),
+    be_.launch(kernels::treeMultipoleStore, grid_for(be_, nc), moments, cell_key_, cell_level_, frame_, to_u32(nc),
                to_u32(stride), cell_com_, cell_quad0_, cell_quad1_, static_cast<bn_u32>(opening_));
 }
 
