@@ -9,6 +9,7 @@
 #include "tests/reference_tree.hpp"
 
 #include "core/tree/octree.hpp"
+#include "core/tree/workspace.hpp"
 #include "core/simulation/plummer.hpp"
 #include "tests/inputs.hpp"
 #include "core/tree_shared.h"
@@ -661,4 +662,26 @@ TEST_CASE("tree on the device: particles moved on the device, then rebuilt")
     CHECK(compare_exact(want, got) == "");
     CHECK(compare_multipoles(want, tree) == "");
     for (std::size_t i = 0; i < n; ++i) REQUIRE(got.pos[i].w == s.pos[ids_after[i]].w);
+}
+
+TEST_SUITE("static")
+{
+    TEST_CASE("workspace layouts refuse overlapping and unaligned regions")
+    {
+        WorkspaceLayout sort("the sort", 1024, 256);
+        const auto keys = sort.slots<bn_u64>("keys A", 0, 256); // slots 0-1
+        sort.slots<bn_u32>("values A", 2, 256);
+        CHECK(sort.end() == 3 * 1024);
+        CHECK(keys.offset == 0);
+        // Keys B over slots 1-2 would overwrite keys A's second half and values A.
+        CHECK_THROWS_WITH_AS(sort.slots<bn_u64>("keys B", 1, 256),
+                             doctest::Contains("region 'keys B' (bytes 1024 to 3072) overlaps 'keys A'"),
+                             std::logic_error);
+        const auto behind = sort.next<float>("behind", 10);
+        CHECK(behind.offset == 3 * 1024);
+        CHECK(sort.end() == 3 * 1024 + 256);
+        WorkspaceLayout odd("odd", 1000, 256);
+        CHECK_THROWS_WITH_AS(odd.slots<bn_u32>("second", 1, 1), doctest::Contains("not aligned to 256"),
+                             std::logic_error);
+    }
 }
