@@ -445,7 +445,6 @@ TEST_CASE("tree walk: the device builds the CPU walk's lists (counts exactly, fo
             for (std::size_t n : {std::size_t{1000}, std::size_t{4096}}) {
                 tree.set_particles(in.make(n, 3000 + n));
                 tree.build();
-                forces.set_relative(0.0f, nullptr);
                 forces.compute(tree, 0.5f, 0.0f);
                 std::vector<bn_f4> old = forces.acc().download(n);
                 for (auto& a : old) a.w = std::sqrt(a.x * a.x + a.y * a.y + a.z * a.z);
@@ -453,12 +452,12 @@ TEST_CASE("tree walk: the device builds the CPU walk's lists (counts exactly, fo
                 for (float alpha : {0.001f, 0.02f})
                     for (float theta : {0.75f, 1.0f}) {
                         INFO(in.name, " n = ", n, " theta = ", theta, " alpha = ", alpha, " (", to_string(o), ")");
-                        forces.set_relative(alpha, &old_dev);
+                        forces.set_previous_accelerations(&old_dev);
                         forces.poison(tree);
-                        forces.compute(tree, theta, 0.0f);
+                        forces.compute(tree, {theta, alpha, o}, 0.0f);
                         test::check_walk_against_cpu(tree, forces, theta, 0.0f, alpha, old);
                     }
-                forces.set_relative(0.0f, nullptr);
+                forces.set_previous_accelerations(nullptr);
             }
     }
 }
@@ -479,14 +478,12 @@ TEST_CASE("tree forces with the relative criterion against double-precision dire
     auto& be = test::backend();
     Octree tree(be);
     TreeForces forces(be);
-    CHECK_THROWS_AS(forces.set_relative(-1.0f, nullptr), UsageError);
-    CHECK_THROWS_AS(forces.set_relative(NAN, nullptr), UsageError);
     for (const auto& [name, p] : plummer_and_clustered(44)) {
         const std::size_t n = p.size();
         const auto ref = cpu_direct(p, 0.0f);
         tree.set_particles(p);
         tree.build();
-        forces.set_relative(0.0f, nullptr);
+        forces.set_previous_accelerations(nullptr);
         forces.compute(tree, 0.5f, 0.0f);
         std::vector<bn_f4> old_host = forces.acc().download(n);
         for (auto& a : old_host) a.w = std::sqrt(a.x * a.x + a.y * a.y + a.z * a.z);
@@ -496,8 +493,8 @@ TEST_CASE("tree forces with the relative criterion against double-precision dire
         // bounds each particle's error relative to its own acceleration, so the largest stays close to the median.
         for (const auto& b :
              std::array<std::array<double, 4>, 2>{{{0.001, 2e-4, 8e-4, 2e-3}, {0.02, 1e-3, 5e-3, 1.5e-2}}}) {
-            forces.set_relative(static_cast<float>(b[0]), &old);
-            forces.compute(tree, 1.0f, 0.0f);
+            forces.set_previous_accelerations(&old);
+            forces.compute(tree, {1.0f, static_cast<float>(b[0])}, 0.0f);
             forces.to_input_order(tree, out);
             const ErrorStats s = compare(out.download(n), ref);
             MESSAGE(fmt::format("relative, {} N = {} alpha {}: median {:.3g}, 99% {:.3g}, max {:.3g}", name, n, b[0],
@@ -653,6 +650,9 @@ TEST_CASE("tree forces: one particle, two, coincident particles, no particles, b
         CHECK_THROWS_AS(forces.compute(tree, NAN, 0.0f), UsageError);
         CHECK_THROWS_AS(forces.compute(tree, 0.5f, -1.0f), UsageError);
         CHECK_THROWS_AS(forces.compute(tree, 0.5f, INFINITY), UsageError);
+        CHECK_THROWS_AS(forces.compute(tree, {1.0f, -1.0f}, 0.0f), UsageError); // alpha
+        CHECK_THROWS_AS(forces.compute(tree, {1.0f, NAN}, 0.0f), UsageError);
+        CHECK_THROWS_AS(forces.compute(tree, {1.0f, 0.01f}, 0.0f), std::logic_error); // no previous accelerations
     }
 }
 

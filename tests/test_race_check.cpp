@@ -269,11 +269,11 @@ TEST_CASE("race check: walk against the CPU walk")
     tree.set_opening(Opening::bmax);
     tree.build();
     REQUIRE(tree.ids().download(n) == ids);
-    forces.set_relative(0.004f, &old_dev);
+    forces.set_previous_accelerations(&old_dev);
     forces.poison(tree);
-    forces.compute(tree, 1.0f, 0.0f);
+    forces.compute(tree, {1.0f, 0.004f, Opening::bmax}, 0.0f);
     test::check_walk_against_cpu(tree, forces, 1.0f, 0.0f, 0.004f, old);
-    forces.set_relative(0.0f, nullptr);
+    forces.set_previous_accelerations(nullptr);
 }
 
 TEST_CASE("race check: local essential tree and the decomposition on one rank")

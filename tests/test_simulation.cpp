@@ -125,7 +125,7 @@ std::vector<std::array<double, 4>> cpu_direct(const std::vector<bn_f4>& pos, dou
 void test::check_one_step(Backend& be, std::size_t n, bool direct, std::uint64_t seed)
 {
     SimulationOptions o;
-    o.theta = 0.5f;
+    o.opening.theta = 0.5f;
     o.eps = 0.05f;
     o.dt = 1.0 / 64;
     o.direct = direct;
@@ -363,7 +363,7 @@ TEST_CASE("simulation: energy of a Plummer sphere (N 4096, theta 0.5, eps 0.05, 
 {
     auto& be = test::backend();
     SimulationOptions o;
-    o.theta = 0.5f;
+    o.opening.theta = 0.5f;
     o.eps = 0.05f;
     o.dt = 1.0 / 64;
     Simulation sim(be, o);
@@ -388,13 +388,13 @@ TEST_CASE("simulation: the relative criterion from the step before (alpha 0.002,
 {
     auto& be = test::backend();
     SimulationOptions o;
-    o.theta = 1.0f;
-    o.alpha = 0.002f;
+    o.opening.theta = 1.0f;
+    o.opening.alpha = 0.002f;
     o.eps = 0.05f;
     Simulation sim(be, o);
     SimulationOptions geometric = o;
-    geometric.theta = 0.5f;
-    geometric.alpha = 0.0f;
+    geometric.opening.theta = 0.5f;
+    geometric.opening.alpha = 0.0f;
     Simulation ref(be, geometric);
     Particles p = plummer(4096, 2);
     sim.start(p.pos, p.vel, 0.0);
@@ -428,7 +428,7 @@ TEST_CASE("simulation: the relative criterion from the step before (alpha 0.002,
     CHECK(same_bits(a.pos, b.pos));
     CHECK(same_bits(a.acc, b.acc));
     SimulationOptions bad = o;
-    bad.alpha = -1.0f;
+    bad.opening.alpha = -1.0f;
     CHECK_THROWS_AS(Simulation(be, bad), UsageError);
 }
 
@@ -840,16 +840,16 @@ TEST_SUITE("static")
             const RunOptions b = RunOptions::from_text(parse_key_values(u.to_text()));
             CHECK(b.format == SnapshotFormat::tipsy);
             CHECK(b.units == "kpc,1e10Msun");
-            CHECK(b.simulation().opening == Opening::bmax);
-            CHECK(b.simulation().alpha == 0.004f);
+            CHECK(b.simulation().opening.kind == Opening::bmax);
+            CHECK(b.simulation().opening.alpha == 0.004f);
             // A checkpoint from before formats, units and criteria: tipsy snapshots, N-body units, the paper's.
             KeyValues old = parse_key_values(u.to_text());
             old.erase("snapshot_format"), old.erase("units"), old.erase("opening"), old.erase("alpha");
             const RunOptions o2 = RunOptions::from_text(old);
             CHECK(o2.format == SnapshotFormat::tipsy);
             CHECK(o2.units.empty());
-            CHECK(o2.simulation().opening == Opening::paper);
-            CHECK(o2.simulation().alpha == 0.0f);
+            CHECK(o2.simulation().opening.kind == Opening::paper);
+            CHECK(o2.simulation().opening.alpha == 0.0f);
         }
 
         CHECK(parse_time("1/64", "--dt") == 1.0 / 64);

@@ -315,7 +315,7 @@ ForceRow time_forces(Backend& be, const std::vector<bn_f4>& pos, double theta, O
         Octree tree(be);
         tree.set_opening(opening);
         TreeForces forces(be);
-        forces.set_relative(alpha, acc_old);
+        forces.set_previous_accelerations(acc_old);
         if (groups_per_unit) forces.set_groups_per_unit(groups_per_unit);
         std::vector<double> tree_ms, mult_ms, walk_ms, total_ms;
         for (int i = 0; i < warmup + reps; ++i) {
@@ -324,7 +324,7 @@ ForceRow time_forces(Backend& be, const std::vector<bn_f4>& pos, double theta, O
             TreeTimings t;
             tree.build(&t);
             double w = 0;
-            forces.compute(tree, static_cast<float>(theta), eps, &w);
+            forces.compute(tree, {static_cast<float>(theta), alpha, opening}, eps, &w);
             if (i >= warmup) {
                 tree_ms.push_back(t.total - t.multipoles);
                 mult_ms.push_back(t.multipoles);

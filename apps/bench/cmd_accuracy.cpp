@@ -175,8 +175,9 @@ int run_accuracy(const std::vector<std::string>& args)
                                                               : Buffer<bn_f4>{};
             for (double theta : thetas)
                 for (double alpha : alphas) {
-                    forces.set_relative(static_cast<float>(alpha), alpha > 0 ? &acc_old : nullptr);
-                    forces.compute(tree, static_cast<float>(theta), static_cast<float>(eps_walk));
+                    forces.set_previous_accelerations(alpha > 0 ? &acc_old : nullptr);
+                    forces.compute(tree, {static_cast<float>(theta), static_cast<float>(alpha), opening},
+                                   static_cast<float>(eps_walk));
                     forces.to_input_order(tree, acc_dev);
                     const std::vector<bn_f4> acc = acc_dev.download(n);
                     std::vector<double> err(k);

@@ -75,46 +75,30 @@ const Buffer<bn_u32>& TreeForces::pc_counts() const
 
 void TreeForces::poison(Octree& tree) { tree.workspace(0).fill(0xFF); }
 
-void TreeForces::compute(Octree& tree, float theta, float eps, double* walk_ms)
+void TreeForces::compute(Octree& tree, const OpeningCriterion& criterion, float eps, double* walk_ms)
 {
-    begin(tree, theta, eps);
+    begin(tree, criterion, eps);
     end(tree, walk_ms);
 }
 
-void TreeForces::set_relative(float alpha, const Buffer<bn_f4>* acc_old)
+void TreeForces::begin(Octree& tree, const OpeningCriterion& criterion, float eps)
 {
-    if (!(alpha >= 0.0f && std::isfinite(alpha)))
-        throw UsageError(fmt::format("tree forces: the relative criterion's alpha must be finite and >= 0, got {}",
-                                     alpha));
-    if (alpha > 0.0f && acc_old == nullptr)
-        throw std::logic_error("TreeForces::set_relative: the relative criterion needs the previous accelerations");
-    alpha_ = alpha;
-    acc_old_ = alpha > 0.0f ? acc_old : nullptr;
-}
-
-void TreeForces::begin(Octree& tree, float theta, float eps)
-{
-    if (!(theta >= 0.0f && theta <= 1.0f))
-        throw UsageError(fmt::format("tree forces: the opening angle theta must be in [0, 1], got {}", theta));
+    criterion.check("tree forces");
     if (!(eps >= 0.0f && std::isfinite(eps)))
         throw UsageError(fmt::format("tree forces: the softening eps must be finite and >= 0, got {}", eps));
+    if (criterion.alpha > 0.0f && acc_old_ == nullptr)
+        throw std::logic_error("tree forces: the relative criterion needs the previous accelerations "
+                               "(set_previous_accelerations)");
     n_ = tree.size();
     totals_ = {};
     counted_ = false;
-    theta_ = theta;
+    criterion_ = criterion;
     eps_ = eps;
     if (n_ == 0) return;
     if (tree.cells() == 0 || tree.groups() == 0) throw std::logic_error("tree forces: the octree has not been built");
-    if (acc_old_ && acc_old_->size() < n_)
-        throw std::logic_error("tree forces: fewer previous accelerations than particles (set_relative)");
+    if (criterion.alpha > 0.0f && acc_old_->size() < n_)
+        throw std::logic_error("tree forces: fewer previous accelerations than particles (set_previous_accelerations)");
     launch_local(tree);
-}
-
-float TreeForces::inv_theta() const
-{
-    // theta <= 1 < 2 / sqrt(3) keeps every cell that holds a particle of the group from being accepted for it:
-    // d <= sqrt(3) / 2 l + delta < l / theta + delta.
-    return theta_ > 0.0f ? 1.0f / theta_ : std::numeric_limits<float>::infinity();
 }
 
 void TreeForces::launch_local(Octree& tree)
@@ -136,7 +120,7 @@ void TreeForces::launch_local(Octree& tree)
     const std::size_t o_mac = 4 * tree.slot_bytes();
     const std::size_t o_link = o_mac + up(nc * sizeof(bn_f4));
     const std::size_t o_rel = o_link + up(nc * sizeof(bn_u2));
-    const std::size_t o_spill = o_rel + (alpha_ > 0.0f ? up(nc * sizeof(float)) : align);
+    const std::size_t o_spill = o_rel + (criterion_.alpha > 0.0f ? up(nc * sizeof(float)) : align);
     const std::size_t o_pp = o_spill + up(spill_entries * sizeof(bn_u32));
     // Without counts, two one-element stand-ins the kernel never touches (disjoint from everything else).
     const std::size_t o_pc = o_pp + (count_each_ ? tree.slot_bytes() : align);
@@ -147,7 +131,7 @@ void TreeForces::launch_local(Octree& tree)
     acc_ = ws.view_as<bn_f4>(0, n_);
     mac_ = ws.view_as<bn_f4>(o_mac, nc);
     link_ = ws.view_as<bn_u2>(o_link, nc);
-    rel_ = ws.view_as<float>(o_rel, alpha_ > 0.0f ? nc : 1);
+    rel_ = ws.view_as<float>(o_rel, criterion_.alpha > 0.0f ? nc : 1);
     spill_ = ws.view_as<bn_u32>(o_spill, spill_entries);
     pp_ = ws.view_as<bn_u32>(o_pp, count_each_ ? n_ : 1);
     pc_ = ws.view_as<bn_u32>(o_pc, count_each_ ? n_ : 1);
@@ -155,8 +139,8 @@ void TreeForces::launch_local(Octree& tree)
     clear_outputs();
     start_ = be_.record();
     be_.launch(kernels::walkPrepare, grid_for(be_, nc), tree.cell_com(), tree.cell_quad1(), tree.cell_first(),
-               tree.cell_count(), to_u32(nc), inv_theta(), mac_, link_);
-    if (alpha_ > 0.0f)
+               tree.cell_count(), to_u32(nc), criterion_.inv_theta(), mac_, link_);
+    if (criterion_.alpha > 0.0f)
         be_.launch(kernels::walkPrepareRelative, grid_for(be_, nc), tree.cell_com(), tree.cell_quad1(), to_u32(nc),
                    rel_);
     // Without the relative criterion the kernel reads neither rel_ (a stand-in) nor the previous accelerations.
@@ -164,7 +148,7 @@ void TreeForces::launch_local(Octree& tree)
                tree.cell_quad0(), tree.cell_quad1(), tree.group_first(), tree.group_count(), tree.group_lo(),
                tree.group_hi(), to_u32(ngroups), eps_ * eps_, counter_, spill_, to_u32(spill_cap_), status_,
                totals_dev_, acc_, pp_, pc_, bn_u32{count_each_ ? 1u : 0u}, bn_u32{0}, bn_u32{0}, rel_,
-               acc_old_ ? *acc_old_ : acc_, alpha_);
+               criterion_.alpha > 0.0f ? *acc_old_ : acc_, criterion_.alpha);
     stop_ = be_.record();
 }
 
@@ -195,7 +179,7 @@ bool TreeForces::add_remote(Octree& tree, const RemoteTrees& remote, double* wal
 {
     if (walk_ms) *walk_ms = 0;
     if (n_ == 0 || remote.cells == 0) return true;
-    if (alpha_ > 0.0f) throw std::logic_error("TreeForces::add_remote: the relative criterion runs on one rank only");
+    if (criterion_.alpha > 0.0f) throw std::logic_error("TreeForces::add_remote: the relative criterion runs on one rank only");
     if (tree.size() != n_) throw std::logic_error("TreeForces::add_remote: not the tree of the last walk");
     const std::size_t nc = remote.cells;
     auto& mac = be_.scratch_buffer<bn_f4>("walk.remote_mac", nc);
@@ -204,7 +188,7 @@ bool TreeForces::add_remote(Octree& tree, const RemoteTrees& remote, double* wal
     clear_outputs();
     const Event a = be_.record();
     be_.launch(kernels::walkPrepare, grid_for(be_, nc), remote.com, remote.quad1, remote.first, remote.count,
-               to_u32(nc), inv_theta(), mac, link);
+               to_u32(nc), criterion_.inv_theta(), mac, link);
     for (const bn_u32 root : remote.roots) {
         counter_.fill(0u);
         be_.launch(kernels::walkForces, Grid{wgs_, BANYAN_WALK_WG}, tree.pos(), remote.pos, mac, link, remote.com,

@@ -47,24 +47,25 @@ public:
     TreeForces(const TreeForces&) = delete;
     TreeForces& operator=(const TreeForces&) = delete;
 
-    /// One walk over @p tree (built: cells, groups and multipoles), opening angle @p theta in [0, 1] (0: every cell
-    /// is opened, i.e. direct summation) and Plummer softening @p eps >= 0. Afterwards acc()[i] = (ax, ay, az, phi)
+    /// One walk over @p tree (built: cells, groups and multipoles, with the build's kind of @p criterion), its
+    /// opening angle theta in [0, 1] (0: every cell is opened, i.e. direct summation) and relative alpha (> 0: see
+    /// set_previous_accelerations), and Plummer softening @p eps >= 0. Afterwards acc()[i] = (ax, ay, az, phi)
     /// of the particle at tree position i and totals() the interactions summed over all particles; with
     /// set_count_each(true) also pp_counts()[i] / pc_counts()[i], the particles / cells it met (itself excluded).
     /// Blocks until the walk has finished: it reads back whether a level list outgrew the spill buffer, and if one
     /// did walks again with a larger one (results are never incomplete).
     /// @param[out] walk_ms when given, the device time of the (last, complete) walk, cell preparation included.
-    /// @throws UsageError for theta outside [0, 1] or eps negative or not finite.
-    void compute(Octree& tree, float theta, float eps, double* walk_ms = nullptr);
+    /// @throws UsageError for theta outside [0, 1], alpha or eps negative or not finite.
+    void compute(Octree& tree, const OpeningCriterion& criterion, float eps, double* walk_ms = nullptr);
 
     /// compute() in two halves, so that the host may work while the device walks: begin() checks the arguments
     /// and launches the walk (it returns at once), end() waits for it and walks again if the spill buffer was too
     /// small. Between them the tree must not change.
-    void begin(Octree& tree, float theta, float eps);
+    void begin(Octree& tree, const OpeningCriterion& criterion, float eps);
     void end(Octree& tree, double* walk_ms = nullptr);
 
     /// After end(): adds to acc() (and the counts and totals) the forces of the cells and particles of @p remote
-    /// (trees of other ranks) on the particles of @p tree, with the theta and eps of the last begin(). Returns
+    /// (trees of other ranks) on the particles of @p tree, with the criterion and eps of the last begin(). Returns
     /// false when a level list outgrew the spill buffer (now grown): acc() is then incomplete, and the caller
     /// computes again from begin().
     bool add_remote(Octree& tree, const RemoteTrees& remote, double* walk_ms = nullptr);
@@ -80,13 +81,13 @@ public:
     /// Number of particles of the last compute().
     std::size_t size() const noexcept { return n_; }
 
-    /// The relative opening criterion (bn_rel_cell in device_shared.h) for the compute()s that follow: with
-    /// @p alpha > 0 a cell is accepted for a group when M s^3 / d^5 <= alpha |a| for the smallest previous
-    /// acceleration |a| of the group, read from the .w of @p acc_old (tree order of the tree walked, at least
-    /// size() entries; a simulation keeps it in vel.w, which the build moves with the particles), and when the
-    /// geometric test of theta holds too (theta 1 for the relative test alone). @p alpha = 0 turns it off.
-    /// One rank only: add_remote() refuses it.
-    void set_relative(float alpha, const Buffer<bn_f4>* acc_old);
+    /// What the relative opening criterion (bn_rel_cell in device_shared.h) of the compute()s that follow reads:
+    /// with a criterion's alpha > 0 a cell is accepted for a group when M s^3 / d^5 <= alpha |a| for the smallest
+    /// previous acceleration |a| of the group, read from the .w of @p acc_old (tree order of the tree walked, at
+    /// least size() entries; a simulation keeps it in vel.w, which the build moves with the particles), and when
+    /// the geometric test of theta holds too (theta 1 for the relative test alone). nullptr: none (a criterion
+    /// with alpha > 0 is then a logic error). One rank only: add_remote() refuses the relative criterion.
+    void set_previous_accelerations(const Buffer<bn_f4>* acc_old) noexcept { acc_old_ = acc_old; }
 
     /// Whether compute() keeps per-particle interaction counts (8 bytes per particle more; off by default: only
     /// tests and the accuracy tools read them, everyone else uses totals()).
@@ -117,16 +118,15 @@ private:
     /// Whether the last launch, whose status read_outputs() gave as @p needed, outgrew the spill buffer (which
     /// then grows).
     bool spill_overflowed(bn_u32 needed);
-    float inv_theta() const;
 
     Backend& be_;
     std::size_t n_ = 0;
     unsigned groups_per_unit_;
     std::size_t spill_cap_ = 1024; // level-list entries per work-group and list beyond BANYAN_WALK_LIST
     int retries_ = 0;
-    float theta_ = 0, eps_ = 0; // of the last begin()
-    float alpha_ = 0;           // relative criterion (0: off) and the previous accelerations it reads
-    const Buffer<bn_f4>* acc_old_ = nullptr;
+    OpeningCriterion criterion_; // of the last begin()
+    float eps_ = 0;
+    const Buffer<bn_f4>* acc_old_ = nullptr; // the previous accelerations the relative criterion reads
     std::size_t wgs_ = 1;       // work-groups of the last launch
     Event start_, stop_;        // around the last local walk
     bool count_each_ = false;

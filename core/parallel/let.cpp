@@ -130,7 +130,7 @@ std::vector<std::byte> LetExchange::boxes_message(const Octree& tree)
     return msg;
 }
 
-void LetExchange::tree_for(const Octree& tree, float theta, std::span<const std::byte> boxes, HostBytes& out)
+void LetExchange::tree_for(const Octree& tree, const OpeningCriterion& criterion, std::span<const std::byte> boxes, HostBytes& out)
 {
     const std::size_t nc = tree.cells();
     bn_u32 h[2] = {0, 0};
@@ -140,7 +140,7 @@ void LetExchange::tree_for(const Octree& tree, float theta, std::span<const std:
     if (boxes.size() != 8 + 2 * (ncq + nfq) * sizeof(bn_f4) + (ncq + 1) * sizeof(bn_u32))
         throw std::runtime_error("local essential tree: a damaged message of boxes");
     const Grid cells_grid = grid_for(be_, nc);
-    const float inv_theta = theta > 0.0f ? 1.0f / theta : std::numeric_limits<float>::infinity();
+    const float inv_theta = criterion.inv_theta();
     const std::byte* m = boxes.data();
     std::vector<bn_f4> b(2 * (ncq + nfq));
     std::memcpy(b.data(), m + 8, b.size() * sizeof(bn_f4));
@@ -196,7 +196,7 @@ void LetExchange::tree_for(const Octree& tree, float theta, std::span<const std:
     stats_.particles_sent += parts;
 }
 
-void LetExchange::build(const Octree& tree, float theta)
+void LetExchange::build(const Octree& tree, const OpeningCriterion& criterion)
 {
     const auto t0 = std::chrono::steady_clock::now();
     stats_ = {};
@@ -215,7 +215,7 @@ void LetExchange::build(const Octree& tree, float theta)
         send_offsets_[q] = send_.size();
         const std::span<const std::byte> theirs(boxes.data() + at, counts[q]);
         at += counts[q];
-        if (q != me) tree_for(tree, theta, theirs, send_);
+        if (q != me) tree_for(tree, criterion, theirs, send_);
     }
     send_offsets_[P] = send_.size();
     stats_.bytes_sent += send_.size();

@@ -24,7 +24,7 @@ ParallelForces::ParallelForces(Backend& be, const Comm& comm)
 {
 }
 
-void ParallelForces::compute(Octree& tree, float theta, float eps, ParallelTimings* timings)
+void ParallelForces::compute(Octree& tree, const OpeningCriterion& criterion, float eps, ParallelTimings* timings)
 {
     ParallelTimings t;
     const bool many = comm_.parallel();
@@ -34,9 +34,9 @@ void ParallelForces::compute(Octree& tree, float theta, float eps, ParallelTimin
     tree.build();
     be_.synchronize();
     const auto t2 = Clock::now();
-    if (many) let_.build(tree, theta);
+    if (many) let_.build(tree, criterion);
     const auto t3 = Clock::now();
-    forces_.begin(tree, theta, eps);
+    forces_.begin(tree, criterion, eps);
     if (many) let_.exchange();
     const auto t4 = Clock::now();
     forces_.end(tree, &t.local_walk_device);
@@ -46,7 +46,7 @@ void ParallelForces::compute(Octree& tree, float theta, float eps, ParallelTimin
             // A level list outgrew the spill buffer (now grown) in the walk over the others' trees: the sums are
             // incomplete, so both walks run again.
             if (attempt >= 16) throw std::runtime_error("tree forces: level lists keep outgrowing the spill buffer");
-            forces_.compute(tree, theta, eps);
+            forces_.compute(tree, criterion, eps);
         }
     }
     const auto t6 = Clock::now();

@@ -40,7 +40,7 @@ public:
 
     /// Moves particles between ranks, builds @p tree and computes the forces on this rank's particles from all
     /// ranks' particles; results in forces().acc() (tree order), valid until the tree is built again. Collective.
-    void compute(Octree& tree, float theta, float eps, ParallelTimings* timings = nullptr);
+    void compute(Octree& tree, const OpeningCriterion& criterion, float eps, ParallelTimings* timings = nullptr);
 
     TreeForces& forces() noexcept { return forces_; }
     const TreeForces& forces() const noexcept { return forces_; }

@@ -115,9 +115,8 @@ RunOptions RunOptions::from_text(const KeyValues& kv)
 SimulationOptions RunOptions::simulation() const
 {
     SimulationOptions s;
-    s.theta = static_cast<float>(theta);
-    s.opening = parse_opening(opening, "run: --opening");
-    s.alpha = static_cast<float>(alpha);
+    s.opening = OpeningCriterion(static_cast<float>(theta), static_cast<float>(alpha),
+                                 parse_opening(opening, "run: --opening"));
     s.eps = static_cast<float>(eps);
     s.dt = dt;
     s.direct = direct;

@@ -33,17 +33,12 @@ constexpr std::size_t energy_max_groups = 256;
 Simulation::Simulation(Backend& be, const SimulationOptions& options, const Comm& comm)
     : be_(be), comm_(comm), options_(options), tree_(be), forces_(be, comm)
 {
-    if (!(options.dt > 0.0 && std::isfinite(options.dt)))
-        throw UsageError(fmt::format("simulation: the time step must be positive and finite, got {}", options.dt));
-    if (!(options.theta > 0.0f && options.theta <= 1.0f))
-        throw UsageError(fmt::format("simulation: theta must be in (0, 1], got {}", options.theta));
-    if (!(options.eps >= 0.0f && std::isfinite(options.eps)))
-        throw UsageError(fmt::format("simulation: eps must be finite and >= 0, got {}", options.eps));
-    if (!(options.alpha >= 0.0f && std::isfinite(options.alpha)))
-        throw UsageError(fmt::format("simulation: alpha must be finite and >= 0, got {}", options.alpha));
-    if (options.alpha > 0.0f && comm.parallel())
+    // The library's own guard (the front ends checked RunOptions already): alpha would otherwise be judged only at
+    // the second force evaluation, the first with the relative criterion.
+    options.opening.check("simulation");
+    if (options.opening.alpha > 0.0f && comm.parallel())
         throw UsageError("simulation: the relative criterion (alpha) runs on one rank only");
-    tree_.set_opening(options.opening);
+    tree_.set_opening(options.opening.kind);
     partials_ = be_.alloc<double>(BANYAN_ENERGY_TERMS * energy_max_groups, "sim.energy_partials");
     totals_ = be_.alloc<double>(BANYAN_ENERGY_TERMS, "sim.energy_totals");
     tracked_ = be_.alloc<bn_f4>(2, "sim.tracked");
@@ -161,7 +156,7 @@ void Simulation::compute_forces(bool relative)
     if (comm_.parallel()) {
         // Particles move between ranks here: this rank's count changes.
         ParallelTimings t;
-        forces_.compute(tree_, options_.theta, eps_, &t);
+        forces_.compute(tree_, options_.opening, eps_, &t);
         n_ = tree_.size();
         times_.build += t.build;
         times_.forces += t.local_walk + t.remote_walk - t.let_exchange;
@@ -173,9 +168,11 @@ void Simulation::compute_forces(bool relative)
     tree_.build();
     const Event b = be_.record();
     // The relative criterion needs |a| of the step before, which the kick-drift wrote into vel.w: not at the start.
-    forces_.forces().set_relative(relative ? options_.alpha : 0.0f, relative ? &tree_.vel() : nullptr);
+    OpeningCriterion criterion = options_.opening;
+    if (!relative) criterion.alpha = 0.0f;
+    forces_.forces().set_previous_accelerations(relative ? &tree_.vel() : nullptr);
     double walk_ms = 0;
-    forces_.forces().compute(tree_, options_.theta, eps_, &walk_ms); // the results stay where the walk wrote them
+    forces_.forces().compute(tree_, criterion, eps_, &walk_ms); // the results stay where the walk wrote them
     times_.build += be_.elapsed_ms(a, b);
     times_.forces += walk_ms;
 }

@@ -25,12 +25,14 @@
 
 namespace banyan {
 
+/// What defines a simulation on the device. Checked where a front end hands it over (RunOptions::check); the
+/// Simulation checks only its opening criterion again (OpeningCriterion::check), whose alpha the first force
+/// evaluation does not use.
 struct SimulationOptions {
-    float theta = 0.75f; ///< opening angle of the tree walk, in (0, 1]
-    Opening opening = Opening::paper; ///< opening criterion (core/tree/octree.hpp)
-    /// The relative criterion on top (TreeForces::set_relative) from the second force evaluation on, with each
-    /// particle's |a| of the step before (kept in vel.w); 0: off. One rank only.
-    float alpha = 0.0f;
+    /// The opening criterion: the build's kind, theta in (0, 1], and the relative criterion alpha on top from the
+    /// second force evaluation on, with each particle's |a| of the step before (kept in vel.w); alpha 0: off. The
+    /// relative criterion runs on one rank only.
+    OpeningCriterion opening;
     float eps = 0.05f;   ///< Plummer softening
     double dt = 1.0 / 64; ///< the shared time step, > 0
     /// Forces by direct summation (single precision, core/gravity/direct.hpp) instead of the tree; the particles then

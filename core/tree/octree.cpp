@@ -64,15 +64,6 @@ private:
 
 } // namespace
 
-const char* to_string(Opening o) noexcept { return o == Opening::bmax ? "bmax" : "paper"; }
-
-Opening parse_opening(std::string_view text, std::string_view what)
-{
-    if (text == "paper") return Opening::paper;
-    if (text == "bmax") return Opening::bmax;
-    throw UsageError(fmt::format("{}: the opening criterion must be paper or bmax, got '{}'", what, text));
-}
-
 Octree::Octree(Backend& be) : be_(be)
 {
     box_ = be_.alloc<bn_f4>(2, "tree.box");

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "core/device/backend.hpp"
+#include "core/tree/opening.hpp"
 #include "core/tree_shared.h"
 
 #include <array>
@@ -18,16 +19,6 @@
 #include <string_view>
 
 namespace banyan {
-
-/// The opening criterion whose parameters the build stores in cell_quad1 (tree_shared.h): the paper's
-/// d > l / theta + delta, or d > bmax / theta (bmax: the farthest particle of the cell from its centre of mass).
-/// docs/benchmarks.md ("Opening criteria") says where each is faster at equal error.
-enum class Opening : bn_u32 { paper = BANYAN_OPEN_PAPER, bmax = BANYAN_OPEN_BMAX };
-
-/// "paper" or "bmax".
-const char* to_string(Opening o) noexcept;
-/// The criterion named @p text ("paper", "bmax"); UsageError naming @p what otherwise.
-Opening parse_opening(std::string_view text, std::string_view what);
 
 /// Device time of each phase of one build, in milliseconds (device events; the build phase includes the wait for
 /// the level counts, which is part of its cost).

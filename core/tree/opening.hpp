@@ -1,0 +1,44 @@
+/**
+ * @file opening.hpp
+ * @brief The opening criterion as one value: its kind (what the build stores for each cell), the opening angle
+ *        theta and the relative criterion's alpha, for the build, the walk and the local essential trees alike.
+ */
+#pragma once
+
+#include "core/tree_shared.h"
+
+#include <string_view>
+
+namespace banyan {
+
+/// The opening criterion whose parameters the build stores in cell_quad1 (tree_shared.h): the paper's
+/// d > l / theta + delta, or d > bmax / theta (bmax: the farthest particle of the cell from its centre of mass).
+/// docs/benchmarks.md ("Opening criteria") says where each is faster at equal error.
+enum class Opening : bn_u32 { paper = BANYAN_OPEN_PAPER, bmax = BANYAN_OPEN_BMAX };
+
+/// "paper" or "bmax".
+const char* to_string(Opening o) noexcept;
+/// The criterion named @p text ("paper", "bmax"); UsageError naming @p what otherwise.
+Opening parse_opening(std::string_view text, std::string_view what);
+
+/// When the walk accepts a cell for a group instead of opening it. An opening angle alone is the paper's criterion.
+struct OpeningCriterion {
+    OpeningCriterion(float theta_ = 0.75f, float alpha_ = 0.0f, Opening kind_ = Opening::paper) // NOLINT: implicit
+        : kind(kind_), theta(theta_), alpha(alpha_)
+    {
+    }
+    Opening kind;
+    /// The opening angle, in [0, 1] (0: every cell is opened, i.e. direct summation).
+    float theta;
+    /// The relative criterion on top (bn_rel_cell in device_shared.h; TreeForces), > 0; 0: off.
+    float alpha;
+
+    /// 1 / theta (infinity for theta 0): the one place it is computed, for the walk's test and the local essential
+    /// trees' alike, so that the two cannot drift apart. theta <= 1 < 2 / sqrt(3) keeps every cell that holds a
+    /// particle of a group from being accepted for it: d <= sqrt(3) / 2 l + delta < l / theta + delta.
+    float inv_theta() const noexcept;
+    /// Throws UsageError for theta outside [0, 1] or alpha negative or not finite, naming @p what.
+    void check(std::string_view what) const;
+};
+
+} // namespace banyan
