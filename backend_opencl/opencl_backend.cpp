@@ -14,6 +14,7 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <string_view>
 #include <vector>
 
 namespace banyan::opencl_embedded {
@@ -276,15 +277,13 @@ std::string program_source()
 {
     const char* dir = std::getenv("BANYAN_CL_DIR");
     if (!dir || !*dir) return opencl_embedded::program_text;
-    // Development: read core/device_shared.h and kernels_cl/*.cl from the source tree, in name order.
+    // Development: read core/device_shared.h and the kernels_cl/ files of the embedded program from the source
+    // tree, in the embedded program's order (cmake/EmbedCl.cmake: the building blocks first).
     namespace fs = std::filesystem;
     const fs::path kdir(dir);
     std::vector<fs::path> files{kdir / ".." / "core" / "device_shared.h"};
-    std::vector<fs::path> cl;
-    for (const auto& e : fs::directory_iterator(kdir))
-        if (e.path().extension() == ".cl") cl.push_back(e.path());
-    std::sort(cl.begin(), cl.end());
-    files.insert(files.end(), cl.begin(), cl.end());
+    for (const char* const* name = opencl_embedded::file_names; *name; ++name)
+        if (std::string_view(*name) != "device_shared.h") files.push_back(kdir / *name);
     std::string text;
     for (const auto& f : files) {
         std::ifstream in(f);
