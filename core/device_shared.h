@@ -243,6 +243,19 @@ BN_DEVICE float bn_rel_group(float alpha, float a_min) { return BN_POW(alpha * a
 /* Entries of each level list (current and next) a walk work-group keeps in local memory; the rest of a longer
  * list goes to its slice of a global spill buffer. */
 #define BANYAN_WALK_LIST 1024
+#if BANYAN_WALK_WG < BANYAN_N_CRIT || BANYAN_WALK_WG > 256 || (BANYAN_WALK_WG & (BANYAN_WALK_WG - 1)) != 0
+#error "the walk's work-group: a power of two, N_crit <= it <= 256 (10-bit count fields)"
+#endif
+/* What each work-item of the walk found in one step, added up over the work-group by one 64-bit prefix sum: cells
+ * accepted in bits 0-9, leaves opened in bits 10-19, child cells to test next in bits 20-31 (at most 8 per
+ * work-item), and the particles of the opened leaves in bits 32-63. */
+#define BANYAN_WALK_LEAF_SHIFT 10
+#define BANYAN_WALK_NODE_SHIFT 20
+#define BANYAN_WALK_PART_SHIFT 32
+#define BANYAN_WALK_COUNT_MASK 0x3FFu /* cells accepted, leaves opened */
+#define BANYAN_WALK_NODE_MASK 0xFFFu  /* child cells */
+/* A work-item's mark for "no particle of the group" (its slot beyond the group). */
+#define BANYAN_WALK_NONE 0xFFFFFFFFu
 
 /* ---- Time integration (core/simulation/simulation.cpp, kernels_cu/integrate.cu, kernels_cl/integrate.cl) --------------- */
 /* Per-particle terms summed for the energy log: kinetic, potential, momentum (3), angular momentum (3). */

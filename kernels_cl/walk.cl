@@ -28,7 +28,6 @@
 
 #define WALK_WG BANYAN_WALK_WG
 #define WALK_LIST BANYAN_WALK_LIST
-#define WALK_NONE 0xFFFFFFFFu
 
 /* Per-cell data of one walk, for the opening test and the traversal: mac = (centre of mass, (l / theta + delta)^2)
  * and link = (cell_first, cell_count), one 16-byte and one 8-byte load per tested cell. inv_theta may be +inf
@@ -173,7 +172,7 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
         const bn_f4 me = active ? pos[gfirst + slot] : (bn_f4)(0.0f);
         bn_f4 acc = (bn_f4)(0.0f);
         if (lid < n) {
-            self_pos[lid] = WALK_NONE;
+            self_pos[lid] = BANYAN_WALK_NONE;
             if (alpha > 0.0f) old_a[lid] = acc_old[gfirst + lid].w;
         }
         if (lid == 0) list_a[0] = root;
@@ -215,24 +214,26 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
                         v = 1ul;
                     } else if (bn_tree_is_leaf(lk.y)) {
                         leaf = 1;
-                        v = (1ul << 10) | ((ulong)cnt << 32);
+                        v = (1ul << BANYAN_WALK_LEAF_SHIFT) | ((ulong)cnt << BANYAN_WALK_PART_SHIFT);
                     } else {
                         node = 1;
-                        v = (ulong)cnt << 20;
+                        v = (ulong)cnt << BANYAN_WALK_NODE_SHIFT;
                     }
                 }
                 ulong total;
                 const ulong ex = bn_walk_exclusive_u64(v, scan_buf, lid, &total);
-                const uint ta = (uint)(total & 0x3FFu), tl = (uint)((total >> 10) & 0x3FFu);
-                const uint tc = (uint)((total >> 20) & 0xFFFu), tp = (uint)(total >> 32);
+                const uint ta = (uint)(total & BANYAN_WALK_COUNT_MASK);
+                const uint tl = (uint)((total >> BANYAN_WALK_LEAF_SHIFT) & BANYAN_WALK_COUNT_MASK);
+                const uint tc = (uint)((total >> BANYAN_WALK_NODE_SHIFT) & BANYAN_WALK_NODE_MASK);
+                const uint tp = (uint)(total >> BANYAN_WALK_PART_SHIFT);
                 if (accept) {
-                    clist[cfill + (uint)(ex & 0x3FFu)] = cell;
+                    clist[cfill + (uint)(ex & BANYAN_WALK_COUNT_MASK)] = cell;
                 } else if (leaf) {
-                    const uint o = (uint)((ex >> 10) & 0x3FFu);
+                    const uint o = (uint)((ex >> BANYAN_WALK_LEAF_SHIFT) & BANYAN_WALK_COUNT_MASK);
                     leaf_first[o] = first;
-                    leaf_start[o] = (uint)(ex >> 32);
+                    leaf_start[o] = (uint)(ex >> BANYAN_WALK_PART_SHIFT);
                 } else if (node) {
-                    const uint o = nnext + (uint)((ex >> 20) & 0xFFFu);
+                    const uint o = nnext + (uint)((ex >> BANYAN_WALK_NODE_SHIFT) & BANYAN_WALK_NODE_MASK);
                     for (uint j = 0; j < cnt; ++j) {
                         const uint q = o + j;
                         if (q < WALK_LIST) nxt[q] = first + j;
@@ -300,7 +301,7 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
         if (active && sub == 0) {
             bn_f4 sum = pstage[lid];
             for (uint j = 1; j < k; ++j) sum += pstage[lid + j * n];
-            const uint met_self = self_pos[slot] != WALK_NONE ? 1u : 0u;
+            const uint met_self = self_pos[slot] != BANYAN_WALK_NONE ? 1u : 0u;
             const uint i = gfirst + slot;
             acc_pot[i] = remote ? acc_pot[i] + sum : sum;
             if (count_each) {

@@ -13,11 +13,9 @@
 
 #define WALK_WG BANYAN_WALK_WG
 #define WALK_LIST BANYAN_WALK_LIST
-#define WALK_NONE 0xFFFFFFFFu
 #define WALK_WARPS (WALK_WG / 32)
 
-static_assert(WALK_WG % 32 == 0 && WALK_WG >= BANYAN_N_CRIT && WALK_WG <= 256 && (WALK_WG & (WALK_WG - 1)) == 0,
-              "the walk's work-group: a power of two of whole warps, N_crit <= it <= 256");
+static_assert(WALK_WG % 32 == 0, "the walk's work-group: whole warps (device_shared.h checks the rest)");
 
 /* Per-cell data of one walk: mac = (centre of mass, (l / theta + delta)^2), link = (cell_first, cell_count).
  * inv_theta may be +inf (theta = 0: every cell is opened). Block BANYAN_WG; no shared memory. */
@@ -153,7 +151,7 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
         const bn_f4 me = active ? pos[gfirst + slot] : make_float4(0.f, 0.f, 0.f, 0.f);
         bn_f4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
         if (lid < n) {
-            self_pos[lid] = WALK_NONE;
+            self_pos[lid] = BANYAN_WALK_NONE;
             if (alpha > 0.0f) old_a[lid] = acc_old[gfirst + lid].w;
         }
         if (lid == 0) list_a[0] = root;
@@ -194,26 +192,26 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
                         v = 1ull;
                     } else if (bn_tree_is_leaf(lk.y)) {
                         leaf = true;
-                        v = (1ull << 10) | (static_cast<bn_u64>(cnt) << 32);
+                        v = (1ull << BANYAN_WALK_LEAF_SHIFT) | (static_cast<bn_u64>(cnt) << BANYAN_WALK_PART_SHIFT);
                     } else {
                         node = true;
-                        v = static_cast<bn_u64>(cnt) << 20;
+                        v = static_cast<bn_u64>(cnt) << BANYAN_WALK_NODE_SHIFT;
                     }
                 }
                 bn_u64 total; // the __syncthreads() below separates this scan from the next
                 const bn_u64 ex = bn_block_exclusive_serial<bn_u64, WALK_WG>(v, warp_total, lid, total);
-                const unsigned ta = static_cast<unsigned>(total & 0x3FFu);
-                const unsigned tl = static_cast<unsigned>((total >> 10) & 0x3FFu);
-                const unsigned tc = static_cast<unsigned>((total >> 20) & 0xFFFu);
-                const unsigned tp = static_cast<unsigned>(total >> 32);
+                const unsigned ta = static_cast<unsigned>(total & BANYAN_WALK_COUNT_MASK);
+                const unsigned tl = static_cast<unsigned>((total >> BANYAN_WALK_LEAF_SHIFT) & BANYAN_WALK_COUNT_MASK);
+                const unsigned tc = static_cast<unsigned>((total >> BANYAN_WALK_NODE_SHIFT) & BANYAN_WALK_NODE_MASK);
+                const unsigned tp = static_cast<unsigned>(total >> BANYAN_WALK_PART_SHIFT);
                 if (accept) {
-                    clist[cfill + static_cast<unsigned>(ex & 0x3FFu)] = cell;
+                    clist[cfill + static_cast<unsigned>(ex & BANYAN_WALK_COUNT_MASK)] = cell;
                 } else if (leaf) {
-                    const unsigned o = static_cast<unsigned>((ex >> 10) & 0x3FFu);
+                    const unsigned o = static_cast<unsigned>((ex >> BANYAN_WALK_LEAF_SHIFT) & BANYAN_WALK_COUNT_MASK);
                     leaf_first[o] = first;
-                    leaf_start[o] = static_cast<unsigned>(ex >> 32);
+                    leaf_start[o] = static_cast<unsigned>(ex >> BANYAN_WALK_PART_SHIFT);
                 } else if (node) {
-                    const unsigned o = nnext + static_cast<unsigned>((ex >> 20) & 0xFFFu);
+                    const unsigned o = nnext + static_cast<unsigned>((ex >> BANYAN_WALK_NODE_SHIFT) & BANYAN_WALK_NODE_MASK);
                     for (unsigned j = 0; j < cnt; ++j) {
                         const unsigned q = o + j;
                         if (q < WALK_LIST) nxt[q] = first + j;
@@ -284,7 +282,7 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
                 sum.z += o.z;
                 sum.w += o.w;
             }
-            const unsigned met_self = self_pos[slot] != WALK_NONE ? 1u : 0u;
+            const unsigned met_self = self_pos[slot] != BANYAN_WALK_NONE ? 1u : 0u;
             const unsigned i = gfirst + slot;
             if (remote) {
                 const bn_f4 before = acc_pot[i];

@@ -19,9 +19,6 @@ namespace banyan {
 
 namespace {
 
-static_assert(BANYAN_WALK_WG >= BANYAN_N_CRIT && BANYAN_WALK_WG <= 256 &&
-                  (BANYAN_WALK_WG & (BANYAN_WALK_WG - 1)) == 0,
-              "the walk's work-group: a power of two, N_crit <= it <= 256 (10-bit count fields)");
 static_assert(BANYAN_WALK_LIST >= 1, "the walk needs a local level list");
 
 } // namespace
