@@ -54,7 +54,9 @@ void TreeForces::drop_views() noexcept
 Buffer<bn_f4>& TreeForces::bind_acc(Octree& tree)
 {
     drop_views();
-    acc_ = tree.workspace(0).view_as<bn_f4>(0, std::max<std::size_t>(tree.size(), 1));
+    WorkspaceLayout layout = tree.workspace_layout("the accelerations");
+    const auto acc_at = layout.slots<bn_f4>("accelerations", 0, std::max<std::size_t>(tree.size(), 1));
+    acc_ = layout.view(tree.workspace(0), acc_at);
     return acc_;
 }
 
@@ -107,31 +109,31 @@ void TreeForces::launch_local(Octree& tree)
     // N) would make it bigger than an eighth of the device (at most 2 GiB), fewer work-groups walk.
     const std::size_t budget =
         std::max<std::size_t>(std::min<std::size_t>(be_.info().memory_bytes / 8, std::size_t{2} << 30), 1 << 20);
-    const std::size_t align = std::max<std::size_t>(be_.info().view_align, 16);
-    auto up = [align](std::size_t b) { return (b + align - 1) / align * align; };
     const std::size_t per_wg = 2 * spill_cap_ * sizeof(bn_u32);
     wgs_ = std::max<std::size_t>(1, std::min({ngroups, units * groups_per_unit_, budget / per_wg}));
     const std::size_t spill_entries = 2 * wgs_ * spill_cap_;
-    // Workspace layout of the walk: acc (slots 0-3), mac, link, the relative criterion's per-cell factor (a
-    // one-element stand-in without it), spill, then the counts when kept.
-    const std::size_t o_mac = 4 * tree.slot_bytes();
-    const std::size_t o_link = o_mac + up(nc * sizeof(bn_f4));
-    const std::size_t o_rel = o_link + up(nc * sizeof(bn_u2));
-    const std::size_t o_spill = o_rel + (criterion_.alpha > 0.0f ? up(nc * sizeof(float)) : align);
-    const std::size_t o_pp = o_spill + up(spill_entries * sizeof(bn_u32));
-    // Without counts, two one-element stand-ins the kernel never touches (disjoint from everything else).
-    const std::size_t o_pc = o_pp + (count_each_ ? tree.slot_bytes() : align);
-    const std::size_t end = o_pc + (count_each_ ? tree.slot_bytes() : align);
+    // The walk's layout: the accelerations in slots 0-3 (valid until the next build), then per cell the opening
+    // data and the links, the relative criterion's factor (a one-element stand-in without it), the spill buffer,
+    // and the counts when kept (without, two one-element stand-ins the kernel never touches). estimate_device_bytes
+    // counts the same.
+    WorkspaceLayout layout = tree.workspace_layout("the walk");
+    const auto acc_at = layout.slots<bn_f4>("accelerations", 0, n_);
+    const auto mac_at = layout.slots<bn_f4>("opening data", 4, nc);
+    const auto link_at = layout.next<bn_u2>("links", nc);
+    const auto rel_at = layout.next<float>("relative factors", criterion_.alpha > 0.0f ? nc : 1);
+    const auto spill_at = layout.next<bn_u32>("spill", spill_entries);
+    const auto pp_at = layout.next<bn_u32>("pp counts", count_each_ ? n_ : 1);
+    const auto pc_at = layout.next<bn_u32>("pc counts", count_each_ ? n_ : 1);
     // Views of a workspace about to grow go first: the old allocation is then freed at once.
     drop_views();
-    const auto& ws = tree.workspace(end);
-    acc_ = ws.view_as<bn_f4>(0, n_);
-    mac_ = ws.view_as<bn_f4>(o_mac, nc);
-    link_ = ws.view_as<bn_u2>(o_link, nc);
-    rel_ = ws.view_as<float>(o_rel, criterion_.alpha > 0.0f ? nc : 1);
-    spill_ = ws.view_as<bn_u32>(o_spill, spill_entries);
-    pp_ = ws.view_as<bn_u32>(o_pp, count_each_ ? n_ : 1);
-    pc_ = ws.view_as<bn_u32>(o_pc, count_each_ ? n_ : 1);
+    const auto& ws = tree.workspace(layout.end());
+    acc_ = layout.view(ws, acc_at);
+    mac_ = layout.view(ws, mac_at);
+    link_ = layout.view(ws, link_at);
+    rel_ = layout.view(ws, rel_at);
+    spill_ = layout.view(ws, spill_at);
+    pp_ = layout.view(ws, pp_at);
+    pc_ = layout.view(ws, pc_at);
     counter_.fill(0u);
     clear_outputs();
     start_ = be_.record();
@@ -276,6 +278,8 @@ std::size_t estimate_device_bytes(const Backend& be, std::size_t n, bool velocit
     const double units = std::max(1u, be.info().compute_units);
     const double spill = 2.0 * 1024 * sizeof(bn_u32) * 16 * units; // 1024 entries per work-group, 16 per unit
     const double particles = (velocities ? 36.0 : 20.0) * N;         // pos, vel, id
+    // The workspace: the build's 7 slots, its moments per cell, or the walk's layout (TreeForces::launch_local:
+    // the accelerations, opening data and links per cell, the spill buffer).
     const double workspace = std::max({28 * N, 80 * cells, 16 * N + 24 * cells + spill});
     const double kept = 80 * cells + 40 * groups; // cell and group arrays
     const double small = N + 4.0 * (1 << 20); // sort histograms (0.5 bytes per particle), scan partials, CUB, counters

@@ -67,10 +67,16 @@ BalanceStats Decomposition::balance(Octree& tree, double work)
     std::vector<bn_u32> leaver_ids;
     {
         auto& ws = tree.workspace(0);
-        const std::size_t slot = tree.slot_bytes();
         const std::size_t m = std::max<std::size_t>(n, 1);
-        // Workspace: keys in slots 0-1, stay flags 2, 0..n-1 in 3, the partition in 4, gathered keys in 5-6.
-        auto keys = ws.view_as<bn_u64>(0, m);
+        // The workspace while the particles are split: keys in slots 0-1, stay flags 2, 0..n-1 in 3, the partition
+        // in 4, the keys in its order in 5-6.
+        WorkspaceLayout split = tree.workspace_layout("the split of the decomposition");
+        const auto keys_at = split.slots<bn_u64>("keys", 0, m);
+        const auto stay_at = split.slots<bn_u32>("stay flags", 2, n);
+        const auto iota_at = split.slots<bn_u32>("indices", 3, n);
+        const auto perm_at = split.slots<bn_u32>("partition", 4, n);
+        const auto gathered_keys_at = split.slots<bn_u64>("keys in partition order", 5, n);
+        auto keys = split.view(ws, keys_at);
         if (n) be_.launch(kernels::treeKeys, grid, tree.pos(), box_, to_u32(n), keys, frame_);
 
         // 2. Samples at even spacing, each with an equal share of this rank's work; the same splitters everywhere.
@@ -106,23 +112,26 @@ BalanceStats Decomposition::balance(Octree& tree, double work)
 
         // 3. Those that stay first (stable), then those that leave, whose data goes to the host.
         if (n) {
-            auto stay = ws.view_as<bn_u32>(2 * slot, n);
-            auto iota = ws.view_as<bn_u32>(3 * slot, n);
-            auto perm = ws.view_as<bn_u32>(4 * slot, n);
+            auto stay = split.view(ws, stay_at);
+            auto iota = split.view(ws, iota_at);
+            auto perm = split.view(ws, perm_at);
             be_.launch(kernels::domainStay, grid, keys, to_u32(n), lo_key, hi_key, stay);
             be_.launch(kernels::treeIota, grid, iota, to_u32(n));
             be_.split(iota, stay, n, perm, count_);
             stays = count_.at(0);
             const std::size_t leave = n - stays;
             if (leave) {
-                auto gathered_keys = ws.view_as<bn_u64>(5 * slot, n);
+                auto gathered_keys = split.view(ws, gathered_keys_at);
                 be_.gather(keys, perm, n, gathered_keys);
                 leaver_keys.resize(leave);
                 gathered_keys.download(std::span<bn_u64>(leaver_keys), stays);
                 // Slots 0-3 are free now: each array in turn goes through them into its new order.
                 auto through = [&](auto& array, auto& out) {
                     using T = typename std::remove_reference_t<decltype(array)>::value_type;
-                    auto tmp = ws.view_as<T>(0, n);
+                    WorkspaceLayout move = tree.workspace_layout("the move of the decomposition");
+                    move.slots<bn_u32>("partition", 4, n);
+                    const auto tmp_at = move.slots<T>("array in partition order", 0, n);
+                    auto tmp = move.view(ws, tmp_at);
                     be_.gather(array, perm, n, tmp);
                     out.resize(leave);
                     tmp.download(std::span<T>(out), stays);

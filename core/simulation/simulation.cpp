@@ -241,14 +241,18 @@ std::size_t Simulation::input_order(std::vector<bn_f4>& pos, std::vector<bn_f4>&
     // In chunks of ids through the part of the tree's workspace that the accelerations leave free (slots 4 and
     // up; direct summation keeps its own): a snapshot costs no device memory of its own.
     const std::size_t align = std::max<std::size_t>(be_.info().view_align, 16);
-    const std::size_t from = options_.direct ? 0 : 4 * tree_.slot_bytes();
+    const std::size_t first_slot = options_.direct ? 0 : 4;
     auto& ws = tree_.workspace(0);
-    const std::size_t room = ws.size() - from;
+    const std::size_t room = ws.size() - first_slot * tree_.slot_bytes();
     const std::size_t part = room / 3 / align * align; // bytes of each of the three outputs
     const std::size_t chunk = std::min(n_, part / sizeof(bn_f4));
     if (chunk == 0) throw std::logic_error("Simulation::input_order: no room in the workspace");
-    auto out_pos = ws.view_as<bn_f4>(from, chunk), out_vel = ws.view_as<bn_f4>(from + part, chunk);
-    auto out_acc = ws.view_as<bn_f4>(from + 2 * part, chunk);
+    WorkspaceLayout layout = tree_.workspace_layout("the way back to input order");
+    if (!options_.direct) layout.slots<bn_f4>("accelerations", 0, n_);
+    const auto pos_at = layout.slots<bn_f4>("positions", first_slot, part / sizeof(bn_f4));
+    const auto vel_at = layout.next<bn_f4>("velocities", part / sizeof(bn_f4));
+    const auto acc_at = layout.next<bn_f4>("accelerations in input order", part / sizeof(bn_f4));
+    auto out_pos = layout.view(ws, pos_at), out_vel = layout.view(ws, vel_at), out_acc = layout.view(ws, acc_at);
     for (std::size_t first = 0; first < n_; first += chunk) {
         const std::size_t m = std::min(chunk, n_ - first);
         be_.launch(kernels::integrateToInputOrder, grid_for(be_, n_), tree_.pos(), tree_.vel(), acc(), tree_.ids(),

@@ -23,8 +23,11 @@ namespace {
 
 std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 
-/// Slots of 4 bytes per particle in the workspace (layout in octree.hpp).
+/// Slots of 4 bytes per particle in the workspace (each phase's layout is with the phase, below).
 constexpr std::size_t workspace_slots = 7;
+
+/// The alignment of the device's views, and so of the workspace's slots and regions.
+std::size_t view_align(const Backend& be) { return std::max<std::size_t>(be.info().view_align, 16); }
 
 /// Grows @p b to at least @p n elements (never shrinks), keeping the first @p keep elements.
 template <class T>
@@ -82,12 +85,17 @@ Buffer<unsigned char>& Octree::workspace(std::size_t bytes)
     return workspace_;
 }
 
+WorkspaceLayout Octree::workspace_layout(std::string phase) const
+{
+    return WorkspaceLayout(std::move(phase), slot_, view_align(be_));
+}
+
 void Octree::reserve_particles(std::size_t n, bool with_vel)
 {
     // Cell counts carry a flag in bit 31 (BANYAN_TREE_LEAF_BIT): 2^31 - 1 particles is the most one tree can hold.
     if (n > 0x7FFFFFFFu) throw UsageError(fmt::format("tree: {} particles is more than the 2^31 - 1 supported", n));
     const std::size_t m = std::max<std::size_t>(n, 1);
-    const std::size_t align = std::max<std::size_t>(be_.info().view_align, 16);
+    const std::size_t align = view_align(be_);
     slot_ = ceil_div(4 * m, align) * align;
     if (!pos_ || pos_.size() < m) {
         pos_ = Buffer<bn_f4>(), id_ = Buffer<bn_u32>();
@@ -176,7 +184,7 @@ void Octree::resize_keep(std::size_t n)
         if (with_vel) regrow(vel_, "tree.vel");
     }
     const std::size_t cap = pos_.size();
-    const std::size_t align = std::max<std::size_t>(be_.info().view_align, 16);
+    const std::size_t align = view_align(be_);
     slot_ = ceil_div(4 * std::max<std::size_t>(cap, 1), align) * align;
     workspace(0);
     if (cell_capacity_ < cap / 4 + 64) grow_cells(cap / 4 + 64, 0);
@@ -231,8 +239,12 @@ void Octree::compute_keys()
 {
     if (n_ == 0) return;
     be_.reduce_bounds(pos_, n_, box_);
-    auto keys = slot<bn_u64>(0, n_);
-    auto iota = slot<bn_u32>(2, n_);
+    // Pair A of the sort (sort_keys).
+    WorkspaceLayout layout = workspace_layout("the keys");
+    const auto keys_at = layout.slots<bn_u64>("keys", 0, n_);
+    const auto iota_at = layout.slots<bn_u32>("indices", 2, n_);
+    auto keys = layout.view(workspace_, keys_at);
+    auto iota = layout.view(workspace_, iota_at);
     be_.launch(kernels::treeKeys, grid_for(be_, n_), pos_, box_, to_u32(n_), keys, frame_);
     be_.launch(kernels::treeIota, grid_for(be_, n_), iota, to_u32(n_));
 }
@@ -240,20 +252,31 @@ void Octree::compute_keys()
 std::size_t Octree::sort_keys()
 {
     if (n_ == 0) return 0;
-    auto keys_a = slot<bn_u64>(0, n_), keys_b = slot<bn_u64>(4, n_);
-    auto values_a = slot<bn_u32>(2, n_), values_b = slot<bn_u32>(6, n_);
+    // The sort's double buffer: pair A (keys and values) as compute_keys left it, pair B behind it.
+    WorkspaceLayout layout = workspace_layout("the sort");
+    const auto keys_a_at = layout.slots<bn_u64>("keys A", 0, n_);
+    const auto values_a_at = layout.slots<bn_u32>("values A", 2, n_);
+    const auto keys_b_at = layout.slots<bn_u64>("keys B", 4, n_);
+    const auto values_b_at = layout.slots<bn_u32>("values B", 6, n_);
+    auto keys_a = layout.view(workspace_, keys_a_at), keys_b = layout.view(workspace_, keys_b_at);
+    auto values_a = layout.view(workspace_, values_a_at), values_b = layout.view(workspace_, values_b_at);
     return be_.sort_pairs_double(keys_a, values_a, keys_b, values_b, n_, 0, BANYAN_TREE_KEY_BITS) ? 4 : 0;
 }
 
 void Octree::move_particles(std::size_t pair)
 {
     if (n_ == 0) return;
-    // pair A (slots 0-2) leaves slots 3-6 free, pair B (slots 4-6) slots 0-3.
-    const auto perm = slot<bn_u32>(pair + 2, n_);
+    // The sorted keys (kept for build_cells) and the permutation where the sort left them: pair A (slots 0-2)
+    // leaves slots 3-6 free, pair B (slots 4-6) slots 0-3, for one particle array at a time.
     const std::size_t spare = pair == 0 ? 3 : 0;
     auto through = [&](auto& a) {
         using T = typename std::remove_reference_t<decltype(a)>::value_type;
-        auto tmp = slot<T>(spare, n_);
+        WorkspaceLayout layout = workspace_layout("the move");
+        layout.slots<bn_u64>("sorted keys", pair, n_);
+        const auto perm_at = layout.slots<bn_u32>("permutation", pair + 2, n_);
+        const auto tmp_at = layout.slots<T>("array in key order", spare, n_);
+        const auto perm = layout.view(workspace_, perm_at);
+        auto tmp = layout.view(workspace_, tmp_at);
         be_.gather(a, perm, n_, tmp);
         a.copy_from(tmp, n_);
     };
@@ -267,9 +290,15 @@ void Octree::build_cells(std::size_t pair)
     level_begin_.fill(0);
     depth_ = -1;
     if (n_ == 0) return;
-    const std::size_t free0 = pair == 0 ? 2 : 0; // two of the slots the sorted keys leave free
-    const auto keys = slot<bn_u64>(pair, n_);
-    auto offsets = slot<bn_u32>(free0, n_), first_level = slot<bn_u32>(free0 + 1, n_);
+    // The sorted keys where the sort left them; the cells' offsets and first levels in two of the slots the keys
+    // leave free (the permutation is spent).
+    const std::size_t free0 = pair == 0 ? 2 : 0;
+    WorkspaceLayout layout = workspace_layout("the cells");
+    const auto keys_at = layout.slots<bn_u64>("sorted keys", pair, n_);
+    const auto offsets_at = layout.slots<bn_u32>("cell offsets", free0, n_);
+    const auto first_level_at = layout.slots<bn_u32>("first levels", free0 + 1, n_);
+    const auto keys = layout.view(workspace_, keys_at);
+    auto offsets = layout.view(workspace_, offsets_at), first_level = layout.view(workspace_, first_level_at);
     level_count_.fill(0u);
     be_.launch(kernels::treeCellStarts, grid_for(be_, n_), keys, to_u32(n_), offsets, first_level, level_count_);
     be_.exclusive_scan(offsets, offsets, n_);
@@ -311,7 +340,12 @@ void Octree::make_groups()
     n_groups_ = 0;
     if (n_ == 0) return;
     const std::size_t nc = cells();
-    auto flags = slot<bn_u32>(0, n_), iota = slot<bn_u32>(1, n_), starts = slot<bn_u32>(2, n_);
+    WorkspaceLayout layout = workspace_layout("the groups");
+    const auto flags_at = layout.slots<bn_u32>("flags", 0, n_);
+    const auto iota_at = layout.slots<bn_u32>("indices", 1, n_);
+    const auto starts_at = layout.slots<bn_u32>("group starts", 2, n_);
+    auto flags = layout.view(workspace_, flags_at), iota = layout.view(workspace_, iota_at);
+    auto starts = layout.view(workspace_, starts_at);
     flags.fill(0u, 0, n_);
     be_.launch(kernels::treeIota, grid_for(be_, n_), iota, to_u32(n_));
     be_.launch(kernels::treeGroupFlags, grid_for(be_, nc), cell_parent_, cell_first_, cell_count_, cell_pbegin_,
@@ -337,7 +371,10 @@ void Octree::compute_multipoles()
     const std::size_t nc = cells();
     if (nc == 0) return;
     const std::size_t stride = nc;
-    auto moments = workspace(11 * stride * sizeof(double)).view_as<double>(0, 11 * stride);
+    // 11 doubles per cell from byte 0 (the workspace grows when the cells need more than its 7 slots).
+    WorkspaceLayout layout = workspace_layout("the multipoles");
+    const auto moments_at = layout.slots<double>("moments", 0, 11 * stride);
+    auto moments = layout.view(workspace(layout.end()), moments_at);
     be_.launch(kernels::treeMultipoleLeaves, grid_for(be_, nc), pos_, cell_key_, cell_level_, cell_first_, cell_count_,
                frame_, to_u32(nc), to_u32(stride), moments);
     // Levels whose cells cannot keep the device's resident threads busy (2048 per compute unit) get eight

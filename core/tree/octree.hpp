@@ -11,6 +11,7 @@
 
 #include "core/device/backend.hpp"
 #include "core/tree/opening.hpp"
+#include "core/tree/workspace.hpp"
 #include "core/tree_shared.h"
 
 #include <array>
@@ -39,15 +40,11 @@ struct TreeTimings {
 /// whose phases never overlap. The walk uses the same workspace for its results and per-cell data once the build
 /// is done (TreeForces), so a force evaluation needs no scratch memory of its own.
 ///
-/// Workspace layout (slot s = bytes [s * slot_bytes(), (s + 1) * slot_bytes()), slot_bytes() >= 4 N):
-///   keys and sort:  keys A in slots 0-1, values A in 2, keys B in 4-5, values B in 6 (the sort's double buffer)
-///   move:           the sorted keys and the permutation where the sort left them (pair A or B); the four other
-///                   consecutive slots hold one particle array at a time on its way into key order
-///   cells:          the sorted keys; per particle the cells beginning there and their first level in two of
-///                   the slots the keys leave free (the (level, first particle) pairs and their sort use cell arrays)
-///   multipoles:     11 doubles per cell from byte 0 (the workspace grows if the cells need more than 7 slots)
-///   groups:         flags, 0..N-1 and the group starts in slots 0-2
-///   walk and after: accelerations in slots 0-3 (valid until the next build), per-cell opening data behind them
+/// Each phase that borrows the workspace declares its regions by name in a WorkspaceLayout (workspace.hpp), which
+/// checks that they neither overlap nor outgrow it; the layouts live with the phases: the build's in octree.cpp
+/// (compute_keys to make_groups), the walk's in TreeForces::launch_local (forces.cpp; its accelerations, in slots
+/// 0-3, stay valid until the next build), the domain decomposition's in Decomposition::balance (domain.cpp) and
+/// the way back to input order in Simulation::input_order (simulation.cpp).
 class Octree {
 public:
     using Levels = std::array<std::size_t, BANYAN_TREE_LEVELS + 1>;
@@ -88,8 +85,10 @@ public:
 
     /// Bytes per workspace slot (4 per particle, rounded up to the device's view alignment).
     std::size_t slot_bytes() const noexcept { return slot_; }
+    /// An empty layout of the workspace for @p phase: slots of slot_bytes(), regions aligned for the device's views.
+    WorkspaceLayout workspace_layout(std::string phase) const;
     /// The workspace, grown to at least @p bytes (and 7 slots); growing loses its contents. Between the end of one
-    /// build() and the start of the next the walk may use all of it.
+    /// build() and the start of the next the walk may use all of it. Views of it come from a layout's view().
     Buffer<unsigned char>& workspace(std::size_t bytes);
 
     // Particles (size() elements valid), in key order after build().
@@ -130,13 +129,6 @@ public:
 private:
     void reserve_particles(std::size_t n, bool with_vel);
     void grow_cells(std::size_t n, std::size_t keep);
-    /// A view of @p n elements of T at slot @p s of the workspace.
-    template <class T>
-    Buffer<T> slot(std::size_t s, std::size_t n) const
-    {
-        return workspace_.view_as<T>(s * slot_, n);
-    }
-
     // The phases of build(), in order. sort_keys returns the first slot of the pair holding the sorted keys.
     void compute_keys();
     std::size_t sort_keys();
