@@ -68,8 +68,8 @@ public:
         if (!n) return;
         const auto& s = static_cast<const CudaBuffer&>(src);
         BANYAN_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(ptr_) + dst_offset,
-                                          static_cast<const char*>(s.ptr()) + src_offset, n,
-                                          cudaMemcpyDeviceToDevice, stream_));
+                                          static_cast<const char*>(s.ptr()) + src_offset, n, cudaMemcpyDeviceToDevice,
+                                          stream_));
     }
     void copy_rows_from(const RawBuffer& src, std::size_t rows, std::size_t row_bytes, std::size_t src_offset,
                         std::size_t src_pitch, std::size_t dst_offset, std::size_t dst_pitch) override
@@ -98,11 +98,20 @@ struct CudaEvent final : EventImpl {
 
 } // namespace
 
-void register_kernel(KernelId id, const void* host_stub) { registry()[index_of(id)] = host_stub; }
+void register_kernel(KernelId id, const void* host_stub)
+{
+    registry()[index_of(id)] = host_stub;
+}
 
-const void* kernel_stub(KernelId id) noexcept { return registry()[index_of(id)]; }
+const void* kernel_stub(KernelId id) noexcept
+{
+    return registry()[index_of(id)];
+}
 
-void* device_ptr(const RawBuffer& b) noexcept { return static_cast<const CudaBuffer&>(b).ptr(); }
+void* device_ptr(const RawBuffer& b) noexcept
+{
+    return static_cast<const CudaBuffer&>(b).ptr();
+}
 
 void CudaBuffer::fill(const void* pattern, std::size_t pattern_bytes, std::size_t offset, std::size_t n)
 {
@@ -110,7 +119,8 @@ void CudaBuffer::fill(const void* pattern, std::size_t pattern_bytes, std::size_
     // Byte patterns go through cudaMemsetAsync; wider ones through a small registered kernel.
     const unsigned char* p = static_cast<const unsigned char*>(pattern);
     bool uniform = true;
-    for (std::size_t i = 1; i < pattern_bytes; ++i) uniform = uniform && p[i] == p[0];
+    for (std::size_t i = 1; i < pattern_bytes; ++i)
+        uniform = uniform && p[i] == p[0];
     if (uniform) {
         BANYAN_CUDA_CHECK(cudaMemsetAsync(static_cast<char*>(ptr_) + offset, p[0], n, stream_));
         return;
@@ -118,7 +128,8 @@ void CudaBuffer::fill(const void* pattern, std::size_t pattern_bytes, std::size_
     // Build the pattern once on the host for a small block, then double it on the device.
     const std::size_t first = std::min<std::size_t>(n, 1 << 16) / pattern_bytes * pattern_bytes;
     std::string block(first, '\0');
-    for (std::size_t i = 0; i < first; i += pattern_bytes) std::memcpy(block.data() + i, pattern, pattern_bytes);
+    for (std::size_t i = 0; i < first; i += pattern_bytes)
+        std::memcpy(block.data() + i, pattern, pattern_bytes);
     char* base = static_cast<char*>(ptr_) + offset;
     BANYAN_CUDA_CHECK(cudaMemcpyAsync(base, block.data(), first, cudaMemcpyHostToDevice, stream_));
     BANYAN_CUDA_CHECK(cudaStreamSynchronize(stream_)); // the host block dies at return
@@ -164,8 +175,7 @@ std::unique_ptr<RawBuffer> CudaBackend::alloc_raw(std::size_t bytes, std::string
             std::size_t free_b = 0, total_b = 0;
             cudaMemGetInfo(&free_b, &total_b);
             throw_error("cudaMalloc", rc, __FILE__, __LINE__,
-                        fmt::format("allocating '{}' of {} bytes ({} bytes free of {})", what, bytes, free_b,
-                                    total_b));
+                        fmt::format("allocating '{}' of {} bytes ({} bytes free of {})", what, bytes, free_b, total_b));
         }
     }
     return std::make_unique<CudaBuffer>(p, bytes, stream_);
@@ -210,7 +220,10 @@ void CudaBackend::set_work_group_size(std::size_t wg)
                                      BANYAN_WG_DEFAULT, wg));
 }
 
-void CudaBackend::synchronize() { BANYAN_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+void CudaBackend::synchronize()
+{
+    BANYAN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
 
 Event CudaBackend::record()
 {

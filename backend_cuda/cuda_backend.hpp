@@ -49,8 +49,7 @@ private:
 
 /// The device pointer behind a buffer of this backend.
 void* device_ptr(const RawBuffer& b) noexcept;
-template <class T>
-T* device_ptr(const Buffer<T>& b) noexcept
+template <class T> T* device_ptr(const Buffer<T>& b) noexcept
 {
     return static_cast<T*>(device_ptr(b.raw()));
 }

@@ -14,9 +14,9 @@ namespace banyan::cuda {
 
 } // namespace banyan::cuda
 
-#define BANYAN_CUDA_CHECK(call)                                                                             \
-    do {                                                                                                    \
-        const cudaError_t banyan_cuda_status_ = (call);                                                     \
-        if (banyan_cuda_status_ != cudaSuccess)                                                             \
-            ::banyan::cuda::throw_error(#call, banyan_cuda_status_, __FILE__, __LINE__);                    \
+#define BANYAN_CUDA_CHECK(call)                                                                                        \
+    do {                                                                                                               \
+        const cudaError_t banyan_cuda_status_ = (call);                                                                \
+        if (banyan_cuda_status_ != cudaSuccess)                                                                        \
+            ::banyan::cuda::throw_error(#call, banyan_cuda_status_, __FILE__, __LINE__);                               \
     } while (0)

@@ -32,53 +32,39 @@ struct KernelRegistrar {
 /// signature::name is the function pointer type that kernel `name` must have, read from BANYAN_KERNELS with the
 /// CUDA meanings of the device types (bn_f4 is float4 here).
 namespace signature {
-template <class T>
-struct In;
-template <class T>
-struct Out;
-template <unsigned long N>
-struct InBits;
-template <unsigned long N>
-struct OutBits;
+template <class T> struct In;
+template <class T> struct Out;
+template <unsigned long N> struct InBits;
+template <unsigned long N> struct OutBits;
 
-template <unsigned long N>
-struct Bits; // the unsigned type of an N-byte element, as the gathers move it
-template <>
-struct Bits<4> {
+template <unsigned long N> struct Bits; // the unsigned type of an N-byte element, as the gathers move it
+template <> struct Bits<4> {
     using type = bn_u32;
 };
-template <>
-struct Bits<8> {
+template <> struct Bits<8> {
     using type = bn_u64;
 };
-template <>
-struct Bits<16> {
+template <> struct Bits<16> {
     using type = uint4;
 };
 
-template <class P>
-struct Param {
+template <class P> struct Param {
     using type = P;
 };
-template <class T>
-struct Param<In<T>> {
+template <class T> struct Param<In<T>> {
     using type = const T*;
 };
-template <class T>
-struct Param<Out<T>> {
+template <class T> struct Param<Out<T>> {
     using type = T*;
 };
-template <unsigned long N>
-struct Param<InBits<N>> {
+template <unsigned long N> struct Param<InBits<N>> {
     using type = const typename Bits<N>::type*;
 };
-template <unsigned long N>
-struct Param<OutBits<N>> {
+template <unsigned long N> struct Param<OutBits<N>> {
     using type = typename Bits<N>::type*;
 };
 
-template <class... P>
-using Stub = void (*)(typename Param<P>::type...);
+template <class... P> using Stub = void (*)(typename Param<P>::type...);
 
 #define BANYAN_CUDA_SIGNATURE(name, ...) using name = Stub<__VA_ARGS__>;
 BANYAN_KERNELS(BANYAN_CUDA_SIGNATURE)
@@ -88,8 +74,8 @@ BANYAN_KERNELS(BANYAN_CUDA_SIGNATURE)
 
 } // namespace banyan::cuda
 
-#define BANYAN_CUDA_KERNEL(name)                                                                                   \
-    static_assert(std::is_same_v<decltype(&name), ::banyan::cuda::signature::name>,                                \
-                  "CUDA kernel " #name " does not take the parameters core/device/kernel_list.hpp declares");      \
-    static const ::banyan::cuda::KernelRegistrar banyan_registrar_##name(::banyan::KernelId::name,                 \
+#define BANYAN_CUDA_KERNEL(name)                                                                                       \
+    static_assert(std::is_same_v<decltype(&name), ::banyan::cuda::signature::name>,                                    \
+                  "CUDA kernel " #name " does not take the parameters core/device/kernel_list.hpp declares");          \
+    static const ::banyan::cuda::KernelRegistrar banyan_registrar_##name(::banyan::KernelId::name,                     \
                                                                          reinterpret_cast<const void*>(&name))

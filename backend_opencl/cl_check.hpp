@@ -17,9 +17,9 @@ const char* error_name(cl_int code) noexcept;
 } // namespace banyan::opencl
 
 /// Wraps an OpenCL call that returns cl_int.
-#define BANYAN_CL_CHECK(call)                                                                               \
-    do {                                                                                                    \
-        const cl_int banyan_cl_status_ = (call);                                                            \
-        if (banyan_cl_status_ != CL_SUCCESS)                                                                \
-            ::banyan::opencl::throw_error(#call, banyan_cl_status_, __FILE__, __LINE__);                    \
+#define BANYAN_CL_CHECK(call)                                                                                          \
+    do {                                                                                                               \
+        const cl_int banyan_cl_status_ = (call);                                                                       \
+        if (banyan_cl_status_ != CL_SUCCESS)                                                                           \
+            ::banyan::opencl::throw_error(#call, banyan_cl_status_, __FILE__, __LINE__);                               \
     } while (0)

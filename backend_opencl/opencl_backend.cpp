@@ -27,8 +27,9 @@ namespace banyan::opencl {
 const char* error_name(cl_int code) noexcept
 {
     switch (code) {
-#define BANYAN_CL_ERR(x) \
-    case x: return #x;
+#define BANYAN_CL_ERR(x)                                                                                               \
+    case x:                                                                                                            \
+        return #x;
         BANYAN_CL_ERR(CL_DEVICE_NOT_FOUND)
         BANYAN_CL_ERR(CL_DEVICE_NOT_AVAILABLE)
         BANYAN_CL_ERR(CL_COMPILER_NOT_AVAILABLE)
@@ -70,8 +71,10 @@ const char* error_name(cl_int code) noexcept
         BANYAN_CL_ERR(CL_INVALID_OPERATION)
         BANYAN_CL_ERR(CL_INVALID_GLOBAL_WORK_SIZE)
 #undef BANYAN_CL_ERR
-    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
-    default: return "unknown OpenCL error";
+    case -1001:
+        return "CL_PLATFORM_NOT_FOUND_KHR";
+    default:
+        return "unknown OpenCL error";
     }
 }
 
@@ -88,7 +91,8 @@ std::string device_string(cl_device_id d, cl_device_info what)
     BANYAN_CL_CHECK(clGetDeviceInfo(d, what, 0, nullptr, &n));
     std::string s(n, '\0');
     BANYAN_CL_CHECK(clGetDeviceInfo(d, what, n, s.data(), nullptr));
-    while (!s.empty() && (s.back() == '\0' || s.back() == ' ')) s.pop_back();
+    while (!s.empty() && (s.back() == '\0' || s.back() == ' '))
+        s.pop_back();
     return s;
 }
 
@@ -98,12 +102,12 @@ std::string platform_string(cl_platform_id p, cl_platform_info what)
     BANYAN_CL_CHECK(clGetPlatformInfo(p, what, 0, nullptr, &n));
     std::string s(n, '\0');
     BANYAN_CL_CHECK(clGetPlatformInfo(p, what, n, s.data(), nullptr));
-    while (!s.empty() && s.back() == '\0') s.pop_back();
+    while (!s.empty() && s.back() == '\0')
+        s.pop_back();
     return s;
 }
 
-template <class T>
-T device_value(cl_device_id d, cl_device_info what)
+template <class T> T device_value(cl_device_id d, cl_device_info what)
 {
     T v{};
     BANYAN_CL_CHECK(clGetDeviceInfo(d, what, sizeof(T), &v, nullptr));
@@ -152,7 +156,8 @@ std::vector<Found> enumerate(std::string* why_none)
         }
     }
     std::stable_sort(all.begin(), all.end(), [](const Found& a, const Found& b) { return a.info.gpu > b.info.gpu; });
-    for (std::size_t i = 0; i < all.size(); ++i) all[i].info.index = static_cast<int>(i);
+    for (std::size_t i = 0; i < all.size(); ++i)
+        all[i].info.index = static_cast<int>(i);
     if (all.empty() && why_none) *why_none = "OpenCL platforms found, but no devices on them";
     return all;
 }
@@ -199,8 +204,7 @@ public:
     void fill(const void* pattern, std::size_t pattern_bytes, std::size_t offset, std::size_t n) override
     {
         if (n)
-            BANYAN_CL_CHECK(
-                clEnqueueFillBuffer(queue_, mem(), pattern, pattern_bytes, offset, n, 0, nullptr, nullptr));
+            BANYAN_CL_CHECK(clEnqueueFillBuffer(queue_, mem(), pattern, pattern_bytes, offset, n, 0, nullptr, nullptr));
     }
     void copy_from(const RawBuffer& src, std::size_t n, std::size_t src_offset, std::size_t dst_offset) override
     {
@@ -243,11 +247,12 @@ static std::string paste_includes(const std::string& body, const std::filesystem
     std::size_t line = 1, done = 0;
     for (std::sregex_iterator it(body.begin(), body.end(), include), end; it != end; ++it) {
         const auto at = static_cast<std::size_t>(it->position(0));
-        line += static_cast<std::size_t>(std::count(body.begin() + static_cast<long>(done),
-                                                    body.begin() + static_cast<long>(at), '\n'));
+        line += static_cast<std::size_t>(
+            std::count(body.begin() + static_cast<long>(done), body.begin() + static_cast<long>(at), '\n'));
         std::ifstream in(header.parent_path() / (*it)[1].str());
-        if (!in) throw UsageError(fmt::format("BANYAN_CL_DIR: cannot read {} (included by {})", (*it)[1].str(),
-                                              header.string()));
+        if (!in)
+            throw UsageError(
+                fmt::format("BANYAN_CL_DIR: cannot read {} (included by {})", (*it)[1].str(), header.string()));
         std::stringstream ss;
         ss << in.rdbuf();
         out += body.substr(done, at - done);
@@ -265,11 +270,14 @@ static std::string compile_stamp(const DeviceInfo& info, const std::string& sour
     const char* xdg = std::getenv("XDG_CACHE_HOME");
     const char* home = std::getenv("HOME");
     std::filesystem::path dir;
-    if (xdg && *xdg) dir = std::filesystem::path(xdg) / "banyan";
-    else if (home && *home) dir = std::filesystem::path(home) / ".cache" / "banyan";
-    else return {};
-    const std::size_t h = std::hash<std::string>{}(info.name + '\n' + info.vendor + '\n' + info.version + '\n' +
-                                                   options + '\n' + source);
+    if (xdg && *xdg)
+        dir = std::filesystem::path(xdg) / "banyan";
+    else if (home && *home)
+        dir = std::filesystem::path(home) / ".cache" / "banyan";
+    else
+        return {};
+    const std::size_t h =
+        std::hash<std::string>{}(info.name + '\n' + info.vendor + '\n' + info.version + '\n' + options + '\n' + source);
     return (dir / fmt::format("opencl-{:016x}", h)).string();
 }
 
@@ -301,8 +309,7 @@ OpenCLBackend::OpenCLBackend(cl_platform_id platform, cl_device_id device, Devic
     : platform_(platform), device_(device), info_(std::move(info))
 {
     cl_int rc = CL_SUCCESS;
-    const cl_context_properties props[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(platform_),
-                                           0};
+    const cl_context_properties props[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(platform_), 0};
     context_ = Context(clCreateContext(props, 1, &device_, nullptr, nullptr, &rc));
     BANYAN_CL_CHECK(rc);
     queue_ = Queue(clCreateCommandQueue(context_.get(), device_, CL_QUEUE_PROFILING_ENABLE, &rc));
@@ -333,8 +340,7 @@ std::unique_ptr<RawBuffer> OpenCLBackend::alloc_raw(std::size_t bytes, std::stri
     cl_int rc = CL_SUCCESS;
     cl_mem mem = clCreateBuffer(context_.get(), CL_MEM_READ_WRITE, real, nullptr, &rc);
     if (rc != CL_SUCCESS)
-        throw_error("clCreateBuffer", rc, __FILE__, __LINE__,
-                    fmt::format("allocating '{}' of {} bytes", what, bytes));
+        throw_error("clCreateBuffer", rc, __FILE__, __LINE__, fmt::format("allocating '{}' of {} bytes", what, bytes));
     auto buf = std::make_unique<ClBuffer>(mem, bytes, queue_.get());
     // Touch the buffer so that out-of-memory shows here, naming the allocation, not at a later launch.
     const unsigned char zero = 0;
@@ -372,8 +378,7 @@ cl_program OpenCLBackend::program()
         clGetProgramBuildInfo(prog.get(), device_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
         std::string log(n, '\0');
         clGetProgramBuildInfo(prog.get(), device_, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
-        throw_error("clBuildProgram", rc, __FILE__, __LINE__,
-                    fmt::format("options: {}\nbuild log:\n{}", options, log));
+        throw_error("clBuildProgram", rc, __FILE__, __LINE__, fmt::format("options: {}\nbuild log:\n{}", options, log));
     }
     return programs_.emplace(work_group_size_, std::move(prog)).first->second.get();
 }
@@ -390,7 +395,10 @@ cl_kernel OpenCLBackend::kernel(KernelId id)
     return k.get();
 }
 
-void OpenCLBackend::resolve_kernel(KernelId id) { kernel(id); }
+void OpenCLBackend::resolve_kernel(KernelId id)
+{
+    kernel(id);
+}
 
 void OpenCLBackend::launch_raw(KernelId id, Grid grid, std::span<const KernelArg> args)
 {
@@ -425,7 +433,10 @@ void OpenCLBackend::set_work_group_size(std::size_t wg)
     work_group_size_ = wg;
 }
 
-void OpenCLBackend::synchronize() { BANYAN_CL_CHECK(clFinish(queue_.get())); }
+void OpenCLBackend::synchronize()
+{
+    BANYAN_CL_CHECK(clFinish(queue_.get()));
+}
 
 Event OpenCLBackend::record()
 {
@@ -456,7 +467,8 @@ BackendDevices opencl_discover()
 {
     BackendDevices out{BackendKind::opencl, {}, {}};
     try {
-        for (auto& f : opencl::enumerate(&out.unavailable_reason)) out.devices.push_back(std::move(f.info));
+        for (auto& f : opencl::enumerate(&out.unavailable_reason))
+            out.devices.push_back(std::move(f.info));
     } catch (const DeviceError& e) {
         out.unavailable_reason = e.what();
     }
@@ -466,8 +478,7 @@ BackendDevices opencl_discover()
 std::unique_ptr<Backend> opencl_open(int index)
 {
     auto all = opencl::enumerate(nullptr);
-    if (index < 0 || index >= static_cast<int>(all.size()))
-        throw UsageError(fmt::format("no OpenCL device {}", index));
+    if (index < 0 || index >= static_cast<int>(all.size())) throw UsageError(fmt::format("no OpenCL device {}", index));
     auto& f = all[static_cast<std::size_t>(index)];
     return std::make_unique<opencl::OpenCLBackend>(f.platform, f.device, std::move(f.info));
 }

@@ -15,8 +15,7 @@
 namespace banyan::opencl {
 
 /// Owns one cl_* handle; releases it without throwing.
-template <class H, cl_int (*Release)(H)>
-class Handle {
+template <class H, cl_int (*Release)(H)> class Handle {
 public:
     Handle() = default;
     explicit Handle(H h) : h_(h) {}
@@ -81,7 +80,7 @@ private:
     DeviceInfo info_;
     Context context_;
     Queue queue_;
-    std::map<std::size_t, Program> programs_;                        // by work-group size
+    std::map<std::size_t, Program> programs_;                           // by work-group size
     std::map<std::size_t, std::array<ClKernel, kernel_count>> kernels_; // by work-group size, then KernelId
     std::vector<std::string> new_stamps_; // first-compile stamps to write once the kernels have run (see program())
 };

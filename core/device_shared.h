@@ -74,13 +74,14 @@ struct alignas(8) bn_u2 {
 /* Mode bits of compactScatter (kernels_cu/compact.cu, kernels_cl/compact.cl). */
 #define BANYAN_COMPACT_SPLIT 1u  /* also write the unflagged items, after all flagged ones */
 #define BANYAN_COMPACT_SINGLE 2u /* one tile only: no offsets; the group writes count[0] itself */
-#define BANYAN_COMPACT_LOOKUP 4u /* offsets holds raw tile counts: each group adds up what it needs; tile 0 writes
-                                    count[0]. Two launches in all while the tile counts fit one tile. */
+/* BANYAN_COMPACT_LOOKUP: offsets holds raw tile counts: each group adds up what it needs; tile 0 writes count[0].
+ * Two launches in all while the tile counts fit one tile. */
+#define BANYAN_COMPACT_LOOKUP 4u
 
 /* ---- Tree constants (paper section 2.1) ------------------------------------------------------------- */
-#define BANYAN_N_LEAF 16     /* a cell with at most this many particles is a leaf */
-#define BANYAN_N_CRIT 64     /* a group for the walk has at most this many particles */
-#define BANYAN_MAX_DEPTH 21  /* 63-bit Morton key: 21 levels of 3 bits */
+#define BANYAN_N_LEAF 16    /* a cell with at most this many particles is a leaf */
+#define BANYAN_N_CRIT 64    /* a group for the walk has at most this many particles */
+#define BANYAN_MAX_DEPTH 21 /* 63-bit Morton key: 21 levels of 3 bits */
 
 /* ---- Device-side atomics with one meaning in both kernel languages ------------------------------------
  * All return the value held before the operation. 32-bit: add, min, max, cas on global unsigned ints.
@@ -91,16 +92,34 @@ struct alignas(8) bn_u2 {
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #define BN_DEVICE
 #define BN_GLOBAL __global
-inline bn_u32 bn_atomic_add_u32(volatile __global bn_u32* p, bn_u32 v) { return atomic_add(p, v); }
-inline bn_u32 bn_atomic_min_u32(volatile __global bn_u32* p, bn_u32 v) { return atomic_min(p, v); }
-inline bn_u32 bn_atomic_max_u32(volatile __global bn_u32* p, bn_u32 v) { return atomic_max(p, v); }
+inline bn_u32 bn_atomic_add_u32(volatile __global bn_u32* p, bn_u32 v)
+{
+    return atomic_add(p, v);
+}
+inline bn_u32 bn_atomic_min_u32(volatile __global bn_u32* p, bn_u32 v)
+{
+    return atomic_min(p, v);
+}
+inline bn_u32 bn_atomic_max_u32(volatile __global bn_u32* p, bn_u32 v)
+{
+    return atomic_max(p, v);
+}
 inline bn_u32 bn_atomic_cas_u32(volatile __global bn_u32* p, bn_u32 expected, bn_u32 desired)
 {
     return atomic_cmpxchg(p, expected, desired);
 }
-inline bn_u64 bn_atomic_add_u64(volatile __global bn_u64* p, bn_u64 v) { return atom_add(p, v); }
-inline bn_u64 bn_atomic_min_u64(volatile __global bn_u64* p, bn_u64 v) { return atom_min(p, v); }
-inline bn_u64 bn_atomic_max_u64(volatile __global bn_u64* p, bn_u64 v) { return atom_max(p, v); }
+inline bn_u64 bn_atomic_add_u64(volatile __global bn_u64* p, bn_u64 v)
+{
+    return atom_add(p, v);
+}
+inline bn_u64 bn_atomic_min_u64(volatile __global bn_u64* p, bn_u64 v)
+{
+    return atom_min(p, v);
+}
+inline bn_u64 bn_atomic_max_u64(volatile __global bn_u64* p, bn_u64 v)
+{
+    return atom_max(p, v);
+}
 inline bn_u64 bn_atomic_cas_u64(volatile __global bn_u64* p, bn_u64 expected, bn_u64 desired)
 {
     return atom_cmpxchg(p, expected, desired);
@@ -108,16 +127,34 @@ inline bn_u64 bn_atomic_cas_u64(volatile __global bn_u64* p, bn_u64 expected, bn
 #elif defined(BANYAN_LANG_CUDA)
 #define BN_DEVICE __device__ __forceinline__
 #define BN_GLOBAL
-BN_DEVICE bn_u32 bn_atomic_add_u32(bn_u32* p, bn_u32 v) { return atomicAdd(p, v); }
-BN_DEVICE bn_u32 bn_atomic_min_u32(bn_u32* p, bn_u32 v) { return atomicMin(p, v); }
-BN_DEVICE bn_u32 bn_atomic_max_u32(bn_u32* p, bn_u32 v) { return atomicMax(p, v); }
+BN_DEVICE bn_u32 bn_atomic_add_u32(bn_u32* p, bn_u32 v)
+{
+    return atomicAdd(p, v);
+}
+BN_DEVICE bn_u32 bn_atomic_min_u32(bn_u32* p, bn_u32 v)
+{
+    return atomicMin(p, v);
+}
+BN_DEVICE bn_u32 bn_atomic_max_u32(bn_u32* p, bn_u32 v)
+{
+    return atomicMax(p, v);
+}
 BN_DEVICE bn_u32 bn_atomic_cas_u32(bn_u32* p, bn_u32 expected, bn_u32 desired)
 {
     return atomicCAS(p, expected, desired);
 }
-BN_DEVICE bn_u64 bn_atomic_add_u64(bn_u64* p, bn_u64 v) { return atomicAdd(p, v); }
-BN_DEVICE bn_u64 bn_atomic_min_u64(bn_u64* p, bn_u64 v) { return atomicMin(p, v); }
-BN_DEVICE bn_u64 bn_atomic_max_u64(bn_u64* p, bn_u64 v) { return atomicMax(p, v); }
+BN_DEVICE bn_u64 bn_atomic_add_u64(bn_u64* p, bn_u64 v)
+{
+    return atomicAdd(p, v);
+}
+BN_DEVICE bn_u64 bn_atomic_min_u64(bn_u64* p, bn_u64 v)
+{
+    return atomicMin(p, v);
+}
+BN_DEVICE bn_u64 bn_atomic_max_u64(bn_u64* p, bn_u64 v)
+{
+    return atomicMax(p, v);
+}
 BN_DEVICE bn_u64 bn_atomic_cas_u64(bn_u64* p, bn_u64 expected, bn_u64 desired)
 {
     return atomicCAS(p, expected, desired);
@@ -233,10 +270,17 @@ BN_DEVICE bn_f4 bn_interact_pc(bn_f4 acc, float dx, float dy, float dz, float m,
  * the neglected octupole, relative to the particle's own acceleration, stays below about alpha. The walk takes the
  * larger of that radius and the geometric one (l / theta + delta), which keeps a group from accepting a cell that
  * holds one of its particles. */
-BN_DEVICE float bn_rel_cell(float m, float size) { return BN_POW(m * size * size * size, 0.4f); }
-BN_DEVICE float bn_rel_group(float alpha, float a_min) { return BN_POW(alpha * a_min, -0.4f); }
+BN_DEVICE float bn_rel_cell(float m, float size)
+{
+    return BN_POW(m * size * size * size, 0.4f);
+}
+BN_DEVICE float bn_rel_group(float alpha, float a_min)
+{
+    return BN_POW(alpha * a_min, -0.4f);
+}
 
-/* ---- The tree walk (paper section 2.2; core/gravity/forces.cpp, kernels_cu/walk.cu, kernels_cl/walk.cl) ------------ */
+/* ---- The tree walk (paper section 2.2; core/gravity/forces.cpp, kernels_cu/walk.cu, kernels_cl/walk.cl) ------------
+ */
 /* Work-items of a walk work-group (one group of <= N_crit particles at a time; apart from BANYAN_WG, which the
  * OpenCL programs vary). A power of two, N_crit <= it <= 256 (the walk packs per-chunk counts into 10-bit fields). */
 #define BANYAN_WALK_WG 128
@@ -257,7 +301,8 @@ BN_DEVICE float bn_rel_group(float alpha, float a_min) { return BN_POW(alpha * a
 /* A work-item's mark for "no particle of the group" (its slot beyond the group). */
 #define BANYAN_WALK_NONE 0xFFFFFFFFu
 
-/* ---- Time integration (core/simulation/simulation.cpp, kernels_cu/integrate.cu, kernels_cl/integrate.cl) --------------- */
+/* ---- Time integration (core/simulation/simulation.cpp, kernels_cu/integrate.cu, kernels_cl/integrate.cl)
+ * --------------- */
 /* Per-particle terms summed for the energy log: kinetic, potential, momentum (3), angular momentum (3). */
 #define BANYAN_ENERGY_TERMS 8
 

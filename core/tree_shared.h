@@ -52,10 +52,9 @@
  * N_crit particles (greedily, in octant order; a sibling with more than N_crit ends the pack, bn_tree_group_begins):
  * the paper's groups are the cells alone, which average 20 particles on a Plummer sphere (2^20), a third of
  * N_crit, so each interaction list served few particles. A leaf with more than N_crit particles (only possible at
- * level 21) gives groups of N_crit consecutive particles and one with the rest. Every particle is in exactly one group; groups are stored by
- * increasing first particle and tile [0, N):
- *   group_first bn_u32, group_count bn_u32 (1..N_crit), group_lo bn_f4 / group_hi bn_f4: the componentwise min and
- *   max of the group's positions (w = 0).
+ * level 21) gives groups of N_crit consecutive particles and one with the rest. Every particle is in exactly one group;
+ * groups are stored by increasing first particle and tile [0, N): group_first bn_u32, group_count bn_u32 (1..N_crit),
+ * group_lo bn_f4 / group_hi bn_f4: the componentwise min and max of the group's positions (w = 0).
  */
 #ifndef BANYAN_TREE_SHARED_H
 #define BANYAN_TREE_SHARED_H
@@ -64,12 +63,12 @@
 #include "device_shared.h"
 #endif
 
-#define BANYAN_TREE_LEVELS (BANYAN_MAX_DEPTH + 1)       /* levels 0 .. 21 */
-#define BANYAN_TREE_KEY_BITS (3 * BANYAN_MAX_DEPTH)      /* 63 */
-#define BANYAN_TREE_GRID (1u << BANYAN_MAX_DEPTH)        /* 2^21 grid points per axis */
-#define BANYAN_TREE_LEAF_BIT 0x80000000u                 /* in cell_count: this cell is a leaf */
-#define BANYAN_TREE_NO_PARENT 0xFFFFFFFFu                /* cell_parent of the root */
-#define BANYAN_TREE_MIN_EXP (-100)                       /* the side of the cube is 2^e, e in [-100, 127] */
+#define BANYAN_TREE_LEVELS (BANYAN_MAX_DEPTH + 1)   /* levels 0 .. 21 */
+#define BANYAN_TREE_KEY_BITS (3 * BANYAN_MAX_DEPTH) /* 63 */
+#define BANYAN_TREE_GRID (1u << BANYAN_MAX_DEPTH)   /* 2^21 grid points per axis */
+#define BANYAN_TREE_LEAF_BIT 0x80000000u            /* in cell_count: this cell is a leaf */
+#define BANYAN_TREE_NO_PARENT 0xFFFFFFFFu           /* cell_parent of the root */
+#define BANYAN_TREE_MIN_EXP (-100)                  /* the side of the cube is 2^e, e in [-100, 127] */
 #define BANYAN_TREE_MAX_EXP 127
 
 #if defined(BANYAN_LANG_OPENCL)
@@ -111,7 +110,10 @@ BN_DEVICE float bn_tree_bits_float(bn_u32 u)
 }
 
 /* 2^e as a float, for -126 <= e <= 127 (exact). */
-BN_DEVICE float bn_tree_pow2(int e) { return bn_tree_bits_float((bn_u32)(e + 127) << 23); }
+BN_DEVICE float bn_tree_pow2(int e)
+{
+    return bn_tree_bits_float((bn_u32)(e + 127) << 23);
+}
 
 /* The exponent e of the cube's side 2^e: the smallest e with 2^e > extent, clamped to [MIN_EXP, MAX_EXP]. For a
  * normal float extent = 1.f * 2^(b - 127) with biased exponent b, 2^(b - 127) <= extent < 2^(b - 126). Zero, NaN
@@ -183,7 +185,10 @@ BN_DEVICE bn_u64 bn_tree_key(bn_f4 p, bn_f4 lo, float inv)
 }
 
 /* Number of low key bits below a cell of level L. */
-BN_DEVICE int bn_tree_level_shift(int level) { return 3 * (BANYAN_MAX_DEPTH - level); }
+BN_DEVICE int bn_tree_level_shift(int level)
+{
+    return 3 * (BANYAN_MAX_DEPTH - level);
+}
 
 /* The key of the level-L cell that holds @p key: its low 3 (21 - L) bits cleared. */
 BN_DEVICE bn_u64 bn_tree_cell_key(bn_u64 key, int level)
@@ -230,8 +235,10 @@ BN_DEVICE bn_u32 bn_tree_run_end(BN_GLOBAL const bn_u64* keys, bn_u32 j, bn_u32 
     }
     while (lo < hi) {
         const bn_u32 mid = lo + (hi - lo) / 2;
-        if ((keys[mid] >> s) == cell) lo = mid + 1;
-        else hi = mid;
+        if ((keys[mid] >> s) == cell)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo;
 }
@@ -254,8 +261,10 @@ BN_DEVICE bn_u32 bn_tree_run_begin(BN_GLOBAL const bn_u64* keys, bn_u32 j, int l
     }
     while (lo < hi) {
         const bn_u32 mid = lo + (hi - lo) / 2;
-        if ((keys[mid] >> s) == cell) hi = mid;
-        else lo = mid + 1;
+        if ((keys[mid] >> s) == cell)
+            hi = mid;
+        else
+            lo = mid + 1;
     }
     return hi;
 }
@@ -339,7 +348,10 @@ BN_DEVICE double bn_tree_corner_distance(bn_u64 cell_key, int level, bn_f4 f, co
 #define BANYAN_OPEN_BMAX 1u
 
 /* cell_quad1.z (offset) for the criterion. */
-BN_DEVICE float bn_open_offset(bn_u32 criterion, float delta) { return criterion == BANYAN_OPEN_BMAX ? 0.0f : delta; }
+BN_DEVICE float bn_open_offset(bn_u32 criterion, float delta)
+{
+    return criterion == BANYAN_OPEN_BMAX ? 0.0f : delta;
+}
 
 /* cell_quad1.w (size) for the criterion. bmax is widened by a few units in the last place of the centre of mass's
  * coordinates, so that a group holding one of the cell's particles never accepts the cell, whatever the rounding
@@ -352,8 +364,14 @@ BN_DEVICE float bn_open_size(bn_u32 criterion, float l, double bmax, double cx, 
     return (float)(bmax * (1.0 + 1.0 / 1048576.0) + a * (1.0 / 524288.0));
 }
 
-BN_DEVICE int bn_tree_is_leaf(bn_u32 cell_count) { return (cell_count & BANYAN_TREE_LEAF_BIT) != 0u; }
-BN_DEVICE bn_u32 bn_tree_count(bn_u32 cell_count) { return cell_count & ~BANYAN_TREE_LEAF_BIT; }
+BN_DEVICE int bn_tree_is_leaf(bn_u32 cell_count)
+{
+    return (cell_count & BANYAN_TREE_LEAF_BIT) != 0u;
+}
+BN_DEVICE bn_u32 bn_tree_count(bn_u32 cell_count)
+{
+    return cell_count & ~BANYAN_TREE_LEAF_BIT;
+}
 
 /* Whether group cell c (at most N_crit particles, its parent p more) begins a group: the packing of p's children
  * in order, a child with more than N_crit particles ending the pack before it, a child that would take the pack

@@ -37,9 +37,9 @@ __device__ __forceinline__ bn_u64 atomics_hash64(bn_u64 x)
 /// One thread per id < n; 32- and 64-bit atomics on global memory, contended on purpose (all ids on one address
 /// for add / min / max, n / 32 per CAS counter); slots32 / slots64 (nslots >= n, empty = all ones) receive every
 /// id by CAS with linear probing. Block BANYAN_WG; no shared memory.
-__global__ void __launch_bounds__(BANYAN_WG) atomicsCheck(bn_u32* c32, bn_u64* c64, bn_u32* tickets32,
-                                                          bn_u64* tickets64, bn_u32* slots32, bn_u64* slots64,
-                                                          bn_u32 n, bn_u32 nslots)
+__global__ void __launch_bounds__(BANYAN_WG)
+    atomicsCheck(bn_u32* c32, bn_u64* c64, bn_u32* tickets32, bn_u64* tickets64, bn_u32* slots32, bn_u64* slots64,
+                 bn_u32 n, bn_u32 nslots)
 {
     const bn_u32 id = blockIdx.x * blockDim.x + threadIdx.x;
     if (id >= n) return;
@@ -76,9 +76,11 @@ __global__ void __launch_bounds__(BANYAN_WG) atomicsCheck(bn_u32* c32, bn_u64* c
 
     // CAS insertion into open-addressing tables (linear probing; a slot is claimed exactly once).
     bn_u32 s = h32 % nslots;
-    while (bn_atomic_cas_u32(&slots32[s], 0xffffffffu, id) != 0xffffffffu) s = s + 1u == nslots ? 0u : s + 1u;
+    while (bn_atomic_cas_u32(&slots32[s], 0xffffffffu, id) != 0xffffffffu)
+        s = s + 1u == nslots ? 0u : s + 1u;
     const bn_u64 key = (static_cast<bn_u64>(h32) << 32) | id; // unique, and uses the high half
     s = static_cast<bn_u32>(h64 % nslots);
-    while (bn_atomic_cas_u64(&slots64[s], ~0ull, key) != ~0ull) s = s + 1u == nslots ? 0u : s + 1u;
+    while (bn_atomic_cas_u64(&slots64[s], ~0ull, key) != ~0ull)
+        s = s + 1u == nslots ? 0u : s + 1u;
 }
 BANYAN_CUDA_KERNEL(atomicsCheck);

@@ -26,7 +26,10 @@ constexpr unsigned bn_block_warps = BANYAN_WG / 32;
 /* A tile is BANYAN_WG * BANYAN_SCAN_ITEMS items. One padding word per 32 keeps both the striped (coalesced) and
  * the blocked (one thread's consecutive items) accesses to the shared tile free of bank conflicts. */
 constexpr unsigned bn_scan_tile = BANYAN_WG * BANYAN_SCAN_ITEMS;
-__device__ __forceinline__ unsigned bn_tile_pad(unsigned i) { return i + (i >> 5); }
+__device__ __forceinline__ unsigned bn_tile_pad(unsigned i)
+{
+    return i + (i >> 5);
+}
 constexpr unsigned bn_scan_tile_words = bn_scan_tile + bn_scan_tile / 32;
 
 /* ---- Sums and prefix sums of one value per thread --------------------------------------------------------- */
@@ -36,11 +39,13 @@ constexpr unsigned bn_scan_tile_words = bn_scan_tile + bn_scan_tile / 32;
  * (scan and compact give each call its own). One barrier. */
 __device__ __forceinline__ bn_u32 bn_block_sum_u32(bn_u32 v, bn_u32* sums)
 {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(BN_FULL_MASK, v, o);
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(BN_FULL_MASK, v, o);
     if ((threadIdx.x & 31) == 0) sums[threadIdx.x >> 5] = v;
     __syncthreads();
     bn_u32 total = 0;
-    for (unsigned w = 0; w < bn_block_warps; ++w) total += sums[w];
+    for (unsigned w = 0; w < bn_block_warps; ++w)
+        total += sums[w];
     return total;
 }
 
@@ -121,27 +126,27 @@ __device__ __forceinline__ float4 bn_max4(float4 a, float4 b)
 }
 
 /* Sums of TERMS interleaved arrays of BANYAN_WG values each, s[k * BANYAN_WG + lid] for k < TERMS, in place. */
-#define BN_BLOCK_TREE_SUM(s, lid, TERMS, LAST)                                                                     \
-    do {                                                                                                           \
-        __syncthreads();                                                                                           \
-        for (unsigned stride_ = BANYAN_WG / 2; stride_ > (LAST) - 1; stride_ >>= 1) {                              \
-            if ((lid) < stride_) {                                                                                 \
-                _Pragma("unroll") for (int k_ = 0; k_ < (TERMS); ++k_)                                             \
-                    (s)[k_ * BANYAN_WG + (lid)] += (s)[k_ * BANYAN_WG + (lid) + stride_];                          \
-            }                                                                                                      \
-            __syncthreads();                                                                                       \
-        }                                                                                                          \
+#define BN_BLOCK_TREE_SUM(s, lid, TERMS, LAST)                                                                         \
+    do {                                                                                                               \
+        __syncthreads();                                                                                               \
+        for (unsigned stride_ = BANYAN_WG / 2; stride_ > (LAST)-1; stride_ >>= 1) {                                    \
+            if ((lid) < stride_) {                                                                                     \
+                _Pragma("unroll") for (int k_ = 0; k_ < (TERMS); ++k_)(s)[k_ * BANYAN_WG + (lid)] +=                   \
+                    (s)[k_ * BANYAN_WG + (lid) + stride_];                                                             \
+            }                                                                                                          \
+            __syncthreads();                                                                                           \
+        }                                                                                                              \
     } while (0)
 
 /* Componentwise min of smin[0 .. BANYAN_WG) and max of smax[0 .. BANYAN_WG), in place. */
-#define BN_BLOCK_TREE_BOUNDS(smin, smax, lid, LAST)                                                                \
-    do {                                                                                                           \
-        __syncthreads();                                                                                           \
-        for (unsigned stride_ = BANYAN_WG / 2; stride_ > (LAST) - 1; stride_ >>= 1) {                              \
-            if ((lid) < stride_) {                                                                                 \
-                (smin)[lid] = bn_min4((smin)[lid], (smin)[(lid) + stride_]);                                       \
-                (smax)[lid] = bn_max4((smax)[lid], (smax)[(lid) + stride_]);                                       \
-            }                                                                                                      \
-            __syncthreads();                                                                                       \
-        }                                                                                                          \
+#define BN_BLOCK_TREE_BOUNDS(smin, smax, lid, LAST)                                                                    \
+    do {                                                                                                               \
+        __syncthreads();                                                                                               \
+        for (unsigned stride_ = BANYAN_WG / 2; stride_ > (LAST)-1; stride_ >>= 1) {                                    \
+            if ((lid) < stride_) {                                                                                     \
+                (smin)[lid] = bn_min4((smin)[lid], (smin)[(lid) + stride_]);                                           \
+                (smax)[lid] = bn_max4((smax)[lid], (smax)[(lid) + stride_]);                                           \
+            }                                                                                                          \
+            __syncthreads();                                                                                           \
+        }                                                                                                              \
     } while (0)

@@ -1,6 +1,7 @@
 /**
  * @file compact.cu
- * @brief Stream compaction and stable split of unsigned 32-bit items by nonzero flags (driver: core/device/primitives.cpp).
+ * @brief Stream compaction and stable split of unsigned 32-bit items by nonzero flags (driver:
+ * core/device/primitives.cpp).
  *
  * The CUDA twin of kernels_cl/compact.cl (see there for the passes). Order is kept on both sides of a split: the
  * tree build relies on it.
@@ -15,9 +16,9 @@
 /// in all) was written by the scan of the tile counts, or, with BANYAN_COMPACT_SINGLE or BANYAN_COMPACT_LOOKUP, is
 /// written here. The tile is reordered in shared memory first, so that global reads and writes are coalesced. Block
 /// BANYAN_WG; shared memory: the padded tile and 3 * BANYAN_WG / 32 words. out must not alias in or flags.
-__global__ void __launch_bounds__(BANYAN_WG) compactScatter(const bn_u32* in, const bn_u32* flags, bn_u32 n,
-                                                            const bn_u32* offsets, bn_u32* out, bn_u32* count,
-                                                            bn_u32 mode)
+__global__ void __launch_bounds__(BANYAN_WG)
+    compactScatter(const bn_u32* in, const bn_u32* flags, bn_u32 n, const bn_u32* offsets, bn_u32* out, bn_u32* count,
+                   bn_u32 mode)
 {
     __shared__ bn_u32 tile[bn_scan_tile_words];
     __shared__ bn_u32 warp_sums[bn_block_warps];
@@ -60,7 +61,8 @@ __global__ void __launch_bounds__(BANYAN_WG) compactScatter(const bn_u32* in, co
     // Striped again: read each item's destination, then place the item there.
     unsigned dest[BANYAN_SCAN_ITEMS];
 #pragma unroll
-    for (unsigned k = 0; k < BANYAN_SCAN_ITEMS; ++k) dest[k] = tile[bn_tile_pad(k * BANYAN_WG + threadIdx.x)];
+    for (unsigned k = 0; k < BANYAN_SCAN_ITEMS; ++k)
+        dest[k] = tile[bn_tile_pad(k * BANYAN_WG + threadIdx.x)];
     __syncthreads();
 #pragma unroll
     for (unsigned k = 0; k < BANYAN_SCAN_ITEMS; ++k)

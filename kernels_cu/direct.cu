@@ -9,8 +9,8 @@
 /* One thread per target: particles first .. first + count - 1 (a rank's share of a run over several; 0 and n for
  * all), from all n, into acc_pot[0 .. count - 1]. Sources pass through shared memory in tiles of BANYAN_WG. Block
  * BANYAN_WG; shared BANYAN_WG float4. The self-pair is skipped by index. */
-__global__ void __launch_bounds__(BANYAN_WG) directForces(const bn_f4* pos_mass, bn_u32 n, bn_u32 first, bn_u32 count,
-                                                          float eps2, bn_f4* acc_pot)
+__global__ void __launch_bounds__(BANYAN_WG)
+    directForces(const bn_f4* pos_mass, bn_u32 n, bn_u32 first, bn_u32 count, float eps2, bn_f4* acc_pot)
 {
     __shared__ bn_f4 tile[BANYAN_WG];
     const bn_u32 t = blockIdx.x * blockDim.x + threadIdx.x;
@@ -77,8 +77,8 @@ __device__ void store_f64(double* out, const DirectSumF64& a)
 
 /* As directForces in double precision; acc_pot holds 4 doubles per particle. Block BANYAN_WG; shared BANYAN_WG
  * float4. */
-__global__ void __launch_bounds__(BANYAN_WG) directForcesF64(const bn_f4* pos_mass, bn_u32 n, double eps2,
-                                                             double* acc_pot)
+__global__ void __launch_bounds__(BANYAN_WG)
+    directForcesF64(const bn_f4* pos_mass, bn_u32 n, double eps2, double* acc_pot)
 {
     __shared__ bn_f4 tile[BANYAN_WG];
     const bn_u32 i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -91,9 +91,9 @@ BANYAN_CUDA_KERNEL(directForcesF64);
 /* As directForcesF64 for the targets listed in targets[0, ntargets) only (a sample, for accuracy measurements at
  * large N): acc_pot[4 t ..] gets the forces on particle targets[t] from all n particles but itself. Block BANYAN_WG;
  * shared BANYAN_WG float4. */
-__global__ void __launch_bounds__(BANYAN_WG) directForcesF64Targets(const bn_f4* pos_mass, bn_u32 n,
-                                                                    const bn_u32* targets, bn_u32 ntargets,
-                                                                    double eps2, double* acc_pot)
+__global__ void __launch_bounds__(BANYAN_WG)
+    directForcesF64Targets(const bn_f4* pos_mass, bn_u32 n, const bn_u32* targets, bn_u32 ntargets, double eps2,
+                           double* acc_pot)
 {
     __shared__ bn_f4 tile[BANYAN_WG];
     const bn_u32 t = blockIdx.x * blockDim.x + threadIdx.x;

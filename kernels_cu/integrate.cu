@@ -79,14 +79,17 @@ __global__ void __launch_bounds__(BANYAN_WG)
     double sum[BANYAN_ENERGY_TERMS];
     double t[BANYAN_ENERGY_TERMS];
 #pragma unroll
-    for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) sum[k] = 0.0;
+    for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k)
+        sum[k] = 0.0;
     for (bn_u32 i = blockIdx.x * BANYAN_WG + lid; i < n; i += gridDim.x * BANYAN_WG) {
         integrate_energy_terms(pos[i], vel[i], acc[i].w, t);
 #pragma unroll
-        for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) sum[k] += t[k];
+        for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k)
+            sum[k] += t[k];
     }
 #pragma unroll
-    for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) s[k * BANYAN_WG + lid] = sum[k];
+    for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k)
+        s[k * BANYAN_WG + lid] = sum[k];
     BN_BLOCK_TREE_SUM(s, lid, BANYAN_ENERGY_TERMS, 1);
     if (lid < BANYAN_ENERGY_TERMS) partials[BANYAN_ENERGY_TERMS * blockIdx.x + lid] = s[lid * BANYAN_WG];
 }
@@ -94,20 +97,22 @@ BANYAN_CUDA_KERNEL(integrateEnergyPartials);
 
 /* The totals of the per-block partials: out[k] = sum over blocks of partials[BANYAN_ENERGY_TERMS * g + k], in a
  * fixed order. Launched as one block. Block BANYAN_WG; shared memory BANYAN_ENERGY_TERMS * BANYAN_WG doubles. */
-__global__ void __launch_bounds__(BANYAN_WG)
-    integrateEnergyTotals(const double* partials, bn_u32 groups, double* out)
+__global__ void __launch_bounds__(BANYAN_WG) integrateEnergyTotals(const double* partials, bn_u32 groups, double* out)
 {
     __shared__ double s[BANYAN_ENERGY_TERMS * BANYAN_WG];
     const bn_u32 lid = threadIdx.x;
     double sum[BANYAN_ENERGY_TERMS];
 #pragma unroll
-    for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) sum[k] = 0.0;
+    for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k)
+        sum[k] = 0.0;
     for (bn_u32 g = lid; g < groups; g += BANYAN_WG) {
 #pragma unroll
-        for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) sum[k] += partials[BANYAN_ENERGY_TERMS * g + k];
+        for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k)
+            sum[k] += partials[BANYAN_ENERGY_TERMS * g + k];
     }
 #pragma unroll
-    for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k) s[k * BANYAN_WG + lid] = sum[k];
+    for (int k = 0; k < BANYAN_ENERGY_TERMS; ++k)
+        s[k * BANYAN_WG + lid] = sum[k];
     BN_BLOCK_TREE_SUM(s, lid, BANYAN_ENERGY_TERMS, 1);
     if (lid < BANYAN_ENERGY_TERMS) out[lid] = s[lid * BANYAN_WG];
 }

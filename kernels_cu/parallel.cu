@@ -112,9 +112,8 @@ BANYAN_CUDA_KERNEL(letOpened);
 
 /* keep[c] = 1 when c's parent is opened (then every ancestor is; the root is always kept); send[c] = the particles
  * cell c sends: its count when it is an opened leaf, else 0. Block BANYAN_WG. */
-__global__ void __launch_bounds__(BANYAN_WG)
-    letSelect(const bn_u32* cell_parent, const bn_u32* cell_count, const bn_u32* opened, bn_u32 ncells,
-              bn_u32* keep, bn_u32* send)
+__global__ void __launch_bounds__(BANYAN_WG) letSelect(const bn_u32* cell_parent, const bn_u32* cell_count,
+                                                       const bn_u32* opened, bn_u32 ncells, bn_u32* keep, bn_u32* send)
 {
     const bn_u32 c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= ncells) return;
@@ -132,8 +131,8 @@ BANYAN_CUDA_KERNEL(letSelect);
 __global__ void __launch_bounds__(BANYAN_WG)
     letGather(const bn_f4* cell_com, const bn_f4* cell_quad0, const bn_f4* cell_quad1, const bn_u32* cell_first,
               const bn_u32* cell_count, const bn_f4* pos, const bn_u32* opened, const bn_u32* keep,
-              const bn_u32* cell_index, const bn_u32* particle_index, bn_u32 ncells, bn_f4* out_com,
-              bn_f4* out_quad0, bn_f4* out_quad1, bn_u32* out_first, bn_u32* out_count, bn_f4* out_pos)
+              const bn_u32* cell_index, const bn_u32* particle_index, bn_u32 ncells, bn_f4* out_com, bn_f4* out_quad0,
+              bn_f4* out_quad1, bn_u32* out_first, bn_u32* out_count, bn_f4* out_pos)
 {
     const bn_u32 c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= ncells || !keep[c]) return;
@@ -146,7 +145,8 @@ __global__ void __launch_bounds__(BANYAN_WG)
     if (opened[c] && bn_tree_is_leaf(cnt)) {
         f = particle_index[c];
         n = cnt;
-        for (bn_u32 j = 0; j < bn_tree_count(cnt); ++j) out_pos[f + j] = pos[first + j];
+        for (bn_u32 j = 0; j < bn_tree_count(cnt); ++j)
+            out_pos[f + j] = pos[first + j];
     } else if (opened[c]) {
         f = cell_index[first];
         n = cnt;

@@ -3,8 +3,8 @@
  * @brief Kernels of the stable LSD radix sort of (64-bit key, 32-bit value) pairs (Backend::sort_pairs).
  *
  * The CUDA twin of kernels_cl/radix_sort.cl: same names, arguments, tiles and results (the driver is
- * core/device/radix_sort.cpp; CudaBackend uses CUB instead while vendor primitives are on). One pass sorts by one digit:
- * radixHistogram counts each tile's digits, the driver scans the histogram, radixScatter ranks each tile stably
+ * core/device/radix_sort.cpp; CudaBackend uses CUB instead while vendor primitives are on). One pass sorts by one
+ * digit: radixHistogram counts each tile's digits, the driver scans the histogram, radixScatter ranks each tile stably
  * in shared memory and writes it out in digit runs. The block scan uses warp shuffles here (local memory in
  * OpenCL); a scan has one result, so both give the same ranks.
  */

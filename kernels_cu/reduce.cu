@@ -1,6 +1,7 @@
 /**
  * @file reduce.cu
- * @brief Reductions: componentwise bounds of float4 items and double-precision sums (driver: core/device/primitives.cpp).
+ * @brief Reductions: componentwise bounds of float4 items and double-precision sums (driver:
+ * core/device/primitives.cpp).
  *
  * The CUDA twin of kernels_cl/reduce.cl. Two passes: a grid of blocks writes one partial per block, then one
  * block reduces the partials with the same kernel. Each thread accumulates its items with a grid stride, then the
@@ -70,12 +71,14 @@ __global__ void __launch_bounds__(BANYAN_WG) reduceSum(const double* in, bn_u32 
     __shared__ double s[BANYAN_WG];
     const unsigned tid = threadIdx.x;
     double sum = 0.0;
-    for (unsigned i = blockIdx.x * BANYAN_WG + tid; i < n; i += gridDim.x * BANYAN_WG) sum += in[i];
+    for (unsigned i = blockIdx.x * BANYAN_WG + tid; i < n; i += gridDim.x * BANYAN_WG)
+        sum += in[i];
     s[tid] = sum;
     BN_BLOCK_TREE_SUM(s, tid, 1, 32);
     if (tid < 32) {
         sum = s[tid];
-        for (int o = 16; o > 0; o >>= 1) sum += __shfl_down_sync(BN_FULL_MASK, sum, o);
+        for (int o = 16; o > 0; o >>= 1)
+            sum += __shfl_down_sync(BN_FULL_MASK, sum, o);
         if (tid == 0) out[blockIdx.x] = sum;
     }
 }

@@ -37,8 +37,8 @@ BANYAN_CUDA_KERNEL(scanReduce);
 /// total to total[0]. out may be in (a block reads its whole tile before writing it and touches no other). Each
 /// thread scans BANYAN_SCAN_ITEMS consecutive items serially, then the block scans the per-thread totals. Block
 /// BANYAN_WG; shared memory: the padded tile and 2 * BANYAN_WG / 32 words.
-__global__ void __launch_bounds__(BANYAN_WG) scanDownsweep(const bn_u32* in, bn_u32* out, bn_u32 n,
-                                                           const bn_u32* offsets, bn_u32* total, bn_u32 mode)
+__global__ void __launch_bounds__(BANYAN_WG)
+    scanDownsweep(const bn_u32* in, bn_u32* out, bn_u32 n, const bn_u32* offsets, bn_u32* total, bn_u32 mode)
 {
     __shared__ bn_u32 tile[bn_scan_tile_words];
     __shared__ bn_u32 warp_sums[bn_block_warps];
@@ -66,7 +66,8 @@ __global__ void __launch_bounds__(BANYAN_WG) scanDownsweep(const bn_u32* in, bn_
     bn_u32 base = (mode & BANYAN_SCAN_OFFSETS) ? offsets[tile_id] : 0u;
     if (mode & BANYAN_SCAN_LOOKUP) {
         bn_u32 before = 0;
-        for (unsigned i = threadIdx.x; i < tile_id; i += BANYAN_WG) before += offsets[i];
+        for (unsigned i = threadIdx.x; i < tile_id; i += BANYAN_WG)
+            before += offsets[i];
         base = bn_block_sum_u32(before, lookup_sums); // uniform branch: the whole block takes it
     }
     run += base;

@@ -12,9 +12,9 @@
 /// begins[j] = the number of cells that begin at sorted particle j, first_level[j] = the level of the first of
 /// them (0 when none); level_count[L] += the cells of level L (zeroed by the host), one atomic per level and block.
 /// Block BANYAN_WG; shared memory: BANYAN_TREE_LEVELS words.
-__global__ void __launch_bounds__(BANYAN_WG) treeCellStarts(const bn_u64* __restrict__ keys, bn_u32 n,
-                                                            bn_u32* __restrict__ begins,
-                                                            bn_u32* __restrict__ first_level, bn_u32* level_count)
+__global__ void __launch_bounds__(BANYAN_WG)
+    treeCellStarts(const bn_u64* __restrict__ keys, bn_u32 n, bn_u32* __restrict__ begins,
+                   bn_u32* __restrict__ first_level, bn_u32* level_count)
 {
     __shared__ bn_u32 per_level[BANYAN_TREE_LEVELS];
     const unsigned lid = threadIdx.x, j = blockIdx.x * BANYAN_WG + threadIdx.x;
@@ -25,7 +25,8 @@ __global__ void __launch_bounds__(BANYAN_WG) treeCellStarts(const bn_u64* __rest
         const bn_u32 count = bn_tree_cells_beginning(keys, n, j, &first);
         begins[j] = count;
         first_level[j] = count ? first : 0u;
-        for (bn_u32 t = 0; t < count; ++t) atomicAdd(&per_level[first + t], 1u);
+        for (bn_u32 t = 0; t < count; ++t)
+            atomicAdd(&per_level[first + t], 1u);
     }
     __syncthreads();
     if (lid < BANYAN_TREE_LEVELS && per_level[lid] != 0u) bn_atomic_add_u32(&level_count[lid], per_level[lid]);
@@ -34,10 +35,9 @@ BANYAN_CUDA_KERNEL(treeCellStarts);
 
 /// The cells as (level, first particle) pairs in particle order (see tree_build.cl). Block BANYAN_WG; no shared
 /// memory.
-__global__ void __launch_bounds__(BANYAN_WG) treeCellList(const bn_u32* __restrict__ offsets,
-                                                          const bn_u32* __restrict__ first_level, bn_u32 n,
-                                                          bn_u32 total, bn_u64* __restrict__ cell_levels,
-                                                          bn_u32* __restrict__ cell_starts)
+__global__ void __launch_bounds__(BANYAN_WG)
+    treeCellList(const bn_u32* __restrict__ offsets, const bn_u32* __restrict__ first_level, bn_u32 n, bn_u32 total,
+                 bn_u64* __restrict__ cell_levels, bn_u32* __restrict__ cell_starts)
 {
     const unsigned j = blockIdx.x * BANYAN_WG + threadIdx.x;
     if (j >= n) return;
@@ -52,11 +52,11 @@ BANYAN_CUDA_KERNEL(treeCellList);
 
 /// Cell c < total from its (level, first particle), stored level by level (see tree_build.cl). Block BANYAN_WG;
 /// no shared memory.
-__global__ void __launch_bounds__(BANYAN_WG) treeCellWrite(
-    const bn_u64* __restrict__ keys, bn_u32 n, const bn_u64* __restrict__ cell_levels,
-    const bn_u32* __restrict__ cell_starts, bn_u32 total, bn_u64* __restrict__ cell_key,
-    bn_u32* __restrict__ cell_level, bn_u32* __restrict__ cell_first, bn_u32* __restrict__ cell_count,
-    bn_u32* __restrict__ cell_pbegin, bn_u32* __restrict__ cell_pcount)
+__global__ void __launch_bounds__(BANYAN_WG)
+    treeCellWrite(const bn_u64* __restrict__ keys, bn_u32 n, const bn_u64* __restrict__ cell_levels,
+                  const bn_u32* __restrict__ cell_starts, bn_u32 total, bn_u64* __restrict__ cell_key,
+                  bn_u32* __restrict__ cell_level, bn_u32* __restrict__ cell_first, bn_u32* __restrict__ cell_count,
+                  bn_u32* __restrict__ cell_pbegin, bn_u32* __restrict__ cell_pcount)
 {
     const unsigned c = blockIdx.x * BANYAN_WG + threadIdx.x;
     if (c >= total) return;

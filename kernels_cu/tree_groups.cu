@@ -10,12 +10,10 @@
 #include "backend_cuda/kernel_registry.hpp"
 
 /// flags[first particle of each group] = 1 (flags must be 0 beforehand). Block BANYAN_WG; no shared memory.
-__global__ void __launch_bounds__(BANYAN_WG) treeGroupFlags(const bn_u32* __restrict__ cell_parent,
-                                                            const bn_u32* __restrict__ cell_first,
-                                                            const bn_u32* __restrict__ cell_count,
-                                                            const bn_u32* __restrict__ cell_pbegin,
-                                                            const bn_u32* __restrict__ cell_pcount, bn_u32 ncells,
-                                                            bn_u32* __restrict__ flags)
+__global__ void __launch_bounds__(BANYAN_WG)
+    treeGroupFlags(const bn_u32* __restrict__ cell_parent, const bn_u32* __restrict__ cell_first,
+                   const bn_u32* __restrict__ cell_count, const bn_u32* __restrict__ cell_pbegin,
+                   const bn_u32* __restrict__ cell_pcount, bn_u32 ncells, bn_u32* __restrict__ flags)
 {
     const unsigned c = blockIdx.x * BANYAN_WG + threadIdx.x;
     if (c >= ncells) return;
@@ -30,17 +28,17 @@ __global__ void __launch_bounds__(BANYAN_WG) treeGroupFlags(const bn_u32* __rest
                 flags[first] = 1u;
         }
     } else if (bn_tree_is_leaf(cell_count[c])) {
-        for (bn_u32 k = 0; k < count; k += BANYAN_N_CRIT) flags[first + k] = 1u;
+        for (bn_u32 k = 0; k < count; k += BANYAN_N_CRIT)
+            flags[first + k] = 1u;
     }
 }
 BANYAN_CUDA_KERNEL(treeGroupFlags);
 
 /// For group g < ngroups: its particle count and the componentwise min and max of its positions.
 /// Block BANYAN_WG; no shared memory.
-__global__ void __launch_bounds__(BANYAN_WG) treeGroupBoxes(const bn_f4* __restrict__ pos,
-                                                            const bn_u32* __restrict__ group_first, bn_u32 ngroups,
-                                                            bn_u32 n, bn_u32* __restrict__ group_count,
-                                                            bn_f4* __restrict__ group_lo, bn_f4* __restrict__ group_hi)
+__global__ void __launch_bounds__(BANYAN_WG)
+    treeGroupBoxes(const bn_f4* __restrict__ pos, const bn_u32* __restrict__ group_first, bn_u32 ngroups, bn_u32 n,
+                   bn_u32* __restrict__ group_count, bn_f4* __restrict__ group_lo, bn_f4* __restrict__ group_hi)
 {
     const unsigned g = blockIdx.x * BANYAN_WG + threadIdx.x;
     if (g >= ngroups) return;

@@ -1,6 +1,7 @@
 /**
  * @file tree_keys.cu
- * @brief Morton keys of the particles in the tree's frame (paper section 2.1, appendix B; driver: core/tree/octree.cpp).
+ * @brief Morton keys of the particles in the tree's frame (paper section 2.1, appendix B; driver:
+ * core/tree/octree.cpp).
  *
  * The CUDA twin of kernels_cl/tree_keys.cl; conventions in core/tree_shared.h.
  */

@@ -17,8 +17,10 @@ __device__ __forceinline__ bn_u32 tree_lower_bound(const bn_u64* __restrict__ ce
 {
     while (lo < hi) {
         const bn_u32 mid = lo + (hi - lo) / 2;
-        if (cell_key[mid] < key) lo = mid + 1;
-        else hi = mid;
+        if (cell_key[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo;
 }
@@ -27,12 +29,10 @@ __device__ __forceinline__ bn_u32 tree_lower_bound(const bn_u64* __restrict__ ce
 
 /// For cell c < ncells: cell_parent[c], cell_count[parent] += 1 (atomic), and for a node cell_first[c] = its
 /// first child. Block BANYAN_WG; no shared memory.
-__global__ void __launch_bounds__(BANYAN_WG) treeLink(const bn_u64* __restrict__ cell_key,
-                                                      const bn_u32* __restrict__ cell_level,
-                                                      const bn_u32* __restrict__ cell_pcount,
-                                                      const bn_u32* __restrict__ level_count, bn_u32 ncells,
-                                                      bn_u32* __restrict__ cell_first, bn_u32* cell_count,
-                                                      bn_u32* __restrict__ cell_parent)
+__global__ void __launch_bounds__(BANYAN_WG)
+    treeLink(const bn_u64* __restrict__ cell_key, const bn_u32* __restrict__ cell_level,
+             const bn_u32* __restrict__ cell_pcount, const bn_u32* __restrict__ level_count, bn_u32 ncells,
+             bn_u32* __restrict__ cell_first, bn_u32* cell_count, bn_u32* __restrict__ cell_parent)
 {
     const unsigned c = blockIdx.x * BANYAN_WG + threadIdx.x;
     if (c >= ncells) return;
@@ -43,8 +43,7 @@ __global__ void __launch_bounds__(BANYAN_WG) treeLink(const bn_u64* __restrict__
     if (level == 0) {
         cell_parent[c] = BANYAN_TREE_NO_PARENT;
     } else {
-        const bn_u32 p =
-            tree_lower_bound(cell_key, begin[0], begin[1], bn_tree_cell_key(key, level - 1));
+        const bn_u32 p = tree_lower_bound(cell_key, begin[0], begin[1], bn_tree_cell_key(key, level - 1));
         cell_parent[c] = p;
         bn_atomic_add_u32(&cell_count[p], 1u);
     }

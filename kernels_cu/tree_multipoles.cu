@@ -14,9 +14,8 @@
 namespace {
 
 /// The centre of mass of a massless cell: its geometric centre.
-__device__ __forceinline__ void tree_centre(const bn_u64* __restrict__ cell_key,
-                                            const bn_u32* __restrict__ cell_level, const bn_f4* __restrict__ frame,
-                                            unsigned c, double* out)
+__device__ __forceinline__ void tree_centre(const bn_u64* __restrict__ cell_key, const bn_u32* __restrict__ cell_level,
+                                            const bn_f4* __restrict__ frame, unsigned c, double* out)
 {
     const bn_f4 f = frame[0];
     const int level = static_cast<int>(cell_level[c]);
@@ -29,13 +28,11 @@ __device__ __forceinline__ void tree_centre(const bn_u64* __restrict__ cell_key,
 
 /// Moments of every leaf c < ncells from its particles (m and m x, then Q about the centre of mass).
 /// Block BANYAN_WG; no shared memory.
-__global__ void __launch_bounds__(BANYAN_WG) treeMultipoleLeaves(const bn_f4* __restrict__ pos,
-                                                                 const bn_u64* __restrict__ cell_key,
-                                                                 const bn_u32* __restrict__ cell_level,
-                                                                 const bn_u32* __restrict__ cell_first,
-                                                                 const bn_u32* __restrict__ cell_count,
-                                                                 const bn_f4* __restrict__ frame, bn_u32 ncells,
-                                                                 bn_u32 stride, double* __restrict__ moments)
+__global__ void __launch_bounds__(BANYAN_WG)
+    treeMultipoleLeaves(const bn_f4* __restrict__ pos, const bn_u64* __restrict__ cell_key,
+                        const bn_u32* __restrict__ cell_level, const bn_u32* __restrict__ cell_first,
+                        const bn_u32* __restrict__ cell_count, const bn_f4* __restrict__ frame, bn_u32 ncells,
+                        bn_u32 stride, double* __restrict__ moments)
 {
     const unsigned c = blockIdx.x * BANYAN_WG + threadIdx.x;
     if (c >= ncells || !bn_tree_is_leaf(cell_count[c])) return;
@@ -67,21 +64,21 @@ __global__ void __launch_bounds__(BANYAN_WG) treeMultipoleLeaves(const bn_f4* __
         b2 = d2 > b2 ? d2 : b2;
     }
     moments[c] = m;
-    for (int k = 0; k < 3; ++k) moments[(bn_u64)(k + 1) * stride + c] = com[k];
-    for (int k = 0; k < 6; ++k) moments[(bn_u64)(k + 4) * stride + c] = q[k];
+    for (int k = 0; k < 3; ++k)
+        moments[(bn_u64)(k + 1) * stride + c] = com[k];
+    for (int k = 0; k < 6; ++k)
+        moments[(bn_u64)(k + 4) * stride + c] = q[k];
     moments[(bn_u64)10 * stride + c] = sqrt(b2);
 }
 BANYAN_CUDA_KERNEL(treeMultipoleLeaves);
 
 /// Moments of the nodes among cells [begin, end) from their children (parallel-axis theorem), `lanes` (1 or 8)
 /// threads per cell (see tree_multipoles.cl). Block BANYAN_WG; shared memory 7 BANYAN_WG doubles.
-__global__ void __launch_bounds__(BANYAN_WG) treeMultipoleNodes(const bn_u64* __restrict__ cell_key,
-                                                                const bn_u32* __restrict__ cell_level,
-                                                                const bn_u32* __restrict__ cell_first,
-                                                                const bn_u32* __restrict__ cell_count,
-                                                                const bn_f4* __restrict__ frame, bn_u32 begin,
-                                                                bn_u32 end, bn_u32 stride, bn_u32 lanes,
-                                                                double* moments)
+__global__ void __launch_bounds__(BANYAN_WG)
+    treeMultipoleNodes(const bn_u64* __restrict__ cell_key, const bn_u32* __restrict__ cell_level,
+                       const bn_u32* __restrict__ cell_first, const bn_u32* __restrict__ cell_count,
+                       const bn_f4* __restrict__ frame, bn_u32 begin, bn_u32 end, bn_u32 stride, bn_u32 lanes,
+                       double* moments)
 {
     static_assert(BANYAN_WG % 8 == 0, "up to eight threads per cell");
     __shared__ double part[7 * BANYAN_WG];
@@ -132,18 +129,22 @@ __global__ void __launch_bounds__(BANYAN_WG) treeMultipoleNodes(const bn_u64* __
         t[6] = reach > t[6] ? reach : t[6];
     }
     __syncthreads(); // everyone has read the first sums
-    for (int k = 0; k < 7; ++k) part[7 * lid + k] = t[k];
+    for (int k = 0; k < 7; ++k)
+        part[7 * lid + k] = t[k];
     __syncthreads();
     if (!node || slot != 0u) return;
     double q[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
     double bmax = 0.0;
     for (unsigned k = lead; k < lead + lanes; ++k) {
-        for (int i = 0; i < 6; ++i) q[i] += part[7 * k + i];
+        for (int i = 0; i < 6; ++i)
+            q[i] += part[7 * k + i];
         bmax = part[7 * k + 6] > bmax ? part[7 * k + 6] : bmax;
     }
     moments[c] = m;
-    for (int k = 0; k < 3; ++k) moments[(bn_u64)(k + 1) * stride + c] = com[k];
-    for (int k = 0; k < 6; ++k) moments[(bn_u64)(k + 4) * stride + c] = q[k];
+    for (int k = 0; k < 3; ++k)
+        moments[(bn_u64)(k + 1) * stride + c] = com[k];
+    for (int k = 0; k < 6; ++k)
+        moments[(bn_u64)(k + 4) * stride + c] = q[k];
     const double corner = bn_tree_corner_distance(cell_key[c], static_cast<int>(cell_level[c]), frame[0], com);
     moments[(bn_u64)10 * stride + c] = bmax < corner ? bmax : corner;
 }
@@ -152,10 +153,11 @@ BANYAN_CUDA_KERNEL(treeMultipoleNodes);
 
 /// Rounds the moments of cell c < ncells to single precision with its geometry (layout in tree_shared.h).
 /// Block BANYAN_WG; no shared memory.
-__global__ void __launch_bounds__(BANYAN_WG) treeMultipoleStore(
-    const double* __restrict__ moments, const bn_u64* __restrict__ cell_key, const bn_u32* __restrict__ cell_level,
-    const bn_f4* __restrict__ frame, bn_u32 ncells, bn_u32 stride, bn_f4* __restrict__ cell_com,
-    bn_f4* __restrict__ cell_quad0, bn_f4* __restrict__ cell_quad1, bn_u32 criterion)
+__global__ void __launch_bounds__(BANYAN_WG)
+    treeMultipoleStore(const double* __restrict__ moments, const bn_u64* __restrict__ cell_key,
+                       const bn_u32* __restrict__ cell_level, const bn_f4* __restrict__ frame, bn_u32 ncells,
+                       bn_u32 stride, bn_f4* __restrict__ cell_com, bn_f4* __restrict__ cell_quad0,
+                       bn_f4* __restrict__ cell_quad1, bn_u32 criterion)
 {
     const unsigned c = blockIdx.x * BANYAN_WG + threadIdx.x;
     if (c >= ncells) return;

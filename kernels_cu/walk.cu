@@ -77,8 +77,7 @@ __device__ __forceinline__ bn_f4 walk_cell_pass(bn_f4 acc, bn_f4 me, unsigned li
  * (see walk.cl). Ends with a barrier, after which entries beyond WALK_WG move down to the front. */
 __device__ __forceinline__ bn_f4 walk_particle_pass(bn_f4 acc, bn_f4 me, unsigned lid, unsigned slot, unsigned sub,
                                                     unsigned k, bool active, unsigned count, unsigned fill,
-                                                    unsigned done, float eps2, bn_f4* pstage,
-                                                    const bn_u32* self_pos)
+                                                    unsigned done, float eps2, bn_f4* pstage, const bn_u32* self_pos)
 {
     const bool moves = WALK_WG + lid < fill;
     const bn_f4 rest = moves ? pstage[WALK_WG + lid] : make_float4(0.f, 0.f, 0.f, 0.f);
@@ -108,13 +107,12 @@ __device__ __forceinline__ bn_f4 walk_particle_pass(bn_f4 acc, bn_f4 me, unsigne
  * bounds ask for 1024 resident threads per multiprocessor (at most 64 registers): without them ptxas spills. */
 __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
     walkForces(const bn_f4* __restrict__ pos, const bn_f4* __restrict__ src, const bn_f4* __restrict__ mac,
-               const bn_u2* __restrict__ link,
-               const bn_f4* __restrict__ cell_com, const bn_f4* __restrict__ cell_quad0,
+               const bn_u2* __restrict__ link, const bn_f4* __restrict__ cell_com, const bn_f4* __restrict__ cell_quad0,
                const bn_f4* __restrict__ cell_quad1, const bn_u32* __restrict__ group_first,
                const bn_u32* __restrict__ group_count, const bn_f4* __restrict__ group_lo,
                const bn_f4* __restrict__ group_hi, bn_u32 ngroups, float eps2, bn_u32* next_group, bn_u32* spill,
-               bn_u32 spill_cap, bn_u32* status, bn_u64* totals, bn_f4* acc_pot, bn_u32* pp_count,
-               bn_u32* pc_count, bn_u32 count_each, bn_u32 root, bn_u32 remote, const float* __restrict__ rel,
+               bn_u32 spill_cap, bn_u32* status, bn_u64* totals, bn_f4* acc_pot, bn_u32* pp_count, bn_u32* pc_count,
+               bn_u32 count_each, bn_u32 root, bn_u32 remote, const float* __restrict__ rel,
                const bn_f4* __restrict__ acc_old, float alpha)
 {
     __shared__ bn_u32 list_a[WALK_LIST];
@@ -145,7 +143,7 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
         const bn_f4 glo = group_lo[g];
         const bn_f4 ghi = group_hi[g];
         const unsigned k = WALK_WG / n;
-        const unsigned sub = lid / n; /* threads 0..n-1 take share 0 of particles 0..n-1, and so on, so that */
+        const unsigned sub = lid / n;        /* threads 0..n-1 take share 0 of particles 0..n-1, and so on, so that */
         const unsigned slot = lid - sub * n; /* a warp mostly reads one staged entry at a time (broadcast) */
         const bool active = sub < k;
         const bn_f4 me = active ? pos[gfirst + slot] : make_float4(0.f, 0.f, 0.f, 0.f);
@@ -164,7 +162,8 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
         float rel_scale = 0.0f; /* the relative criterion's scale for this group (see walk.cl) */
         if (alpha > 0.0f) {
             float a = old_a[0];
-            for (unsigned j = 1; j < n; ++j) a = fminf(a, old_a[j]);
+            for (unsigned j = 1; j < n; ++j)
+                a = fminf(a, old_a[j]);
             rel_scale = bn_rel_group(alpha, a);
         }
 
@@ -211,11 +210,14 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
                     leaf_first[o] = first;
                     leaf_start[o] = static_cast<unsigned>(ex >> BANYAN_WALK_PART_SHIFT);
                 } else if (node) {
-                    const unsigned o = nnext + static_cast<unsigned>((ex >> BANYAN_WALK_NODE_SHIFT) & BANYAN_WALK_NODE_MASK);
+                    const unsigned o =
+                        nnext + static_cast<unsigned>((ex >> BANYAN_WALK_NODE_SHIFT) & BANYAN_WALK_NODE_MASK);
                     for (unsigned j = 0; j < cnt; ++j) {
                         const unsigned q = o + j;
-                        if (q < WALK_LIST) nxt[q] = first + j;
-                        else if (q < list_max) nxt_g[q - WALK_LIST] = first + j;
+                        if (q < WALK_LIST)
+                            nxt[q] = first + j;
+                        else if (q < list_max)
+                            nxt_g[q - WALK_LIST] = first + j;
                     }
                 }
                 if (lid == 0 && nnext + tc > list_max) bn_atomic_max_u32(status, nnext + tc);
@@ -236,8 +238,10 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
                         unsigned lo = 0, hi = tl - 1;
                         while (lo < hi) {
                             const unsigned mid = (lo + hi + 1) >> 1;
-                            if (leaf_start[mid] <= q) lo = mid;
-                            else hi = mid - 1;
+                            if (leaf_start[mid] <= q)
+                                lo = mid;
+                            else
+                                hi = mid - 1;
                         }
                         const unsigned p = leaf_first[lo] + (q - leaf_start[lo]);
                         pstage[pfill + s] = __ldg(&src[p]);
@@ -269,8 +273,7 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
                                  clist, cstage);
         __syncthreads();
         if (pfill > 0)
-            acc = walk_particle_pass(acc, me, lid, slot, sub, k, active, pfill, pfill, pdone, eps2, pstage,
-                                     self_pos);
+            acc = walk_particle_pass(acc, me, lid, slot, sub, k, active, pfill, pfill, pdone, eps2, pstage, self_pos);
         pstage[lid] = acc;
         __syncthreads();
         if (active && sub == 0) {

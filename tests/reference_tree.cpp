@@ -30,10 +30,14 @@ constexpr std::size_t npos = static_cast<std::size_t>(-1);
 int side_exponent(float extent)
 {
     int e;
-    if (!(extent > 0.0f)) e = BANYAN_TREE_MIN_EXP;
-    else if (std::isinf(extent)) e = BANYAN_TREE_MAX_EXP;
-    else if (extent < std::numeric_limits<float>::min()) e = BANYAN_TREE_MIN_EXP; // subnormal
-    else std::frexp(extent, &e);
+    if (!(extent > 0.0f))
+        e = BANYAN_TREE_MIN_EXP;
+    else if (std::isinf(extent))
+        e = BANYAN_TREE_MAX_EXP;
+    else if (extent < std::numeric_limits<float>::min())
+        e = BANYAN_TREE_MIN_EXP; // subnormal
+    else
+        std::frexp(extent, &e);
     return std::clamp(e, BANYAN_TREE_MIN_EXP, BANYAN_TREE_MAX_EXP);
 }
 
@@ -60,7 +64,8 @@ void subdivide(std::vector<Node>& nodes, const std::vector<bn_u64>& keys, std::s
     while (i < end) {
         const bn_u64 digit = (keys[i] >> shift) & 7;
         bn_u32 j = i;
-        while (j < end && ((keys[j] >> shift) & 7) == digit) ++j;
+        while (j < end && ((keys[j] >> shift) & 7) == digit)
+            ++j;
         Node c{n.key | (digit << shift), child_level, i, j - i, false, {}, self};
         nodes.push_back(c);
         const std::size_t ci = nodes.size() - 1;
@@ -83,7 +88,10 @@ bn_u64 reference_morton(bn_u32 ix, bn_u32 iy, bn_u32 iz)
     return key;
 }
 
-int RefTree::depth() const { return cell_level.empty() ? -1 : static_cast<int>(cell_level.back()); }
+int RefTree::depth() const
+{
+    return cell_level.empty() ? -1 : static_cast<int>(cell_level.back());
+}
 
 RefTree build_reference_tree(std::span<const bn_f4> pos, std::span<const bn_f4> vel)
 {
@@ -107,10 +115,12 @@ RefTree build_reference_tree(std::span<const bn_f4> pos, std::span<const bn_f4> 
         }
     }
     float extent = 0;
-    for (int k = 0; k < 3; ++k) extent = std::max(extent, hi[k] - lo[k]);
+    for (int k = 0; k < 3; ++k)
+        extent = std::max(extent, hi[k] - lo[k]);
     t.exponent = side_exponent(extent);
     const float inv = std::ldexp(1.0f, BANYAN_MAX_DEPTH - t.exponent);
-    for (int k = 0; k < 3; ++k) t.lo[k] = lo[k];
+    for (int k = 0; k < 3; ++k)
+        t.lo[k] = lo[k];
 
     // Keys, then a stable sort of the particles by key.
     std::vector<bn_u64> key(n);
@@ -140,7 +150,8 @@ RefTree build_reference_tree(std::span<const bn_f4> pos, std::span<const bn_f4> 
         return nodes[a].level != nodes[b].level ? nodes[a].level < nodes[b].level : nodes[a].key < nodes[b].key;
     });
     std::vector<bn_u32> where(nodes.size());
-    for (std::size_t i = 0; i < order.size(); ++i) where[order[i]] = static_cast<bn_u32>(i);
+    for (std::size_t i = 0; i < order.size(); ++i)
+        where[order[i]] = static_cast<bn_u32>(i);
 
     const std::size_t nc = nodes.size();
     t.cell_key.resize(nc);
@@ -162,7 +173,8 @@ RefTree build_reference_tree(std::span<const bn_f4> pos, std::span<const bn_f4> 
             t.cell_count[i] = c.count | BANYAN_TREE_LEAF_BIT;
         } else {
             bn_u32 first = std::numeric_limits<bn_u32>::max();
-            for (std::size_t ch : c.children) first = std::min(first, where[ch]);
+            for (std::size_t ch : c.children)
+                first = std::min(first, where[ch]);
             for (std::size_t k = 0; k < c.children.size(); ++k)
                 if (where[c.children[k]] != first + k) throw std::logic_error("reference: children not contiguous");
             t.cell_first[i] = first;
@@ -170,7 +182,8 @@ RefTree build_reference_tree(std::span<const bn_f4> pos, std::span<const bn_f4> 
         }
         ++t.level_begin[static_cast<std::size_t>(c.level) + 1];
     }
-    for (std::size_t l = 1; l < t.level_begin.size(); ++l) t.level_begin[l] += t.level_begin[l - 1];
+    for (std::size_t l = 1; l < t.level_begin.size(); ++l)
+        t.level_begin[l] += t.level_begin[l - 1];
 
     // Groups, depth first in key order, so they come out by increasing first particle.
     auto add_group = [&](bn_u32 first, bn_u32 count) {
@@ -237,7 +250,8 @@ RefTree build_reference_tree(std::span<const bn_f4> pos, std::span<const bn_f4> 
             g[2] |= static_cast<bn_u32>((k >> (3 * bit)) & 1u) << bit;
         }
         const double unit = std::ldexp(side, -BANYAN_MAX_DEPTH);
-        for (int a = 0; a < 3; ++a) m.centre[a] = static_cast<double>(t.lo[a]) + (g[a] + 0.5 * span) * unit;
+        for (int a = 0; a < 3; ++a)
+            m.centre[a] = static_cast<double>(t.lo[a]) + (g[a] + 0.5 * span) * unit;
 
         double sx = 0, sy = 0, sz = 0;
         for (bn_u32 p = b; p < e; ++p) {
@@ -247,8 +261,10 @@ RefTree build_reference_tree(std::span<const bn_f4> pos, std::span<const bn_f4> 
             sy += w * t.pos[p].y;
             sz += w * t.pos[p].z;
         }
-        if (m.mass > 0) m.com = {sx / m.mass, sy / m.mass, sz / m.mass};
-        else m.com = m.centre; // a massless cell: its geometric centre
+        if (m.mass > 0)
+            m.com = {sx / m.mass, sy / m.mass, sz / m.mass};
+        else
+            m.com = m.centre; // a massless cell: its geometric centre
         for (bn_u32 p = b; p < e; ++p) {
             const double w = t.pos[p].w;
             const double d[3] = {t.pos[p].x - m.com[0], t.pos[p].y - m.com[1], t.pos[p].z - m.com[2]};
@@ -261,7 +277,8 @@ RefTree build_reference_tree(std::span<const bn_f4> pos, std::span<const bn_f4> 
             m.bmax = std::max(m.bmax, std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]));
         }
         double d2 = 0;
-        for (int a = 0; a < 3; ++a) d2 += (m.com[a] - m.centre[a]) * (m.com[a] - m.centre[a]);
+        for (int a = 0; a < 3; ++a)
+            d2 += (m.com[a] - m.centre[a]) * (m.com[a] - m.centre[a]);
         m.size = std::ldexp(side, -level);
         m.delta = std::sqrt(d2);
     }

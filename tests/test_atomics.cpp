@@ -44,8 +44,7 @@ bn_u64 hash64(bn_u64 x)
 }
 
 /// Whether v (sorted in place) is first, first + 1, ..., first + v.size() - 1.
-template <class T>
-bool is_run(std::vector<T> v, T first)
+template <class T> bool is_run(std::vector<T> v, T first)
 {
     std::sort(v.begin(), v.end());
     for (std::size_t i = 0; i < v.size(); ++i)
@@ -119,7 +118,8 @@ void test::check_atomics(Backend& be, std::size_t wg, bn_u32 n)
     const auto tk32 = t32.download();
     const auto tk64 = t64.download();
     std::vector<bn_u32> add32(tk32.begin(), tk32.begin() + n);
-    for (auto& t : add32) t -= t32_start; // 0 .. n-1 modulo 2^32
+    for (auto& t : add32)
+        t -= t32_start; // 0 .. n-1 modulo 2^32
     CHECK(is_run<bn_u32>(add32, 0u));
     CHECK(is_run<bn_u64>(std::vector<bn_u64>(tk64.begin(), tk64.begin() + n), t64_start));
 
@@ -159,7 +159,7 @@ TEST_CASE("32- and 64-bit atomics add, min, max and cas give exactly predictable
 {
     auto& be = test::backend();
     for (std::size_t wg : test::work_group_sizes())
-        for (bn_u32 n : {1u, 255u, 5000u, 20011u}) test::check_atomics(be, wg, n);
+        for (bn_u32 n : {1u, 255u, 5000u, 20011u})
+            test::check_atomics(be, wg, n);
     test::restore_work_group_size();
 }
-

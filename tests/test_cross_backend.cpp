@@ -18,8 +18,7 @@ using namespace banyan;
 
 namespace {
 
-template <class T>
-bool same_bits(const Buffer<T>& a, const Buffer<T>& b, std::size_t n)
+template <class T> bool same_bits(const Buffer<T>& a, const Buffer<T>& b, std::size_t n)
 {
     const auto x = a.download(n), y = b.download(n);
     return std::memcmp(x.data(), y.data(), n * sizeof(T)) == 0;

@@ -26,18 +26,21 @@ TEST_CASE("buffers round-trip, fill and copy")
 
     a.fill(0xdeadbeefu, 10, 20);
     auto back = a.download();
-    for (std::size_t i = 0; i < host.size(); ++i) CHECK(back[i] == ((i >= 10 && i < 30) ? 0xdeadbeefu : host[i]));
+    for (std::size_t i = 0; i < host.size(); ++i)
+        CHECK(back[i] == ((i >= 10 && i < 30) ? 0xdeadbeefu : host[i]));
 
     auto b = be.alloc<bn_u32>(1000, "b");
     b.fill(1u);
     b.copy_from(a, 100, 5, 50);
     back = b.download();
-    for (std::size_t i = 0; i < 1000; ++i) CHECK(back[i] == ((i >= 50 && i < 150) ? a.at(i - 45) : 1u));
+    for (std::size_t i = 0; i < 1000; ++i)
+        CHECK(back[i] == ((i >= 50 && i < 150) ? a.at(i - 45) : 1u));
 
     bn_f4 v{1.5f, -2.f, 3.f, 4.25f};
     auto f = be.alloc<bn_f4>(33, "f");
     f.fill(v);
-    for (const auto& x : f.download()) CHECK((x.x == 1.5f && x.y == -2.f && x.z == 3.f && x.w == 4.25f));
+    for (const auto& x : f.download())
+        CHECK((x.x == 1.5f && x.y == -2.f && x.z == 3.f && x.w == 4.25f));
 
     auto empty = be.alloc<bn_u64>(0, "empty");
     CHECK(empty.size() == 0);
@@ -49,8 +52,10 @@ TEST_CASE("row copies interleave (N, 3) and (N,) arrays into records and split t
     auto& be = test::backend();
     const std::size_t n = 1001; // odd, so that no row count is a power of two
     std::vector<float> xyz(3 * n), m(n);
-    for (std::size_t i = 0; i < 3 * n; ++i) xyz[i] = static_cast<float>(i) * 0.5f - 7.f;
-    for (std::size_t i = 0; i < n; ++i) m[i] = 1.f / static_cast<float>(i + 1);
+    for (std::size_t i = 0; i < 3 * n; ++i)
+        xyz[i] = static_cast<float>(i) * 0.5f - 7.f;
+    for (std::size_t i = 0; i < n; ++i)
+        m[i] = 1.f / static_cast<float>(i + 1);
     auto dx = be.upload<float>(xyz, "rows.xyz");
     auto dm = be.upload<float>(m, "rows.m");
     auto rec = be.alloc<bn_f4>(n + 2, "rows.rec");
@@ -124,7 +129,8 @@ TEST_CASE("views alias their buffer: writes through one show in the other, and k
     be.exclusive_scan(last, last, align / 4);
     back = whole.download();
     CHECK(back[align / 2 - 1] == 7u); // the middle view, untouched
-    for (std::size_t i = 0; i < align / 4; ++i) REQUIRE(back[align / 2 + i] == i);
+    for (std::size_t i = 0; i < align / 4; ++i)
+        REQUIRE(back[align / 2 + i] == i);
     // A view of a view starts where the outer view starts.
     auto inner = middle.view_as<bn_u32>(0, 1);
     CHECK(inner.at(0) == 7u);

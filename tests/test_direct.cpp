@@ -122,8 +122,8 @@ TEST_CASE("direct summation of a range of targets equals those places of the who
     auto whole = be.alloc<bn_f4>(n, "whole");
     direct_forces(be, pos, n, 0.01f, whole);
     const auto all = whole.download();
-    for (auto [first, count] : {std::pair<std::size_t, std::size_t>{0, 1}, {0, 333}, {333, 334}, {667, 333},
-                                {999, 1}, {500, 0}, {1000, 0}}) {
+    for (auto [first, count] :
+         {std::pair<std::size_t, std::size_t>{0, 1}, {0, 333}, {333, 334}, {667, 333}, {999, 1}, {500, 0}, {1000, 0}}) {
         INFO("targets ", first, " + ", count);
         auto part = be.alloc<bn_f4>(std::max<std::size_t>(count, 1), "part");
         part.fill(bn_f4{NAN, NAN, NAN, NAN});

@@ -162,7 +162,8 @@ TEST_SUITE("static")
     TEST_CASE("the common softening of a snapshot: dark and star particles alike, gas smoothing lengths aside")
     {
         Snapshot s = Snapshot::dark(4);
-        for (auto& e : s.eps) e = 0.05f;
+        for (auto& e : s.eps)
+            e = 0.05f;
         CHECK(common_softening(s) == 0.05f);
         s.eps[2] = 0.1f;
         CHECK(!common_softening(s)); // two softenings: the caller must ask for --eps
@@ -291,8 +292,10 @@ Snapshot full_snapshot(std::size_t ng, std::size_t nd, std::size_t ns, std::uint
     Snapshot s = random_snapshot(ng, nd, ns, seed);
     std::mt19937_64 g(seed + 1);
     std::uniform_real_distribution<float> u(-5.f, 5.f);
-    for (std::size_t i = 0; i < 3 * s.size(); ++i) s.acc.push_back(u(g));
-    for (std::size_t i = 0; i < s.size(); ++i) s.ids.push_back(g());
+    for (std::size_t i = 0; i < 3 * s.size(); ++i)
+        s.acc.push_back(u(g));
+    for (std::size_t i = 0; i < s.size(); ++i)
+        s.ids.push_back(g());
     s.units = parse_units("kpc,1e10Msun");
     return s;
 }
@@ -332,13 +335,13 @@ struct H5Writer {
     ~H5Writer() { H5Fclose(file); }
     hid_t group(const char* name)
     {
-        hid_t g = H5Lexists(file, name, H5P_DEFAULT) > 0 ? H5Gopen2(file, name, H5P_DEFAULT)
-                                                         : H5Gcreate2(file, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        hid_t g = H5Lexists(file, name, H5P_DEFAULT) > 0
+                      ? H5Gopen2(file, name, H5P_DEFAULT)
+                      : H5Gcreate2(file, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
         REQUIRE(g >= 0);
         return g;
     }
-    template <class T>
-    void attr(const char* where, const char* name, hid_t type, const std::vector<T>& v)
+    template <class T> void attr(const char* where, const char* name, hid_t type, const std::vector<T>& v)
     {
         const hid_t g = group(where);
         const hsize_t n = v.size();
@@ -364,16 +367,19 @@ struct H5Writer {
 void gadget_file(const std::string& path, std::size_t n, std::size_t m, bool units = true)
 {
     H5Writer w(path);
-    w.attr<std::int32_t>("Header", "NumPart_ThisFile", H5T_NATIVE_INT32, {0, std::int32_t(n), 0, 0, std::int32_t(m), 0});
+    w.attr<std::int32_t>("Header", "NumPart_ThisFile", H5T_NATIVE_INT32,
+                         {0, std::int32_t(n), 0, 0, std::int32_t(m), 0});
     w.attr<double>("Header", "MassTable", H5T_NATIVE_DOUBLE, {0, 0.25, 0, 0, 0, 0});
     w.attr<double>("Header", "Time", H5T_NATIVE_DOUBLE, {2.5});
     w.attr<std::int32_t>("Header", "NumFilesPerSnapshot", H5T_NATIVE_INT32, {1});
     std::vector<double> x(3 * n), v(3 * n);
-    for (std::size_t i = 0; i < 3 * n; ++i) x[i] = 0.1 * double(i) + 1e-12, v[i] = -0.5 * double(i);
+    for (std::size_t i = 0; i < 3 * n; ++i)
+        x[i] = 0.1 * double(i) + 1e-12, v[i] = -0.5 * double(i);
     w.data("PartType1", "Coordinates", H5T_NATIVE_DOUBLE, x, n, 3);
     w.data("PartType1", "Velocities", H5T_NATIVE_DOUBLE, v, n, 3);
     std::vector<std::uint32_t> ids(n);
-    for (std::size_t i = 0; i < n; ++i) ids[i] = std::uint32_t(1000 + i);
+    for (std::size_t i = 0; i < n; ++i)
+        ids[i] = std::uint32_t(1000 + i);
     w.data("PartType1", "ParticleIDs", H5T_NATIVE_UINT32, ids, n, 1);
     if (m) {
         std::vector<float> xs(3 * m, 1.5f), vs(3 * m, 2.0f), ms(m, 0.125f);
@@ -398,7 +404,10 @@ std::string hdf5_error(const std::string& path, bool need_velocities = true)
     return "no error";
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part)
+{
+    return text.find(part) != std::string::npos;
+}
 
 } // namespace
 
@@ -448,8 +457,10 @@ TEST_SUITE("static")
         CHECK(s.n_dark == 4);
         CHECK(s.n_star == 2);
         CHECK(s.n_gas == 0);
-        for (std::size_t i = 0; i < 12; ++i) CHECK(s.pos[i] == static_cast<float>(0.1 * double(i) + 1e-12));
-        for (std::size_t i = 0; i < 4; ++i) CHECK(s.mass[i] == 0.25f); // from the MassTable
+        for (std::size_t i = 0; i < 12; ++i)
+            CHECK(s.pos[i] == static_cast<float>(0.1 * double(i) + 1e-12));
+        for (std::size_t i = 0; i < 4; ++i)
+            CHECK(s.mass[i] == 0.25f); // from the MassTable
         CHECK(s.mass[4] == 0.125f);
         CHECK(s.pos[12] == 1.5f);
         CHECK(s.ids[0] == 1000);
@@ -625,7 +636,8 @@ TEST_SUITE("static")
     {
         // The Earth's orbit: in au and Msun the velocity unit is 2 pi au / yr (29.78 km/s), the time unit yr / 2 pi.
         const Units sun = parse_units("au,Msun");
-        CHECK(sun.velocity_cm_per_s() / cgs::km == doctest::Approx(2 * M_PI * cgs::au / cgs::year / cgs::km).epsilon(1e-4));
+        CHECK(sun.velocity_cm_per_s() / cgs::km ==
+              doctest::Approx(2 * M_PI * cgs::au / cgs::year / cgs::km).epsilon(1e-4));
         CHECK(sun.time_s() == doctest::Approx(cgs::year / (2 * M_PI)).epsilon(1e-4));
         // Galaxies: kpc and 1e10 Msun give 207.4 km/s and 4.71 Myr (the well-known values of these units).
         const Units gal = parse_units("kpc,1e10Msun");

@@ -106,7 +106,10 @@ double expansion_potential(const std::vector<std::array<double, 4>>& cell, const
     return phi;
 }
 
-double norm3(double x, double y, double z) { return std::sqrt(x * x + y * y + z * z); }
+double norm3(double x, double y, double z)
+{
+    return std::sqrt(x * x + y * y + z * z);
+}
 
 /// The lists of one group as the walk must build them: cells accepted, particles of opened leaves.
 struct RefLists {
@@ -144,7 +147,8 @@ struct HostTree {
         float rel_scale = 0.0f;
         if (alpha > 0.0f) {
             float a = std::numeric_limits<float>::infinity();
-            for (bn_u32 i = gfirst[g]; i < gfirst[g] + gcount[g]; ++i) a = std::min(a, acc_old[i].w);
+            for (bn_u32 i = gfirst[g]; i < gfirst[g] + gcount[g]; ++i)
+                a = std::min(a, acc_old[i].w);
             rel_scale = bn_rel_group(alpha, a);
         }
         // pow() may differ by a few units in the last place between host and device (OpenCL allows 16).
@@ -164,10 +168,13 @@ struct HostTree {
                 // threshold may go either way. d2 = 0 (the box holds the centre of mass) is exact.
                 if (d2 > 0 && std::isfinite(r2) && std::abs(double(d2) - double(r2)) <= window * std::max(d2, r2))
                     r.ambiguous = true;
-                if (d2 > r2) r.cells.push_back(c);
-                else if (bn_tree_is_leaf(count[c])) r.leaves.push_back(c);
+                if (d2 > r2)
+                    r.cells.push_back(c);
+                else if (bn_tree_is_leaf(count[c]))
+                    r.leaves.push_back(c);
                 else
-                    for (bn_u32 k = 0; k < count[c]; ++k) next.push_back(first[c] + k);
+                    for (bn_u32 k = 0; k < count[c]; ++k)
+                        next.push_back(first[c] + k);
             }
             std::swap(cur, next);
         }
@@ -281,7 +288,8 @@ void test::check_walk_against_cpu(Octree& tree, TreeForces& forces, float theta,
                 MESSAGE(fmt::format("particle {} (group {}): force error {:.3g}, potential error {:.3g}", i, g, e, ep));
         }
     }
-    INFO("theta ", theta, " alpha ", alpha, " eps ", eps, ": worst ", worst, " worst phi ", worst_phi, ", skipped ", skipped);
+    INFO("theta ", theta, " alpha ", alpha, " eps ", eps, ": worst ", worst, " worst phi ", worst_phi, ", skipped ",
+         skipped);
     CHECK(bad_counts == 0);
     CHECK(bad_forces == 0);
     // A decision within 1e-6 of its threshold is rare (about one in 10^6): a borderline group now and then.
@@ -304,9 +312,11 @@ TEST_CASE("cell interaction: monopole + quadrupole matches direct summation of t
     std::array<double, 3> com{0, 0, 0};
     for (const auto& q : cell) {
         m += q[3];
-        for (int a = 0; a < 3; ++a) com[a] += q[3] * q[a];
+        for (int a = 0; a < 3; ++a)
+            com[a] += q[3] * q[a];
     }
-    for (auto& c : com) c /= m;
+    for (auto& c : com)
+        c /= m;
     double qm[6] = {0, 0, 0, 0, 0, 0}; // xx yy zz xy xz yz
     for (const auto& q : cell) {
         const double x = q[0] - com[0], y = q[1] - com[1], z = q[2] - com[2];
@@ -399,8 +409,8 @@ TEST_CASE("cell interaction: a trace added to Q changes nothing without softenin
 TEST_CASE("tree walk: the device builds the CPU walk's lists (counts exactly, forces to round-off)")
 {
     auto& be = test::backend();
-    const std::vector<Input> inputs{{"plummer", plummer_input}, {"uniform", cube_input},
-                                    {"clustered", clustered_input}};
+    const std::vector<Input> inputs{
+        {"plummer", plummer_input}, {"uniform", cube_input}, {"clustered", clustered_input}};
     Octree tree(be);
     TreeForces forces(be);
     forces.set_count_each(true);
@@ -447,7 +457,8 @@ TEST_CASE("tree walk: the device builds the CPU walk's lists (counts exactly, fo
                 tree.build();
                 forces.compute(tree, 0.5f, 0.0f);
                 std::vector<bn_f4> old = forces.acc().download(n);
-                for (auto& a : old) a.w = std::sqrt(a.x * a.x + a.y * a.y + a.z * a.z);
+                for (auto& a : old)
+                    a.w = std::sqrt(a.x * a.x + a.y * a.y + a.z * a.z);
                 auto old_dev = be.upload<bn_f4>(old, "test.acc_old");
                 for (float alpha : {0.001f, 0.02f})
                     for (float theta : {0.75f, 1.0f}) {
@@ -486,7 +497,8 @@ TEST_CASE("tree forces with the relative criterion against double-precision dire
         forces.set_previous_accelerations(nullptr);
         forces.compute(tree, 0.5f, 0.0f);
         std::vector<bn_f4> old_host = forces.acc().download(n);
-        for (auto& a : old_host) a.w = std::sqrt(a.x * a.x + a.y * a.y + a.z * a.z);
+        for (auto& a : old_host)
+            a.w = std::sqrt(a.x * a.x + a.y * a.y + a.z * a.z);
         auto old = be.upload<bn_f4>(old_host, "test.acc_old");
         auto out = be.alloc<bn_f4>(n, "test.acc");
         // alpha, then the bounds on the median, the 99th percentile and the largest relative error: the criterion
@@ -522,10 +534,8 @@ TEST_CASE("tree forces against double-precision direct summation, tolerances set
                                   {"clustered", clustered_input, 1u << 13, 0.0f, 1.0},
                                   {"plummer, softened", plummer_input, 1u << 12, 0.01f, 1.0}};
     // theta, then the bounds on the median and the 99th percentile of the relative acceleration error.
-    const std::array<std::array<double, 3>, 4> bounds{{{0.0, 1e-6, 1e-5},
-                                                       {0.3, 3e-5, 1.5e-4},
-                                                       {0.5, 1.3e-4, 7e-4},
-                                                       {0.75, 6e-4, 4e-3}}};
+    const std::array<std::array<double, 3>, 4> bounds{
+        {{0.0, 1e-6, 1e-5}, {0.3, 3e-5, 1.5e-4}, {0.5, 1.3e-4, 7e-4}, {0.75, 6e-4, 4e-3}}};
     Octree tree(be);
     TreeForces forces(be);
     forces.set_count_each(true);
@@ -561,9 +571,7 @@ TEST_CASE("tree forces with the bmax criterion against double-precision direct s
     auto& be = test::backend();
     // theta, then the bounds on the median and the 99th percentile of the relative acceleration error (the
     // criterion is less conservative than the paper's at equal theta: smaller angles for the same error).
-    const std::array<std::array<double, 3>, 3> bounds{{{0.3, 1.2e-4, 1e-3},
-                                                       {0.5, 6e-4, 6e-3},
-                                                       {0.75, 2e-3, 3e-2}}};
+    const std::array<std::array<double, 3>, 3> bounds{{{0.3, 1.2e-4, 1e-3}, {0.5, 6e-4, 6e-3}, {0.75, 2e-3, 3e-2}}};
     Octree tree(be);
     tree.set_opening(Opening::bmax);
     TreeForces forces(be);
@@ -684,8 +692,8 @@ TEST_CASE("tree forces at any absolute scale equal those of N-body units, scaled
         for (std::size_t i = 0; i < p.size(); ++i) {
             const bn_f4 a = r.acc[i], b = ref.acc[i];
             const double dx = a.x / fa - b.x, dy = a.y / fa - b.y, dz = a.z / fa - b.z;
-            err[i] = std::sqrt(dx * dx + dy * dy + dz * dz) / std::sqrt(double(b.x) * b.x + double(b.y) * b.y +
-                                                                         double(b.z) * b.z);
+            err[i] = std::sqrt(dx * dx + dy * dy + dz * dz) /
+                     std::sqrt(double(b.x) * b.x + double(b.y) * b.y + double(b.z) * b.z);
             if (i % 64 == 0) CHECK(std::fabs(a.w / fp - b.w) <= std::max(1e-4, sc.tolerance) * std::fabs(b.w));
         }
         std::sort(err.begin(), err.end());
@@ -836,7 +844,8 @@ TEST_CASE("direct summation on sampled targets equals the full double-precision 
             auto full = be.alloc<double>(4 * n, "test.full");
             direct_forces_f64(be, pos, n, 0.0, full);
             std::vector<bn_u32> t;
-            for (std::size_t k = 0; k < std::min<std::size_t>(n, 500); ++k) t.push_back(bn_u32(test::rng()() % n));
+            for (std::size_t k = 0; k < std::min<std::size_t>(n, 500); ++k)
+                t.push_back(bn_u32(test::rng()() % n));
             t.push_back(bn_u32(n - 1));
             auto targets = be.upload<bn_u32>(t, "test.targets");
             auto sampled = be.alloc<double>(4 * t.size(), "test.sampled");
@@ -846,7 +855,8 @@ TEST_CASE("direct summation on sampled targets equals the full double-precision 
             const auto s = sampled.download();
             std::size_t differ = 0;
             for (std::size_t k = 0; k < t.size(); ++k)
-                for (int c = 0; c < 4; ++c) differ += !(s[4 * k + c] == f[4 * t[k] + c]);
+                for (int c = 0; c < 4; ++c)
+                    differ += !(s[4 * k + c] == f[4 * t[k] + c]);
             CHECK(differ == 0);
             if (wg != test::work_group_sizes().front()) continue;
             auto f32 = be.alloc<bn_f4>(n, "test.f32");
@@ -877,14 +887,16 @@ TEST_SUITE("static")
         CHECK(InternalUnits::for_system(p).identity());
         for (const auto& [length, mass] : {std::pair{1e20, 1.0}, std::pair{1e-30, 1e-30}, std::pair{1.0, 1e30}}) {
             std::vector<bn_f4> q = p;
-            for (auto& x : q) x = {float(x.x * length), float(x.y * length), float(x.z * length), float(x.w * mass)};
+            for (auto& x : q)
+                x = {float(x.x * length), float(x.y * length), float(x.z * length), float(x.w * mass)};
             const InternalUnits u = InternalUnits::for_system(q);
             INFO(length, " ", mass, ": k ", u.k, ", j ", u.j);
             CHECK((3 * u.k - u.j) % 2 == 0); // G = 1 in both needs a time unit that is a power of two
             std::vector<bn_f4> r = q;
             u.to_internal(r);
             double lo = INFINITY, hi = -INFINITY, m = 0;
-            for (const auto& x : r) lo = std::min<double>(lo, x.x), hi = std::max<double>(hi, x.x), m += x.w;
+            for (const auto& x : r)
+                lo = std::min<double>(lo, x.x), hi = std::max<double>(hi, x.x), m += x.w;
             CHECK(hi - lo >= 1.0 / 16); // near 1 in internal units
             CHECK(hi - lo <= 64);
             CHECK(m >= 0.25);
@@ -908,7 +920,7 @@ TEST_SUITE("static")
             }
         };
         refused({{0, 0, 0, 1}, {1, 0, 0, 1e-31f}}, 0, "less than 1e-30 of the total mass"); // both in one float
-        refused(p, 1e20, "times the extent");                                                  // eps^2 / r^2
+        refused(p, 1e20, "times the extent");                                               // eps^2 / r^2
         CHECK_NOTHROW(check_precision_range(std::vector<bn_f4>{{1e30f, 2, 3, 1e-40f}}, 1e20, "one particle"));
     }
 }

@@ -115,9 +115,8 @@ std::string canonical_param(const std::string& text)
 {
     static const std::regex token(R"([A-Za-z_]\w*|\*)");
     static const std::map<std::string, std::string> types{
-        {"uint", "bn_u32"},         {"unsigned int", "bn_u32"}, {"unsigned", "bn_u32"},
-        {"int", "bn_i32"},          {"ulong", "bn_u64"},        {"unsigned long long", "bn_u64"},
-        {"float4", "bn_f4"},        {"uint2", "bn_u2"},
+        {"uint", "bn_u32"},  {"unsigned int", "bn_u32"},       {"unsigned", "bn_u32"}, {"int", "bn_i32"},
+        {"ulong", "bn_u64"}, {"unsigned long long", "bn_u64"}, {"float4", "bn_f4"},    {"uint2", "bn_u2"},
     };
     std::vector<std::string> before, after; // the tokens before the first '*' and after it
     bool pointer = false, pointee_const = false;
@@ -137,7 +136,8 @@ std::string canonical_param(const std::string& text)
     }
     if (!pointer && !before.empty()) before.pop_back(); // the name
     std::string type;
-    for (const auto& t : before) type += (type.empty() ? "" : " ") + t;
+    for (const auto& t : before)
+        type += (type.empty() ? "" : " ") + t;
     if (auto it = types.find(type); it != types.end()) type = it->second;
     if (!pointer) return type;
     std::string out = (pointee_const ? "const " : "") + type + "*";
@@ -158,8 +158,8 @@ std::vector<std::string> compare_params(const KernelDecl& decl, const std::vecto
     for (std::size_t i = 0; i < std::min(params.size(), decl.params.size()); ++i) {
         const std::string want = to_string(decl.params[i]), got = canonical_param(params[i]);
         if (got != want)
-            out.push_back(where + " " + std::string(decl.name) + " parameter " + std::to_string(i) + " '" +
-                          params[i] + "' is " + got + ", declared " + want);
+            out.push_back(where + " " + std::string(decl.name) + " parameter " + std::to_string(i) + " '" + params[i] +
+                          "' is " + got + ", declared " + want);
     }
     return out;
 }
@@ -206,7 +206,8 @@ TEST_SUITE("static")
                 const auto it = side->find(name);
                 if (it == side->end()) continue; // reported by the test above
                 const std::string where = (side == &cu ? "kernels_cu/" : "kernels_cl/") + it->second.file;
-                for (const auto& problem : compare_params(d, it->second.params, where)) FAIL_CHECK(problem);
+                for (const auto& problem : compare_params(d, it->second.params, where))
+                    FAIL_CHECK(problem);
                 compared += it->second.params.size();
             }
         }
@@ -217,8 +218,8 @@ TEST_SUITE("static")
     {
         std::string cu_text;
         for (const auto& [name, k] : cuda_kernels(&cu_text))
-            CHECK_MESSAGE(cu_text.find("BANYAN_CUDA_KERNEL(" + name + ")") != std::string::npos, "CUDA kernel ",
-                          name, " (kernels_cu/", k.file, ") is not registered with BANYAN_CUDA_KERNEL");
+            CHECK_MESSAGE(cu_text.find("BANYAN_CUDA_KERNEL(" + name + ")") != std::string::npos, "CUDA kernel ", name,
+                          " (kernels_cu/", k.file, ") is not registered with BANYAN_CUDA_KERNEL");
     }
 
     TEST_CASE("the parameter comparison reduces both languages' spellings to one and finds what differs")
@@ -238,9 +239,13 @@ TEST_SUITE("static")
         CHECK(canonical_param("__local bn_u32* scratch") == "__local bn_u32*"); // not a global buffer: no match
 
         const KernelDecl& prepare = decl_of("walkPrepare");
-        const std::vector<std::string> right{"__global const bn_f4* cell_com", "__global const bn_f4* cell_quad1",
-                                             "__global const bn_u32* cell_first", "__global const bn_u32* cell_count",
-                                             "bn_u32 ncells", "float inv_theta", "__global bn_f4* mac",
+        const std::vector<std::string> right{"__global const bn_f4* cell_com",
+                                             "__global const bn_f4* cell_quad1",
+                                             "__global const bn_u32* cell_first",
+                                             "__global const bn_u32* cell_count",
+                                             "bn_u32 ncells",
+                                             "float inv_theta",
+                                             "__global bn_f4* mac",
                                              "__global uint2* link"};
         CHECK(compare_params(prepare, right, "walk.cl").empty());
         // The drift this check was written for: the link buffer as 64 bits; and a const lost, a scalar's type.
@@ -287,8 +292,8 @@ TEST_SUITE("static")
         // link as the 64-bit buffer it used to be; an output through a const buffer; the wrong element type.
         static_assert(!KernelArgs<Prepare, CF4, CF4, CU32, CU32, bn_u32, float, Buffer<bn_f4>&, Buffer<bn_u64>&>);
         static_assert(!KernelArgs<Prepare, CF4, CF4, CU32, CU32, bn_u32, float, CF4, Buffer<bn_u2>&>);
-        static_assert(!KernelArgs<Prepare, const Buffer<float>&, CF4, CU32, CU32, bn_u32, float, Buffer<bn_f4>&,
-                                  Buffer<bn_u2>&>);
+        static_assert(
+            !KernelArgs<Prepare, const Buffer<float>&, CF4, CU32, CU32, bn_u32, float, Buffer<bn_f4>&, Buffer<bn_u2>&>);
         // Scalars: exactly the type, no conversion from size_t, int, double or a 64-bit type of another name.
         static_assert(!KernelArgs<Prepare, CF4, CF4, CU32, CU32, std::size_t, float, Buffer<bn_f4>&, Buffer<bn_u2>&>);
         static_assert(!KernelArgs<Prepare, CF4, CF4, CU32, CU32, int, float, Buffer<bn_f4>&, Buffer<bn_u2>&>);

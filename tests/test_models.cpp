@@ -34,13 +34,15 @@ Totals totals(const Particles& p)
         const double m = p.pos[i].w;
         const double x[3] = {p.pos[i].x, p.pos[i].y, p.pos[i].z}, v[3] = {p.vel[i].x, p.vel[i].y, p.vel[i].z};
         t.mass += m;
-        for (int k = 0; k < 3; ++k) t.com[k] += m * x[k], t.mom[k] += m * v[k];
+        for (int k = 0; k < 3; ++k)
+            t.com[k] += m * x[k], t.mom[k] += m * v[k];
         t.l[0] += m * (x[1] * v[2] - x[2] * v[1]);
         t.l[1] += m * (x[2] * v[0] - x[0] * v[2]);
         t.l[2] += m * (x[0] * v[1] - x[1] * v[0]);
         t.kinetic += 0.5 * m * (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
     }
-    for (int k = 0; k < 3; ++k) t.com[k] /= t.mass;
+    for (int k = 0; k < 3; ++k)
+        t.com[k] /= t.mass;
     return t;
 }
 
@@ -67,7 +69,8 @@ void density_centre(const Particles& p, double c[3])
 {
     c[0] = c[1] = c[2] = 0;
     double radius = 0;
-    for (const bn_f4& q : p.pos) radius = std::max(radius, double(std::hypot(q.x, q.y, q.z)));
+    for (const bn_f4& q : p.pos)
+        radius = std::max(radius, double(std::hypot(q.x, q.y, q.z)));
     for (;;) {
         radius *= 0.9;
         double s[3] = {0, 0, 0};
@@ -80,12 +83,16 @@ void density_centre(const Particles& p, double c[3])
             }
         }
         if (in < 1000) return;
-        for (int k = 0; k < 3; ++k) c[k] = s[k] / double(in);
+        for (int k = 0; k < 3; ++k)
+            c[k] = s[k] / double(in);
     }
 }
 
 /// The relative difference |x / expected - 1| (doctest's Approx adds 1 to the scale, too loose for small values).
-double off(double x, double expected) { return std::fabs(x / expected - 1); }
+double off(double x, double expected)
+{
+    return std::fabs(x / expected - 1);
+}
 
 /// |measured - expected| in binomial standard deviations, for a fraction of @p n particles.
 double sigmas(double measured, double expected, std::size_t n)
@@ -142,8 +149,8 @@ TEST_SUITE("static")
             const double inside = double(std::count_if(r.begin(), r.end(), [&](double ri) { return ri < x * a; }));
             const double expected = (x / (x + 1)) * (x / (x + 1)) / 0.999;
             const double z = sigmas(inside / double(n), expected, n);
-            MESSAGE(fmt::format("inside {} a: {:.5f}, expected {:.5f} ({:.2f} sigma)", x, inside / double(n),
-                                expected, z));
+            MESSAGE(
+                fmt::format("inside {} a: {:.5f}, expected {:.5f} ({:.2f} sigma)", x, inside / double(n), expected, z));
             CHECK(z < 4);
         }
         // Radial velocity dispersion against the Jeans equation's (Hernquist 1990, eq. 10), between a / 2 and 2 a:
@@ -151,7 +158,8 @@ TEST_SUITE("static")
         const auto sigma_r2 = [a](double x) {
             const double y = x / a;
             return (12 * y * std::pow(1 + y, 3) * std::log((1 + y) / y) -
-                    y / (1 + y) * (25 + 52 * y + 42 * y * y + 12 * y * y * y)) / (12 * a);
+                    y / (1 + y) * (25 + 52 * y + 42 * y * y + 12 * y * y * y)) /
+                   (12 * a);
         };
         CHECK(off(sigma_r2(a), (96 * std::log(2.0) - 65.5) / (12 * a)) < 1e-9);
         double sum = 0, sum2 = 0;
@@ -159,14 +167,16 @@ TEST_SUITE("static")
         for (std::size_t i = 0; i < n; ++i) {
             if (r[i] < 0.5 * a || r[i] > 2 * a) continue;
             const double vr = ((p.pos[i].x - c[0]) * p.vel[i].x + (p.pos[i].y - c[1]) * p.vel[i].y +
-                               (p.pos[i].z - c[2]) * p.vel[i].z) / r[i];
+                               (p.pos[i].z - c[2]) * p.vel[i].z) /
+                              r[i];
             const double u = vr * vr / sigma_r2(r[i]);
             sum += u, sum2 += u * u;
             ++shell;
         }
-        const double mean = sum / double(shell), error = std::sqrt((sum2 / double(shell) - mean * mean) / double(shell));
-        MESSAGE(fmt::format("mean vr^2 / sigma_r^2 between a / 2 and 2 a: {:.4f} +- {:.4f} ({} particles)", mean,
-                            error, shell));
+        const double mean = sum / double(shell),
+                     error = std::sqrt((sum2 / double(shell) - mean * mean) / double(shell));
+        MESSAGE(fmt::format("mean vr^2 / sigma_r^2 between a / 2 and 2 a: {:.4f} +- {:.4f} ({} particles)", mean, error,
+                            shell));
         CHECK(std::fabs(mean - 1) < 4 * error);
         CHECK(error < 0.02);
     }
@@ -183,7 +193,8 @@ TEST_SUITE("static")
                                 2 * ki / std::fabs(wi), ki + wi));
             k += ki / 4, w += wi / 4;
         }
-        MESSAGE(fmt::format("all four: K {:.4f}, W {:.4f}, 2K/|W| {:.4f}, E {:.4f}", k, w, 2 * k / std::fabs(w), k + w));
+        MESSAGE(
+            fmt::format("all four: K {:.4f}, W {:.4f}, 2K/|W| {:.4f}, E {:.4f}", k, w, 2 * k / std::fabs(w), k + w));
         CHECK(std::fabs(2 * k / std::fabs(w) - 1) < 0.05);
         CHECK(off(k + w, -0.25) < 0.1);
     }
@@ -209,9 +220,8 @@ TEST_SUITE("static")
         CHECK(zmax >= 4 * z0); // some 25 particles between 4 and 5 z0
         // Enclosed mass of the truncated exponential disc: 1 - (1 + x) exp(-x), over its value at x = 10.
         for (double x : {1.0, 2.0}) {
-            const double inside = double(std::count_if(p.pos.begin(), p.pos.end(), [&](const bn_f4& q) {
-                return std::hypot(q.x, q.y) < x * rd;
-            }));
+            const double inside = double(std::count_if(p.pos.begin(), p.pos.end(),
+                                                       [&](const bn_f4& q) { return std::hypot(q.x, q.y) < x * rd; }));
             const double expected = (1 - (1 + x) * std::exp(-x)) / (1 - 11 * std::exp(-10.0));
             const double z = sigmas(inside / double(n), expected, n);
             MESSAGE(fmt::format("inside R = {} Rd: {:.5f}, expected {:.5f} ({:.2f} sigma)", x, inside / double(n),
@@ -239,9 +249,9 @@ TEST_SUITE("static")
         // The rotation speed near the mid-plane at R = 2 Rd against sqrt(G M(<R) / R), M from the sample; the
         // vertical dispersion is a tenth of it.
         const double r0 = 2 * rd;
-        const double enclosed = double(std::count_if(p.pos.begin(), p.pos.end(), [&](const bn_f4& q) {
-                                    return std::hypot(q.x, q.y, q.z) < r0;
-                                })) / double(n);
+        const double enclosed = double(std::count_if(p.pos.begin(), p.pos.end(),
+                                                     [&](const bn_f4& q) { return std::hypot(q.x, q.y, q.z) < r0; })) /
+                                double(n);
         double vphi = 0, vz2 = 0;
         std::size_t ring = 0;
         for (std::size_t i = 0; i < n; ++i) {
@@ -253,8 +263,8 @@ TEST_SUITE("static")
         }
         vphi /= double(ring);
         const double vc = std::sqrt(enclosed / r0), sz = std::sqrt(vz2 / double(ring));
-        MESSAGE(fmt::format("at R = 2 Rd: v_phi {:.4f}, v_c {:.4f}, sigma_z {:.4f} ({} particles)", vphi, vc, sz,
-                            ring));
+        MESSAGE(
+            fmt::format("at R = 2 Rd: v_phi {:.4f}, v_c {:.4f}, sigma_z {:.4f} ({} particles)", vphi, vc, sz, ring));
         CHECK(off(vphi, vc) < 0.02);
         CHECK(off(sz, 0.1 * vc) < 0.1);
         // Not in equilibrium, but near virial: W about -1/2, 2K / |W| below 1 (the spherical estimate of the
@@ -296,7 +306,8 @@ TEST_SUITE("static")
             }
             INFO(what);
             CHECK(what.find(fmt::format("'{}'", bad)) != std::string::npos);
-            for (std::string_view name : names) CHECK(what.find(name) != std::string::npos);
+            for (std::string_view name : names)
+                CHECK(what.find(name) != std::string::npos);
         }
         CHECK_THROWS_AS(make_model("plummer", 0, 1), UsageError);
     }

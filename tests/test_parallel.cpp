@@ -25,7 +25,8 @@ namespace {
 
 using test::backend;
 
-/// Sorted relative errors of @p acc (for targets @p first .. first + acc.size() - 1 of @p all) against direct summation.
+/// Sorted relative errors of @p acc (for targets @p first .. first + acc.size() - 1 of @p all) against direct
+/// summation.
 std::vector<double> errors_against_direct(const std::vector<bn_f4>& all, std::size_t first,
                                           const std::vector<bn_f4>& acc, double eps)
 {
@@ -97,8 +98,8 @@ TEST_CASE("a local essential tree of one half, walked for the other half, gives 
         const auto ref = errors_against_direct(all, 0, one, 0.01);
         INFO(fmt::format("theta {}: {} + {} particles, LET {} of {} cells, {} particles; median {:.3e} (one tree "
                          "{:.3e}), 99% {:.3e} ({:.3e})",
-                         theta, na, nb, r.cells, tb.cells(), r.particles, mine[mine.size() / 2],
-                         ref[ref.size() / 2], mine[mine.size() * 99 / 100], ref[ref.size() * 99 / 100]));
+                         theta, na, nb, r.cells, tb.cells(), r.particles, mine[mine.size() / 2], ref[ref.size() / 2],
+                         mine[mine.size() * 99 / 100], ref[ref.size() * 99 / 100]));
         CHECK(mine[mine.size() / 2] <= 1.25 * ref[ref.size() / 2]);
         CHECK(mine[mine.size() * 99 / 100] <= 1.5 * ref[ref.size() * 99 / 100]);
         CHECK(mine.back() <= 2.5 * ref.back());

@@ -74,8 +74,7 @@ void apply(const Config& c)
 }
 
 /// First index where a and b differ in [0, n), or n; with its values for the failure message.
-template <class T>
-std::string mismatch(const std::vector<T>& got, const std::vector<T>& want, std::size_t n)
+template <class T> std::string mismatch(const std::vector<T>& got, const std::vector<T>& want, std::size_t n)
 {
     for (std::size_t i = 0; i < n; ++i)
         if (std::memcmp(&got[i], &want[i], sizeof(T)) != 0) {
@@ -88,8 +87,7 @@ std::string mismatch(const std::vector<T>& got, const std::vector<T>& want, std:
 }
 
 /// Whether got[from..to) all hold the poison value.
-template <class T>
-bool still_poisoned(const std::vector<T>& got, std::size_t from, std::size_t to, T p)
+template <class T> bool still_poisoned(const std::vector<T>& got, std::size_t from, std::size_t to, T p)
 {
     for (std::size_t i = from; i < to; ++i)
         if (std::memcmp(&got[i], &p, sizeof(T)) != 0) return false;
@@ -99,7 +97,8 @@ bool still_poisoned(const std::vector<T>& got, std::size_t from, std::size_t to,
 std::vector<bn_u32> random_u32(std::size_t n)
 {
     std::vector<bn_u32> v(n);
-    for (auto& x : v) x = static_cast<bn_u32>(test::rng()());
+    for (auto& x : v)
+        x = static_cast<bn_u32>(test::rng()());
     return v;
 }
 
@@ -108,12 +107,15 @@ enum class Values { random, all_equal, few_distinct };
 std::vector<bn_u32> scan_input(Values kind, std::size_t n)
 {
     switch (kind) {
-    case Values::random: return random_u32(n); // full 32-bit values: the sums wrap many times
-    case Values::all_equal: return std::vector<bn_u32>(n, 0x9E3779B9u);
+    case Values::random:
+        return random_u32(n); // full 32-bit values: the sums wrap many times
+    case Values::all_equal:
+        return std::vector<bn_u32>(n, 0x9E3779B9u);
     case Values::few_distinct: {
         const bn_u32 pick[] = {0u, 1u, 0x80000000u, 5u};
         auto v = random_u32(n);
-        for (auto& x : v) x = pick[x % 4];
+        for (auto& x : v)
+            x = pick[x % 4];
         return v;
     }
     }
@@ -132,10 +134,18 @@ std::vector<bn_u32> flags_input(Flags kind, std::size_t n)
     auto v = random_u32(n);
     for (auto& x : v) {
         switch (kind) {
-        case Flags::random: x &= 1u; break;
-        case Flags::sparse: x = x % 37 == 0 ? 1u : 0u; break;
-        case Flags::all: x = 1u; break;
-        case Flags::none: x = 0u; break;
+        case Flags::random:
+            x &= 1u;
+            break;
+        case Flags::sparse:
+            x = x % 37 == 0 ? 1u : 0u;
+            break;
+        case Flags::all:
+            x = 1u;
+            break;
+        case Flags::none:
+            x = 0u;
+            break;
         case Flags::other_nonzero: { // nonzero values other than 1 must count as set
             const bn_u32 pick[] = {0u, 2u, 0x80000000u, 0xFFFFFFFFu, 0u, 1u, 0x100u, 0u};
             x = pick[x % 8];
@@ -149,18 +159,22 @@ std::vector<bn_u32> flags_input(Flags kind, std::size_t n)
 const char* to_string(Flags f)
 {
     switch (f) {
-    case Flags::random: return "random";
-    case Flags::sparse: return "sparse";
-    case Flags::all: return "all set";
-    case Flags::none: return "none set";
-    case Flags::other_nonzero: return "nonzero other than 1";
+    case Flags::random:
+        return "random";
+    case Flags::sparse:
+        return "sparse";
+    case Flags::all:
+        return "all set";
+    case Flags::none:
+        return "none set";
+    case Flags::other_nonzero:
+        return "nonzero other than 1";
     }
     return "";
 }
 
 /// A device buffer of n + slack elements: host values first, then poison.
-template <class T>
-Buffer<T> upload_padded(const std::vector<T>& host, T fill)
+template <class T> Buffer<T> upload_padded(const std::vector<T>& host, T fill)
 {
     auto b = test::backend().alloc<T>(host.size() + slack, "test input");
     b.fill(fill);
@@ -168,8 +182,7 @@ Buffer<T> upload_padded(const std::vector<T>& host, T fill)
     return b;
 }
 
-template <class T>
-Buffer<T> poisoned(std::size_t n, T fill)
+template <class T> Buffer<T> poisoned(std::size_t n, T fill)
 {
     auto b = test::backend().alloc<T>(n + slack, "test output");
     b.fill(fill);
@@ -202,8 +215,10 @@ TEST_CASE("exclusive and inclusive scans match the CPU, also in place")
                     CAPTURE(inclusive);
                     const auto& want = inclusive ? incl : excl;
                     auto out = poisoned(n, poison);
-                    if (inclusive) be.inclusive_scan(in, out, n);
-                    else be.exclusive_scan(in, out, n);
+                    if (inclusive)
+                        be.inclusive_scan(in, out, n);
+                    else
+                        be.exclusive_scan(in, out, n);
                     auto got = out.download();
                     CHECK_MESSAGE(mismatch(got, want, n).empty(), mismatch(got, want, n));
                     CHECK(still_poisoned(got, n, n + slack, poison));
@@ -211,8 +226,10 @@ TEST_CASE("exclusive and inclusive scans match the CPU, also in place")
 
                     if (kind != Values::few_distinct) continue;
                     auto inplace = upload_padded(host, poison);
-                    if (inclusive) be.inclusive_scan(inplace, inplace, n);
-                    else be.exclusive_scan(inplace, inplace, n);
+                    if (inclusive)
+                        be.inclusive_scan(inplace, inplace, n);
+                    else
+                        be.exclusive_scan(inplace, inplace, n);
                     got = inplace.download();
                     CHECK_MESSAGE(mismatch(got, want, n).empty(), "in place: " << mismatch(got, want, n));
                     CHECK(still_poisoned(got, n, n + slack, poison));
@@ -237,7 +254,8 @@ TEST_CASE("compact and split keep order, count on the device, and treat any nonz
                 const auto values = random_u32(n);
                 const auto flags = flags_input(fk, n);
                 std::vector<bn_u32> kept, rest;
-                for (std::size_t i = 0; i < n; ++i) (flags[i] ? kept : rest).push_back(values[i]);
+                for (std::size_t i = 0; i < n; ++i)
+                    (flags[i] ? kept : rest).push_back(values[i]);
                 std::vector<bn_u32> parted = kept;
                 parted.insert(parted.end(), rest.begin(), rest.end());
 
@@ -247,8 +265,10 @@ TEST_CASE("compact and split keep order, count on the device, and treat any nonz
                     CAPTURE(split);
                     auto out = poisoned(n, poison);
                     auto count = poisoned<bn_u32>(0, poison);
-                    if (split) be.split(in, fl, n, out, count);
-                    else be.compact(in, fl, n, out, count);
+                    if (split)
+                        be.split(in, fl, n, out, count);
+                    else
+                        be.compact(in, fl, n, out, count);
                     const auto got = out.download();
                     const auto cnt = count.download();
                     CHECK(cnt[0] == kept.size());
@@ -281,10 +301,13 @@ TEST_CASE("reduce_bounds gives the exact componentwise minimum and maximum")
                 std::uniform_real_distribution<float> wide(-1000.f, 1000.f);
                 std::vector<bn_f4> host(n);
                 for (auto& x : host) {
-                    if (kind == 0) x = {wide(test::rng()), wide(test::rng()), wide(test::rng()) * 1e-3f,
-                                        wide(test::rng()) + 5000.f};
-                    else if (kind == 1) x = {3.5f, -2.25f, 0.f, 1e30f};
-                    else x = {float(test::rng()() % 3), -float(test::rng()() % 5), 1.f, float(test::rng()() % 2)};
+                    if (kind == 0)
+                        x = {wide(test::rng()), wide(test::rng()), wide(test::rng()) * 1e-3f,
+                             wide(test::rng()) + 5000.f};
+                    else if (kind == 1)
+                        x = {3.5f, -2.25f, 0.f, 1e30f};
+                    else
+                        x = {float(test::rng()() % 3), -float(test::rng()() % 5), 1.f, float(test::rng()() % 2)};
                 }
                 bn_f4 lo = host[0], hi = host[0];
                 for (const auto& x : host) {
@@ -318,9 +341,12 @@ TEST_CASE("reduce_sum matches a long double sum (exactly for integer values)")
                 std::uniform_real_distribution<double> u(-1.0, 1.0);
                 std::vector<double> host(n);
                 for (auto& x : host) {
-                    if (kind == 0) x = u(test::rng());                      // cancelling signs
-                    else if (kind == 1) x = std::ldexp(1.0 + u(test::rng()), int(test::rng()() % 40) - 20);
-                    else x = double(static_cast<std::int64_t>(test::rng()() % 2001) - 1000); // exact sums
+                    if (kind == 0)
+                        x = u(test::rng()); // cancelling signs
+                    else if (kind == 1)
+                        x = std::ldexp(1.0 + u(test::rng()), int(test::rng()() % 40) - 20);
+                    else
+                        x = double(static_cast<std::int64_t>(test::rng()() % 2001) - 1000); // exact sums
                 }
                 long double ref = 0, mag = 0;
                 for (double x : host) {
@@ -332,8 +358,10 @@ TEST_CASE("reduce_sum matches a long double sum (exactly for integer values)")
                 out.fill(-12345.0);
                 be.reduce_sum(in, n, out);
                 const auto got = out.download();
-                if (kind == 2 || n == 0) CHECK(got[0] == static_cast<double>(ref));
-                else CHECK(std::fabs(static_cast<long double>(got[0]) - ref) <= 1e-12L * mag);
+                if (kind == 2 || n == 0)
+                    CHECK(got[0] == static_cast<double>(ref));
+                else
+                    CHECK(std::fabs(static_cast<long double>(got[0]) - ref) <= 1e-12L * mag);
                 CHECK(got[1] == -12345.0);
             }
     }
@@ -357,7 +385,8 @@ TEST_CASE("gather moves 4, 8 and 16 byte elements bit for bit")
                     std::iota(perm.begin(), perm.end(), 0u);
                     std::shuffle(perm.begin(), perm.end(), test::rng());
                 } else {
-                    for (auto& p : perm) p = static_cast<bn_u32>(test::rng()() % m);
+                    for (auto& p : perm)
+                        p = static_cast<bn_u32>(test::rng()() % m);
                 }
                 const auto dperm = be.upload<bn_u32>(perm, "perm");
                 const auto src = random_u32(4 * m); // any bit pattern, NaNs included when read as floats
@@ -366,7 +395,8 @@ TEST_CASE("gather moves 4, 8 and 16 byte elements bit for bit")
                     using T = decltype(tag);
                     std::vector<T> in(m), want(n);
                     if (m) std::memcpy(in.data(), src.data(), m * sizeof(T)); // m = 0: in.data() is null
-                    for (std::size_t i = 0; i < n; ++i) want[i] = in[perm[i]];
+                    for (std::size_t i = 0; i < n; ++i)
+                        want[i] = in[perm[i]];
                     const auto din = be.upload<T>(in, "gather in");
                     T pt;
                     std::memset(&pt, 0xA5, sizeof pt);

@@ -6,8 +6,9 @@
  * Oclgrind interprets every work-item, so the sizes here are the smallest that still reach each code path that
  * matters for races: several work-groups, partial last tiles, the scan's tile-lookup mode, more than one sort pass,
  * a tree several levels deep, a walk whose groups meet cells and particles. Primitives run at work-group size 64 (one
- * AMD wavefront: nothing may rely on a wider lockstep) and 256 (CUDA: 256 only). The full sweeps are in the other parts; this part
- * runs with them on every backend too. tests/oclgrind_check.sh checks that every kernel of the program ran.
+ * AMD wavefront: nothing may rely on a wider lockstep) and 256 (CUDA: 256 only). The full sweeps are in the other
+ * parts; this part runs with them on every backend too. tests/oclgrind_check.sh checks that every kernel of the program
+ * ran.
  */
 #include "tests/checks.hpp"
 #include "tests/harness.hpp"
@@ -43,7 +44,8 @@ std::vector<std::size_t> race_wgs()
 std::vector<bn_u32> random_u32(std::size_t n, bn_u32 below)
 {
     std::vector<bn_u32> v(n);
-    for (auto& x : v) x = static_cast<bn_u32>(test::rng()() % below);
+    for (auto& x : v)
+        x = static_cast<bn_u32>(test::rng()() % below);
     return v;
 }
 
@@ -110,13 +112,15 @@ TEST_CASE("race check: bounds, sums, gathers and a radix sort of 64-bit keys")
         std::copy(lo, lo + 4, hi);
         for (const bn_f4& p : pos_host) {
             const float c[4] = {p.x, p.y, p.z, p.w};
-            for (int k = 0; k < 4; ++k) lo[k] = std::min(lo[k], c[k]), hi[k] = std::max(hi[k], c[k]);
+            for (int k = 0; k < 4; ++k)
+                lo[k] = std::min(lo[k], c[k]), hi[k] = std::max(hi[k], c[k]);
         }
         CHECK(std::memcmp(&b[0], lo, sizeof lo) == 0);
         CHECK(std::memcmp(&b[1], hi, sizeof hi) == 0);
 
         std::vector<double> values(n);
-        for (std::size_t i = 0; i < n; ++i) values[i] = static_cast<double>(i % 17) - 3; // integers: the sum is exact
+        for (std::size_t i = 0; i < n; ++i)
+            values[i] = static_cast<double>(i % 17) - 3; // integers: the sum is exact
         const auto dv = be.upload<double>(values, "race.values");
         auto sum = be.alloc<double>(1, "race.sum");
         be.reduce_sum(dv, n, sum);
@@ -133,7 +137,8 @@ TEST_CASE("race check: bounds, sums, gathers and a radix sort of 64-bit keys")
             be.gather(in, dperm, n, out);
             const auto got = out.download();
             std::size_t bad = 0;
-            for (std::size_t i = 0; i < n; ++i) bad += std::memcmp(&got[i], &host[perm[i]], sizeof(T)) != 0;
+            for (std::size_t i = 0; i < n; ++i)
+                bad += std::memcmp(&got[i], &host[perm[i]], sizeof(T)) != 0;
             CHECK(bad == 0);
         };
         check_gather(random_u32(n, 0xFFFFFFFFu));
@@ -142,7 +147,8 @@ TEST_CASE("race check: bounds, sums, gathers and a radix sort of 64-bit keys")
 
         // Random 63-bit keys, few distinct in the low digit (ties keep their order): eight passes of 8 bits.
         std::vector<bn_u64> keys(n);
-        for (auto& k : keys) k = (test::rng()() >> 1) & ~bn_u64{0xF0};
+        for (auto& k : keys)
+            k = (test::rng()() >> 1) & ~bn_u64{0xF0};
         std::vector<bn_u32> idx(n);
         std::iota(idx.begin(), idx.end(), 0u);
         std::vector<bn_u32> order = idx;
@@ -160,7 +166,8 @@ TEST_CASE("race check: 32- and 64-bit atomics")
 {
     auto& be = test::backend();
     WgGuard guard;
-    for (std::size_t wg : race_wgs()) test::check_atomics(be, wg, 1000);
+    for (std::size_t wg : race_wgs())
+        test::check_atomics(be, wg, 1000);
 }
 
 TEST_CASE("race check: tree build, links, groups and multipoles against the CPU reference")
@@ -169,7 +176,8 @@ TEST_CASE("race check: tree build, links, groups and multipoles against the CPU 
     Octree tree(be);
     const auto pos = test::plummer_input(2000, 11);
     std::vector<bn_f4> vel(pos.size());
-    for (std::size_t i = 0; i < vel.size(); ++i) vel[i] = bn_f4{pos[i].y, -pos[i].x, 0.5f * pos[i].z, 0.0f};
+    for (std::size_t i = 0; i < vel.size(); ++i)
+        vel[i] = bn_f4{pos[i].y, -pos[i].x, 0.5f * pos[i].z, 0.0f};
     const test::RefTree got = test::check_tree_against_reference(pos, vel, tree);
     CHECK(got.depth() >= 4); // deep enough that every level kernel ran more than once
 }
@@ -198,7 +206,8 @@ TEST_CASE("race check: direct summation in single and double precision, all targ
     }
     CHECK(worst < 1e-4);
     for (std::size_t t = 0; t < targets.size(); ++t)
-        for (int k = 0; k < 4; ++k) CHECK(a64t[4 * t + k] == a64[4 * targets[t] + k]);
+        for (int k = 0; k < 4; ++k)
+            CHECK(a64t[4 * t + k] == a64[4 * targets[t] + k]);
 }
 
 TEST_CASE("race check: leapfrog steps with direct forces, energies, results in input order, tracked particles")
@@ -224,7 +233,8 @@ TEST_CASE("race check: leapfrog steps with direct forces, energies, results in i
     std::vector<bn_f4> in_pos, in_vel, in_acc;
     CHECK(sim.input_order(in_pos, in_vel, in_acc) == 0);
     std::size_t bad = 0;
-    for (std::size_t i = 0; i < s.pos.size(); ++i) bad += std::memcmp(&in_pos[s.ids[i]], &s.pos[i], sizeof(bn_f4)) != 0;
+    for (std::size_t i = 0; i < s.pos.size(); ++i)
+        bad += std::memcmp(&in_pos[s.ids[i]], &s.pos[i], sizeof(bn_f4)) != 0;
     CHECK(bad == 0);
     const auto tracked = sim.track(3, 400);
     CHECK(std::memcmp(&tracked[0], &in_pos[3], sizeof(bn_f4)) == 0);
@@ -264,7 +274,8 @@ TEST_CASE("race check: walk against the CPU walk")
     // The relative criterion (walkPrepareRelative and the walk's alpha path) over bmax cells, from these
     // accelerations: the particles are in key order already, so the rebuild keeps their order.
     std::vector<bn_f4> old = tree_acc;
-    for (auto& a : old) a.w = std::sqrt(a.x * a.x + a.y * a.y + a.z * a.z);
+    for (auto& a : old)
+        a.w = std::sqrt(a.x * a.x + a.y * a.y + a.z * a.z);
     const auto old_dev = be.upload<bn_f4>(old, "race.walk.acc_old");
     tree.set_opening(Opening::bmax);
     tree.build();
@@ -294,15 +305,16 @@ TEST_CASE("race check: local essential tree and the decomposition on one rank")
     std::size_t bad = 0, sent = 0;
     for (std::size_t c = 0; c < r.cells; ++c) {
         const bn_u32 k = bn_tree_count(count[c]);
-        if (bn_tree_is_leaf(count[c])) bad += first[c] + k > r.particles, sent += k;
-        else bad += first[c] <= c || first[c] + k > r.cells || k == 0 || k > 8;
+        if (bn_tree_is_leaf(count[c]))
+            bad += first[c] + k > r.particles, sent += k;
+        else
+            bad += first[c] <= c || first[c] + k > r.cells || k == 0 || k > 8;
     }
     CHECK(bad == 0);
     CHECK(sent == r.particles);
     for (std::size_t i = 0; i < r.particles; ++i)
-        bad += std::find_if(all.begin() + static_cast<long>(na), all.end(), [&](const bn_f4& p) {
-                   return std::memcmp(&p, &pos[i], sizeof p) == 0;
-               }) == all.end();
+        bad += std::find_if(all.begin() + static_cast<long>(na), all.end(),
+                            [&](const bn_f4& p) { return std::memcmp(&p, &pos[i], sizeof p) == 0; }) == all.end();
     CHECK(bad == 0);
     // The decomposition on one rank (domainStay, split): nothing moves.
     Decomposition d(be, Comm::world());
@@ -332,8 +344,8 @@ TEST_CASE("race check: walk of another rank's tree")
     std::vector<double> e(na);
     for (std::size_t i = 0; i < na; ++i) {
         const double dx = acc[i].x - d[i].x, dy = acc[i].y - d[i].y, dz = acc[i].z - d[i].z;
-        e[i] = std::sqrt((dx * dx + dy * dy + dz * dz) / (double(d[i].x) * d[i].x + double(d[i].y) * d[i].y +
-                                                          double(d[i].z) * d[i].z));
+        e[i] = std::sqrt((dx * dx + dy * dy + dz * dz) /
+                         (double(d[i].x) * d[i].x + double(d[i].y) * d[i].y + double(d[i].z) * d[i].z));
     }
     std::sort(e.begin(), e.end());
     CHECK(e[na / 2] < 5e-3); // theta 0.75 at N = 1200: a median of about 1e-3

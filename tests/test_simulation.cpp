@@ -1,11 +1,11 @@
 /**
  * @file test_simulation.cpp
- * @brief The simulation (core/simulation/simulation.hpp, core/simulation/run.hpp): one leapfrog step against a CPU reference to the bit;
- *        energies and momenta against CPU sums; momentum and angular momentum conserved to round-off with direct
- *        forces; energy conservation of a Plummer sphere (N = 4096, theta 0.5, eps 0.05, dt 1/64, 640 steps,
- *        max |dE/E| <= 1e-4); a run stopped and restarted equals one that ran straight through, bit for bit
- *        (particles, snapshots and energy log); HDF5 snapshots holding the same particles as tipsy ones, bit for
- *        bit, and restarting bit for bit; initial conditions and options (device-free, suite "static").
+ * @brief The simulation (core/simulation/simulation.hpp, core/simulation/run.hpp): one leapfrog step against a CPU
+ * reference to the bit; energies and momenta against CPU sums; momentum and angular momentum conserved to round-off
+ * with direct forces; energy conservation of a Plummer sphere (N = 4096, theta 0.5, eps 0.05, dt 1/64, 640 steps, max
+ * |dE/E| <= 1e-4); a run stopped and restarted equals one that ran straight through, bit for bit (particles, snapshots
+ * and energy log); HDF5 snapshots holding the same particles as tipsy ones, bit for bit, and restarting bit for bit;
+ * initial conditions and options (device-free, suite "static").
  */
 #include "tests/checks.hpp"
 #include "tests/harness.hpp"
@@ -162,8 +162,7 @@ void test::check_one_step(Backend& be, std::size_t n, bool direct, std::uint64_t
         v.x = std::fma(a.x, h, v.x), v.y = std::fma(a.y, h, v.y), v.z = std::fma(a.z, h, v.z);
         bad_x += std::memcmp(&s1.pos[i], &x1[id], sizeof(bn_f4)) != 0;
         // The velocity to the bit; vel.w = |a| to a few units in the last place (OpenCL's sqrt may round so).
-        bad_v += std::memcmp(&s1.vel[i], &v, 3 * sizeof(float)) != 0 ||
-                 !(std::abs(s1.vel[i].w - v.w) <= 5e-7f * v.w);
+        bad_v += std::memcmp(&s1.vel[i], &v, 3 * sizeof(float)) != 0 || !(std::abs(s1.vel[i].w - v.w) <= 5e-7f * v.w);
     }
     CHECK(bad_x == 0);
     CHECK(bad_v == 0);
@@ -215,8 +214,10 @@ TEST_CASE("simulation: the same run in any units, through internal units (exact 
     const Particles p = plummer(1000, 21);
     const int lk = 40, mk = -30, tk = (3 * lk - mk) / 2, vk = lk - tk;
     std::vector<bn_f4> pos = p.pos, vel = p.vel;
-    for (auto& x : pos) x = {std::ldexp(x.x, lk), std::ldexp(x.y, lk), std::ldexp(x.z, lk), std::ldexp(x.w, mk)};
-    for (auto& v : vel) v = {std::ldexp(v.x, vk), std::ldexp(v.y, vk), std::ldexp(v.z, vk), 0.0f};
+    for (auto& x : pos)
+        x = {std::ldexp(x.x, lk), std::ldexp(x.y, lk), std::ldexp(x.z, lk), std::ldexp(x.w, mk)};
+    for (auto& v : vel)
+        v = {std::ldexp(v.x, vk), std::ldexp(v.y, vk), std::ldexp(v.z, vk), 0.0f};
     SimulationOptions unit_options;
     unit_options.eps = 0.05f;
     SimulationOptions big = unit_options;
@@ -225,7 +226,8 @@ TEST_CASE("simulation: the same run in any units, through internal units (exact 
     Simulation a(be, unit_options), b(be, big);
     a.start(p.pos, p.vel, 0.0);
     b.start(pos, vel, 0.0);
-    for (int i = 0; i < 16; ++i) a.step(), b.step();
+    for (int i = 0; i < 16; ++i)
+        a.step(), b.step();
     std::vector<bn_f4> pa, va, aa, pb, vb, ab;
     a.input_order(pa, va, aa);
     CHECK(b.input_order(pb, vb, ab) == 0); // every result fits a float in the large units too
@@ -282,7 +284,8 @@ TEST_CASE("simulation: snapshots in input order, tracked particles, save and res
     Merger m = galaxy_merger(n, 11);
     Simulation sim(be, SimulationOptions{});
     sim.start(m.particles.pos, m.particles.vel, 2.5);
-    for (int i = 0; i < 3; ++i) sim.step();
+    for (int i = 0; i < 3; ++i)
+        sim.step();
     CHECK(sim.time() == 2.5 + 3.0 / 64);
     const SimulationState s = sim.save();
     std::vector<bn_f4> pos, vel, acc;
@@ -423,7 +426,8 @@ TEST_CASE("simulation: the relative criterion from the step before (alpha 0.002,
     // |a| of the step before travels in vel.w, so a restored run goes on exactly as the original.
     Simulation twin(be, o);
     twin.restore(sim.save());
-    for (int i = 0; i < 4; ++i) sim.step(), twin.step();
+    for (int i = 0; i < 4; ++i)
+        sim.step(), twin.step();
     const SimulationState a = sim.save(), b = twin.save();
     CHECK(same_bits(a.pos, b.pos));
     CHECK(same_bits(a.acc, b.acc));
@@ -443,7 +447,7 @@ TEST_CASE("run: stopped and restarted equals straight through, bit for bit (part
     o.theta = 0.6;
     o.eps = 0.05;
     o.dt = 1.0 / 32;
-    o.t_end = 1.5;           // 48 steps
+    o.t_end = 1.5; // 48 steps
     o.log_every = 5;
     o.snapshot_every = 0.25; // every 8 steps
     o.checkpoint_every = 0.5;
@@ -477,7 +481,7 @@ TEST_CASE("run: stopped and restarted equals straight through, bit for bit (part
         CHECK(r.run(&stop) == Run::Outcome::stopped);
         CHECK(r.step_count() == 19);
     }
-    CHECK_THROWS_AS(make(stopped), UsageError); // a folder with a run in it is not overwritten
+    CHECK_THROWS_AS(make(stopped), UsageError);                         // a folder with a run in it is not overwritten
     CHECK(checkpoint_device(stopped.str()) == device_label(be.info())); // where `banyan run --restart` goes
     {
         auto r = Run::resume(be, stopped.str(), std::nullopt);
@@ -584,7 +588,8 @@ TEST_CASE("run: HDF5 snapshots hold the tipsy run's particles bit for bit, with 
         CHECK(!fs::exists(straight.path / t));
         CHECK(file_bytes(straight.path / h) == file_bytes(stopped.path / h));
         SnapshotMeta meta;
-        const Snapshot a = read_snapshot((straight.path / h).string(), &meta), b = read_tipsy((tipsy.path / t).string());
+        const Snapshot a = read_snapshot((straight.path / h).string(), &meta),
+                       b = read_tipsy((tipsy.path / t).string());
         CHECK(a.time == b.time);
         CHECK(a.pos == b.pos);
         CHECK(a.vel == b.vel);
@@ -666,12 +671,14 @@ TEST_CASE("run: a run that goes NaN stops with an error and keeps its last good 
         o.checkpoint_every = 0;
         o.out = d.str();
         Run r(be, plan_run({o}));
-        while (r.step_count() < 14) r.simulation().step(); // the Run writes nothing for these steps
+        while (r.step_count() < 14)
+            r.simulation().step(); // the Run writes nothing for these steps
         const std::string checkpoint = file_bytes(d.path / "checkpoint.bin");
         const std::string log = file_bytes(d.path / "energy.csv");
         const auto listing = [&] {
             std::vector<std::string> names;
-            for (const auto& e : fs::directory_iterator(d.path)) names.push_back(e.path().filename().string());
+            for (const auto& e : fs::directory_iterator(d.path))
+                names.push_back(e.path().filename().string());
             std::sort(names.begin(), names.end());
             return names;
         };
@@ -687,7 +694,8 @@ TEST_CASE("run: a run that goes NaN stops with an error and keeps its last good 
             INFO(what);
             CHECK(what.find("non-finite at step 16 ") != std::string::npos); // log line and snapshot both due there
             // The NaN velocity has moved its particle to NaN by then, and through the tree others too.
-            CHECK(what.find(at_snapshot ? "has the position and mass (nan" : "kinetic energy nan") != std::string::npos);
+            CHECK(what.find(at_snapshot ? "has the position and mass (nan" : "kinetic energy nan") !=
+                  std::string::npos);
             CHECK(what.find("checkpoint of step 0 ") != std::string::npos);
         }
         CHECK(file_bytes(d.path / "checkpoint.bin") == checkpoint); // never overwritten with NaN
@@ -705,8 +713,8 @@ TEST_CASE("run: checkpoints with a NaN particle or an impossible time are refuse
     Checkpoint c = read_checkpoint(ck.string());
     std::string text;
     for (const auto& [k, v] : c.header)
-        if (k != "format" && k != "particles" && k != "n_gas" && k != "n_dark" && k != "n_star" &&
-            k != "length_exp" && k != "mass_exp")
+        if (k != "format" && k != "particles" && k != "n_gas" && k != "n_dark" && k != "n_star" && k != "length_exp" &&
+            k != "mass_exp")
             text += k + "=" + v + "\n";
     SimulationState bad = c.state;
     bad.pos[3].y = std::numeric_limits<float>::infinity();
@@ -745,8 +753,10 @@ TEST_SUITE("static")
             CHECK(rmax <= radius * 1.01);
             CHECK(rmax >= radius * 0.95);
             // Kinetic energy: 0 (cold) or -W/2 = 3 / (10 R) = 1/4 (virialised), to sampling noise.
-            if (vir) CHECK(0.5 * v2 == doctest::Approx(0.25).epsilon(0.03));
-            else CHECK(v2 == 0.0);
+            if (vir)
+                CHECK(0.5 * v2 == doctest::Approx(0.25).epsilon(0.03));
+            else
+                CHECK(v2 == 0.0);
             const Particles again = uniform_sphere(n, 9, vir);
             CHECK(std::memcmp(again.pos.data(), p.pos.data(), n * 16) == 0);
         }
@@ -772,7 +782,8 @@ TEST_SUITE("static")
             const double w = p.pos[i].w;
             mass[g] += w;
             const double x[3] = {p.pos[i].x, p.pos[i].y, p.pos[i].z}, v[3] = {p.vel[i].x, p.vel[i].y, p.vel[i].z};
-            for (int k = 0; k < 3; ++k) com[g][k] += w * x[k], mom[g][k] += w * v[k];
+            for (int k = 0; k < 3; ++k)
+                com[g][k] += w * x[k], mom[g][k] += w * v[k];
         }
         CHECK(mass[0] == doctest::Approx(0.75).epsilon(1e-5));
         CHECK(mass[1] == doctest::Approx(0.25).epsilon(1e-5));
@@ -823,7 +834,8 @@ TEST_SUITE("static")
         {
             std::istringstream in(o.to_text());
             std::string line;
-            while (std::getline(in, line)) kv[line.substr(0, line.find('='))] = line.substr(line.find('=') + 1);
+            while (std::getline(in, line))
+                kv[line.substr(0, line.find('='))] = line.substr(line.find('=') + 1);
         }
         const RunOptions back = RunOptions::from_text(kv);
         CHECK(back.to_text() == o.to_text());

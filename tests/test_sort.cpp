@@ -167,7 +167,8 @@ void check_sort(const std::vector<bn_u64>& keys, int begin_bit, int end_bit)
     const auto dk = (in_b ? keys_b : keys_a).download(n);
     const auto dv = (in_b ? values_b : values_a).download(n);
     std::size_t bad_double = 0;
-    for (std::size_t i = 0; i < n; ++i) bad_double += dv[i] != order[i] || dk[i] != keys[order[i]];
+    for (std::size_t i = 0; i < n; ++i)
+        bad_double += dv[i] != order[i] || dk[i] != keys[order[i]];
     INFO("sort_pairs_double, result in pair ", in_b ? "B" : "A");
     CHECK(bad_double == 0);
 }

@@ -73,8 +73,10 @@ struct Input {
 };
 const std::vector<Input>& inputs()
 {
-    static const std::vector<Input> list{{"plummer", plummer_input},   {"cube", cube_input},
-                                         {"clusters", clusters_input}, {"point", point_input},
+    static const std::vector<Input> list{{"plummer", plummer_input},
+                                         {"cube", cube_input},
+                                         {"clusters", clusters_input},
+                                         {"point", point_input},
                                          {"lattice", lattice_input}};
     return list;
 }
@@ -99,8 +101,7 @@ std::string tree_invariants(const test::RefTree& t, const std::vector<bn_f4>& in
     const std::size_t nc = t.cells();
     if (n == 0) return nc == 0 ? "" : "cells for no particles";
     if (nc == 0) return "no cells";
-    if (t.level_begin.size() != BANYAN_TREE_LEVELS + 1 || t.level_begin[0] != 0 ||
-        t.level_begin.back() != nc)
+    if (t.level_begin.size() != BANYAN_TREE_LEVELS + 1 || t.level_begin[0] != 0 || t.level_begin.back() != nc)
         return "level_begin is wrong";
     if (t.cell_parent[0] != BANYAN_TREE_NO_PARENT || t.cell_pbegin[0] != 0 || t.cell_pcount[0] != n ||
         t.cell_key[0] != 0 || t.cell_level[0] != 0)
@@ -141,7 +142,8 @@ std::string tree_invariants(const test::RefTree& t, const std::vector<bn_f4>& in
     }
     for (std::size_t c = 1; c < nc; ++c) {
         const bn_u32 p = t.cell_parent[c];
-        if (p >= nc || bn_tree_is_leaf(t.cell_count[p]) || c < t.cell_first[p] || c >= t.cell_first[p] + t.cell_count[p])
+        if (p >= nc || bn_tree_is_leaf(t.cell_count[p]) || c < t.cell_first[p] ||
+            c >= t.cell_first[p] + t.cell_count[p])
             return fmt::format("cell {}: parent {} does not list it", c, p);
     }
     if (in_leaves != n) return fmt::format("{} particles in leaves, not {}", in_leaves, n);
@@ -206,7 +208,7 @@ TEST_CASE("plummer: N-body units, virial equilibrium, zero momentum, cut-off, re
     const double pot = direct_potential_energy(s.pos);
     const double virial = 2 * kin / -pot;
     INFO("T = " << kin << ", W = " << pot << ", 2T/|W| = " << virial);
-    CHECK(virial == doctest::Approx(1.0).epsilon(0.08));  // statistical: about 0.02 at N = 4096
+    CHECK(virial == doctest::Approx(1.0).epsilon(0.08)); // statistical: about 0.02 at N = 4096
     CHECK(kin + pot == doctest::Approx(-0.25).epsilon(0.08));
     CHECK(rmax <= 22.8042468 * 3 * std::numbers::pi / 16 + 0.05);
     std::nth_element(r.begin(), r.begin() + n / 2, r.end());
@@ -224,8 +226,7 @@ TEST_CASE("plummer: N-body units, virial equilibrium, zero momentum, cut-off, re
     PlummerOptions tight;
     tight.cutoff = 1.0;
     for (const bn_f4& p : plummer(2000, 3, tight).pos)
-        CHECK(std::sqrt(double(p.x) * p.x + double(p.y) * p.y + double(p.z) * p.z) <=
-              3 * std::numbers::pi / 16 + 0.05);
+        CHECK(std::sqrt(double(p.x) * p.x + double(p.y) * p.y + double(p.z) * p.z) <= 3 * std::numbers::pi / 16 + 0.05);
 }
 
 // ---- Keys ---------------------------------------------------------------------------------------------------
@@ -259,7 +260,8 @@ TEST_CASE("tree runs: common levels, run ends and the cells beginning at each ke
         for (int c = 0; c < clumps; ++c) {
             const bn_u64 base = g() >> 1;
             const int count = static_cast<int>(g() % 60);
-            for (int k = 0; k < count; ++k) keys.push_back(base ^ (g() & ((bn_u64{1} << (g() % 63)) - 1)));
+            for (int k = 0; k < count; ++k)
+                keys.push_back(base ^ (g() & ((bn_u64{1} << (g() % 63)) - 1)));
         }
         if (keys.empty()) keys.push_back(0);
         std::sort(keys.begin(), keys.end());
@@ -270,8 +272,10 @@ TEST_CASE("tree runs: common levels, run ends and the cells beginning at each ke
         };
         auto run = [&](bn_u32 j, int level) { // [begin, end) of j's level-L run, by counting
             bn_u32 b = j, e = j + 1;
-            while (b > 0 && same(b - 1, j, level)) --b;
-            while (e < n && same(e, j, level)) ++e;
+            while (b > 0 && same(b - 1, j, level))
+                --b;
+            while (e < n && same(e, j, level))
+                ++e;
             return std::pair{b, e};
         };
         for (bn_u32 j = 0; j < n; ++j) {
@@ -346,7 +350,8 @@ TEST_CASE("reference tree: every promise of tree_shared.h holds on every input")
             if (n == 0) continue;
             // Total mass and centre of mass of the root match a plain sum.
             double m = 0, x = 0;
-            for (const auto& p : pos) m += p.w, x += double(p.w) * p.x;
+            for (const auto& p : pos)
+                m += p.w, x += double(p.w) * p.x;
             CHECK(t.multipole[0].mass == doctest::Approx(m).epsilon(1e-12));
             CHECK(t.multipole[0].com[0] == doctest::Approx(x / m).epsilon(1e-9).scale(1.0));
             if (std::string(in.name) == "point") CHECK(t.depth() == (n > BANYAN_N_LEAF ? BANYAN_MAX_DEPTH : 0));
@@ -358,7 +363,8 @@ TEST_CASE("reference tree: a hand-made example")
 {
     // 17 particles: 16 at the low corner cube and 1 at the far corner: the root splits into 2 leaves.
     std::vector<bn_f4> pos;
-    for (int i = 0; i < 16; ++i) pos.push_back(bn_f4{0.01f * i, 0.0f, 0.0f, 1.0f});
+    for (int i = 0; i < 16; ++i)
+        pos.push_back(bn_f4{0.01f * i, 0.0f, 0.0f, 1.0f});
     pos.push_back(bn_f4{1.0f, 1.0f, 1.0f, 2.0f});
     const test::RefTree t = test::build_reference_tree(pos);
     REQUIRE(t.cells() == 3);
@@ -414,8 +420,7 @@ test::RefTree download(const Octree& t)
     return d;
 }
 
-template <class T>
-std::string first_difference(const std::vector<T>& want, const std::vector<T>& got, const char* what)
+template <class T> std::string first_difference(const std::vector<T>& want, const std::vector<T>& got, const char* what)
 {
     if (want.size() != got.size()) return fmt::format("{}: {} entries, expected {}", what, got.size(), want.size());
     for (std::size_t i = 0; i < want.size(); ++i)
@@ -465,8 +470,8 @@ std::string compare_multipoles(const test::RefTree& want, const Octree& t)
         const double l = m.size;
         auto bad = [&](const char* what, double got, double expect, double tol) -> std::string {
             if (std::abs(got - expect) <= tol) return {};
-            return fmt::format("cell {} (level {}, {} particles): {} = {:.9g}, reference {:.9g} (tolerance {:.3g})",
-                               c, want.cell_level[c], want.cell_pcount[c], what, got, expect, tol);
+            return fmt::format("cell {} (level {}, {} particles): {} = {:.9g}, reference {:.9g} (tolerance {:.3g})", c,
+                               want.cell_level[c], want.cell_pcount[c], what, got, expect, tol);
         };
         std::string e;
         auto check = [&](std::string s) {
@@ -480,7 +485,8 @@ std::string compare_multipoles(const test::RefTree& want, const Octree& t)
         const double qscale = rel * (m.quad[0] + m.quad[1] + m.quad[2]) + 1e-12 * m.mass * l * l;
         const float got_q[6] = {q0[c].x, q0[c].y, q0[c].z, q0[c].w, q1[c].x, q1[c].y};
         const char* names[6] = {"Qxx", "Qyy", "Qzz", "Qxy", "Qxz", "Qyz"};
-        for (int k = 0; k < 6; ++k) check(bad(names[k], got_q[k], m.quad[k], qscale));
+        for (int k = 0; k < 6; ++k)
+            check(bad(names[k], got_q[k], m.quad[k], qscale));
         if (t.opening() == Opening::paper) {
             check(bad("delta", q1[c].z, m.delta, rel * (m.delta + l)));
             check(bad("l", q1[c].w, l, 0.0));
@@ -490,7 +496,8 @@ std::string compare_multipoles(const test::RefTree& want, const Octree& t)
             check(bad("offset", q1[c].z, 0.0, 0.0));
             const double widen = 1e-5 * m.bmax + 4e-6 * cscale;
             double corner = 0;
-            for (int a = 0; a < 3; ++a) corner += std::pow(std::abs(m.com[a] - m.centre[a]) + l / 2, 2);
+            for (int a = 0; a < 3; ++a)
+                corner += std::pow(std::abs(m.com[a] - m.centre[a]) + l / 2, 2);
             const double upper = bn_tree_is_leaf(want.cell_count[c]) ? m.bmax : std::sqrt(corner);
             if (!(q1[c].w >= m.bmax && q1[c].w <= upper + widen))
                 check(fmt::format("cell {} ({} particles): bmax {:.9g}, exact {:.9g}, at most {:.9g}", c,
@@ -504,8 +511,8 @@ std::string compare_multipoles(const test::RefTree& want, const Octree& t)
 } // namespace
 
 /// Builds on the device and compares everything with the reference; returns the device tree's download.
-test::RefTree test::check_tree_against_reference(const std::vector<bn_f4>& pos,
-                                                const std::vector<bn_f4>& vel, Octree& tree)
+test::RefTree test::check_tree_against_reference(const std::vector<bn_f4>& pos, const std::vector<bn_f4>& vel,
+                                                 Octree& tree)
 {
     tree.set_particles(pos, vel);
     tree.poison();
@@ -526,8 +533,8 @@ std::vector<bn_f4> velocities(std::size_t n, std::uint64_t seed)
     std::mt19937_64 g(seed);
     std::vector<bn_f4> v(n);
     for (auto& x : v)
-        x = bn_f4{static_cast<float>(uniform01(g)), static_cast<float>(uniform01(g)),
-                  static_cast<float>(uniform01(g)), static_cast<float>(g() % 1000)};
+        x = bn_f4{static_cast<float>(uniform01(g)), static_cast<float>(uniform01(g)), static_cast<float>(uniform01(g)),
+                  static_cast<float>(g() % 1000)};
     return v;
 }
 
@@ -572,7 +579,8 @@ TEST_CASE("tree on the device: more cells than the arrays start with (they grow)
     std::vector<bn_f4> pos;
     for (std::size_t c = 0; c < clumps; ++c) {
         const bn_f4 at{u(g), u(g), u(g), 1.0f};
-        for (int k = 0; k < BANYAN_N_LEAF; ++k) pos.push_back(at);
+        for (int k = 0; k < BANYAN_N_LEAF; ++k)
+            pos.push_back(at);
         pos.push_back({at.x + 1e-5f, at.y, at.z, 1.0f});
     }
     Octree tree(be);
@@ -657,11 +665,14 @@ TEST_CASE("tree on the device: particles moved on the device, then rebuilt")
     test::RefTree got = download(tree);
     const auto ids_after = got.ids;
     std::vector<bn_u32> where_before(n);
-    for (std::size_t i = 0; i < n; ++i) where_before[ids_before[i]] = static_cast<bn_u32>(i);
-    for (std::size_t i = 0; i < n; ++i) got.ids[i] = where_before[ids_after[i]];
+    for (std::size_t i = 0; i < n; ++i)
+        where_before[ids_before[i]] = static_cast<bn_u32>(i);
+    for (std::size_t i = 0; i < n; ++i)
+        got.ids[i] = where_before[ids_after[i]];
     CHECK(compare_exact(want, got) == "");
     CHECK(compare_multipoles(want, tree) == "");
-    for (std::size_t i = 0; i < n; ++i) REQUIRE(got.pos[i].w == s.pos[ids_after[i]].w);
+    for (std::size_t i = 0; i < n; ++i)
+        REQUIRE(got.pos[i].w == s.pos[ids_after[i]].w);
 }
 
 TEST_SUITE("static")

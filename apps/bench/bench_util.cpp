@@ -281,7 +281,8 @@ Buffer<bn_f4> previous_accelerations(Backend& be, const std::vector<bn_f4>& pos,
     TreeForces forces(be);
     forces.compute(tree, 0.5f, eps);
     std::vector<bn_f4> a = forces.acc().download(pos.size());
-    for (auto& v : a) v.w = std::sqrt(v.x * v.x + v.y * v.y + v.z * v.z); // the walk reads |a| from .w
+    for (auto& v : a)
+        v.w = std::sqrt(v.x * v.x + v.y * v.y + v.z * v.z); // the walk reads |a| from .w
     return be.upload<bn_f4>(a, "bench.acc_old");
 }
 
@@ -297,8 +298,8 @@ std::vector<Opening> opening_list(const std::string& s, std::string_view what)
     }
 }
 
-ForceRow time_forces(Backend& be, const std::vector<bn_f4>& pos, double theta, Opening opening, float eps,
-                     int warmup, int reps, unsigned groups_per_unit)
+ForceRow time_forces(Backend& be, const std::vector<bn_f4>& pos, double theta, Opening opening, float eps, int warmup,
+                     int reps, unsigned groups_per_unit)
 {
     return time_forces(be, pos, theta, opening, 0.0f, nullptr, eps, warmup, reps, groups_per_unit);
 }

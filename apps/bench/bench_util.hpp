@@ -58,8 +58,8 @@ struct ForceRow {
 /// Times the tree build, multipoles and walk of @p pos (x, y, z, m; internal units) at @p theta (criterion
 /// @p opening) and @p eps; with @p groups_per_unit nonzero, that many walk work-groups per compute unit. A failure
 /// (out of memory, wrong forces) lands in the row's error, not in an exception.
-ForceRow time_forces(Backend& be, const std::vector<bn_f4>& pos, double theta, Opening opening, float eps,
-                     int warmup, int reps, unsigned groups_per_unit = 0);
+ForceRow time_forces(Backend& be, const std::vector<bn_f4>& pos, double theta, Opening opening, float eps, int warmup,
+                     int reps, unsigned groups_per_unit = 0);
 /// As above with the relative criterion on top (alpha > 0; TreeForces::set_relative): @p acc_old holds the
 /// previous accelerations in the tree order that a build of @p pos gives (every build of the same input gives the
 /// same order).

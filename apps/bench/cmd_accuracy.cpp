@@ -76,16 +76,19 @@ int run_accuracy(const std::vector<std::string>& args)
     opt.value("n", "N1,N2,..", "particle numbers", "32768,131072,1048576");
     opt.value("theta", "T1,T2,..", "opening angles in [0, 1]", "0.2,0.3,0.4,0.5,0.6,0.7,0.8");
     opt.value("opening", "C1,C2", "opening criteria: paper (d > l / theta + delta), bmax (d > bmax / theta)", "paper");
-    opt.value("alpha", "A1,A2,..", "also the relative criterion on top of each (criterion, theta): accept a cell when "
-                                   "M l^3 / d^5 <= alpha |a|, |a| from an untimed walk at theta 0.5 first (as a "
-                                   "simulation has it from its last step); one row per alpha");
+    opt.value("alpha", "A1,A2,..",
+              "also the relative criterion on top of each (criterion, theta): accept a cell when "
+              "M l^3 / d^5 <= alpha |a|, |a| from an untimed walk at theta 0.5 first (as a "
+              "simulation has it from its last step); one row per alpha");
     opt.value("eps", "E", "Plummer softening, >= 0", "0");
     opt.value("sample", "K", "targets of the direct reference per N (random, without repeats)", "16384");
     opt.value("seed", "S", "seed of the Plummer spheres and of the sample", "1");
     opt.value("model", "M", "the particles: plummer, hernquist (cuspy) or disc (flattened), N-body units", "plummer");
     opt.value("in", "FILE", "the particles of a snapshot (HDF5 or tipsy) instead of a model (then no --n)");
-    opt.value("reps", "R", "timed evaluations per row (build + multipoles + walk from unsorted particles, median of "
-                           "device times; 0: no timing)", "3");
+    opt.value("reps", "R",
+              "timed evaluations per row (build + multipoles + walk from unsorted particles, median of "
+              "device times; 0: no timing)",
+              "3");
     opt.value("csv", "FILE", "also write the table as CSV (temporary name, then renamed)");
     if (!opt.parse(args)) return 0;
 
@@ -125,8 +128,8 @@ int run_accuracy(const std::vector<std::string>& args)
     const DeviceInfo& d = be->info();
     fmt::print("device: {} #{}  {}  ({}); {}, eps {}, N_leaf {}, N_crit {}, reference: double-precision direct "
                "summation\n\n",
-               to_string(d.backend), d.index, d.name, d.gpu ? "GPU" : "CPU", opt.has("in") ? opt.str("in") : model,
-               eps, BANYAN_N_LEAF, BANYAN_N_CRIT);
+               to_string(d.backend), d.index, d.name, d.gpu ? "GPU" : "CPU", opt.has("in") ? opt.str("in") : model, eps,
+               BANYAN_N_LEAF, BANYAN_N_CRIT);
     bench::Table table({{"N", 8, true},
                         {"opening", 7, true},
                         {"theta", 6, true},
@@ -153,7 +156,8 @@ int run_accuracy(const std::vector<std::string>& args)
         const std::size_t k = std::min<std::size_t>(n, static_cast<std::size_t>(k_opt));
         if (k < n) {
             std::mt19937_64 g(seed * 7919 + n);
-            for (std::size_t i = 0; i < k; ++i) std::swap(targets[i], targets[i + g() % (n - i)]);
+            for (std::size_t i = 0; i < k; ++i)
+                std::swap(targets[i], targets[i + g() % (n - i)]);
             targets.resize(k);
             std::sort(targets.begin(), targets.end());
         }
@@ -170,9 +174,9 @@ int run_accuracy(const std::vector<std::string>& args)
             tree.set_opening(opening);
             tree.set_particles(p);
             tree.build();
-            const Buffer<bn_f4> acc_old = alphas.back() > 0 ? bench::previous_accelerations(
-                                                                    *be, p, opening, static_cast<float>(eps_walk))
-                                                              : Buffer<bn_f4>{};
+            const Buffer<bn_f4> acc_old =
+                alphas.back() > 0 ? bench::previous_accelerations(*be, p, opening, static_cast<float>(eps_walk))
+                                  : Buffer<bn_f4>{};
             for (double theta : thetas)
                 for (double alpha : alphas) {
                     forces.set_previous_accelerations(alpha > 0 ? &acc_old : nullptr);
@@ -185,8 +189,8 @@ int run_accuracy(const std::vector<std::string>& args)
                         const bn_f4 a = acc[targets[s]];
                         const double* r = &ref[4 * s];
                         const double dx = a.x - r[0], dy = a.y - r[1], dz = a.z - r[2];
-                        err[s] = std::sqrt(dx * dx + dy * dy + dz * dz) /
-                                 std::sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
+                        err[s] =
+                            std::sqrt(dx * dx + dy * dy + dz * dz) / std::sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
                     }
                     std::sort(err.begin(), err.end());
                     const double med = at_fraction(err, 0.5), p90 = at_fraction(err, 0.9);

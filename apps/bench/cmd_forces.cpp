@@ -34,7 +34,6 @@ namespace banyan::cli {
 
 namespace {
 
-
 std::vector<double> theta_list(const std::string& s)
 {
     std::vector<double> out;
@@ -106,7 +105,7 @@ struct ParallelRow {
     double walk_spread = 0; ///< slowest rank's walks over the mean (load balance)
     double moved = 0, let_mb = 0, let_cells = 0, let_particles = 0; ///< per evaluation, all ranks
     double pp = 0, pc = 0;                                          ///< per particle
-    std::size_t bytes = 0;                                           ///< peak device memory, largest rank
+    std::size_t bytes = 0;                                          ///< peak device memory, largest rank
     /// Inside the phases, slowest rank: boxes, downloads of the trees, messages, upload of what arrived (host
     /// clock); the local and the remote walk alone (device events).
     double boxes = 0, download = 0, mpi = 0, upload = 0, local_device = 0, remote_device = 0;
@@ -122,9 +121,11 @@ ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::ui
     const std::size_t P = static_cast<std::size_t>(comm.size()), r = static_cast<std::size_t>(comm.rank());
     const std::size_t mine = (r + 1) * n / P - r * n / P;
     Particles p = plummer(mine, seed + 7919 * r);
-    for (auto& q : p.pos) q.w /= static_cast<float>(P);
+    for (auto& q : p.pos)
+        q.w /= static_cast<float>(P);
     std::vector<bn_u32> ids(mine);
-    for (std::size_t i = 0; i < mine; ++i) ids[i] = static_cast<bn_u32>(r * n / P + i);
+    for (std::size_t i = 0; i < mine; ++i)
+        ids[i] = static_cast<bn_u32>(r * n / P + i);
     bench::PeakMemory peak(be);
     Octree tree(be);
     tree.set_opening(opening);
@@ -141,9 +142,19 @@ ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::ui
             if (std::string bad = bench::sanity(pf.forces(), tree.size()); !bad.empty())
                 throw std::runtime_error(fmt::format("rank {}: wrong forces: {}", r, bad));
         if (i < warmup) continue;
-        double v[13] = {t.balance,          t.build,          t.let_build,   t.local_walk,         t.remote_walk,
-                        t.total,            t.local_walk + t.remote_walk,     t.let.boxes_ms, t.let.download_ms,
-                        t.let.mpi_ms,       t.let.upload_ms,  t.local_walk_device,          t.remote_walk_device};
+        double v[13] = {t.balance,
+                        t.build,
+                        t.let_build,
+                        t.local_walk,
+                        t.remote_walk,
+                        t.total,
+                        t.local_walk + t.remote_walk,
+                        t.let.boxes_ms,
+                        t.let.download_ms,
+                        t.let.mpi_ms,
+                        t.let.upload_ms,
+                        t.local_walk_device,
+                        t.remote_walk_device};
         double mean_walk = v[6];
         comm.max(std::span<double>(v, 13));
         comm.sum(std::span<double>(&mean_walk, 1));
@@ -159,10 +170,11 @@ ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::ui
     ParallelRow row;
     row.n = n;
     row.theta = theta;
-    double* out[13] = {&row.balance,     &row.build,         &row.let_build, &row.local_walk, &row.remote_walk,
-                       &row.total,       &row.walk_spread,   &row.boxes,     &row.download,   &row.mpi,
-                       &row.upload,      &row.local_device,  &row.remote_device};
-    for (int k = 0; k < 13; ++k) *out[k] = bench::median(cols[k]);
+    double* out[13] = {&row.balance, &row.build,        &row.let_build,    &row.local_walk, &row.remote_walk,
+                       &row.total,   &row.walk_spread,  &row.boxes,        &row.download,   &row.mpi,
+                       &row.upload,  &row.local_device, &row.remote_device};
+    for (int k = 0; k < 13; ++k)
+        *out[k] = bench::median(cols[k]);
     row.moved = moved / reps, row.let_mb = let_bytes / reps / 1e6, row.let_cells = let_cells / reps;
     row.let_particles = let_parts / reps;
     double inter[2] = {static_cast<double>(pf.forces().totals().pp), static_cast<double>(pf.forces().totals().pc)};
@@ -174,13 +186,14 @@ ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::ui
     return row;
 }
 
-int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::vector<double>& thetas,
-                 Opening opening, double eps, int warmup, int reps, std::uint64_t seed)
+int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::vector<double>& thetas, Opening opening,
+                 double eps, int warmup, int reps, std::uint64_t seed)
 {
     const bool gpu = be.info().gpu;
     const bool per_rank = opt.has("per-rank");
     const int min_log2 = opt.has("min-log2") ? opt.integer_in("min-log2", 1, 31) : (gpu ? 22 : 12);
-    const int max_log2 = opt.has("max-log2") ? opt.integer_in("max-log2", min_log2, 31) : std::max(min_log2, gpu ? 24 : 14);
+    const int max_log2 =
+        opt.has("max-log2") ? opt.integer_in("max-log2", min_log2, 31) : std::max(min_log2, gpu ? 24 : 14);
     const bool root = comm.rank() == 0;
     const std::size_t P = static_cast<std::size_t>(comm.size());
     // Every rank's device, in rank order.
@@ -197,10 +210,22 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
             at += lengths[q];
         }
     }
-    bench::Table table({{"N", 5, true},        {"P", 2, true},         {"theta", 6, true},   {"balance", 8, true},
-                        {"build", 8, true},    {"LET", 7, true},       {"walk", 8, true},    {"remote", 7, true},
-                        {"total ms", 9, true}, {"Mpart/s", 8, true},   {"pp", 5, true},      {"pc", 5, true},
-                        {"spread", 6, true},   {"moved", 8, true},     {"LET MB", 7, true},  {"B/part", 0}});
+    bench::Table table({{"N", 5, true},
+                        {"P", 2, true},
+                        {"theta", 6, true},
+                        {"balance", 8, true},
+                        {"build", 8, true},
+                        {"LET", 7, true},
+                        {"walk", 8, true},
+                        {"remote", 7, true},
+                        {"total ms", 9, true},
+                        {"Mpart/s", 8, true},
+                        {"pp", 5, true},
+                        {"pc", 5, true},
+                        {"spread", 6, true},
+                        {"moved", 8, true},
+                        {"LET MB", 7, true},
+                        {"B/part", 0}});
     if (root) {
         fmt::print("\n");
         table.print_header();
@@ -221,8 +246,8 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
     for (int log2 = min_log2; log2 <= max_log2; ++log2) {
         const std::size_t n = (std::size_t{1} << log2) * (per_rank ? P : 1);
         for (double theta : thetas) {
-            const ParallelRow r = bench_parallel(be, comm, n, seed + static_cast<std::uint64_t>(log2), theta,
-                                                 opening, static_cast<float>(eps), warmup, reps);
+            const ParallelRow r = bench_parallel(be, comm, n, seed + static_cast<std::uint64_t>(log2), theta, opening,
+                                                 static_cast<float>(eps), warmup, reps);
             auto ms = [](double v) { return fmt::format("{:.2f}", v); };
             if (root)
                 table.print_row({fmt::format("2^{}", log2), fmt::format("{}", P), fmt::format("{:.2f}", theta),
@@ -264,8 +289,13 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
     j.end_object();
     if (root) {
         // Inside the phases: where the host's part of LET and walk goes, and the walks alone on the device.
-        bench::Table inside({{"N", 5, true},      {"theta", 6, true},  {"boxes", 7, true}, {"download", 9, true},
-                             {"MPI", 7, true},    {"upload", 7, true}, {"walk dev", 9, true},
+        bench::Table inside({{"N", 5, true},
+                             {"theta", 6, true},
+                             {"boxes", 7, true},
+                             {"download", 9, true},
+                             {"MPI", 7, true},
+                             {"upload", 7, true},
+                             {"walk dev", 9, true},
                              {"remote dev", 0}});
         fmt::print("\n");
         inside.print_header();
@@ -274,16 +304,18 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
                               fmt::format("{:.2f}", r.download), fmt::format("{:.2f}", r.mpi),
                               fmt::format("{:.2f}", r.upload), fmt::format("{:.2f}", r.local_device),
                               fmt::format("{:.2f}", r.remote_device)});
-        fmt::print("\nN: {}; balance = decomposition and particle exchange; LET = boxes and trees for the other ranks "
-                   "(device, then host); walk = local walk, with the exchange of the trees beside it on the host; "
-                   "remote = walks over the trees received; pp, pc = interactions per particle over all ranks' walks (the "
-                   "trees of other ranks split cells that one tree would take whole: more than on one rank); spread = slowest rank's walks / mean; moved = particles "
-                   "that changed rank, LET MB = trees and boxes sent, per evaluation over all ranks; B/part = peak "
-                   "device memory of the largest rank x P / N. Second table, inside those phases: boxes = this "
-                   "rank's boxes and their all-gather, download = the trees into host memory (both in LET), MPI = "
-                   "the messages, upload = the trees received onto the device (both in walk; the upload waits for "
-                   "the local walk); walk dev, remote dev = the walks alone by device events\n",
-                   per_rank ? "per rank" : "in all");
+        fmt::print(
+            "\nN: {}; balance = decomposition and particle exchange; LET = boxes and trees for the other ranks "
+            "(device, then host); walk = local walk, with the exchange of the trees beside it on the host; "
+            "remote = walks over the trees received; pp, pc = interactions per particle over all ranks' walks (the "
+            "trees of other ranks split cells that one tree would take whole: more than on one rank); spread = slowest "
+            "rank's walks / mean; moved = particles "
+            "that changed rank, LET MB = trees and boxes sent, per evaluation over all ranks; B/part = peak "
+            "device memory of the largest rank x P / N. Second table, inside those phases: boxes = this "
+            "rank's boxes and their all-gather, download = the trees into host memory (both in LET), MPI = "
+            "the messages, upload = the trees received onto the device (both in walk; the upload waits for "
+            "the local walk); walk dev, remote dev = the walks alone by device events\n",
+            per_rank ? "per rank" : "in all");
         if (opt.has("json")) {
             write_file_atomically(opt.str("json"), [&](std::ostream& f) { f << j.text(); });
             fmt::print("wrote {}\n", opt.str("json"));
@@ -307,8 +339,9 @@ int run_bench_forces(const std::vector<std::string>& args)
     opt.value("max-log2", "K", "largest size, 2^K particles (default: 24 on a GPU, 16 on a CPU device)");
     opt.value("theta", "T1,T2", "opening angles", "0.5,0.75");
     opt.value("opening", "C", "opening criterion: paper (d > l / theta + delta) or bmax (d > bmax / theta)", "paper");
-    opt.value("alpha", "A", "the relative criterion on top (M l^3 / d^5 <= alpha |a|, |a| from an untimed walk at "
-                            "theta 0.5 first, as a simulation has it from its last step); 0: off",
+    opt.value("alpha", "A",
+              "the relative criterion on top (M l^3 / d^5 <= alpha |a|, |a| from an untimed walk at "
+              "theta 0.5 first, as a simulation has it from its last step); 0: off",
               "0");
     opt.value("eps", "E", "Plummer softening", "0");
     opt.value("reps", "R", "timed evaluations per size and angle; the median is reported", "5");
@@ -336,8 +369,10 @@ int run_bench_forces(const std::vector<std::string>& args)
     if (model != "plummer" && Comm::started())
         throw UsageError("bench forces: under mpirun the particles are Plummer spheres (no --model)");
     const double alpha = opt.number("alpha");
-    if (!(alpha >= 0 && alpha < 1e30)) throw UsageError(fmt::format("bench forces: --alpha must be >= 0, got {}", alpha));
-    if (alpha > 0 && Comm::started()) throw UsageError("bench forces: --alpha (the relative criterion) runs on one rank");
+    if (!(alpha >= 0 && alpha < 1e30))
+        throw UsageError(fmt::format("bench forces: --alpha must be >= 0, got {}", alpha));
+    if (alpha > 0 && Comm::started())
+        throw UsageError("bench forces: --alpha (the relative criterion) runs on one rank");
     auto be = open_device(rank_device(opt.device_request(), comm));
     if (Comm::started()) {
         const std::vector<double> thetas = theta_list(opt.str("theta"));
@@ -400,9 +435,9 @@ int run_bench_forces(const std::vector<std::string>& args)
             return;
         }
         const std::vector<bn_f4> pos = make();
-        const Buffer<bn_f4> acc_old = alpha > 0 ? bench::previous_accelerations(*be, pos, opening,
-                                                                                 static_cast<float>(eps_walk))
-                                                : Buffer<bn_f4>{};
+        const Buffer<bn_f4> acc_old =
+            alpha > 0 ? bench::previous_accelerations(*be, pos, opening, static_cast<float>(eps_walk))
+                      : Buffer<bn_f4>{};
         for (double theta : thetas) {
             bench::ForceRow r =
                 bench::time_forces(*be, pos, theta, opening, static_cast<float>(alpha), alpha > 0 ? &acc_old : nullptr,
@@ -428,16 +463,14 @@ int run_bench_forces(const std::vector<std::string>& args)
         run_size(fmt::format("{}", file.size()), file.size(), [&] { return file; });
     else
         for (int log2 = min_log2; log2 <= max_log2; ++log2)
-            run_size(fmt::format("2^{}", log2), std::size_t{1} << log2,
-                     [&] {
-                         return make_model(model, std::size_t{1} << log2, seed + static_cast<std::uint64_t>(log2)).pos;
-                     });
+            run_size(fmt::format("2^{}", log2), std::size_t{1} << log2, [&] {
+                return make_model(model, std::size_t{1} << log2, seed + static_cast<std::uint64_t>(log2)).pos;
+            });
     fmt::print("\ntree = keys + sort + move + build + link + groups; Mpart/s = N / walk time; TFLOP/s of the walk at "
                "23 flops per pp and 65 per pc interaction\n");
     fmt::print("MiB, B/part: peak device memory of one force evaluation from unsorted particles (everything held at "
                "once, scratch included)\n");
-    if (retries)
-        fmt::print("(the walk's spill buffer grew {} times, during warm-ups)\n", retries);
+    if (retries) fmt::print("(the walk's spill buffer grew {} times, during warm-ups)\n", retries);
     if (opt.has("json")) {
         const std::string text = json_report(be->info(), opening, alpha, eps, warmup, reps, rows);
         write_file_atomically(opt.str("json"), [&](std::ostream& f) { f << text; });

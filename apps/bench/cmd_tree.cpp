@@ -40,11 +40,12 @@ TreeTimings median_of(const std::vector<TreeTimings>& runs)
     TreeTimings m;
     auto pick = [&](double TreeTimings::*f) {
         std::vector<double> v;
-        for (const auto& r : runs) v.push_back(r.*f);
+        for (const auto& r : runs)
+            v.push_back(r.*f);
         m.*f = bench::median(v);
     };
-    for (auto f : {&TreeTimings::keys, &TreeTimings::sort, &TreeTimings::move, &TreeTimings::build,
-                   &TreeTimings::link, &TreeTimings::groups, &TreeTimings::multipoles, &TreeTimings::total})
+    for (auto f : {&TreeTimings::keys, &TreeTimings::sort, &TreeTimings::move, &TreeTimings::build, &TreeTimings::link,
+                   &TreeTimings::groups, &TreeTimings::multipoles, &TreeTimings::total})
         pick(f);
     return m;
 }
@@ -70,7 +71,8 @@ Row bench_size(Backend& be, int log2, int warmup, int reps, std::uint64_t seed)
         bench::PeakMemory peak(be); // a fresh tree per size: its peak is what one build needs
         Octree tree(be);
         double mass = 0;
-        for (const auto& q : p.pos) mass += q.w;
+        for (const auto& q : p.pos)
+            mass += q.w;
         std::vector<TreeTimings> runs;
         for (int i = 0; i < warmup + reps; ++i) {
             tree.set_particles(p.pos);
@@ -155,8 +157,8 @@ int run_bench_tree(const std::vector<std::string>& args)
     auto be = open_device(opt.device_request());
     // Up to 2^31 - 1 particles fit one tree; a size the device cannot hold is reported as such in its row.
     const int min_log2 = opt.integer_in("min-log2", 0, 30);
-    const int max_log2 = opt.has("max-log2") ? opt.integer_in("max-log2", min_log2, 30)
-                                             : std::max(min_log2, be->info().gpu ? 24 : 20);
+    const int max_log2 =
+        opt.has("max-log2") ? opt.integer_in("max-log2", min_log2, 30) : std::max(min_log2, be->info().gpu ? 24 : 20);
     const int reps = opt.integer_in("reps", 1, 100000);
     const int warmup = opt.integer_in("warmup", 1, 100000);
     const auto seed = static_cast<std::uint64_t>(opt.integer("seed"));

@@ -67,7 +67,10 @@ bool Options::parse(const std::vector<std::string>& args)
     return true;
 }
 
-bool Options::has(const std::string& name) const { return given_.count(name) != 0; }
+bool Options::has(const std::string& name) const
+{
+    return given_.count(name) != 0;
+}
 
 std::string Options::str(const std::string& name) const
 {
@@ -116,7 +119,8 @@ std::vector<long long> Options::integer_list(const std::string& name) const
         char* end = nullptr;
         const long long v = std::strtoll(item.c_str(), &end, 10);
         if (item.empty() || *end != '\0')
-            throw UsageError(fmt::format("{}: --{} expects comma-separated whole numbers, got '{}'", command_, name, s));
+            throw UsageError(
+                fmt::format("{}: --{} expects comma-separated whole numbers, got '{}'", command_, name, s));
         out.push_back(v);
         if (comma == std::string::npos) break;
         pos = comma + 1;

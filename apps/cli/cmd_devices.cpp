@@ -23,8 +23,8 @@ int run_devices(const std::vector<std::string>& args)
         }
         for (const auto& d : b.devices)
             fmt::print("{:<8} {:>3}  {:<40} {:<4} {:>7.1f} GiB {:>5} {:>6}  {} / {}\n", to_string(d.backend), d.index,
-                       d.name.substr(0, 40), d.gpu ? "GPU" : "CPU", double(d.memory_bytes) / (1 << 30),
-                       d.compute_units, d.max_work_group, d.vendor, d.version);
+                       d.name.substr(0, 40), d.gpu ? "GPU" : "CPU", double(d.memory_bytes) / (1 << 30), d.compute_units,
+                       d.max_work_group, d.vendor, d.version);
     }
     try {
         auto best = open_device(DeviceRequest{"auto", -1});

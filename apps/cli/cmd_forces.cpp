@@ -1,8 +1,9 @@
 /**
  * @file cmd_forces.cpp
  * @brief `banyan forces`: one force evaluation of the particles of a snapshot file (HDF5 or tipsy), by the tree
- *        walk or by direct summation, written as a float32 .npy array (N, 4) = (ax, ay, az, potential) in the file's particle order;
- *        under mpirun over all ranks (each takes a slice of the particles, the file is written by all together).
+ *        walk or by direct summation, written as a float32 .npy array (N, 4) = (ax, ay, az, potential) in the file's
+ * particle order; under mpirun over all ranks (each takes a slice of the particles, the file is written by all
+ * together).
  */
 #include "apps/cli/cli.hpp"
 #include "core/error.hpp"
@@ -38,8 +39,9 @@ int run_forces(const std::vector<std::string>& args)
     opt.value("in", "FILE", "snapshot file to read: HDF5 or tipsy (detected)");
     opt.value("out", "OUT.npy", "where to write the (N, 4) float32 array (temporary name, then renamed)");
     opt.value("theta", "T", "opening angle, 0 <= T <= 1 (0 opens every cell)", "0.75");
-    opt.value("eps", "E", "Plummer softening length, >= 0 (default: the softening the file's dark and star "
-                          "particles carry, when they all carry the same one)");
+    opt.value("eps", "E",
+              "Plummer softening length, >= 0 (default: the softening the file's dark and star "
+              "particles carry, when they all carry the same one)");
     opt.flag("direct", "direct O(N^2) summation instead of the tree");
     if (!opt.parse(args)) return 0;
 
@@ -66,7 +68,8 @@ int run_forces(const std::vector<std::string>& args)
     if (!(eps >= 0.0)) throw UsageError(fmt::format("forces: --eps must be >= 0, got {}", eps));
     const std::size_t n = s.size();
     std::vector<bn_f4> pos(n);
-    for (std::size_t i = 0; i < n; ++i) pos[i] = {s.pos[3 * i], s.pos[3 * i + 1], s.pos[3 * i + 2], s.mass[i]};
+    for (std::size_t i = 0; i < n; ++i)
+        pos[i] = {s.pos[3 * i], s.pos[3 * i + 1], s.pos[3 * i + 2], s.mass[i]};
     check_precision_range(pos, eps, in);
     // In internal units (precision.hpp), the same on every rank: they come from all particles.
     const InternalUnits units = InternalUnits::for_system(pos);
@@ -114,8 +117,9 @@ int run_forces(const std::vector<std::string>& args)
             "nothing was written to {}. Give the particles in units where G M / r^2 and G M / r fit a float",
             out_of_range, in, opt.str("out"));
     else if (const std::size_t i = first_non_finite(acc); i < acc.size()) {
-        const auto how_many =
-            std::count_if(acc.begin(), acc.end(), [](const bn_f4& a) { return first_non_finite({&a, 1}) == 0; });
+        const auto how_many = std::count_if(acc.begin(), acc.end(), [](const bn_f4& a) {
+            return first_non_finite({&a, 1}) == 0;
+        });
         bad = fmt::format(
             "forces: {} of {} particles{} got non-finite results (particle {}: {}, {}, {}, potential {}); nothing was "
             "written to {}. Nearly coincident particles with --eps 0? (README, \"Limits\")",
@@ -131,9 +135,9 @@ int run_forces(const std::vector<std::string>& args)
     if (!root) return 0;
 
     const DeviceInfo& d = be->info();
-    const std::string where = comm.parallel() ? fmt::format("{} ranks (rank 0: {} #{}, {})", P, to_string(d.backend),
-                                                           d.index, d.name)
-                                              : fmt::format("{} #{} ({})", to_string(d.backend), d.index, d.name);
+    const std::string where =
+        comm.parallel() ? fmt::format("{} ranks (rank 0: {} #{}, {})", P, to_string(d.backend), d.index, d.name)
+                        : fmt::format("{} #{} ({})", to_string(d.backend), d.index, d.name);
     if (direct)
         fmt::print("{} particles, direct summation, eps {}: {:.3f} s on {}\n", n, float(eps), seconds, where);
     else

@@ -48,9 +48,11 @@ std::string clock_text(double seconds)
 }
 
 /// Options that only a new run takes (a restart reads them from its checkpoint).
-const char* const run_only[] = {"ic", "in", "n", "seed", "theta", "opening", "alpha", "eps", "dt", "log-every", "snapshot-every",
-                                "checkpoint-every", "out", "pericentre", "separation", "eccentricity",
-                                "bh-fraction", "direct", "format", "units"};
+const char* const run_only[] = {
+    "ic",     "in",         "n",          "seed",         "theta",          "opening",
+    "alpha",  "eps",        "dt",         "log-every",    "snapshot-every", "checkpoint-every",
+    "out",    "pericentre", "separation", "eccentricity", "bh-fraction",    "direct",
+    "format", "units"};
 
 /// The options of `banyan run` and their help.
 Options run_options()
@@ -69,32 +71,43 @@ Options run_options()
               "(virialised uniform sphere), uniform-cold (cold collapse), merger (two Plummer spheres 1:3 with "
               "central massive particles)",
               "plummer");
-    opt.value("in", "FILE", "start from a snapshot file instead: HDF5 (GADGET-2/4, SWIFT layout; all particle types) "
-                            "or tipsy (either byte order), detected from its first bytes");
+    opt.value("in", "FILE",
+              "start from a snapshot file instead: HDF5 (GADGET-2/4, SWIFT layout; all particle types) "
+              "or tipsy (either byte order), detected from its first bytes");
     opt.value("n", "N", "number of particles (also -n)", "65536");
     opt.value("seed", "S", "random seed of the initial conditions", "1");
     opt.value("theta", "T", "opening angle, 0 < T <= 1", "0.75");
-    opt.value("opening", "C", "opening criterion: paper (d > l / theta + delta) or bmax (d > bmax / theta; faster at "
-                              "errors above about 1e-3, docs/benchmarks.md)", "paper");
-    opt.value("alpha", "A", "the relative criterion on top: accept a cell when M l^3 / d^5 <= A |a|, |a| the "
-                            "particle's acceleration of the step before (GADGET-4's test; faster at equal error, "
-                            "docs/benchmarks.md); one rank only; 0: off", "0");
-    opt.value("eps", "E", "Plummer softening length, >= 0 (with --in, default: the softening the file's dark and "
-                          "star particles carry)", "0.05");
+    opt.value("opening", "C",
+              "opening criterion: paper (d > l / theta + delta) or bmax (d > bmax / theta; faster at "
+              "errors above about 1e-3, docs/benchmarks.md)",
+              "paper");
+    opt.value("alpha", "A",
+              "the relative criterion on top: accept a cell when M l^3 / d^5 <= A |a|, |a| the "
+              "particle's acceleration of the step before (GADGET-4's test; faster at equal error, "
+              "docs/benchmarks.md); one rank only; 0: off",
+              "0");
+    opt.value("eps", "E",
+              "Plummer softening length, >= 0 (with --in, default: the softening the file's dark and "
+              "star particles carry)",
+              "0.05");
     opt.value("dt", "DT", "time step, > 0; a fraction such as 1/64 is fine", "1/64");
     opt.value("t-end", "T", "end time (absolute; with --restart, extends or shortens the run)", "10");
     opt.value("log-every", "STEPS", "steps between lines of the energy log", "16");
     opt.value("snapshot-every", "T", "time between snapshots (0: at the start and the end only; never: none)", "1");
     opt.value("checkpoint-every", "T", "time between checkpoints (0: start, end and Ctrl-C only; never: none)", "1");
     opt.value("out", "DIR", "output folder (created; must not hold a run already)", "banyan-run");
-    opt.value("format", "F", "snapshot format: hdf5 (GADGET-4 layout with potentials, accelerations, the options and "
-                             "the units) or tipsy (standard big-endian)", "hdf5");
-    opt.value("units", "L,M", "physical units of the numbers, written into HDF5 snapshots: a length and a mass unit "
-                              "(kpc,1e10Msun  pc,Msun  au,Msun  Mpc,1e10Msun); velocity and time units follow from "
-                              "G = 1 (kpc,1e10Msun: 207.4 km/s, 4.715 Myr). Default: N-body units, or those an HDF5 "
-                              "--in file states");
-    opt.value("restart", "DIR", "continue the run whose checkpoint is in DIR (with --t-end, --backend, --device, "
-                                "--render, --quiet only)");
+    opt.value("format", "F",
+              "snapshot format: hdf5 (GADGET-4 layout with potentials, accelerations, the options and "
+              "the units) or tipsy (standard big-endian)",
+              "hdf5");
+    opt.value("units", "L,M",
+              "physical units of the numbers, written into HDF5 snapshots: a length and a mass unit "
+              "(kpc,1e10Msun  pc,Msun  au,Msun  Mpc,1e10Msun); velocity and time units follow from "
+              "G = 1 (kpc,1e10Msun: 207.4 km/s, 4.715 Myr). Default: N-body units, or those an HDF5 "
+              "--in file states");
+    opt.value("restart", "DIR",
+              "continue the run whose checkpoint is in DIR (with --t-end, --backend, --device, "
+              "--render, --quiet only)");
     opt.value("pericentre", "R", "merger: pericentre of the Kepler orbit of the two centres", "1");
     opt.value("separation", "R", "merger: starting distance of the two centres", "10");
     opt.value("eccentricity", "E", "merger: eccentricity of the orbit, 0 <= E < 1 (bound)", "0.9");
@@ -105,7 +118,6 @@ Options run_options()
     opt.flag("quiet", "print nothing but errors");
     opt.device_options();
     return opt;
-
 }
 
 /// The count option @p name, at least @p min.
@@ -113,8 +125,8 @@ std::uint64_t count_option(const Options& opt, const char* name, long long min)
 {
     const long long v = opt.integer(name);
     if (v < min)
-        throw UsageError(fmt::format("run: {}{} must be at least {}, got {}", std::string(name) == "n" ? "-" : "--",
-                                     name, min, v));
+        throw UsageError(
+            fmt::format("run: {}{} must be at least {}, got {}", std::string(name) == "n" ? "-" : "--", name, min, v));
     return static_cast<std::uint64_t>(v);
 }
 
@@ -190,8 +202,10 @@ public:
     {
         hooks.on_log = [this](const RunRecord&) {
             if (!run_ || quiet_) return;
-            if (tty_) draw();
-            else fmt::print("{}\n", status_text());
+            if (tty_)
+                draw();
+            else
+                fmt::print("{}\n", status_text());
             std::fflush(stdout);
         };
         hooks.on_step = [this]() {
@@ -225,14 +239,13 @@ private:
     std::string status_text() const
     {
         const Run& r = *run_;
-        const double sps = r.session_steps() ? static_cast<double>(r.session_steps()) /
-                                                   std::max(r.session_seconds(), 1e-9)
-                                             : 0.0;
+        const double sps =
+            r.session_steps() ? static_cast<double>(r.session_steps()) / std::max(r.session_seconds(), 1e-9) : 0.0;
         const double left = sps > 0 ? static_cast<double>(r.end_step() - r.step_count()) / sps : -1;
-        std::string s = fmt::format("step {}/{}  t {:.4g}  dE/E {:+.2e} (max {:.2e})  {:.3g} particles/s  left {}",
-                                    r.step_count(), r.end_step(), r.simulation().time(), r.last_record().de,
-                                    r.last_record().max_de,
-                                    sps * static_cast<double>(r.simulation().total_size()), clock_text(left));
+        std::string s =
+            fmt::format("step {}/{}  t {:.4g}  dE/E {:+.2e} (max {:.2e})  {:.3g} particles/s  left {}", r.step_count(),
+                        r.end_step(), r.simulation().time(), r.last_record().de, r.last_record().max_de,
+                        sps * static_cast<double>(r.simulation().total_size()), clock_text(left));
         if (r.last_record().centre_distance >= 0)
             s += fmt::format("  centres {:.4g} apart", r.last_record().centre_distance);
         return s;
@@ -278,15 +291,16 @@ void print_summary(const Run& run, Run::Outcome outcome, const SessionStart& bef
         fmt::print("per step (device time; output on the host): build {:.2f} ms, forces {:.2f} ms, integrate "
                    "{:.3f} ms, energies {:.3f} ms, output {:.2f} ms\n",
                    (t.build - before.times.build) * per, (t.forces - before.times.forces) * per,
-                   (t.integrate - before.times.integrate) * per, (t.energies - before.times.energies) * per, output_ms * per);
+                   (t.integrate - before.times.integrate) * per, (t.energies - before.times.energies) * per,
+                   output_ms * per);
     }
     const double peak = double(be.memory().peak);
     fmt::print("device memory{}: peak {:.2f} GiB, {:.1f} bytes per particle (everything held at once, scratch "
                "included)\n",
                comm.parallel() ? " of rank 0" : "", peak / (1 << 30),
                peak / double(std::max<std::size_t>(sim.size(), 1)));
-    fmt::print("energy: dE/E {:+.3e} at t = {}, worst |dE/E| {:.3e}", run.last_record().de,
-               run.last_record().time, run.max_de());
+    fmt::print("energy: dE/E {:+.3e} at t = {}, worst |dE/E| {:.3e}", run.last_record().de, run.last_record().time,
+               run.max_de());
     if (run.last_record().centre_distance >= 0)
         fmt::print("; central particles {:.4g} apart", run.last_record().centre_distance);
     fmt::print("\nfiles: {0}/snapshot_*.{2}, {0}/energy.csv, {0}/checkpoint.bin{1}\n", run.options().out,
@@ -325,8 +339,8 @@ void print_start(const RunPlan& plan, const std::string& dev_text)
     const double t_start = plan.input() ? plan.input()->time : 0.0;
     fmt::print("banyan run: {} particles ({}{}), theta {} ({}{}), eps {}, dt {}, t = {} to {} ({} steps) on {}\n",
                plan.size(), ro.ic == "file" ? ro.in : ro.ic, ro.ic == "file" ? "" : fmt::format(", seed {}", ro.seed),
-               ro.theta, ro.opening, ro.alpha > 0 ? fmt::format(" + relative alpha {}", ro.alpha) : "", ro.eps,
-               ro.dt, t_start, ro.t_end, steps_between(t_start, ro.t_end, ro.dt), dev_text);
+               ro.theta, ro.opening, ro.alpha > 0 ? fmt::format(" + relative alpha {}", ro.alpha) : "", ro.eps, ro.dt,
+               t_start, ro.t_end, steps_between(t_start, ro.t_end, ro.dt), dev_text);
     auto every = [](double v) { return v == RunOptions::never ? std::string("never") : fmt::format("every {}", v); };
     fmt::print("output: {}/ (energy.csv every {} steps, snapshot_NNNNN.{} {}, checkpoint.bin {})\n", ro.out,
                ro.log_every, to_string(ro.format), every(ro.snapshot_every), every(ro.checkpoint_every));
@@ -350,8 +364,10 @@ int run_run(const std::vector<std::string>& raw_args)
     // The parser takes --long options only: -n is --n.
     std::vector<std::string> args = raw_args;
     for (auto& a : args)
-        if (a == "-n") a = "--n";
-        else if (a.rfind("-n=", 0) == 0) a = "--n=" + a.substr(3);
+        if (a == "-n")
+            a = "--n";
+        else if (a.rfind("-n=", 0) == 0)
+            a = "--n=" + a.substr(3);
     if (!opt.parse(args)) return 0;
 
     // Over several ranks (mpirun) rank 0 speaks for all; the others print only errors.

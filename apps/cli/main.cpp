@@ -26,8 +26,10 @@ const std::vector<Command>& commands()
         {"devices", "list every device of every backend compiled in", run_devices},
         {"bench primitives", "time sort, scan and compaction against CUB and Boost.Compute", run_bench_primitives},
         {"bench tree", "time each phase of the tree build on Plummer spheres, and its device memory", run_bench_tree},
-        {"run", "a whole simulation on the device: Plummer, uniform, merger or tipsy input; snapshots, energy log, "
-                "checkpoints", run_run},
+        {"run",
+         "a whole simulation on the device: Plummer, uniform, merger or tipsy input; snapshots, energy log, "
+         "checkpoints",
+         run_run},
         {"forces", "accelerations and potentials of a tipsy file's particles (tree or direct) to .npy", run_forces},
         {"accuracy", "tree forces against double-precision direct summation on Plummer spheres", run_accuracy},
         {"bench forces", "time build + multipoles + tree walk on Plummer spheres; interactions, flop rate",
@@ -46,7 +48,8 @@ void print_usage()
     fmt::print("banyan {}: a gravitational N-body tree-code that runs entirely on the GPU (CUDA and OpenCL)\n\n"
                "usage: banyan <command> [options]    banyan <command> --help    banyan --version\n\ncommands:\n",
                banyan::version);
-    for (const auto& c : banyan::cli::commands()) fmt::print("  {:<20} {}\n", c.name, c.summary);
+    for (const auto& c : banyan::cli::commands())
+        fmt::print("  {:<20} {}\n", c.name, c.summary);
     fmt::print("\nenvironment: BANYAN_BACKEND, BANYAN_DEVICE (device selection), BANYAN_CL_DIR (read OpenCL\n"
                "kernels from this folder instead of the embedded copy)\n");
 }
@@ -119,10 +122,10 @@ int run_command(int argc, char** argv)
             // "banyan bench" or "banyan bench --help": the commands of the group.
             const bool help = args.size() > 1 && (args[1] == "--help" || args[1] == "-h");
             std::FILE* out = help ? stdout : stderr;
-            if (!help && args.size() > 1)
-                fmt::print(out, "banyan: unknown command '{} {}'\n\n", args[0], args[1]);
+            if (!help && args.size() > 1) fmt::print(out, "banyan: unknown command '{} {}'\n\n", args[0], args[1]);
             fmt::print(out, "usage: banyan {} <what> [options]    banyan {} <what> --help\n\n", args[0], args[0]);
-            for (const auto* c : group_of(args[0])) fmt::print(out, "  {:<20} {}\n", c->name, c->summary);
+            for (const auto* c : group_of(args[0]))
+                fmt::print(out, "  {:<20} {}\n", c->name, c->summary);
             return help ? 0 : 2;
         }
         if (!best) {

@@ -258,8 +258,8 @@ void check_precision(double extent, double total, double min_mass, std::size_t l
 
 /// The checks of banyan.Simulation, before any device is opened: the run engine's plan_run (the options, once, in
 /// Python's spelling, and the particles) of a run from the caller's arrays, as `banyan run --in FILE` from a file's.
-RunPlan plan_simulation(const Vec3In& pos, const Vec3In& vel, const ScalarIn& mass, double theta, double eps,
-                        double dt, double time, const std::string& opening, double alpha)
+RunPlan plan_simulation(const Vec3In& pos, const Vec3In& vel, const ScalarIn& mass, double theta, double eps, double dt,
+                        double time, const std::string& opening, double alpha)
 {
     RunRequest request;
     RunOptions& o = request.options;
@@ -358,8 +358,8 @@ public:
             e = run_->simulation().energies();
         }
         if (!all_finite(e))
-            throw NumericalError(fmt::format("Simulation: the energies went non-finite at step {} (t = {})", steps(),
-                                             time()));
+            throw NumericalError(
+                fmt::format("Simulation: the energies went non-finite at step {} (t = {})", steps(), time()));
         nb::dict d;
         d["kinetic"] = e.kinetic;
         d["potential"] = e.potential;
@@ -428,8 +428,8 @@ NB_MODULE(_banyan, m)
           "acc"_a.noconvert(), "pot"_a.noconvert(),
           "The same for CUDA arrays (CuPy, PyTorch), results into CUDA arrays.");
     nb::class_<RunPlan>(m, "RunPlan", "A checked simulation, not yet started; see plan_simulation.");
-    m.def("plan_simulation", &python::plan_simulation, "pos"_a.noconvert(), "vel"_a.noconvert(),
-          "mass"_a.noconvert(), "theta"_a, "eps"_a, "dt"_a, "time"_a, "opening"_a, "alpha"_a,
+    m.def("plan_simulation", &python::plan_simulation, "pos"_a.noconvert(), "vel"_a.noconvert(), "mass"_a.noconvert(),
+          "theta"_a, "eps"_a, "dt"_a, "time"_a, "opening"_a, "alpha"_a,
           "Checks the options and particles of a Simulation (before any device is opened).");
     nb::class_<PySimulation>(m, "Simulation", "The device state of a simulation; see banyan.Simulation.")
         .def(nb::init<Device&, RunPlan&>(), "device"_a, "plan"_a, nb::keep_alive<1, 2>())

@@ -30,7 +30,10 @@ void notice(const std::string& text)
     if (notice_handler) notice_handler(text);
 }
 
-std::string_view to_string(BackendKind b) noexcept { return b == BackendKind::cuda ? "cuda" : "opencl"; }
+std::string_view to_string(BackendKind b) noexcept
+{
+    return b == BackendKind::cuda ? "cuda" : "opencl";
+}
 
 void throw_buffer_range(std::size_t offset, std::size_t count, std::size_t size)
 {
@@ -41,7 +44,8 @@ void throw_buffer_range(std::size_t offset, std::size_t count, std::size_t size)
 std::size_t Backend::scratch_bytes() const
 {
     std::size_t total = 0;
-    for (const auto& [slot, b] : scratch_) total += b ? b->bytes() : 0;
+    for (const auto& [slot, b] : scratch_)
+        total += b ? b->bytes() : 0;
     return total;
 }
 
@@ -49,8 +53,8 @@ void Backend::require_kernel(std::string_view name)
 {
     const auto id = find_kernel(name);
     if (!id)
-        throw DeviceError(info().backend == BackendKind::cuda ? "CUDA" : "OpenCL", "kernel lookup", 0,
-                          "no such kernel", __FILE__, __LINE__,
+        throw DeviceError(info().backend == BackendKind::cuda ? "CUDA" : "OpenCL", "kernel lookup", 0, "no such kernel",
+                          __FILE__, __LINE__,
                           fmt::format("no kernel named '{}' is declared in core/device/kernel_list.hpp", name));
     resolve_kernel(*id);
 }

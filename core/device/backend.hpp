@@ -36,8 +36,7 @@ struct KernelArg {
     std::size_t size = 0;
 };
 
-template <class T>
-KernelArg kernel_arg(const Buffer<T>& b)
+template <class T> KernelArg kernel_arg(const Buffer<T>& b)
 {
     KernelArg a;
     a.kind = KernelArg::Kind::buffer;
@@ -45,8 +44,7 @@ KernelArg kernel_arg(const Buffer<T>& b)
     return a;
 }
 
-template <KernelScalar T>
-KernelArg kernel_arg(const T& v)
+template <KernelScalar T> KernelArg kernel_arg(const T& v)
 {
     static_assert(sizeof(T) <= sizeof(KernelArg::value));
     KernelArg a;
@@ -57,13 +55,12 @@ KernelArg kernel_arg(const T& v)
 }
 
 namespace detail {
-template <class... T>
-struct TypeList {};
+template <class... T> struct TypeList {
+};
 
 /// Fails to compile where argument I (from 0), of type A, does not match parameter P; the compiler's note on this
 /// instantiation names all three.
-template <std::size_t I, class P, class A>
-constexpr bool check_kernel_arg()
+template <std::size_t I, class P, class A> constexpr bool check_kernel_arg()
 {
     static_assert(kernel_arg_matches<P, A>(),
                   "kernel launch: argument I (type A) does not match parameter P of the kernel's declaration in "
@@ -110,8 +107,7 @@ public:
     virtual std::unique_ptr<RawBuffer> wrap_device_memory(void* ptr, std::size_t bytes);
 
     /// Allocates @p n elements, counted by memory() until the buffer is destroyed.
-    template <class T>
-    Buffer<T> alloc(std::size_t n, std::string_view what)
+    template <class T> Buffer<T> alloc(std::size_t n, std::string_view what)
     {
         auto raw = alloc_raw(n * sizeof(T), what);
         raw->count_in(meter_);
@@ -121,8 +117,7 @@ public:
     const MemoryMeter& memory() const noexcept { return meter_; }
     /// Starts a new high-water mark from what is held now.
     void reset_peak() noexcept { meter_.peak = meter_.live; }
-    template <class T>
-    Buffer<T> upload(std::span<const T> host, std::string_view what)
+    template <class T> Buffer<T> upload(std::span<const T> host, std::string_view what)
     {
         auto b = alloc<T>(host.size(), what);
         b.upload(host);
@@ -132,8 +127,7 @@ public:
     // ---- kernels --------------------------------------------------------------------------------------
     /// Launches @p kernel (kernels::name, core/device/kernels.hpp) over @p grid with @p args in order; compiles only
     /// when the arguments match its declaration (KernelArgs). A grid of zero groups launches nothing.
-    template <class... P, class... A>
-    void launch(const Kernel<P...>& kernel, Grid grid, A&&... args)
+    template <class... P, class... A> void launch(const Kernel<P...>& kernel, Grid grid, A&&... args)
     {
         static_assert(sizeof...(A) == sizeof...(P),
                       "kernel launch: the number of arguments differs from the kernel's declaration "
@@ -191,15 +185,17 @@ public:
     virtual bool sort_pairs_double(Buffer<bn_u64>& keys, Buffer<bn_u32>& values, Buffer<bn_u64>& keys_alt,
                                    Buffer<bn_u32>& values_alt, std::size_t n, int begin_bit, int end_bit);
     /// out[i] = in[perm[i]] for i < n, bit for bit. T must be 4, 8 or 16 bytes.
-    template <class T>
-    void gather(const Buffer<T>& in, const Buffer<bn_u32>& perm, std::size_t n, Buffer<T>& out)
+    template <class T> void gather(const Buffer<T>& in, const Buffer<bn_u32>& perm, std::size_t n, Buffer<T>& out)
     {
         static_assert(sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16, "gather moves 4, 8 or 16 bytes");
         check_gather(perm, n, out.bytes(), sizeof(T));
         const Grid grid = grid_for(*this, n);
-        if constexpr (sizeof(T) == 4) launch(kernels::gather32, grid, in, perm, to_u32(n), out);
-        else if constexpr (sizeof(T) == 8) launch(kernels::gather64, grid, in, perm, to_u32(n), out);
-        else launch(kernels::gather128, grid, in, perm, to_u32(n), out);
+        if constexpr (sizeof(T) == 4)
+            launch(kernels::gather32, grid, in, perm, to_u32(n), out);
+        else if constexpr (sizeof(T) == 8)
+            launch(kernels::gather64, grid, in, perm, to_u32(n), out);
+        else
+            launch(kernels::gather128, grid, in, perm, to_u32(n), out);
     }
 
     /// Whether primitives may use the vendor library (CUB on CUDA) where one is faster. On by default; the
@@ -215,8 +211,7 @@ public:
     /// A scratch buffer of at least @p n elements (never 0) of @p T, kept between calls under @p slot (grown,
     /// never shrunk; one slot holds one type), for the primitives and phases in core/. Contents are undefined on
     /// return; the reference stays valid until the next request for the same slot.
-    template <class T>
-    Buffer<T>& scratch_buffer(const std::string& slot, std::size_t n)
+    template <class T> Buffer<T>& scratch_buffer(const std::string& slot, std::size_t n)
     {
         auto& s = scratch_[slot];
         auto* typed = dynamic_cast<TypedScratch<T>*>(s.get());
@@ -252,8 +247,7 @@ private:
         virtual ~TypedScratchBase() = default;
         virtual std::size_t bytes() const = 0;
     };
-    template <class T>
-    struct TypedScratch final : TypedScratchBase {
+    template <class T> struct TypedScratch final : TypedScratchBase {
         Buffer<T> buf;
         std::size_t bytes() const override { return buf.bytes(); }
     };
@@ -265,8 +259,7 @@ private:
 
 /// Grows @p b to hold at least @p n elements (at least one; contents not kept), allocated on @p be under the name
 /// @p what; a buffer that is large enough already is left alone.
-template <class T>
-void ensure_size(Backend& be, Buffer<T>& b, std::size_t n, std::string_view what)
+template <class T> void ensure_size(Backend& be, Buffer<T>& b, std::size_t n, std::string_view what)
 {
     if (b && b.size() >= n) return;
     b = Buffer<T>(); // free first, so growing does not need both at once

@@ -52,8 +52,7 @@ public:
     /// Repeats @p pattern (1, 2, 4, 8 or 16 bytes) over @p bytes bytes from @p offset (both multiples of it).
     virtual void fill(const void* pattern, std::size_t pattern_bytes, std::size_t offset, std::size_t bytes) = 0;
     /// Device-side copy of @p bytes from @p src at @p src_offset to this buffer at @p dst_offset.
-    virtual void copy_from(const RawBuffer& src, std::size_t bytes, std::size_t src_offset,
-                           std::size_t dst_offset) = 0;
+    virtual void copy_from(const RawBuffer& src, std::size_t bytes, std::size_t src_offset, std::size_t dst_offset) = 0;
     /// Device-side copy of @p rows rows of @p row_bytes each from @p src (row r at src_offset + r * src_pitch) to
     /// this buffer (row r at dst_offset + r * dst_pitch): interleaves or splits arrays of records, e.g. (N, 3)
     /// positions and (N,) masses into x, y, z, m, without a kernel. Pitches are >= row_bytes.
@@ -79,8 +78,7 @@ private:
 [[noreturn]] void throw_buffer_range(std::size_t offset, std::size_t count, std::size_t size);
 
 /// A move-only array of @p T on one device. Created by Backend::alloc<T>().
-template <class T>
-class Buffer {
+template <class T> class Buffer {
     static_assert(std::is_trivially_copyable_v<T>, "device buffers hold trivially copyable types");
 
 public:
@@ -132,8 +130,7 @@ public:
     }
     /// A buffer of @p n elements of @p U that aliases this one from byte @p byte_offset (see RawBuffer::view): the
     /// way one allocation serves as scratch for phases that never overlap. This buffer must outlive the view.
-    template <class U>
-    Buffer<U> view_as(std::size_t byte_offset, std::size_t n) const
+    template <class U> Buffer<U> view_as(std::size_t byte_offset, std::size_t n) const
     {
         if (byte_offset > bytes() || n * sizeof(U) > bytes() - byte_offset)
             throw_buffer_range(byte_offset, n * sizeof(U), bytes());
@@ -157,8 +154,7 @@ private:
     std::size_t size_ = 0;
 };
 
-template <class T>
-void Buffer<T>::check_range(std::size_t offset, std::size_t count) const
+template <class T> void Buffer<T>::check_range(std::size_t offset, std::size_t count) const
 {
     if (offset > size_ || count > size_ - offset) throw_buffer_range(offset, count, size_);
 }

@@ -57,7 +57,8 @@ std::string describe_present(const std::vector<BackendDevices>& all)
     for (const auto& b : all) {
         s += fmt::format("\n  {}: ", to_string(b.backend));
         if (b.devices.empty()) s += "no devices (" + b.unavailable_reason + ")";
-        for (const auto& d : b.devices) s += fmt::format("[{}] {}{}  ", d.index, d.name, d.gpu ? " (GPU)" : "");
+        for (const auto& d : b.devices)
+            s += fmt::format("[{}] {}{}  ", d.index, d.name, d.gpu ? " (GPU)" : "");
     }
     return s;
 }
@@ -101,12 +102,12 @@ std::unique_ptr<Backend> open_device(const DeviceRequest& request)
                                          b.unavailable_reason, describe_present(all)));
         const int index = req.device < 0 ? 0 : req.device;
         if (index >= static_cast<int>(b.devices.size()))
-            throw UsageError(fmt::format("backend {} has no device {}. Present:{}", req.backend, index,
-                                         describe_present(all)));
+            throw UsageError(
+                fmt::format("backend {} has no device {}. Present:{}", req.backend, index, describe_present(all)));
         return open_on(kind, index);
     }
-    throw UsageError(fmt::format("backend {} is unknown to this build. Present:{}", req.backend,
-                                 describe_present(all)));
+    throw UsageError(
+        fmt::format("backend {} is unknown to this build. Present:{}", req.backend, describe_present(all)));
 }
 
 std::string device_label(const DeviceInfo& d)
@@ -126,7 +127,8 @@ std::vector<std::unique_ptr<Backend>> open_all_devices()
 {
     std::vector<std::unique_ptr<Backend>> out;
     for (const auto& b : discover_devices())
-        for (const auto& d : b.devices) out.push_back(open_on(b.backend, d.index));
+        for (const auto& d : b.devices)
+            out.push_back(open_on(b.backend, d.index));
     return out;
 }
 

@@ -115,6 +115,9 @@ inline constexpr std::size_t kernel_count = 0
     ;
 
 /// @p id as an index into a table of kernel_count entries.
-constexpr std::size_t index_of(KernelId id) noexcept { return static_cast<std::size_t>(id); }
+constexpr std::size_t index_of(KernelId id) noexcept
+{
+    return static_cast<std::size_t>(id);
+}
 
 } // namespace banyan

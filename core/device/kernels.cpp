@@ -9,9 +9,12 @@ namespace banyan {
 std::string to_string(const KernelParam& p)
 {
     switch (p.kind) {
-    case ParamKind::in: return "const " + std::string(p.type) + "*";
-    case ParamKind::out: return std::string(p.type) + "*";
-    case ParamKind::scalar: break;
+    case ParamKind::in:
+        return "const " + std::string(p.type) + "*";
+    case ParamKind::out:
+        return std::string(p.type) + "*";
+    case ParamKind::scalar:
+        break;
     }
     return std::string(p.type);
 }

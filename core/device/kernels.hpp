@@ -24,24 +24,22 @@
 namespace banyan {
 
 /// Parameter markers of BANYAN_KERNELS (kernel_list.hpp has their meanings).
-template <class T>
-struct In {
+template <class T> struct In {
     using type = T;
 };
-template <class T>
-struct Out {
+template <class T> struct Out {
     using type = T;
 };
-template <std::size_t N>
-struct InBits {};
-template <std::size_t N>
-struct OutBits {};
+template <std::size_t N> struct InBits {
+};
+template <std::size_t N> struct OutBits {
+};
 
 /// The types a kernel parameter may have, buffer elements and scalars alike: one meaning in host C++, CUDA and
 /// OpenCL C (never size_t, whose width differs on devices).
 template <class T>
 concept KernelScalar = std::is_same_v<T, bn_u32> || std::is_same_v<T, bn_i32> || std::is_same_v<T, bn_u64> ||
-                       std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, bn_f4>;
+    std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, bn_f4>;
 template <class T>
 concept KernelElement = KernelScalar<T> || std::is_same_v<T, bn_u2>;
 
@@ -49,74 +47,66 @@ namespace detail {
 
 template <class P>
 struct ParamTraits; // defined for the markers and the scalars only: anything else in the list does not compile
-template <KernelElement T>
-struct ParamTraits<In<T>> {
+template <KernelElement T> struct ParamTraits<In<T>> {
     static constexpr bool buffer = true, writes = false;
-    template <class U>
-    static constexpr bool element = std::is_same_v<U, T>;
+    template <class U> static constexpr bool element = std::is_same_v<U, T>;
 };
-template <KernelElement T>
-struct ParamTraits<Out<T>> {
+template <KernelElement T> struct ParamTraits<Out<T>> {
     static constexpr bool buffer = true, writes = true;
-    template <class U>
-    static constexpr bool element = std::is_same_v<U, T>;
+    template <class U> static constexpr bool element = std::is_same_v<U, T>;
 };
 template <std::size_t N>
-    requires(N == 4 || N == 8 || N == 16)
-struct ParamTraits<InBits<N>> {
+requires(N == 4 || N == 8 || N == 16) struct ParamTraits<InBits<N>> {
     static constexpr bool buffer = true, writes = false;
-    template <class U>
-    static constexpr bool element = sizeof(U) == N;
+    template <class U> static constexpr bool element = sizeof(U) == N;
 };
 template <std::size_t N>
-    requires(N == 4 || N == 8 || N == 16)
-struct ParamTraits<OutBits<N>> {
+requires(N == 4 || N == 8 || N == 16) struct ParamTraits<OutBits<N>> {
     static constexpr bool buffer = true, writes = true;
-    template <class U>
-    static constexpr bool element = sizeof(U) == N;
+    template <class U> static constexpr bool element = sizeof(U) == N;
 };
-template <KernelScalar T>
-struct ParamTraits<T> {
+template <KernelScalar T> struct ParamTraits<T> {
     static constexpr bool buffer = false, writes = false;
 };
 
-template <class B>
-struct IsBuffer : std::false_type {};
-template <class T>
-struct IsBuffer<Buffer<T>> : std::true_type {
+template <class B> struct IsBuffer : std::false_type {
+};
+template <class T> struct IsBuffer<Buffer<T>> : std::true_type {
     using element = T;
 };
 
 } // namespace detail
 
 /// Whether an argument of type @p A (as a forwarding reference deduces it) may be passed for parameter @p P.
-template <class P, class A>
-constexpr bool kernel_arg_matches()
+template <class P, class A> constexpr bool kernel_arg_matches()
 {
     using Traits = detail::ParamTraits<P>;
     using B = std::remove_reference_t<A>;
     if constexpr (Traits::buffer) {
         using Plain = std::remove_const_t<B>;
-        if constexpr (!detail::IsBuffer<Plain>::value) return false;
-        else if constexpr (Traits::writes && std::is_const_v<B>) return false; // a const buffer is read-only
-        else return Traits::template element<typename detail::IsBuffer<Plain>::element>;
+        if constexpr (!detail::IsBuffer<Plain>::value)
+            return false;
+        else if constexpr (Traits::writes && std::is_const_v<B>)
+            return false; // a const buffer is read-only
+        else
+            return Traits::template element<typename detail::IsBuffer<Plain>::element>;
     } else {
         return std::is_same_v<std::remove_cv_t<B>, P>;
     }
 }
 
 /// A kernel of BANYAN_KERNELS with parameters @p P (kernels::name is one); launched by Backend::launch.
-template <class... P>
-struct Kernel {
+template <class... P> struct Kernel {
     KernelId id;
 };
 
 namespace detail {
-template <class K, class... A>
-struct ArgsMatch : std::false_type {};
+template <class K, class... A> struct ArgsMatch : std::false_type {
+};
 template <class... P, class... A>
-    requires(sizeof...(P) == sizeof...(A))
-struct ArgsMatch<Kernel<P...>, A...> : std::bool_constant<(kernel_arg_matches<P, A>() && ...)> {};
+requires(sizeof...(P) == sizeof...(A)) struct ArgsMatch<Kernel<P...>, A...>
+    : std::bool_constant<(kernel_arg_matches<P, A>() && ...)> {
+};
 } // namespace detail
 
 /// Whether Backend::launch(k, grid, args...) with a @p K and arguments of types @p A compiles.
@@ -152,48 +142,50 @@ struct KernelDecl {
 
 namespace detail {
 
-template <class T>
-constexpr std::string_view type_name()
+template <class T> constexpr std::string_view type_name()
 {
-    if constexpr (std::is_same_v<T, bn_u32>) return "bn_u32";
-    else if constexpr (std::is_same_v<T, bn_i32>) return "bn_i32";
-    else if constexpr (std::is_same_v<T, bn_u64>) return "bn_u64";
-    else if constexpr (std::is_same_v<T, bn_u2>) return "bn_u2";
-    else if constexpr (std::is_same_v<T, bn_f4>) return "bn_f4";
-    else if constexpr (std::is_same_v<T, float>) return "float";
-    else if constexpr (std::is_same_v<T, double>) return "double";
+    if constexpr (std::is_same_v<T, bn_u32>)
+        return "bn_u32";
+    else if constexpr (std::is_same_v<T, bn_i32>)
+        return "bn_i32";
+    else if constexpr (std::is_same_v<T, bn_u64>)
+        return "bn_u64";
+    else if constexpr (std::is_same_v<T, bn_u2>)
+        return "bn_u2";
+    else if constexpr (std::is_same_v<T, bn_f4>)
+        return "bn_f4";
+    else if constexpr (std::is_same_v<T, float>)
+        return "float";
+    else if constexpr (std::is_same_v<T, double>)
+        return "double";
 }
 
-constexpr std::string_view bits_name(std::size_t n) { return n == 4 ? "bn_u32" : n == 8 ? "bn_u64" : "uint4"; }
+constexpr std::string_view bits_name(std::size_t n)
+{
+    return n == 4 ? "bn_u32" : n == 8 ? "bn_u64" : "uint4";
+}
 
-template <class P>
-struct ParamDecl {
+template <class P> struct ParamDecl {
     static constexpr KernelParam value{ParamKind::scalar, type_name<P>()};
 };
-template <class T>
-struct ParamDecl<In<T>> {
+template <class T> struct ParamDecl<In<T>> {
     static constexpr KernelParam value{ParamKind::in, type_name<T>()};
 };
-template <class T>
-struct ParamDecl<Out<T>> {
+template <class T> struct ParamDecl<Out<T>> {
     static constexpr KernelParam value{ParamKind::out, type_name<T>()};
 };
-template <std::size_t N>
-struct ParamDecl<InBits<N>> {
+template <std::size_t N> struct ParamDecl<InBits<N>> {
     static_assert(N == 4 || N == 8 || N == 16, "InBits<N>: elements of 4, 8 or 16 bytes");
     static constexpr KernelParam value{ParamKind::in, bits_name(N)};
 };
-template <std::size_t N>
-struct ParamDecl<OutBits<N>> {
+template <std::size_t N> struct ParamDecl<OutBits<N>> {
     static_assert(N == 4 || N == 8 || N == 16, "OutBits<N>: elements of 4, 8 or 16 bytes");
     static constexpr KernelParam value{ParamKind::out, bits_name(N)};
 };
 
-template <class... P>
-inline constexpr std::array<KernelParam, sizeof...(P)> params_of{ParamDecl<P>::value...};
+template <class... P> inline constexpr std::array<KernelParam, sizeof...(P)> params_of{ParamDecl<P>::value...};
 
-template <class... P>
-constexpr std::span<const KernelParam> params(const Kernel<P...>&)
+template <class... P> constexpr std::span<const KernelParam> params(const Kernel<P...>&)
 {
     return params_of<P...>;
 }
@@ -208,7 +200,10 @@ inline constexpr std::array<KernelDecl, kernel_count> kernel_decls{{
 }};
 
 /// The name of kernel @p id, as kernels_cu/ and kernels_cl/ spell it.
-constexpr std::string_view kernel_name(KernelId id) noexcept { return kernel_decls[index_of(id)].name; }
+constexpr std::string_view kernel_name(KernelId id) noexcept
+{
+    return kernel_decls[index_of(id)].name;
+}
 
 /// The kernel declared under @p name, if any.
 std::optional<KernelId> find_kernel(std::string_view name) noexcept;

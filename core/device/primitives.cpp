@@ -50,21 +50,22 @@ void check_size(std::size_t n, const char* what)
     if (n > max_items) throw UsageError(fmt::format("{}: {} items is more than the {} supported", what, n, max_items));
 }
 
-template <class T>
-void check_capacity(const Buffer<T>& b, std::size_t n, const char* what, const char* name)
+template <class T> void check_capacity(const Buffer<T>& b, std::size_t n, const char* what, const char* name)
 {
     if (b.size() < n)
         throw UsageError(fmt::format("{}: buffer '{}' holds {} items, {} are needed", what, name, b.size(), n));
 }
 
 /// Launches @p kernel over @p groups work-groups of the primitives' work-group size.
-template <class... P, class... A>
-void run(Backend& be, const Kernel<P...>& kernel, std::size_t groups, A&&... args)
+template <class... P, class... A> void run(Backend& be, const Kernel<P...>& kernel, std::size_t groups, A&&... args)
 {
     be.launch(kernel, Grid{groups, be.work_group_size()}, std::forward<A>(args)...);
 }
 
-std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+std::size_t ceil_div(std::size_t a, std::size_t b)
+{
+    return (a + b - 1) / b;
+}
 
 /// Scans in[0..n) into out (which may be in). With @p total, the grand total lands in total[0] on the device.
 /// @p level names the scratch buffer of this level's tile sums ("scan.partials.<level>").
@@ -77,8 +78,10 @@ void scan_levels(Backend& be, const Buffer<bn_u32>& in, Buffer<bn_u32>& out, std
     bn_u32 mode = inclusive ? scan_inclusive : 0;
     if (tiles == 1) {
         // One tile: a single group scans it; the total (if asked for) is its sum.
-        if (total) run(be, kernels::scanDownsweep, 1, in, out, to_u32(n), in, *total, mode | scan_total);
-        else run(be, kernels::scanDownsweep, 1, in, out, to_u32(n), in, out, mode);
+        if (total)
+            run(be, kernels::scanDownsweep, 1, in, out, to_u32(n), in, *total, mode | scan_total);
+        else
+            run(be, kernels::scanDownsweep, 1, in, out, to_u32(n), in, out, mode);
         return;
     }
     Buffer<bn_u32>& partials = be.scratch_buffer<bn_u32>(fmt::format("scan.partials.{}", level), tiles);
@@ -153,8 +156,7 @@ void Backend::reduce_bounds(const Buffer<bn_f4>& in, std::size_t n, Buffer<bn_f4
     if (n == 0) throw UsageError("reduce_bounds: needs at least one item");
     check_capacity(in, n, "reduce_bounds", "in");
     check_capacity(out, 2, "reduce_bounds", "out");
-    const std::size_t groups =
-        std::min(ceil_div(n, work_group_size() * BANYAN_REDUCE_ITEMS), reduce_max_groups);
+    const std::size_t groups = std::min(ceil_div(n, work_group_size() * BANYAN_REDUCE_ITEMS), reduce_max_groups);
     if (groups == 1) {
         run(*this, kernels::reduceBounds, 1, in, to_u32(n), bn_u32{0}, out);
         return;
@@ -169,8 +171,7 @@ void Backend::reduce_sum(const Buffer<double>& in, std::size_t n, Buffer<double>
     check_size(n, "reduce_sum");
     check_capacity(in, n, "reduce_sum", "in");
     check_capacity(out, 1, "reduce_sum", "out");
-    const std::size_t groups =
-        std::min(ceil_div(n, work_group_size() * BANYAN_REDUCE_ITEMS), reduce_max_groups);
+    const std::size_t groups = std::min(ceil_div(n, work_group_size() * BANYAN_REDUCE_ITEMS), reduce_max_groups);
     if (groups <= 1) {
         run(*this, kernels::reduceSum, 1, in, to_u32(n), out); // n = 0 writes 0
         return;

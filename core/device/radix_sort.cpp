@@ -70,8 +70,10 @@ bool Backend::sort_pairs_double(Buffer<bn_u64>& keys, Buffer<bn_u32>& values, Bu
     for (int pass = 0; pass < passes; ++pass) {
         const int shift = begin_bit + pass * BANYAN_RADIX_BITS;
         const int bits = std::min(BANYAN_RADIX_BITS, end_bit - shift);
-        if (pass % 2 == 0) radix_pass(keys, values, keys_alt, values_alt, n, shift, bits);
-        else radix_pass(keys_alt, values_alt, keys, values, n, shift, bits);
+        if (pass % 2 == 0)
+            radix_pass(keys, values, keys_alt, values_alt, n, shift, bits);
+        else
+            radix_pass(keys_alt, values_alt, keys, values, n, shift, bits);
     }
     return passes % 2 == 1;
 }

@@ -24,10 +24,19 @@ namespace {
 constexpr std::size_t header_bytes = 32;
 constexpr std::size_t gas_floats = 12, dark_floats = 9, star_floats = 11;
 
-std::uint32_t swap32(std::uint32_t v) { return __builtin_bswap32(v); }
-std::uint64_t swap64(std::uint64_t v) { return __builtin_bswap64(v); }
+std::uint32_t swap32(std::uint32_t v)
+{
+    return __builtin_bswap32(v);
+}
+std::uint64_t swap64(std::uint64_t v)
+{
+    return __builtin_bswap64(v);
+}
 
-bool native_is(Endian e) { return (std::endian::native == std::endian::little) == (e == Endian::little); }
+bool native_is(Endian e)
+{
+    return (std::endian::native == std::endian::little) == (e == Endian::little);
+}
 
 struct Header {
     double time;
@@ -42,7 +51,8 @@ Header decode_header(const unsigned char* p, Endian e)
     std::memcpy(v, p + 8, 20);
     if (!native_is(e)) {
         t = swap64(t);
-        for (auto& x : v) x = swap32(x);
+        for (auto& x : v)
+            x = swap32(x);
     }
     Header h;
     std::memcpy(&h.time, &t, 8);
@@ -94,8 +104,8 @@ Snapshot read_tipsy(const std::string& path, Endian* detected)
     if (!in) throw UsageError(fmt::format("{}: cannot open file: {}", path, std::strerror(errno)));
     const std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (bytes.size() < header_bytes)
-        throw UsageError(fmt::format("{}: not a tipsy file ({} bytes is shorter than a tipsy header)", path,
-                                     bytes.size()));
+        throw UsageError(
+            fmt::format("{}: not a tipsy file ({} bytes is shorter than a tipsy header)", path, bytes.size()));
     Endian order = Endian::big;
     Header h = decode_header(bytes.data(), Endian::big);
     if (!plausible(h)) {
@@ -103,8 +113,8 @@ Snapshot read_tipsy(const std::string& path, Endian* detected)
         h = decode_header(bytes.data(), Endian::little);
     }
     if (!plausible(h))
-        throw UsageError(fmt::format("{}: not a tipsy file (no byte order gives ndim = 3 and counts that add up)",
-                                     path));
+        throw UsageError(
+            fmt::format("{}: not a tipsy file (no byte order gives ndim = 3 and counts that add up)", path));
     const std::uint64_t want = expected_size(h);
     if (bytes.size() < want)
         throw UsageError(fmt::format("{}: truncated tipsy file: its header promises {} gas, {} dark and {} star "
@@ -123,7 +133,8 @@ Snapshot read_tipsy(const std::string& path, Endian* detected)
     std::vector<float> f(nfloat);
     if (nfloat) std::memcpy(f.data(), bytes.data() + header_bytes, nfloat * 4); // no particles: f.data() is null
     if (!native_is(order))
-        for (auto& x : f) x = std::bit_cast<float>(swap32(std::bit_cast<std::uint32_t>(x)));
+        for (auto& x : f)
+            x = std::bit_cast<float>(swap32(std::bit_cast<std::uint32_t>(x)));
 
     Snapshot s;
     s.time = h.time;
@@ -182,8 +193,10 @@ void write_tipsy(const std::string& path, const Snapshot& s, Endian order)
     std::size_t i = 0;
     auto common = [&] {
         f.push_back(s.mass[i]);
-        for (int k = 0; k < 3; ++k) f.push_back(s.pos[3 * i + k]);
-        for (int k = 0; k < 3; ++k) f.push_back(s.vel[3 * i + k]);
+        for (int k = 0; k < 3; ++k)
+            f.push_back(s.pos[3 * i + k]);
+        for (int k = 0; k < 3; ++k)
+            f.push_back(s.vel[3 * i + k]);
     };
     for (std::size_t g = 0; g < s.n_gas; ++g, ++i) {
         common();
@@ -198,12 +211,15 @@ void write_tipsy(const std::string& path, const Snapshot& s, Endian order)
         f.insert(f.end(), {s.star_metals[t], s.star_tform[t], s.eps[i], s.phi[i]});
     }
     std::uint64_t time_bits = std::bit_cast<std::uint64_t>(s.time);
-    std::uint32_t head[6] = {static_cast<std::uint32_t>(n), 3u, static_cast<std::uint32_t>(s.n_gas),
-                             static_cast<std::uint32_t>(s.n_dark), static_cast<std::uint32_t>(s.n_star), 0u};
+    std::uint32_t head[6] = {static_cast<std::uint32_t>(n),        3u,
+                             static_cast<std::uint32_t>(s.n_gas),  static_cast<std::uint32_t>(s.n_dark),
+                             static_cast<std::uint32_t>(s.n_star), 0u};
     if (!native_is(order)) {
         time_bits = swap64(time_bits);
-        for (auto& x : head) x = swap32(x);
-        for (auto& x : f) x = std::bit_cast<float>(swap32(std::bit_cast<std::uint32_t>(x)));
+        for (auto& x : head)
+            x = swap32(x);
+        for (auto& x : f)
+            x = std::bit_cast<float>(swap32(std::bit_cast<std::uint32_t>(x)));
     }
     write_file_atomically(path, [&](std::ostream& out) {
         out.write(reinterpret_cast<const char*>(&time_bits), 8);
@@ -227,8 +243,8 @@ void check_particles(const Snapshot& s, const std::string& what)
     if (n == 0) throw UsageError(fmt::format("{}: no particles (N = 0); at least one is needed", what));
     for (std::size_t i = 0; i < n; ++i) {
         if (!(std::isfinite(s.mass[i]) && s.mass[i] > 0.f))
-            throw UsageError(fmt::format("{}: particle {} has mass {}; masses must be positive and finite", what, i,
-                                         s.mass[i]));
+            throw UsageError(
+                fmt::format("{}: particle {} has mass {}; masses must be positive and finite", what, i, s.mass[i]));
         for (int k = 0; k < 3; ++k) {
             if (!std::isfinite(s.pos[3 * i + k]))
                 throw UsageError(fmt::format("{}: particle {} has a non-finite coordinate ({}, {}, {})", what, i,

@@ -21,16 +21,16 @@ namespace banyan {
 
 struct Snapshot {
     double time = 0;
-    std::size_t n_gas = 0, n_dark = 0, n_star = 0; ///< particles are stored gas, then dark, then star
-    std::vector<float> mass;                       ///< N
-    std::vector<float> pos, vel;                   ///< 3N each, x y z per particle
-    std::vector<float> eps;                        ///< N: softening (gas: hsmooth)
-    std::vector<float> phi;                        ///< N: potential
-    std::vector<float> gas_rho, gas_temp, gas_metals;  ///< n_gas each
-    std::vector<float> star_metals, star_tform;        ///< n_star each
+    std::size_t n_gas = 0, n_dark = 0, n_star = 0;    ///< particles are stored gas, then dark, then star
+    std::vector<float> mass;                          ///< N
+    std::vector<float> pos, vel;                      ///< 3N each, x y z per particle
+    std::vector<float> eps;                           ///< N: softening (gas: hsmooth)
+    std::vector<float> phi;                           ///< N: potential
+    std::vector<float> gas_rho, gas_temp, gas_metals; ///< n_gas each
+    std::vector<float> star_metals, star_tform;       ///< n_star each
     /// HDF5 snapshots (core/files/hdf5_snapshot.hpp) only; tipsy has no place for them and ignores them.
-    std::vector<float> acc;            ///< 3N accelerations, or empty (none known)
-    std::vector<std::uint64_t> ids;    ///< N particle ids, or empty (the index in the file, 0 .. N-1)
+    std::vector<float> acc;         ///< 3N accelerations, or empty (none known)
+    std::vector<std::uint64_t> ids; ///< N particle ids, or empty (the index in the file, 0 .. N-1)
     /// GADGET particle types of the dark particles: the last n_type2 + n_type3 + n_type5 of them are of types 2, 3
     /// and 5, in that order, the others of type 1 (gas is type 0, stars type 4), so that a file's types survive.
     std::size_t n_type2 = 0, n_type3 = 0, n_type5 = 0;

@@ -24,8 +24,7 @@ void direct_forces(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n, st
               acc_pot);
 }
 
-void direct_forces_f64(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n, double eps,
-                       Buffer<double>& acc_pot)
+void direct_forces_f64(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n, double eps, Buffer<double>& acc_pot)
 {
     if (pos_mass.size() < n || acc_pot.size() < 4 * n)
         throw std::invalid_argument("direct_forces_f64: buffers too small");

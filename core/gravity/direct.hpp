@@ -18,7 +18,6 @@ void direct_forces(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n, st
                    float eps, Buffer<bn_f4>& acc_pot);
 
 /// As direct_forces, with differences and sums in double precision; acc_pot holds 4 doubles per particle.
-void direct_forces_f64(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n, double eps,
-                       Buffer<double>& acc_pot);
+void direct_forces_f64(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n, double eps, Buffer<double>& acc_pot);
 
 } // namespace banyan

@@ -32,7 +32,10 @@ TreeForces::TreeForces(Backend& be) : be_(be), groups_per_unit_(be.info().gpu ? 
     status_ = outputs_.view_as<bn_u32>(align, 1);
 }
 
-void TreeForces::clear_outputs() { outputs_.fill(static_cast<unsigned char>(0)); }
+void TreeForces::clear_outputs()
+{
+    outputs_.fill(static_cast<unsigned char>(0));
+}
 
 bn_u32 TreeForces::read_outputs(InteractionTotals& t)
 {
@@ -72,7 +75,10 @@ const Buffer<bn_u32>& TreeForces::pc_counts() const
     return pc_;
 }
 
-void TreeForces::poison(Octree& tree) { tree.workspace(0).fill(0xFF); }
+void TreeForces::poison(Octree& tree)
+{
+    tree.workspace(0).fill(0xFF);
+}
 
 void TreeForces::compute(Octree& tree, const OpeningCriterion& criterion, float eps, double* walk_ms)
 {
@@ -178,7 +184,8 @@ bool TreeForces::add_remote(Octree& tree, const RemoteTrees& remote, double* wal
 {
     if (walk_ms) *walk_ms = 0;
     if (n_ == 0 || remote.cells == 0) return true;
-    if (criterion_.alpha > 0.0f) throw std::logic_error("TreeForces::add_remote: the relative criterion runs on one rank only");
+    if (criterion_.alpha > 0.0f)
+        throw std::logic_error("TreeForces::add_remote: the relative criterion runs on one rank only");
     if (tree.size() != n_) throw std::logic_error("TreeForces::add_remote: not the tree of the last walk");
     const std::size_t nc = remote.cells;
     auto& mac = be_.scratch_buffer<bn_f4>("walk.remote_mac", nc);
@@ -258,9 +265,8 @@ void tree_forces_on_device(Octree& tree, TreeForces& forces, const InternalUnits
     forces.to_input_order(tree, acc);
 }
 
-void direct_forces_f64_targets(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n,
-                               const Buffer<bn_u32>& targets, std::size_t ntargets, double eps,
-                               Buffer<double>& acc_pot)
+void direct_forces_f64_targets(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n, const Buffer<bn_u32>& targets,
+                               std::size_t ntargets, double eps, Buffer<double>& acc_pot)
 {
     if (n >= (std::size_t{1} << 32) || ntargets >= (std::size_t{1} << 32))
         throw UsageError(fmt::format("direct summation of {} particles on {} targets: too many", n, ntargets));
@@ -273,11 +279,11 @@ void direct_forces_f64_targets(Backend& be, const Buffer<bn_f4>& pos_mass, std::
 std::size_t estimate_device_bytes(const Backend& be, std::size_t n, bool velocities)
 {
     const double N = static_cast<double>(n);
-    const double cells = N / 4 + 64;  // the initial capacity of the cell arrays (octree.cpp)
-    const double groups = N / 16;     // groups hold up to N_crit = 64 particles; a Plummer sphere has about N / 30
+    const double cells = N / 4 + 64; // the initial capacity of the cell arrays (octree.cpp)
+    const double groups = N / 16;    // groups hold up to N_crit = 64 particles; a Plummer sphere has about N / 30
     const double units = std::max(1u, be.info().compute_units);
     const double spill = 2.0 * 1024 * sizeof(bn_u32) * 16 * units; // 1024 entries per work-group, 16 per unit
-    const double particles = (velocities ? 36.0 : 20.0) * N;         // pos, vel, id
+    const double particles = (velocities ? 36.0 : 20.0) * N;       // pos, vel, id
     // The workspace: the build's 7 slots, its moments per cell, or the walk's layout (TreeForces::launch_local:
     // the accelerations, opening data and links per cell, the spill buffer).
     const double workspace = std::max({28 * N, 80 * cells, 16 * N + 24 * cells + spill});

@@ -127,8 +127,8 @@ private:
     OpeningCriterion criterion_; // of the last begin()
     float eps_ = 0;
     const Buffer<bn_f4>* acc_old_ = nullptr; // the previous accelerations the relative criterion reads
-    std::size_t wgs_ = 1;       // work-groups of the last launch
-    Event start_, stop_;        // around the last local walk
+    std::size_t wgs_ = 1;                    // work-groups of the last launch
+    Event start_, stop_;                     // around the last local walk
     bool count_each_ = false;
     bool counted_ = false; // whether the last compute() kept counts
     InteractionTotals totals_;
@@ -184,8 +184,7 @@ std::size_t first_non_finite(std::span<const bn_f4> v);
 
 /// Direct summation in double precision for the targets listed in @p targets only: acc_pot[4 t .. 4 t + 3] =
 /// (ax, ay, az, phi) of particle targets[t] from all @p n particles but itself (kernel directForcesF64Targets).
-void direct_forces_f64_targets(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n,
-                               const Buffer<bn_u32>& targets, std::size_t ntargets, double eps,
-                               Buffer<double>& acc_pot);
+void direct_forces_f64_targets(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n, const Buffer<bn_u32>& targets,
+                               std::size_t ntargets, double eps, Buffer<double>& acc_pot);
 
 } // namespace banyan

@@ -20,7 +20,8 @@ std::pair<double, double> extent_and_mass(std::span<const bn_f4> pos_mass)
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY}, total = 0;
     for (const bn_f4& p : pos_mass) {
         const double x[3] = {p.x, p.y, p.z};
-        for (int a = 0; a < 3; ++a) lo[a] = std::min(lo[a], x[a]), hi[a] = std::max(hi[a], x[a]);
+        for (int a = 0; a < 3; ++a)
+            lo[a] = std::min(lo[a], x[a]), hi[a] = std::max(hi[a], x[a]);
         total += p.w;
     }
     if (pos_mass.empty()) return {0.0, 0.0};
@@ -127,11 +128,11 @@ std::optional<std::string> check_tree_depth(Octree& tree, const InternalUnits& u
                            std::fabs(double(p.z) - leaf[0].z)});
     const double in_units = std::ldexp(1.0, units.k);
     if (spread > 0 && spread < PrecisionLimits::min_spread_ratio * extent)
-        throw UsageError(fmt::format("{}: {} particles lie within {} of each other in a system of extent {}: a range "
-                                     "of scales beyond {:.0e} that single precision cannot serve at once (far outliers? "
-                                     "README, \"Limits\")",
-                                     what, *largest, spread * in_units, extent * in_units,
-                                     1 / PrecisionLimits::min_spread_ratio));
+        throw UsageError(
+            fmt::format("{}: {} particles lie within {} of each other in a system of extent {}: a range "
+                        "of scales beyond {:.0e} that single precision cannot serve at once (far outliers? "
+                        "README, \"Limits\")",
+                        what, *largest, spread * in_units, extent * in_units, 1 / PrecisionLimits::min_spread_ratio));
     return fmt::format("the tree reached its deepest level ({}) with {} particles in one leaf: they lie closer "
                        "together than it resolves (1/2^{} of the extent {} of all the particles), so their forces "
                        "are summed directly: correct, but slow. Far outliers usually cause this (README, \"Limits\")",

@@ -60,8 +60,8 @@ struct InternalUnits {
 };
 
 struct PrecisionLimits {
-    static constexpr double min_mass_ratio = 1e-30; ///< each mass over the total (smaller ones: denormal floats)
-    static constexpr double max_eps_ratio = 1e15;   ///< the softening over the system's extent
+    static constexpr double min_mass_ratio = 1e-30;   ///< each mass over the total (smaller ones: denormal floats)
+    static constexpr double max_eps_ratio = 1e15;     ///< the softening over the system's extent
     static constexpr double min_spread_ratio = 1e-15; ///< the spread of an overfull deep leaf over the extent (r^2
                                                       ///< of its particles stays far from float's smallest values)
 };

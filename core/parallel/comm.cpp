@@ -91,8 +91,14 @@ void Comm::abort(int code)
     std::_Exit(code);
 }
 
-Comm& Comm::world() { return g_world; }
-bool Comm::started() { return g_mpi; }
+Comm& Comm::world()
+{
+    return g_world;
+}
+bool Comm::started()
+{
+    return g_mpi;
+}
 
 std::string Comm::library()
 {
@@ -131,41 +137,61 @@ void Comm::sum(std::span<double> v) const
     const auto all = banyan::all_gather<double>(*this, std::span<const double>(v));
     for (std::size_t k = 0; k < v.size(); ++k) {
         double s = 0;
-        for (int r = 0; r < size_; ++r) s += all[static_cast<std::size_t>(r) * v.size() + k];
+        for (int r = 0; r < size_; ++r)
+            s += all[static_cast<std::size_t>(r) * v.size() + k];
         v[k] = s;
     }
 }
 
 #if defined(BANYAN_HAVE_MPI)
 namespace {
-template <class T>
-MPI_Datatype mpi_type();
-template <>
-MPI_Datatype mpi_type<float>() { return MPI_FLOAT; }
-template <>
-MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
-template <>
-MPI_Datatype mpi_type<std::uint64_t>() { return MPI_UINT64_T; }
+template <class T> MPI_Datatype mpi_type();
+template <> MPI_Datatype mpi_type<float>()
+{
+    return MPI_FLOAT;
+}
+template <> MPI_Datatype mpi_type<double>()
+{
+    return MPI_DOUBLE;
+}
+template <> MPI_Datatype mpi_type<std::uint64_t>()
+{
+    return MPI_UINT64_T;
+}
 
-template <class T>
-void reduce(std::span<T> v, MPI_Op op)
+template <class T> void reduce(std::span<T> v, MPI_Op op)
 {
     if (v.empty()) return;
     check(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), mpi_type<T>(), op, MPI_COMM_WORLD),
           "MPI_Allreduce");
 }
 } // namespace
-#define BANYAN_REDUCE(v, op) \
+#define BANYAN_REDUCE(v, op)                                                                                           \
     if (size_ > 1) reduce(v, op)
 #else
 #define BANYAN_REDUCE(v, op) (void)v
 #endif
 
-void Comm::sum(std::span<std::uint64_t> v) const { BANYAN_REDUCE(v, MPI_SUM); }
-void Comm::min(std::span<float> v) const { BANYAN_REDUCE(v, MPI_MIN); }
-void Comm::max(std::span<float> v) const { BANYAN_REDUCE(v, MPI_MAX); }
-void Comm::max(std::span<double> v) const { BANYAN_REDUCE(v, MPI_MAX); }
-void Comm::max(std::span<std::uint64_t> v) const { BANYAN_REDUCE(v, MPI_MAX); }
+void Comm::sum(std::span<std::uint64_t> v) const
+{
+    BANYAN_REDUCE(v, MPI_SUM);
+}
+void Comm::min(std::span<float> v) const
+{
+    BANYAN_REDUCE(v, MPI_MIN);
+}
+void Comm::max(std::span<float> v) const
+{
+    BANYAN_REDUCE(v, MPI_MAX);
+}
+void Comm::max(std::span<double> v) const
+{
+    BANYAN_REDUCE(v, MPI_MAX);
+}
+void Comm::max(std::span<std::uint64_t> v) const
+{
+    BANYAN_REDUCE(v, MPI_MAX);
+}
 #undef BANYAN_REDUCE
 
 bool Comm::any(bool flag) const
@@ -180,7 +206,8 @@ std::uint64_t Comm::exclusive_prefix(std::uint64_t v) const
     if (size_ == 1) return 0;
     const auto all = banyan::all_gather<std::uint64_t>(*this, std::span<const std::uint64_t>(&v, 1));
     std::uint64_t s = 0;
-    for (int r = 0; r < rank_; ++r) s += all[static_cast<std::size_t>(r)];
+    for (int r = 0; r < rank_; ++r)
+        s += all[static_cast<std::size_t>(r)];
     return s;
 }
 
@@ -237,7 +264,8 @@ void exchange_into(const Comm& comm, std::span<const std::byte> send, std::span<
         throw std::invalid_argument("Comm::exchange: send_offsets must have one entry per rank and one more");
     const std::size_t me = static_cast<std::size_t>(comm.rank());
     std::vector<std::uint64_t> out_bytes(P), in_bytes(P);
-    for (std::size_t q = 0; q < P; ++q) out_bytes[q] = send_offsets[q + 1] - send_offsets[q];
+    for (std::size_t q = 0; q < P; ++q)
+        out_bytes[q] = send_offsets[q + 1] - send_offsets[q];
 #if defined(BANYAN_HAVE_MPI)
     if (P > 1)
         check(MPI_Alltoall(out_bytes.data(), 1, MPI_UINT64_T, in_bytes.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD),
@@ -248,7 +276,8 @@ void exchange_into(const Comm& comm, std::span<const std::byte> send, std::span<
     in_bytes = out_bytes;
 #endif
     recv_offsets.assign(P + 1, 0);
-    for (std::size_t q = 0; q < P; ++q) recv_offsets[q + 1] = recv_offsets[q] + in_bytes[q];
+    for (std::size_t q = 0; q < P; ++q)
+        recv_offsets[q + 1] = recv_offsets[q] + in_bytes[q];
     recv.resize(recv_offsets[P]);
     // Our own part without MPI; the others as messages of at most 1 GiB each, all posted at once. Both sides know
     // every byte count, so the pieces match one to one.
@@ -316,8 +345,8 @@ void Comm::write_file(const std::string& path, std::uint64_t total_bytes, std::u
             for (std::uint64_t k = 0; k < rounds; ++k) {
                 const std::size_t done = std::min<std::size_t>(k * piece, bytes.size());
                 const int m = static_cast<int>(std::min(piece, bytes.size() - done));
-                check(MPI_File_write_at_all(f, static_cast<MPI_Offset>(offset + done), bytes.data() + done, m,
-                                            MPI_BYTE, MPI_STATUS_IGNORE),
+                check(MPI_File_write_at_all(f, static_cast<MPI_Offset>(offset + done), bytes.data() + done, m, MPI_BYTE,
+                                            MPI_STATUS_IGNORE),
                       "MPI_File_write_at_all");
             }
             check(MPI_File_sync(f), "MPI_File_sync");

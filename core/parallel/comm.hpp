@@ -24,24 +24,14 @@ namespace banyan {
 
 /// An allocator whose resize() leaves new elements uninitialised: host staging buffers of hundreds of megabytes that
 /// are written over at once (downloads, received messages) are not zero-filled first.
-template <class T>
-struct UninitializedAllocator : std::allocator<T> {
-    template <class U>
-    struct rebind {
+template <class T> struct UninitializedAllocator : std::allocator<T> {
+    template <class U> struct rebind {
         using other = UninitializedAllocator<U>;
     };
     UninitializedAllocator() = default;
-    template <class U>
-    UninitializedAllocator(const UninitializedAllocator<U>&) noexcept
-    {
-    }
-    template <class U>
-    void construct(U* p) noexcept
-    {
-        ::new (static_cast<void*>(p)) U;
-    }
-    template <class U, class... A>
-    void construct(U* p, A&&... a)
+    template <class U> UninitializedAllocator(const UninitializedAllocator<U>&) noexcept {}
+    template <class U> void construct(U* p) noexcept { ::new (static_cast<void*>(p)) U; }
+    template <class U, class... A> void construct(U* p, A&&... a)
     {
         ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
     }
@@ -93,7 +83,8 @@ public:
     std::uint64_t exclusive_prefix(std::uint64_t v) const;
 
     /// Every rank's bytes, concatenated in rank order; counts[r] = bytes from rank r when given.
-    std::vector<std::byte> all_gather(std::span<const std::byte> mine, std::vector<std::size_t>* counts = nullptr) const;
+    std::vector<std::byte> all_gather(std::span<const std::byte> mine,
+                                      std::vector<std::size_t>* counts = nullptr) const;
     /// Rank @p root's @p data on every rank (resized there).
     void broadcast(std::vector<std::byte>& data, int root) const;
     /// Personalised exchange: rank r's bytes for rank q are send[send_offsets[q], send_offsets[q + 1]); returns what
@@ -123,7 +114,8 @@ std::vector<T> all_gather(const Comm& comm, std::span<const T> mine, std::vector
     if (!raw.empty()) std::memcpy(out.data(), raw.data(), raw.size());
     if (counts) {
         counts->resize(bytes.size());
-        for (std::size_t r = 0; r < bytes.size(); ++r) (*counts)[r] = bytes[r] / sizeof(T);
+        for (std::size_t r = 0; r < bytes.size(); ++r)
+            (*counts)[r] = bytes[r] / sizeof(T);
     }
     return out;
 }

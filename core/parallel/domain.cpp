@@ -84,27 +84,32 @@ BalanceStats Decomposition::balance(Octree& tree, double work)
         std::vector<Sample> mine(s);
         if (s) {
             std::vector<bn_u32> idx(s);
-            for (std::size_t k = 0; k < s; ++k) idx[k] = to_u32((2 * k + 1) * n / (2 * s));
+            for (std::size_t k = 0; k < s; ++k)
+                idx[k] = to_u32((2 * k + 1) * n / (2 * s));
             ensure_size(be_, sample_index_, s, "domain.sample_index");
             ensure_size(be_, sample_keys_, s, "domain.sample_keys");
             sample_index_.upload(std::span<const bn_u32>(idx));
             be_.gather(keys, sample_index_, s, sample_keys_);
             const auto k = sample_keys_.download(s);
-            for (std::size_t j = 0; j < s; ++j) mine[j].key = k[j];
+            for (std::size_t j = 0; j < s; ++j)
+                mine[j].key = k[j];
         }
         const bool count_particles = comm_.any(n > 0 && !(work > 0));
         const double w = (count_particles ? static_cast<double>(n) : work) / static_cast<double>(s ? s : 1);
-        for (auto& x : mine) x.weight = w;
+        for (auto& x : mine)
+            x.weight = w;
         auto all = all_gather<Sample>(comm_, mine);
         st.bytes += mine.size() * sizeof(Sample) * (P - 1);
         std::stable_sort(all.begin(), all.end(), [](const Sample& a, const Sample& b) { return a.key < b.key; });
         double sum = 0;
-        for (const auto& x : all) sum += x.weight;
+        for (const auto& x : all)
+            sum += x.weight;
         double before = 0;
         std::size_t k = 0;
         for (std::size_t q = 1; q < P; ++q) {
             const double target = sum * static_cast<double>(q) / static_cast<double>(P);
-            while (k < all.size() && before + all[k].weight <= target) before += all[k++].weight;
+            while (k < all.size() && before + all[k].weight <= target)
+                before += all[k++].weight;
             splitters_[q - 1] = k < all.size() ? all[k].key : key_end;
         }
         const bn_u64 lo_key = me == 0 ? 0 : splitters_[me - 1];
@@ -153,7 +158,8 @@ BalanceStats Decomposition::balance(Octree& tree, double work)
                                            splitters_.begin());
         ++offsets[dest[i] + 1];
     }
-    for (std::size_t q = 0; q < P; ++q) offsets[q + 1] += offsets[q];
+    for (std::size_t q = 0; q < P; ++q)
+        offsets[q + 1] += offsets[q];
     std::vector<std::size_t> fill(offsets.begin(), offsets.end() - 1);
     std::vector<std::byte> send(leave * rec);
     for (std::size_t i = 0; i < leave; ++i) {
@@ -162,7 +168,8 @@ BalanceStats Decomposition::balance(Octree& tree, double work)
         if (with_vel) std::memcpy(r + sizeof(bn_f4), &leaver_vel[i], sizeof(bn_f4));
         std::memcpy(r + rec - sizeof(bn_u32), &leaver_ids[i], sizeof(bn_u32));
     }
-    for (auto& o : offsets) o *= rec;
+    for (auto& o : offsets)
+        o *= rec;
     std::vector<std::size_t> recv_offsets;
     const auto recv = comm_.exchange(send, offsets, recv_offsets);
     const std::size_t arrive = recv.size() / rec;

@@ -23,8 +23,7 @@ double ms_since(std::chrono::steady_clock::time_point t0)
 }
 
 /// Appends @p n elements of @p b to @p out (downloaded in place).
-template <class T>
-void append(HostBytes& out, const Buffer<T>& b, std::size_t n)
+template <class T> void append(HostBytes& out, const Buffer<T>& b, std::size_t n)
 {
     const std::size_t at = out.size();
     out.resize(at + n * sizeof(T));
@@ -64,7 +63,8 @@ BoxRuns box_runs(const Octree& tree, const std::vector<std::pair<bn_u32, bn_u32>
     std::size_t f = 0;
     r.fine_begin.push_back(0);
     for (std::size_t k = 0; k < r.coarse.size(); k += 2) {
-        while (f < r.fine.size() && r.fine[f] < r.coarse[k + 1]) f += 2;
+        while (f < r.fine.size() && r.fine[f] < r.coarse[k + 1])
+            f += 2;
         r.fine_begin.push_back(static_cast<bn_u32>(f / 2));
     }
     return r;
@@ -97,7 +97,8 @@ std::vector<std::pair<bn_u32, bn_u32>> LetExchange::chosen_cells(const Octree& t
     if (chosen > cap) throw std::logic_error("local essential tree: more boxes than cells can give");
     const auto flat = box_list_.download(2 * chosen);
     std::vector<std::pair<bn_u32, bn_u32>> cells(chosen);
-    for (std::size_t i = 0; i < chosen; ++i) cells[i] = {flat[2 * i], flat[2 * i + 1]};
+    for (std::size_t i = 0; i < chosen; ++i)
+        cells[i] = {flat[2 * i], flat[2 * i + 1]};
     std::sort(cells.begin(), cells.end()); // the kernel appends in no set order
     return cells;
 }
@@ -130,7 +131,8 @@ std::vector<std::byte> LetExchange::boxes_message(const Octree& tree)
     return msg;
 }
 
-void LetExchange::tree_for(const Octree& tree, const OpeningCriterion& criterion, std::span<const std::byte> boxes, HostBytes& out)
+void LetExchange::tree_for(const Octree& tree, const OpeningCriterion& criterion, std::span<const std::byte> boxes,
+                           HostBytes& out)
 {
     const std::size_t nc = tree.cells();
     bn_u32 h[2] = {0, 0};

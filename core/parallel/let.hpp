@@ -46,8 +46,8 @@ public:
     LetExchange(Backend& be, const Comm& comm);
 
     /// After @p tree was built: shares the boxes of its groups with every rank (collective), then builds this
-    /// rank's tree for every other rank, under opening @p criterion (its 1 / theta, as the walk's), on the device and into host memory. Call before
-    /// the local walk is launched (the device runs commands in order).
+    /// rank's tree for every other rank, under opening @p criterion (its 1 / theta, as the walk's), on the device and
+    /// into host memory. Call before the local walk is launched (the device runs commands in order).
     void build(const Octree& tree, const OpeningCriterion& criterion);
     /// Sends the trees and receives the others' (collective; host memory only, so that it overlaps a walk running
     /// on the device), and uploads what arrived into remote().
@@ -58,7 +58,8 @@ public:
     std::vector<std::byte> boxes_message(const Octree& tree);
     /// Appends to @p out the local essential tree of @p tree for the rank whose boxes_message() is @p boxes (nothing
     /// when either has no particles).
-    void tree_for(const Octree& tree, const OpeningCriterion& criterion, std::span<const std::byte> boxes, HostBytes& out);
+    void tree_for(const Octree& tree, const OpeningCriterion& criterion, std::span<const std::byte> boxes,
+                  HostBytes& out);
     /// Concatenates the trees in @p recv (rank q's in [offsets[q], offsets[q + 1])) into remote(), on the device:
     /// each array uploaded where it lies (the cells' first indices shifted in place in @p recv).
     void receive(std::span<std::byte> recv, std::span<const std::size_t> offsets);

@@ -30,7 +30,10 @@ void put_be32(std::byte* p, std::uint32_t v)
     if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap32(v);
     std::memcpy(p, &v, 4);
 }
-void put_float(std::byte* p, float f) { put_be32(p, std::bit_cast<std::uint32_t>(f)); }
+void put_float(std::byte* p, float f)
+{
+    put_be32(p, std::bit_cast<std::uint32_t>(f));
+}
 
 /// Writes @p block at @p offset of a file of @p total bytes, together, into a temporary name that rank 0 renames
 /// to @p path once every rank has written.
@@ -54,20 +57,25 @@ std::vector<std::byte> records_of_my_block(const Comm& comm, std::size_t n_total
     auto block_start = [&](std::size_t q) { return q * n_total / P; };
     auto owner = [&](std::size_t id) {
         std::size_t q = id * P / n_total; // a guess, then corrected: block starts are floors
-        while (q + 1 < P && block_start(q + 1) <= id) ++q;
-        while (q > 0 && block_start(q) > id) --q;
+        while (q + 1 < P && block_start(q + 1) <= id)
+            ++q;
+        while (q > 0 && block_start(q) > id)
+            --q;
         return q;
     };
     const std::size_t n = ids.size();
     if (records.size() != n * record_bytes) throw std::invalid_argument("records_of_my_block: sizes disagree");
     bool bad_id = false;
-    for (const bn_u32 id : ids) bad_id |= id >= n_total;
+    for (const bn_u32 id : ids)
+        bad_id |= id >= n_total;
     if (comm.any(bad_id)) throw std::runtime_error("parallel file: particle ids are not 0 .. N-1");
     // Records with their ids, to the ranks that write them.
     const std::size_t wire = 4 + record_bytes;
     std::vector<std::size_t> offsets(P + 1, 0), dest(n);
-    for (std::size_t i = 0; i < n; ++i) ++offsets[(dest[i] = owner(ids[i])) + 1];
-    for (std::size_t q = 0; q < P; ++q) offsets[q + 1] += offsets[q];
+    for (std::size_t i = 0; i < n; ++i)
+        ++offsets[(dest[i] = owner(ids[i])) + 1];
+    for (std::size_t q = 0; q < P; ++q)
+        offsets[q + 1] += offsets[q];
     std::vector<std::size_t> fill(offsets.begin(), offsets.end() - 1);
     std::vector<std::byte> send(n * wire);
     for (std::size_t i = 0; i < n; ++i) {
@@ -75,7 +83,8 @@ std::vector<std::byte> records_of_my_block(const Comm& comm, std::size_t n_total
         std::memcpy(r, &ids[i], 4);
         std::memcpy(r + 4, records.data() + i * record_bytes, record_bytes);
     }
-    for (auto& o : offsets) o *= wire;
+    for (auto& o : offsets)
+        o *= wire;
     std::vector<std::size_t> recv_offsets;
     const auto recv = comm.exchange(send, offsets, recv_offsets);
 
@@ -103,8 +112,9 @@ void write_tipsy_parallel(const Comm& comm, const std::string& path, double time
     std::vector<std::byte> records(n * tipsy_record_bytes);
     for (std::size_t i = 0; i < n; ++i) {
         const float f[9] = {mine.pos[i].w, mine.pos[i].x, mine.pos[i].y, mine.pos[i].z, mine.vel[i].x,
-                            mine.vel[i].y, mine.vel[i].z, eps, mine.phi[i]};
-        for (int k = 0; k < 9; ++k) put_float(records.data() + i * tipsy_record_bytes + 4 * k, f[k]);
+                            mine.vel[i].y, mine.vel[i].z, eps,           mine.phi[i]};
+        for (int k = 0; k < 9; ++k)
+            put_float(records.data() + i * tipsy_record_bytes + 4 * k, f[k]);
     }
     std::size_t first = 0, last = 0;
     std::vector<std::byte> block;
@@ -119,9 +129,10 @@ void write_tipsy_parallel(const Comm& comm, const std::string& path, double time
         std::uint64_t t = std::bit_cast<std::uint64_t>(time);
         if constexpr (std::endian::native == std::endian::little) t = __builtin_bswap64(t);
         std::memcpy(head.data(), &t, 8);
-        const std::uint32_t h[6] = {static_cast<std::uint32_t>(n_total), 3u, 0u, static_cast<std::uint32_t>(n_total),
-                                    0u, 0u};
-        for (int k = 0; k < 6; ++k) put_be32(head.data() + 8 + 4 * k, h[k]);
+        const std::uint32_t h[6] = {static_cast<std::uint32_t>(n_total), 3u, 0u,
+                                    static_cast<std::uint32_t>(n_total), 0u, 0u};
+        for (int k = 0; k < 6; ++k)
+            put_be32(head.data() + 8 + 4 * k, h[k]);
         block.insert(block.begin(), head.begin(), head.end());
     }
     write_blocks(comm, path, tipsy_header_bytes + n_total * tipsy_record_bytes,
@@ -136,7 +147,8 @@ void write_hdf5_parallel(const Comm& comm, const std::string& path, double time,
     if (mine.pos.size() != n || mine.vel.size() != n || mine.acc.size() != n)
         throw std::invalid_argument("write_hdf5_parallel: sizes disagree");
     std::uint64_t n_total = 0;
-    for (const auto c : counts) n_total += c;
+    for (const auto c : counts)
+        n_total += c;
     // One record per particle: x y z, vx vy vz, mass, potential, ax ay az.
     constexpr std::size_t floats = 11, record_bytes = floats * sizeof(float);
     std::vector<float> records(n * floats);
@@ -148,8 +160,8 @@ void write_hdf5_parallel(const Comm& comm, const std::string& path, double time,
     std::size_t first = 0, last = 0;
     std::vector<std::byte> block;
     try {
-        block = records_of_my_block(comm, static_cast<std::size_t>(n_total), mine.ids, std::as_bytes(std::span(records)),
-                                    record_bytes, first, last);
+        block = records_of_my_block(comm, static_cast<std::size_t>(n_total), mine.ids,
+                                    std::as_bytes(std::span(records)), record_bytes, first, last);
     } catch (const std::runtime_error& e) {
         throw std::runtime_error(fmt::format("{}: {}", path, e.what()));
     }
@@ -186,7 +198,8 @@ void write_hdf5_parallel(const Comm& comm, const std::string& path, double time,
     Hdf5Rows rows;
     rows.first = first;
     rows.pos = pos, rows.vel = vel, rows.acc = acc, rows.mass = mass, rows.eps = soft, rows.phi = phi;
-    for (int q = 0; q < comm.size(); ++q) turn(comm.rank() == q, [&] { write_hdf5_rows(tmp, rows); });
+    for (int q = 0; q < comm.size(); ++q)
+        turn(comm.rank() == q, [&] { write_hdf5_rows(tmp, rows); });
     turn(comm.rank() == comm.size() - 1, [&] { rename_durably(tmp, path); });
 }
 
@@ -207,8 +220,8 @@ void write_npy_parallel(const Comm& comm, const std::string& path, std::size_t n
         const auto* h = reinterpret_cast<const std::byte*>(head.data());
         block.insert(block.begin(), h, h + head.size());
     }
-    write_blocks(comm, path, head.size() + n_total * sizeof(bn_f4), comm.rank() == 0 ? 0 : head.size() + first * sizeof(bn_f4),
-                 block);
+    write_blocks(comm, path, head.size() + n_total * sizeof(bn_f4),
+                 comm.rank() == 0 ? 0 : head.size() + first * sizeof(bn_f4), block);
 }
 
 } // namespace banyan

@@ -22,12 +22,12 @@ namespace banyan {
 
 /// Wall time (host clock, after the device finished each phase) and traffic of one compute() on this rank.
 struct ParallelTimings {
-    double balance = 0;     ///< decomposition and particle exchange
-    double build = 0;       ///< the local octree
-    double let_build = 0;   ///< boxes and the trees for the other ranks
-    double local_walk = 0;  ///< from the launch of the local walk to its end (the exchange runs inside it)
+    double balance = 0;      ///< decomposition and particle exchange
+    double build = 0;        ///< the local octree
+    double let_build = 0;    ///< boxes and the trees for the other ranks
+    double local_walk = 0;   ///< from the launch of the local walk to its end (the exchange runs inside it)
     double let_exchange = 0; ///< the exchange of the trees (host, during the local walk)
-    double remote_walk = 0; ///< the walk over the trees that arrived
+    double remote_walk = 0;  ///< the walk over the trees that arrived
     double total = 0;
     double local_walk_device = 0, remote_walk_device = 0; ///< the walks alone (device events)
     BalanceStats balance_stats;

@@ -25,7 +25,8 @@ DeviceRequest rank_device(DeviceRequest req, const Comm& comm)
     if (backend == "auto") {
         bool cuda_gpu = false;
         for (const auto& b : all)
-            for (const auto& d : b.devices) cuda_gpu = cuda_gpu || (b.backend == BackendKind::cuda && d.gpu);
+            for (const auto& d : b.devices)
+                cuda_gpu = cuda_gpu || (b.backend == BackendKind::cuda && d.gpu);
         backend = cuda_gpu ? "cuda" : "opencl";
     }
     const auto list = devices_of(backend == "cuda" ? BackendKind::cuda : BackendKind::opencl);

@@ -32,13 +32,11 @@ std::uint64_t fnv1a(const char* p, std::size_t n)
     return h;
 }
 
-template <class T>
-void put(std::string& out, const T& v)
+template <class T> void put(std::string& out, const T& v)
 {
     out.append(reinterpret_cast<const char*>(&v), sizeof(T));
 }
-template <class T>
-void put_array(std::string& out, const std::vector<T>& v)
+template <class T> void put_array(std::string& out, const std::vector<T>& v)
 {
     if (!v.empty()) out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
 }
@@ -47,15 +45,13 @@ void put_array(std::string& out, const std::vector<T>& v)
 class Reader {
 public:
     Reader(const std::string& data, std::size_t end, std::string path) : d_(data), end_(end), path_(std::move(path)) {}
-    template <class T>
-    T get()
+    template <class T> T get()
     {
         T v;
         take(&v, sizeof(T));
         return v;
     }
-    template <class T>
-    std::vector<T> array(std::size_t n)
+    template <class T> std::vector<T> array(std::size_t n)
     {
         if (n > (end_ - at_) / sizeof(T)) fail();
         std::vector<T> v(n);
@@ -121,9 +117,8 @@ void write_checkpoint(const std::string& path, const std::string& header_text, c
     put_array(blob, fields.gas_metals), put_array(blob, fields.star_metals);
     put_array(blob, fields.star_tform);
     put(blob, fnv1a(blob.data(), blob.size()));
-    write_file_atomically(path, [&](std::ostream& out) {
-        out.write(blob.data(), static_cast<std::streamsize>(blob.size()));
-    });
+    write_file_atomically(
+        path, [&](std::ostream& out) { out.write(blob.data(), static_cast<std::streamsize>(blob.size())); });
 }
 
 KeyValues read_checkpoint_header(const std::string& path)

@@ -88,12 +88,15 @@ Particles uniform_sphere(std::size_t n, std::uint64_t seed, bool virialised)
     for (std::size_t i = 0; i < n; ++i) {
         double p[3], r2;
         do {
-            for (double& c : p) c = 2.0 * uniform(rng) - 1.0;
+            for (double& c : p)
+                c = 2.0 * uniform(rng) - 1.0;
             r2 = p[0] * p[0] + p[1] * p[1] + p[2] * p[2];
         } while (r2 > 1.0);
-        for (int k = 0; k < 3; ++k) x[3 * i + k] = radius * p[k];
+        for (int k = 0; k < 3; ++k)
+            x[3 * i + k] = radius * p[k];
         if (virialised)
-            for (int k = 0; k < 3; ++k) v[3 * i + k] = sigma * normal(rng);
+            for (int k = 0; k < 3; ++k)
+                v[3 * i + k] = sigma * normal(rng);
     }
     return centred(m, x, v);
 }
@@ -103,8 +106,8 @@ void check_merger_options(const MergerOptions& o)
     if (!(o.pericentre > 0.0 && std::isfinite(o.pericentre)))
         throw UsageError(fmt::format("merger: --pericentre must be positive, got {}", o.pericentre));
     if (!(o.eccentricity >= 0.0 && o.eccentricity < 1.0))
-        throw UsageError(fmt::format("merger: --eccentricity must be in [0, 1) (a bound orbit), got {}",
-                                     o.eccentricity));
+        throw UsageError(
+            fmt::format("merger: --eccentricity must be in [0, 1) (a bound orbit), got {}", o.eccentricity));
     if (!(o.bh_fraction > 0.0 && o.bh_fraction < 1.0))
         throw UsageError(fmt::format("merger: --bh-fraction must be in (0, 1), got {}", o.bh_fraction));
     const double apocentre = o.pericentre * (1.0 + o.eccentricity) / (1.0 - o.eccentricity);

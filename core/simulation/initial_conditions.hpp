@@ -1,7 +1,7 @@
 /**
  * @file initial_conditions.hpp
- * @brief Initial conditions besides the Plummer sphere (core/simulation/plummer.hpp): uniform spheres, cold or virialised,
- *        a galaxy merger after the paper's test (section 4.2): two Plummer spheres of mass ratio 1:3 on a bound
+ * @brief Initial conditions besides the Plummer sphere (core/simulation/plummer.hpp): uniform spheres, cold or
+ * virialised, a galaxy merger after the paper's test (section 4.2): two Plummer spheres of mass ratio 1:3 on a bound
  *        orbit, each with a central massive particle standing for a black hole; and two more models for force-accuracy
  *        benchmarks and simulations, a cuspy Hernquist sphere and a flattened exponential disc, with make_model() to
  *        pick a model by name. N-body units (G = 1, total mass 1), seeded and reproducible on every platform.
@@ -28,10 +28,10 @@ namespace banyan {
 Particles uniform_sphere(std::size_t n, std::uint64_t seed, bool virialised);
 
 struct MergerOptions {
-    double pericentre = 1.0;    ///< pericentre of the two centres' Kepler orbit, > 0
-    double separation = 10.0;   ///< starting distance of the centres, between pericentre and apocentre
-    double eccentricity = 0.9;  ///< of the Kepler orbit, in [0, 1): bound
-    double bh_fraction = 0.01;  ///< mass of each central particle as a fraction of its galaxy's mass, in (0, 1)
+    double pericentre = 1.0;   ///< pericentre of the two centres' Kepler orbit, > 0
+    double separation = 10.0;  ///< starting distance of the centres, between pericentre and apocentre
+    double eccentricity = 0.9; ///< of the Kepler orbit, in [0, 1): bound
+    double bh_fraction = 0.01; ///< mass of each central particle as a fraction of its galaxy's mass, in (0, 1)
 };
 
 struct Merger {

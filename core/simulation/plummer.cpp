@@ -12,7 +12,10 @@
 
 namespace banyan {
 
-double draw::uniform(std::mt19937_64& rng) { return (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53; }
+double draw::uniform(std::mt19937_64& rng)
+{
+    return (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53;
+}
 
 void draw::isotropic(std::mt19937_64& rng, double r, double out[3])
 {

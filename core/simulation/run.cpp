@@ -30,10 +30,16 @@ namespace fs = std::filesystem;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_since(Clock::time_point t)
+{
+    return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 /// Grid time k of a grid starting at @p t0 with spacing @p every.
-double grid_time(double t0, std::uint64_t k, double every) { return t0 + static_cast<double>(k) * every; }
+double grid_time(double t0, std::uint64_t k, double every)
+{
+    return t0 + static_cast<double>(k) * every;
+}
 
 /// Whether grid point @p k lies at or before the step at time @p t (half a step of slack against rounding).
 bool due(double t0, std::uint64_t k, double every, double t, double dt)
@@ -176,21 +182,32 @@ Run::Run(Backend& be, RunPlan plan, RunHooks hooks, const Comm& comm)
     record();
     const double t = sim_->time();
     next_snapshot_ = next_checkpoint_ = 1; // grid point 0 is now
-    while (due(t, next_snapshot_, opt_.snapshot_every, t, opt_.dt)) ++next_snapshot_;
-    while (due(t, next_checkpoint_, opt_.checkpoint_every, t, opt_.dt)) ++next_checkpoint_;
+    while (due(t, next_snapshot_, opt_.snapshot_every, t, opt_.dt))
+        ++next_snapshot_;
+    while (due(t, next_checkpoint_, opt_.checkpoint_every, t, opt_.dt))
+        ++next_checkpoint_;
     write_snapshot();
     write_checkpoint();
 }
 
-std::string Run::checkpoint_path() const { return (fs::path(opt_.out) / "checkpoint.bin").string(); }
+std::string Run::checkpoint_path() const
+{
+    return (fs::path(opt_.out) / "checkpoint.bin").string();
+}
 
 std::string Run::rank_checkpoint_path() const
 {
     return comm_.rank() == 0 ? checkpoint_path() : fmt::format("{}.rank{}", checkpoint_path(), comm_.rank());
 }
 
-bool Run::writes_log() const { return files() && comm_.rank() == 0; }
-std::string Run::log_path() const { return (fs::path(opt_.out) / "energy.csv").string(); }
+bool Run::writes_log() const
+{
+    return files() && comm_.rank() == 0;
+}
+std::string Run::log_path() const
+{
+    return (fs::path(opt_.out) / "energy.csv").string();
+}
 
 std::string Run::kept_outputs() const
 {
@@ -233,7 +250,7 @@ const RunRecord& Run::record()
     r.step = sim_->steps();
     r.time = sim_->time();
     r.energies = e;
-    r.de = e0_ != 0.0 ? (e0_ - e.total()) / e0_ + 0.0 : 0.0; // + 0.0: no "-0" in the log
+    r.de = e0_ != 0.0 ? (e0_ - e.total()) / e0_ + 0.0 : 0.0;      // + 0.0: no "-0" in the log
     if (!(std::fabs(r.de) <= max_de_)) max_de_ = std::fabs(r.de); // a NaN is kept, never hidden by std::max
     r.max_de = max_de_;
     if (tracked()) {
@@ -250,8 +267,8 @@ const RunRecord& Run::record()
         }
         const auto& p = e.momentum;
         const auto& l = e.angular_momentum;
-        text += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}", r.step, r.time, e.kinetic, e.potential,
-                            e.total(), r.de, r.max_de, p[0], p[1], p[2], l[0], l[1], l[2]);
+        text += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}", r.step, r.time, e.kinetic, e.potential, e.total(),
+                            r.de, r.max_de, p[0], p[1], p[2], l[0], l[1], l[2]);
         text += tracked() ? fmt::format(",{}\n", r.centre_distance) : "\n";
         // Over several ranks every rank forms the same line (the sums are the same bits everywhere); rank 0 writes
         // it, and every rank counts its length.
@@ -305,7 +322,8 @@ void Run::write_snapshot()
             mine.ids = std::move(st.ids), mine.pos = std::move(st.pos), mine.vel = std::move(st.vel);
             mine.acc = std::move(st.acc);
             mine.phi.resize(mine.acc.size());
-            for (std::size_t i = 0; i < mine.acc.size(); ++i) mine.phi[i] = mine.acc[i].w;
+            for (std::size_t i = 0; i < mine.acc.size(); ++i)
+                mine.phi[i] = mine.acc[i].w;
         } else {
             lost = sim_->rank_particles(mine);
         }
@@ -315,12 +333,13 @@ void Run::write_snapshot()
                                         "units, where a snapshot holds them",
                                         lost));
         std::vector<bn_f4> acc(mine.phi.size());
-        for (std::size_t i = 0; i < acc.size(); ++i) acc[i] = bn_f4{0, 0, 0, mine.phi[i]};
+        for (std::size_t i = 0; i < acc.size(); ++i)
+            acc[i] = bn_f4{0, 0, 0, mine.phi[i]};
         check_state(mine.pos, mine.vel, hdf5 ? mine.acc : acc, mine.ids);
         if (hdf5) {
             const Snapshot& t = template_;
             const std::uint64_t extra = t.n_type2 + t.n_type3 + t.n_type5;
-            const std::array<std::uint64_t, 6> counts = {0, sim_->total_size() - extra, t.n_type2, t.n_type3, 0,
+            const std::array<std::uint64_t, 6> counts = {0,        sim_->total_size() - extra, t.n_type2, t.n_type3, 0,
                                                          t.n_type5};
             write_hdf5_parallel(comm, path, sim_->time(), counts, mine, snapshot_eps_, template_.units, meta);
         } else {
@@ -350,10 +369,10 @@ std::string Run::checkpoint_text_now(const SimulationState& st) const
 {
     // Over several ranks each writes its own file (rank 0: checkpoint.bin, rank r: checkpoint.bin.rankR); a
     // restart checks that all are of one step.
-    const std::string ranks =
-        comm_.parallel() ? fmt::format("ranks={}\nrank={}\nwork={}\nparticles_total={}\nsnapshot_eps={}\n",
-                                       comm_.size(), comm_.rank(), st.work, sim_->total_size(), snapshot_eps_)
-                         : std::string();
+    const std::string ranks = comm_.parallel()
+                                  ? fmt::format("ranks={}\nrank={}\nwork={}\nparticles_total={}\nsnapshot_eps={}\n",
+                                                comm_.size(), comm_.rank(), st.work, sim_->total_size(), snapshot_eps_)
+                                  : std::string();
     const RunProgress progress{e0_, max_de_, next_snapshot_, snapshots_written_, next_checkpoint_, log_bytes_, last_};
     return checkpoint_text(opt_, st, progress, be_, template_) + ranks;
 }
@@ -414,8 +433,8 @@ std::string checkpoint_device(const std::string& dir)
     return value_of(read_checkpoint_header(path), "device", path);
 }
 
-std::unique_ptr<Run> Run::resume(Backend& be, const std::string& where, std::optional<double> t_end,
-                                 RunHooks hooks, RunOutputs outputs, const Comm& comm)
+std::unique_ptr<Run> Run::resume(Backend& be, const std::string& where, std::optional<double> t_end, RunHooks hooks,
+                                 RunOutputs outputs, const Comm& comm)
 {
     // A run folder (its checkpoint.bin), or with no outputs also a checkpoint file of any name (Simulation.save).
     const bool folder = outputs == RunOutputs::files || fs::is_directory(where);
@@ -544,10 +563,12 @@ void Run::step()
     // checkpoint saved from it continues its outputs where a run's would.
     if (files() && (s % opt_.log_every == 0 || last)) record();
     const bool snap = due(t_begin, next_snapshot_, opt_.snapshot_every, t, opt_.dt);
-    while (due(t_begin, next_snapshot_, opt_.snapshot_every, t, opt_.dt)) ++next_snapshot_;
+    while (due(t_begin, next_snapshot_, opt_.snapshot_every, t, opt_.dt))
+        ++next_snapshot_;
     if (snap || last) write_snapshot();
     const bool ckpt = due(t_begin, next_checkpoint_, opt_.checkpoint_every, t, opt_.dt);
-    while (due(t_begin, next_checkpoint_, opt_.checkpoint_every, t, opt_.dt)) ++next_checkpoint_;
+    while (due(t_begin, next_checkpoint_, opt_.checkpoint_every, t, opt_.dt))
+        ++next_checkpoint_;
     if (ckpt || last) write_checkpoint();
     ++session_steps_;
     session_seconds_ += seconds_since(t0);

@@ -38,14 +38,14 @@ struct RunRecord {
     std::uint64_t step = 0;
     double time = 0;
     Energies energies;
-    double de = 0;     ///< (E0 - E) / E0, the paper's relative energy error
-    double max_de = 0; ///< the largest |de| so far
+    double de = 0;               ///< (E0 - E) / E0, the paper's relative energy error
+    double max_de = 0;           ///< the largest |de| so far
     double centre_distance = -1; ///< merger: distance of the two central particles (-1 otherwise)
 };
 
 struct RunHooks {
-    std::function<void(const RunRecord&)> on_log; ///< after each line of the energy log
-    std::function<void()> on_step;                ///< after each step (and its outputs)
+    std::function<void(const RunRecord&)> on_log;         ///< after each line of the energy log
+    std::function<void()> on_step;                        ///< after each step (and its outputs)
     std::function<void(const std::string& path)> on_file; ///< after each snapshot or checkpoint
 };
 
@@ -165,13 +165,13 @@ private:
     RunHooks hooks_;
     RunOutputs outputs_;
     std::unique_ptr<Simulation> sim_;
-    Snapshot template_; // the fields of the input that the simulation does not change (one rank)
+    Snapshot template_;      // the fields of the input that the simulation does not change (one rank)
     float snapshot_eps_ = 0; // the softening snapshots give every particle over several ranks
     std::uint64_t end_step_ = 0;
     double e0_ = 0, max_de_ = 0;
     std::uint64_t next_snapshot_ = 0, next_checkpoint_ = 0; // indices on the time grids
-    std::uint64_t snapshots_written_ = 0;                    // the number of the next snapshot file
-    std::optional<std::uint64_t> last_checkpoint_step_;      // the step of the checkpoint on disk, if any
+    std::uint64_t snapshots_written_ = 0;                   // the number of the next snapshot file
+    std::optional<std::uint64_t> last_checkpoint_step_;     // the step of the checkpoint on disk, if any
     std::uint64_t log_bytes_ = 0;
     RunRecord last_;
     std::uint64_t session_steps_ = 0;
@@ -180,12 +180,12 @@ private:
 
 /// What a run keeps of its progress beside the options and the device state: its checkpoint's bookkeeping.
 struct RunProgress {
-    double e0 = 0, max_de = 0;          ///< the energy at the start, the largest |dE/E| so far
-    std::uint64_t next_snapshot = 1;    ///< the index of the next snapshot on its time grid
+    double e0 = 0, max_de = 0;           ///< the energy at the start, the largest |dE/E| so far
+    std::uint64_t next_snapshot = 1;     ///< the index of the next snapshot on its time grid
     std::uint64_t snapshots_written = 0; ///< the number of the next snapshot file
-    std::uint64_t next_checkpoint = 1;  ///< the index of the next checkpoint on its time grid
-    std::uint64_t log_bytes = 0;        ///< the length of energy.csv at the checkpoint
-    RunRecord last;                     ///< the last line of the energy log
+    std::uint64_t next_checkpoint = 1;   ///< the index of the next checkpoint on its time grid
+    std::uint64_t log_bytes = 0;         ///< the length of energy.csv at the checkpoint
+    RunRecord last;                      ///< the last line of the energy log
 };
 
 /// The text block of a checkpoint (checkpoint.hpp) of a run with @p options at @p state: what Run writes and

@@ -41,8 +41,8 @@ void RunOptions::check(OptionStyle style) const
     if (!file) {
         if (n < 1) throw bad("n", "must be at least 1");
         if (n > 0x7FFFFFFFull) throw bad("n", fmt::format("{} is more than the 2^31 - 1 supported", n));
-        if (ic == "merger" && n < 4) throw UsageError(fmt::format("{}a merger needs {} 4 or more, got {}", prefix,
-                                                                  name("n"), n));
+        if (ic == "merger" && n < 4)
+            throw UsageError(fmt::format("{}a merger needs {} 4 or more, got {}", prefix, name("n"), n));
     }
     if (!(theta > 0.0 && theta <= 1.0)) throw bad("theta", fmt::format("must be in (0, 1], got {}", theta));
     if (opening != "paper" && opening != "bmax")
@@ -68,8 +68,8 @@ void RunOptions::check(OptionStyle style) const
         throw UsageError(fmt::format("{}{} {} is shorter than the time step {}", prefix, name("checkpoint_every"),
                                      checkpoint_every, dt));
     if (std::fabs(t_end) / dt > 1e15)
-        throw UsageError(fmt::format("{}{} {} at {} {} is more than 10^15 steps", prefix, name("t_end"), t_end,
-                                     name("dt"), dt));
+        throw UsageError(
+            fmt::format("{}{} {} at {} {} is more than 10^15 steps", prefix, name("t_end"), t_end, name("dt"), dt));
     if (ic == "merger") check_merger_options(merger);
     if (out.empty()) throw bad("out", "must name a folder");
     parse_units(units, prefix + name("units"));
@@ -79,7 +79,8 @@ std::string RunOptions::to_text() const
 {
     std::string s;
     auto line = [&](const char* k, const auto& v) { s += fmt::format("{}={}\n", k, v); };
-    line("ic", ic), line("in", in), line("n", n), line("seed", seed), line("theta", theta), line("opening", opening), line("alpha", alpha);
+    line("ic", ic), line("in", in), line("n", n), line("seed", seed), line("theta", theta), line("opening", opening),
+        line("alpha", alpha);
     line("eps", eps);
     line("dt", dt), line("t_end", t_end), line("log_every", log_every), line("snapshot_every", snapshot_every);
     line("checkpoint_every", checkpoint_every), line("pericentre", merger.pericentre);
@@ -105,9 +106,9 @@ RunOptions RunOptions::from_text(const KeyValues& kv)
     o.opening = kv.count("opening") ? value_of(kv, "opening", "checkpoint") : std::string("paper");
     o.alpha = kv.count("alpha") ? d("alpha") : 0.0;
     // Checkpoints written before snapshots had a format or units: tipsy, N-body units.
-    o.format = kv.count("snapshot_format") ? parse_snapshot_format(value_of(kv, "snapshot_format", "checkpoint"),
-                                                                   "checkpoint: snapshot_format")
-                                           : SnapshotFormat::tipsy;
+    o.format = kv.count("snapshot_format")
+                   ? parse_snapshot_format(value_of(kv, "snapshot_format", "checkpoint"), "checkpoint: snapshot_format")
+                   : SnapshotFormat::tipsy;
     o.units = kv.count("units") ? value_of(kv, "units", "checkpoint") : std::string();
     return o;
 }
@@ -129,8 +130,8 @@ double parse_time(const std::string& text, const std::string& option)
         char* end = nullptr;
         const double v = std::strtod(s.c_str(), &end);
         if (s.empty() || *end != '\0' || !std::isfinite(v))
-            throw UsageError(fmt::format("run: {} expects a number or a fraction such as 1/64, got '{}'", option,
-                                         text));
+            throw UsageError(
+                fmt::format("run: {} expects a number or a fraction such as 1/64, got '{}'", option, text));
         return v;
     };
     const auto slash = text.find('/');
@@ -148,8 +149,8 @@ void check_initial_conditions(const Snapshot& ic, std::span<const bn_f4> pos_mas
         throw UsageError(fmt::format("run: {} particles given for -n {}", ic.size(), o.n));
     check_start_time(ic.time, o.dt, what);
     if (!(o.t_end > ic.time))
-        throw UsageError(fmt::format("run: --t-end {} must be later than the start time {} of {}", o.t_end, ic.time,
-                                     what));
+        throw UsageError(
+            fmt::format("run: --t-end {} must be later than the start time {} of {}", o.t_end, ic.time, what));
     check_precision_range(pos_mass, o.eps, what);
 }
 
@@ -195,11 +196,16 @@ Snapshot initial_conditions(const RunOptions& o, SnapshotMeta* meta)
         return s;
     }
     Particles p;
-    if (o.ic == "plummer" || o.ic == "hernquist" || o.ic == "disc") p = make_model(o.ic, o.n, o.seed);
-    else if (o.ic == "uniform") p = uniform_sphere(o.n, o.seed, true);
-    else if (o.ic == "uniform-cold") p = uniform_sphere(o.n, o.seed, false);
-    else if (o.ic == "merger") p = galaxy_merger(o.n, o.seed, o.merger).particles;
-    else throw UsageError(fmt::format("run: unknown initial conditions '{}'", o.ic));
+    if (o.ic == "plummer" || o.ic == "hernquist" || o.ic == "disc")
+        p = make_model(o.ic, o.n, o.seed);
+    else if (o.ic == "uniform")
+        p = uniform_sphere(o.n, o.seed, true);
+    else if (o.ic == "uniform-cold")
+        p = uniform_sphere(o.n, o.seed, false);
+    else if (o.ic == "merger")
+        p = galaxy_merger(o.n, o.seed, o.merger).particles;
+    else
+        throw UsageError(fmt::format("run: unknown initial conditions '{}'", o.ic));
     Snapshot s = Snapshot::dark(p.size());
     for (std::size_t i = 0; i < p.size(); ++i) {
         s.mass[i] = p.pos[i].w;

@@ -38,9 +38,9 @@ struct RunOptions {
     double eps = 0.05;
     double dt = 1.0 / 64;
     double t_end = 10;
-    std::uint64_t log_every = 16;   ///< steps between lines of the energy log
-    double snapshot_every = 1;      ///< time between snapshots (0: only at the start and the end; never: none)
-    double checkpoint_every = 1;    ///< time between checkpoints (0: only at the start, the end and when stopped)
+    std::uint64_t log_every = 16; ///< steps between lines of the energy log
+    double snapshot_every = 1;    ///< time between snapshots (0: only at the start and the end; never: none)
+    double checkpoint_every = 1;  ///< time between checkpoints (0: only at the start, the end and when stopped)
     /// The value of snapshot_every or checkpoint_every that writes none at all (`--snapshot-every never`): for
     /// benchmarks and for runs whose outputs would not fit the disk (a billion particles are 38 GB a snapshot).
     static constexpr double never = -1;

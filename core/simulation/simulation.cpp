@@ -23,7 +23,10 @@ namespace banyan {
 
 namespace {
 
-std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+std::size_t ceil_div(std::size_t a, std::size_t b)
+{
+    return (a + b - 1) / b;
+}
 
 /// Most work-groups of the energy sums (the totals kernel then reduces that many partials in one group).
 constexpr std::size_t energy_max_groups = 256;
@@ -87,7 +90,8 @@ void Simulation::start_slice(std::span<const bn_f4> pos, std::span<const bn_f4> 
     }
     if (first_id) {
         std::vector<bn_u32> ids(n_);
-        for (std::size_t i = 0; i < n_; ++i) ids[i] = static_cast<bn_u32>(first_id + i);
+        for (std::size_t i = 0; i < n_; ++i)
+            ids[i] = static_cast<bn_u32>(first_id + i);
         tree_.ids().upload(std::span<const bn_u32>(ids));
     }
     compute_forces(false);
@@ -293,14 +297,16 @@ std::size_t Simulation::rank_particles(RankParticles& out)
     units_.velocities_from_internal(out.vel);
     const std::size_t lost = units_.forces_from_internal(a);
     out.phi.resize(n_);
-    for (std::size_t i = 0; i < n_; ++i) out.phi[i] = a[i].w;
+    for (std::size_t i = 0; i < n_; ++i)
+        out.phi[i] = a[i].w;
     return lost;
 }
 
 bool all_finite(const Energies& e)
 {
     bool ok = std::isfinite(e.kinetic) && std::isfinite(e.potential);
-    for (int k = 0; k < 3; ++k) ok = ok && std::isfinite(e.momentum[k]) && std::isfinite(e.angular_momentum[k]);
+    for (int k = 0; k < 3; ++k)
+        ok = ok && std::isfinite(e.momentum[k]) && std::isfinite(e.angular_momentum[k]);
     return ok;
 }
 

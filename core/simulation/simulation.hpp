@@ -33,7 +33,7 @@ struct SimulationOptions {
     /// second force evaluation on, with each particle's |a| of the step before (kept in vel.w); alpha 0: off. The
     /// relative criterion runs on one rank only.
     OpeningCriterion opening;
-    float eps = 0.05f;   ///< Plummer softening
+    float eps = 0.05f;    ///< Plummer softening
     double dt = 1.0 / 64; ///< the shared time step, > 0
     /// Forces by direct summation (single precision, core/gravity/direct.hpp) instead of the tree; the particles then
     /// stay in their input order. For tests (momentum conservation, the integrator against a CPU reference).
@@ -61,11 +61,11 @@ struct PhaseTimes {
 /// The exact state of a simulation on the device, in device order and internal units: enough to continue it bit for
 /// bit.
 struct SimulationState {
-    std::uint64_t step = 0; ///< steps taken since time t_begin
-    double t_begin = 0;     ///< time of step 0
-    std::vector<bn_f4> pos; ///< x, y, z, mass
-    std::vector<bn_f4> vel; ///< vx, vy, vz, 0
-    std::vector<bn_f4> acc; ///< ax, ay, az, potential of the last force evaluation (at the current positions)
+    std::uint64_t step = 0;  ///< steps taken since time t_begin
+    double t_begin = 0;      ///< time of step 0
+    std::vector<bn_f4> pos;  ///< x, y, z, mass
+    std::vector<bn_f4> vel;  ///< vx, vy, vz, 0
+    std::vector<bn_f4> acc;  ///< ax, ay, az, potential of the last force evaluation (at the current positions)
     std::vector<bn_u32> ids; ///< ids[i]: the input index of the particle at device position i
     InternalUnits units;     ///< the units pos, vel and acc are in (precision.hpp), fixed at the start
     double work = 0;         ///< several ranks: the measured work that weighs the next decomposition
@@ -144,8 +144,8 @@ private:
     const Comm& comm_;
     SimulationOptions options_;
     InternalUnits units_;
-    float eps_ = 0;   // options_.eps in internal units
-    double dt_ = 0;   // options_.dt in internal units
+    float eps_ = 0; // options_.eps in internal units
+    double dt_ = 0; // options_.dt in internal units
     Octree tree_;
     ParallelForces forces_; // on one rank: the build and walk of one GPU
     std::size_t n_ = 0, total_ = 0;
@@ -153,14 +153,13 @@ private:
     double t_begin_ = 0;
     mutable PhaseTimes times_;
     mutable Event kick_begin_, kick_end_; // the last closing kick, timed but not yet read
-    Buffer<bn_f4> direct_acc_;          // direct summation's results (the tree walk's live in the tree's workspace)
-    Buffer<double> partials_, totals_;  // energy sums
+    Buffer<bn_f4> direct_acc_;            // direct summation's results (the tree walk's live in the tree's workspace)
+    Buffer<double> partials_, totals_;    // energy sums
     Buffer<bn_f4> tracked_;
 };
 
 /// Whether every energy and momentum of @p e is finite. The sums run over every particle's mass, position, velocity
 /// and potential, so a particle with a NaN or infinite value makes them non-finite too.
 bool all_finite(const Energies& e);
-
 
 } // namespace banyan

@@ -21,17 +21,22 @@ namespace banyan {
 
 namespace {
 
-std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+std::size_t ceil_div(std::size_t a, std::size_t b)
+{
+    return (a + b - 1) / b;
+}
 
 /// Slots of 4 bytes per particle in the workspace (each phase's layout is with the phase, below).
 constexpr std::size_t workspace_slots = 7;
 
 /// The alignment of the device's views, and so of the workspace's slots and regions.
-std::size_t view_align(const Backend& be) { return std::max<std::size_t>(be.info().view_align, 16); }
+std::size_t view_align(const Backend& be)
+{
+    return std::max<std::size_t>(be.info().view_align, 16);
+}
 
 /// Grows @p b to at least @p n elements (never shrinks), keeping the first @p keep elements.
-template <class T>
-void grow(Backend& be, Buffer<T>& b, std::size_t n, std::size_t keep, const char* what)
+template <class T> void grow(Backend& be, Buffer<T>& b, std::size_t n, std::size_t keep, const char* what)
 {
     if (b && b.size() >= n) return;
     Buffer<T> fresh = be.alloc<T>(std::max<std::size_t>(n, 1), what);
@@ -102,7 +107,8 @@ void Octree::reserve_particles(std::size_t n, bool with_vel)
         pos_ = be_.alloc<bn_f4>(m, "tree.pos");
         id_ = be_.alloc<bn_u32>(m, "tree.id");
     }
-    if (!with_vel) vel_ = Buffer<bn_f4>();
+    if (!with_vel)
+        vel_ = Buffer<bn_f4>();
     else if (!vel_ || vel_.size() < m) {
         vel_ = Buffer<bn_f4>();
         vel_ = be_.alloc<bn_f4>(m, "tree.vel");

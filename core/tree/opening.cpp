@@ -13,7 +13,10 @@
 
 namespace banyan {
 
-const char* to_string(Opening o) noexcept { return o == Opening::bmax ? "bmax" : "paper"; }
+const char* to_string(Opening o) noexcept
+{
+    return o == Opening::bmax ? "bmax" : "paper";
+}
 
 Opening parse_opening(std::string_view text, std::string_view what)
 {
@@ -32,8 +35,8 @@ void OpeningCriterion::check(std::string_view what) const
     if (!(theta >= 0.0f && theta <= 1.0f))
         throw UsageError(fmt::format("{}: the opening angle theta must be in [0, 1], got {}", what, theta));
     if (!(alpha >= 0.0f && std::isfinite(alpha)))
-        throw UsageError(fmt::format("{}: the relative criterion's alpha must be finite and >= 0, got {}", what,
-                                     alpha));
+        throw UsageError(
+            fmt::format("{}: the relative criterion's alpha must be finite and >= 0, got {}", what, alpha));
 }
 
 } // namespace banyan

@@ -18,7 +18,8 @@ WorkspaceLayout::WorkspaceLayout(std::string phase, std::size_t slot_bytes, std:
 std::size_t WorkspaceLayout::end() const noexcept
 {
     std::size_t e = 0;
-    for (const Region& r : regions_) e = std::max(e, r.offset + r.bytes);
+    for (const Region& r : regions_)
+        e = std::max(e, r.offset + r.bytes);
     return (e + align_ - 1) / align_ * align_;
 }
 

@@ -20,8 +20,7 @@
 namespace banyan {
 
 /// A region of a workspace layout: @p count elements of T from byte @p offset.
-template <class T>
-struct WorkspaceRegion {
+template <class T> struct WorkspaceRegion {
     std::size_t offset = 0;
     std::size_t count = 0;
 };
@@ -36,14 +35,12 @@ public:
     WorkspaceLayout(std::string phase, std::size_t slot_bytes, std::size_t align);
 
     /// A region of @p n elements of T (room for at least one) from slot @p first.
-    template <class T>
-    WorkspaceRegion<T> slots(const char* name, std::size_t first, std::size_t n)
+    template <class T> WorkspaceRegion<T> slots(const char* name, std::size_t first, std::size_t n)
     {
         return {add(name, first * slot_bytes_, bytes_of<T>(n)), n};
     }
     /// A region of @p n elements of T (room for at least one) behind the furthest region so far.
-    template <class T>
-    WorkspaceRegion<T> next(const char* name, std::size_t n)
+    template <class T> WorkspaceRegion<T> next(const char* name, std::size_t n)
     {
         return {add(name, end(), bytes_of<T>(n)), n};
     }
@@ -52,8 +49,7 @@ public:
     std::size_t end() const noexcept;
 
     /// Region @p r of @p workspace.
-    template <class T>
-    Buffer<T> view(const Buffer<unsigned char>& workspace, const WorkspaceRegion<T>& r) const
+    template <class T> Buffer<T> view(const Buffer<unsigned char>& workspace, const WorkspaceRegion<T>& r) const
     {
         check_fits(workspace.size());
         return workspace.view_as<T>(r.offset, r.count);
@@ -64,11 +60,7 @@ private:
         std::string name;
         std::size_t offset = 0, bytes = 0;
     };
-    template <class T>
-    static std::size_t bytes_of(std::size_t n)
-    {
-        return (n < 1 ? 1 : n) * sizeof(T);
-    }
+    template <class T> static std::size_t bytes_of(std::size_t n) { return (n < 1 ? 1 : n) * sizeof(T); }
     std::size_t add(const char* name, std::size_t offset, std::size_t bytes);
     void check_fits(std::size_t workspace_bytes) const;
 

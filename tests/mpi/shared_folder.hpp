@@ -24,11 +24,13 @@ inline std::filesystem::path shared_temp_folder(const Comm& comm)
     if (comm.rank() == 0) {
         std::string templ = (std::filesystem::temp_directory_path() / "banyan-mpi-test-XXXXXX").string();
         if (::mkdtemp(templ.data()) == nullptr) templ.clear();
-        for (char c : templ) name.push_back(static_cast<std::byte>(c));
+        for (char c : templ)
+            name.push_back(static_cast<std::byte>(c));
     }
     comm.broadcast(name, 0);
     std::string s;
-    for (std::byte b : name) s.push_back(static_cast<char>(b));
+    for (std::byte b : name)
+        s.push_back(static_cast<char>(b));
     return s;
 }
 

@@ -90,9 +90,9 @@ TEST_CASE("banyan forces over P ranks: one file in the input's order, direct bit
     CHECK(rows == n);
     const auto mine = test::force_errors(p, as_f4(tree), eps);
     const auto ref = test::force_errors(p, tree_forces(backend(), p, 0.75f, eps).acc, eps);
-    INFO(fmt::format("P = {}: median {:.3e} (one rank {:.3e}), 99% {:.3e} ({:.3e}), max {:.3e} ({:.3e})",
-                     comm.size(), quantile(mine, 0.5), quantile(ref, 0.5), quantile(mine, 0.99), quantile(ref, 0.99),
-                     mine.back(), ref.back()));
+    INFO(fmt::format("P = {}: median {:.3e} (one rank {:.3e}), 99% {:.3e} ({:.3e}), max {:.3e} ({:.3e})", comm.size(),
+                     quantile(mine, 0.5), quantile(ref, 0.5), quantile(mine, 0.99), quantile(ref, 0.99), mine.back(),
+                     ref.back()));
     CHECK(quantile(mine, 0.5) <= 1.25 * quantile(ref, 0.5) + 1e-7);
     CHECK(quantile(mine, 0.99) <= 1.5 * quantile(ref, 0.99) + 1e-7);
     CHECK(mine.back() <= 2.5 * ref.back() + 1e-6);

@@ -33,7 +33,8 @@ using test::quantile;
 /// This rank's slice of @p all with global ids.
 void slice(const std::vector<bn_f4>& all, const Comm& comm, std::vector<bn_f4>& pos, std::vector<bn_u32>& ids)
 {
-    const std::size_t n = all.size(), P = static_cast<std::size_t>(comm.size()), r = static_cast<std::size_t>(comm.rank());
+    const std::size_t n = all.size(), P = static_cast<std::size_t>(comm.size()),
+                      r = static_cast<std::size_t>(comm.rank());
     const std::size_t a = r * n / P, b = (r + 1) * n / P;
     pos.assign(all.begin() + static_cast<long>(a), all.begin() + static_cast<long>(b));
     ids.resize(b - a);
@@ -81,11 +82,11 @@ ParallelTimings check_against_one_rank(const std::vector<bn_f4>& all, float thet
     // Same opening test, other cells: each rank's tree covers its own particles only, so particle by particle the
     // errors differ from one rank's either way (the medians measured come out 10-20 % lower). Tolerances: the median
     // within 25 %, the 99th percentile (40 particles of 4000) within 50 %, the worst within a factor 2.5.
-    const std::string what = fmt::format("P = {}, n = {}: median {:.3e} (one rank {:.3e}), 99% {:.3e} ({:.3e}), max {:.3e} ({:.3e}); "
-                     "moved {}, LET cells {} particles {}",
-                     comm.size(), n, quantile(mine, 0.5), quantile(one, 0.5), quantile(mine, 0.99),
-                     quantile(one, 0.99), mine.back(), one.back(), t.balance_stats.sent, t.let.cells_sent,
-                     t.let.particles_sent);
+    const std::string what =
+        fmt::format("P = {}, n = {}: median {:.3e} (one rank {:.3e}), 99% {:.3e} ({:.3e}), max {:.3e} ({:.3e}); "
+                    "moved {}, LET cells {} particles {}",
+                    comm.size(), n, quantile(mine, 0.5), quantile(one, 0.5), quantile(mine, 0.99), quantile(one, 0.99),
+                    mine.back(), one.back(), t.balance_stats.sent, t.let.cells_sent, t.let.particles_sent);
     INFO(what);
     if (std::getenv("BANYAN_TEST_VERBOSE")) fmt::print("rank {}: {}\n", comm.rank(), what);
     CHECK(quantile(mine, 0.5) <= 1.25 * quantile(one, 0.5) + 1e-7);
@@ -157,7 +158,8 @@ TEST_CASE("particles that cross domains every time")
         if (m) {
             const auto ids = tree.ids().download(m);
             std::vector<bn_f4> mine(m);
-            for (std::size_t i = 0; i < m; ++i) mine[i] = all[ids[i]];
+            for (std::size_t i = 0; i < m; ++i)
+                mine[i] = all[ids[i]];
             tree.pos().upload(std::span<const bn_f4>(mine));
         }
     }
@@ -168,11 +170,13 @@ TEST_CASE("ranks without particles, and more ranks than particles")
     const Comm& comm = Comm::world();
     // Two clumps of particles at two points each: two distinct keys, so at most two ranks hold any.
     std::vector<bn_f4> all;
-    for (int i = 0; i < 24; ++i) all.push_back(bn_f4{i % 2 ? 1.0f : -1.0f, 0.25f, 0.0f, 1.0f / 24});
+    for (int i = 0; i < 24; ++i)
+        all.push_back(bn_f4{i % 2 ? 1.0f : -1.0f, 0.25f, 0.0f, 1.0f / 24});
     for (const std::size_t n : {all.size(), std::size_t{1}, std::size_t{2}, std::size_t{3}}) {
         std::vector<bn_f4> p(all.begin(), all.begin() + static_cast<long>(n));
         if (n <= 3)
-            for (std::size_t i = 0; i < n; ++i) p[i] = bn_f4{0.1f * static_cast<float>(i), -0.3f + 0.07f * static_cast<float>(i * i), 0.2f, 0.5f};
+            for (std::size_t i = 0; i < n; ++i)
+                p[i] = bn_f4{0.1f * static_cast<float>(i), -0.3f + 0.07f * static_cast<float>(i * i), 0.2f, 0.5f};
         Octree tree(backend());
         ParallelForces pf(backend(), comm);
         check_against_one_rank(p, 0.75f, 0.05f, pf, tree, true);

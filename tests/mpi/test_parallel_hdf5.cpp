@@ -46,7 +46,8 @@ TEST_CASE("an HDF5 snapshot written by P ranks in turns has the bytes of one ran
         s.mass[i] = 1.f + std::fabs(u(g));
         s.phi[i] = u(g);
         s.eps[i] = eps;
-        for (int k = 0; k < 3; ++k) s.pos[3 * i + k] = u(g), s.vel[3 * i + k] = u(g), s.acc[3 * i + k] = u(g);
+        for (int k = 0; k < 3; ++k)
+            s.pos[3 * i + k] = u(g), s.vel[3 * i + k] = u(g), s.acc[3 * i + k] = u(g);
     }
     SnapshotMeta meta;
     meta.parameters = "n=1001\nsnapshot_format=hdf5\n";
@@ -79,7 +80,8 @@ TEST_CASE("an HDF5 snapshot written by P ranks in turns has the bytes of one ran
     CHECK(r.ids.size() == n);
     CHECK((r.ids.empty() || r.ids.back() == n - 1));
     CHECK(same_units(r.units, s.units));
-    for (const auto& e : fs::directory_iterator(dir)) CHECK(e.path().string().find(".tmp") == std::string::npos);
+    for (const auto& e : fs::directory_iterator(dir))
+        CHECK(e.path().string().find(".tmp") == std::string::npos);
     comm.barrier();
     if (comm.rank() == 0) fs::remove_all(dir);
 }
@@ -116,7 +118,8 @@ TEST_CASE("a run over P ranks writes HDF5 snapshots of the input's particles and
     CHECK(s0.acc.size() == 3 * ic.size());
     CHECK(same_units(s0.units, parse_units("kpc,1e10Msun")));
     CHECK(test::file_bytes(dir / "straight" / "energy.csv") == test::file_bytes(dir / "split" / "energy.csv"));
-    CHECK(test::file_bytes(dir / "straight" / "snapshot_00003.hdf5") == test::file_bytes(dir / "split" / "snapshot_00003.hdf5"));
+    CHECK(test::file_bytes(dir / "straight" / "snapshot_00003.hdf5") ==
+          test::file_bytes(dir / "split" / "snapshot_00003.hdf5"));
     CHECK(!test::file_bytes(dir / "split" / "snapshot_00003.hdf5").empty());
     comm.barrier();
     if (comm.rank() == 0) fs::remove_all(dir);

@@ -69,7 +69,8 @@ TEST_CASE("a run over P ranks: the input's particles in order, energy and moment
     CHECK(std::fabs(many.de) < 1e-4);
     CHECK(std::fabs(many.max_de) < 1e-4);
     double p = 0;
-    for (double c : many.energies.momentum) p += c * c;
+    for (double c : many.energies.momentum)
+        p += c * c;
     CHECK(std::sqrt(p) < 5e-5);
     INFO(fmt::format("P = {}: dE/E {:.3e}, |p| {:.3e}", comm.size(), many.de, std::sqrt(p)));
     comm.barrier();
@@ -89,7 +90,8 @@ TEST_CASE("a run over P ranks stopped and continued on P ranks matches the strai
     }
     comm.barrier();
     CHECK(test::file_bytes(dir / "straight" / "energy.csv") == test::file_bytes(dir / "split" / "energy.csv"));
-    CHECK(test::file_bytes(dir / "straight" / "snapshot_00003.tipsy") == test::file_bytes(dir / "split" / "snapshot_00003.tipsy"));
+    CHECK(test::file_bytes(dir / "straight" / "snapshot_00003.tipsy") ==
+          test::file_bytes(dir / "split" / "snapshot_00003.tipsy"));
     CHECK(!test::file_bytes(dir / "split" / "snapshot_00003.tipsy").empty());
     comm.barrier();
     if (comm.rank() == 0) fs::remove_all(dir);
