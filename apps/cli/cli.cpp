@@ -154,15 +154,4 @@ std::string Options::help() const
     return s;
 }
 
-double file_softening(const Snapshot& s, const std::string& path, const std::string& command, bool announce)
-{
-    const auto eps = common_softening(s);
-    if (!eps)
-        throw UsageError(fmt::format("{}: the particles of {} do not all carry the same softening (banyan uses one "
-                                     "for all): give --eps",
-                                     command, path));
-    if (announce) fmt::print("softening eps = {} (the particles' own, from {})\n", *eps, path);
-    return *eps;
-}
-
 } // namespace banyan::cli

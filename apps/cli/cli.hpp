@@ -54,10 +54,6 @@ private:
     std::map<std::string, std::string> given_;
 };
 
-/// The softening of a tipsy file's particles (common_softening), for a command run without --eps; a UsageError
-/// that asks for --eps when they carry several. With @p announce, prints where the value came from.
-double file_softening(const Snapshot& s, const std::string& path, const std::string& command, bool announce);
-
 /// One subcommand of the banyan program.
 struct Command {
     std::string name;    ///< e.g. "devices" or "bench primitives"

@@ -60,11 +60,8 @@ int run_forces(const std::vector<std::string>& args)
     SnapshotMeta meta;
     const Snapshot s = read_snapshot(in, &meta, false); // positions and masses are enough: no velocities needed
     check_particles(s, in);
-    if (!opt.has("eps") && !meta.has_softening)
-        throw UsageError(fmt::format("forces: {} gives its collisionless particles no softening (no "
-                                     "PartTypeK/Softenings): give --eps",
-                                     in));
-    const double eps = opt.has("eps") ? opt.number("eps") : file_softening(s, in, "forces", root);
+    const double eps = opt.has("eps") ? opt.number("eps") : softening_from_file(s, meta, in, "forces");
+    if (!opt.has("eps") && root) fmt::print("softening eps = {} (the particles' own, from {})\n", eps, in);
     if (!(eps >= 0.0)) throw UsageError(fmt::format("forces: --eps must be >= 0, got {}", eps));
     const std::size_t n = s.size();
     std::vector<bn_f4> pos(n);

@@ -195,7 +195,7 @@ void refuse_run_only(const Options& opt, std::optional<double> t_end)
 /// the energy log), plain lines per log interval otherwise, nothing when quiet.
 class Progress {
 public:
-    Progress(bool quiet) : quiet_(quiet), tty_(!quiet && ::isatty(::fileno(stdout))) {}
+    explicit Progress(bool quiet) : quiet_(quiet), tty_(!quiet && ::isatty(::fileno(stdout))) {}
 
     /// Hooks that draw the progress of the run given to follow().
     void attach(RunHooks& hooks)

@@ -62,4 +62,19 @@ void write_snapshot(const std::string& path, const Snapshot& s, SnapshotFormat f
         write_tipsy(path, s, Endian::big);
 }
 
+float softening_from_file(const Snapshot& s, const SnapshotMeta& meta, const std::string& path,
+                          const std::string& command)
+{
+    if (!meta.has_softening)
+        throw UsageError(fmt::format("{}: {} gives its collisionless particles no softening (no "
+                                     "PartTypeK/Softenings): give --eps",
+                                     command, path));
+    const auto eps = common_softening(s);
+    if (!eps)
+        throw UsageError(fmt::format("{}: the particles of {} do not all carry the same softening (banyan uses one "
+                                     "for all): give --eps",
+                                     command, path));
+    return *eps;
+}
+
 } // namespace banyan

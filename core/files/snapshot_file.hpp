@@ -33,6 +33,12 @@ SnapshotFormat detect_snapshot_format(const std::string& path);
 Snapshot read_snapshot(const std::string& path, SnapshotMeta* meta = nullptr, bool need_velocities = true,
                        SnapshotFormat* detected = nullptr);
 
+/// The softening to use for the particles of the file @p path when the user gave none: the one every collisionless
+/// particle of @p s carries. Throws UsageError, naming @p command and asking for --eps, when the file gives them none
+/// (@p meta.has_softening false: no PartTypeK/Softenings) or not all the same one (banyan uses one for all).
+float softening_from_file(const Snapshot& s, const SnapshotMeta& meta, const std::string& path,
+                          const std::string& command);
+
 /// Writes @p s to @p path in @p format (tipsy: standard big-endian; @p meta is not written), through a temporary name
 /// and a rename.
 void write_snapshot(const std::string& path, const Snapshot& s, SnapshotFormat format, const SnapshotMeta& meta);

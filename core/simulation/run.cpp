@@ -98,17 +98,8 @@ RunPlan plan_run(RunRequest request, const Comm& comm)
         SnapshotMeta meta;
         plan.input_ = initial_conditions(o, &meta);
         if (request.eps_from_file) {
-            if (!meta.has_softening)
-                throw UsageError(fmt::format("run: {} gives its collisionless particles no softening (no "
-                                             "PartTypeK/Softenings): give --eps",
-                                             o.in));
-            const auto eps = common_softening(*plan.input_);
-            if (!eps)
-                throw UsageError(fmt::format("run: the particles of {} do not all carry the same softening (banyan "
-                                             "uses one for all): give --eps",
-                                             o.in));
-            o.eps = *eps;
-            o.check(request.style);
+            o.eps = softening_from_file(*plan.input_, meta, o.in, "run");
+            o.check(request.style); // the file's softening, judged as a given one would be
         }
     }
     if (plan.input_) {
