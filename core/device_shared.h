@@ -306,6 +306,28 @@ BN_DEVICE float bn_rel_group(float alpha, float a_min)
 /* Per-particle terms summed for the energy log: kinetic, potential, momentum (3), angular momentum (3). */
 #define BANYAN_ENERGY_TERMS 8
 
+/* Block (hierarchical) time steps: a particle on rung k moves with the step dt_max / 2^k. Rungs 0 .. BANYAN_MAX_RUNG;
+ * the rung histogram the kick writes has one more bin, for particles that asked for a rung beyond the run's limit. */
+#define BANYAN_MAX_RUNG 30
+#define BANYAN_RUNG_BINS (BANYAN_MAX_RUNG + 2)
+
+/* The rung a particle of acceleration (ax, ay, az) asks for: the smallest k >= 0 whose step dt_k = dt_max 2^-k is
+ * at most sqrt(2 eta eps / |a|) (GADGET-4's criterion, Springel et al. 2021, MNRAS 506, 2871), or limit + 1
+ * when even rung `limit` is too long. Tested as dt_k^4 |a|^2 <= (2 eta eps)^2 in double precision, with
+ * dt2_max = dt_max^2 and c2 = (2 eta eps)^2: no square root (whose rounding OpenCL leaves open), products of floats
+ * exact in double, so every backend and the CPU reference choose the same integer. |a| = 0 asks for rung 0. */
+BN_DEVICE bn_u32 bn_block_rung(float ax, float ay, float az, double dt2_max, double c2, bn_u32 limit)
+{
+    const double a2 = (double)ax * (double)ax + (double)ay * (double)ay + (double)az * (double)az;
+    double d2 = dt2_max; /* dt_k^2 */
+    bn_u32 k = 0;
+    while (k <= limit && d2 * d2 * a2 > c2) {
+        d2 *= 0.25;
+        ++k;
+    }
+    return k;
+}
+
 /* ---- The octree's keys, cell order and layouts (the OpenCL embedding pastes the file in place) --------- */
 #include "tree_shared.h"
 

@@ -48,6 +48,76 @@ void integrateKick(__global bn_f4* vel, __global const bn_f4* acc, bn_u32 n, flo
     vel[i] = v;
 }
 
+/* Block time steps (Quinn et al. 1997; GADGET-4, Springel et al. 2021): particle i moves with the step
+ * dt_max 2^-rung[i], and a substep ends where the deepest rung's step does. At the start of a substep the particles
+ * that start a step (rung >= level: those whose last step ended here) get their opening half kick, each with its
+ * own half step half_max 2^-rung (ldexp: exact, so rung 0 kicks by half_max to the bit), and vel.w = |a| as
+ * integrateKickDrift writes it; then every particle drifts by `drift`, the substep's length. With one rung (level 0,
+ * rung 0) the same operations as integrateKickDrift. Work-group BANYAN_WG; no local memory. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1)))
+void integrateBlockKickDrift(__global bn_f4* pos, __global bn_f4* vel, __global const bn_f4* acc,
+                             __global const bn_u32* rung, bn_u32 n, bn_u32 level, float half_max, float drift)
+{
+    const bn_u32 i = (bn_u32)get_global_id(0);
+    if (i >= n) return;
+    bn_f4 v = vel[i];
+    bn_f4 x = pos[i];
+    const bn_u32 k = rung[i];
+    if (k >= level) {
+        const bn_f4 a = acc[i];
+        const float half_k = ldexp(half_max, -(int)k);
+        v.x = fma(a.x, half_k, v.x);
+        v.y = fma(a.y, half_k, v.y);
+        v.z = fma(a.z, half_k, v.z);
+        v.w = sqrt(fma(a.z, a.z, fma(a.y, a.y, a.x * a.x)));
+        vel[i] = v;
+    }
+    x.x = fma(v.x, drift, x.x);
+    x.y = fma(v.y, drift, x.y);
+    x.z = fma(v.z, drift, x.z);
+    pos[i] = x;
+}
+
+/* The end of a substep with block time steps: the active particles (rung >= level, those whose step ends here, with
+ * forces at the new positions) get their closing half kick with the half step of the rung they had (only when
+ * kick != 0: the start of a run chooses rungs without kicking), then their new rung, max(bn_block_rung(a), level):
+ * the step the criterion asks for, but no longer than one whose boundaries line up with the current time (level is
+ * the shallowest such rung). Particles not active keep theirs. Every particle's rung is then counted into hist
+ * (BANYAN_RUNG_BINS counters, the last for rungs beyond max_rung, which the driver refuses): the host reads the
+ * deepest occupied rung, and so the next substep's length, from it. Work-group BANYAN_WG; local memory
+ * BANYAN_RUNG_BINS words. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1)))
+void integrateBlockKick(__global bn_f4* vel, __global const bn_f4* acc, __global bn_u32* rung, bn_u32 n,
+                        bn_u32 level, float half_max, bn_u32 kick, double dt2_max, double c2, bn_u32 max_rung,
+                        __global bn_u32* hist)
+{
+    __local bn_u32 local_hist[BANYAN_RUNG_BINS];
+    const bn_u32 lid = (bn_u32)get_local_id(0);
+    for (bn_u32 b = lid; b < BANYAN_RUNG_BINS; b += BANYAN_WG) local_hist[b] = 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const bn_u32 i = (bn_u32)get_global_id(0);
+    if (i < n) {
+        bn_u32 k = rung[i];
+        if (k >= level) {
+            const bn_f4 a = acc[i];
+            if (kick) {
+                const float half_k = ldexp(half_max, -(int)k);
+                bn_f4 v = vel[i];
+                v.x = fma(a.x, half_k, v.x);
+                v.y = fma(a.y, half_k, v.y);
+                v.z = fma(a.z, half_k, v.z);
+                vel[i] = v;
+            }
+            k = max(bn_block_rung(a.x, a.y, a.z, dt2_max, c2, max_rung), level);
+            rung[i] = k;
+        }
+        atomic_inc(&local_hist[min(k, max_rung + 1u)]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (bn_u32 b = lid; b < BANYAN_RUNG_BINS; b += BANYAN_WG)
+        if (local_hist[b]) bn_atomic_add_u32(&hist[b], local_hist[b]);
+}
+
 /* The BANYAN_ENERGY_TERMS terms of one particle, in double precision: kinetic energy m v^2 / 2, potential energy
  * m phi / 2 (each pair counted from both ends), momentum m v, angular momentum m x cross v. */
 inline void integrate_energy_terms(bn_f4 p, bn_f4 v, float phi, double* t)

@@ -133,7 +133,8 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
     __global const bn_f4* restrict cell_com, __global const bn_f4* restrict cell_quad0,
     __global const bn_f4* restrict cell_quad1, __global const bn_u32* restrict group_first,
     __global const bn_u32* restrict group_count, __global const bn_f4* restrict group_lo,
-    __global const bn_f4* restrict group_hi, bn_u32 ngroups, float eps2, __global bn_u32* next_group,
+    __global const bn_f4* restrict group_hi, __global const bn_u32* restrict group_total, float eps2,
+    __global bn_u32* next_group,
     __global bn_u32* spill, bn_u32 spill_cap, __global bn_u32* status, __global bn_u64* totals,
     __global bn_f4* acc_pot, __global bn_u32* pp_count, __global bn_u32* pc_count, bn_u32 count_each, bn_u32 root,
     bn_u32 remote, __global const float* restrict rel, __global const bn_f4* restrict acc_old, float alpha)
@@ -155,6 +156,7 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
     __global bn_u32* const spill_b = spill_a + spill_cap;
     const uint list_max = WALK_LIST + spill_cap;
     ulong my_pp = 0, my_pc = 0; /* this work-item's share of the totals */
+    const uint ngroups = group_total[0]; /* on the device: a walk over the active groups needs no host round trip */
 
     /* The loop over groups tests at its top only (PoCL 3.1 miscompiles an exit after a barrier mid-loop). */
     if (lid == 0) group_slot = bn_atomic_add_u32(next_group, 1u);
@@ -330,6 +332,39 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
         if (pp) bn_atomic_add_u64(totals, pp);
         if (pc) bn_atomic_add_u64(totals + 1, pc);
     }
+}
+
+/* Block time steps: flags[g] = 1 when group g holds a particle whose step ends now (rung >= level), else 0; the
+ * driver compacts the flagged groups' indices (Backend::compact) and walkGroupGather copies their data, so that the
+ * walk runs over the active groups only. Work-group BANYAN_WG; no local memory. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void walkGroupFlags(
+    __global const bn_u32* group_first, __global const bn_u32* group_count, __global const bn_u32* rung,
+    bn_u32 ngroups, bn_u32 level, __global bn_u32* flags)
+{
+    const uint g = get_global_id(0);
+    if (g >= ngroups) return;
+    const uint first = group_first[g], end = first + group_count[g];
+    uint active = 0u;
+    for (uint i = first; i < end; ++i) active |= rung[i] >= level ? 1u : 0u;
+    flags[g] = active;
+}
+
+/* The groups listed in list[0 .. total[0]) (indices, as the compaction of walkGroupFlags left them, in increasing
+ * order) copied to the front of the out_ arrays, the walk's group arrays for a walk over them. ngroups bounds the
+ * launch (all groups); work-items beyond total[0] do nothing. Work-group BANYAN_WG; no local memory. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void walkGroupGather(
+    __global const bn_u32* list, __global const bn_u32* total, __global const bn_u32* group_first,
+    __global const bn_u32* group_count, __global const bn_f4* group_lo, __global const bn_f4* group_hi,
+    bn_u32 ngroups, __global bn_u32* out_first, __global bn_u32* out_count, __global bn_f4* out_lo,
+    __global bn_f4* out_hi)
+{
+    const uint j = get_global_id(0);
+    if (j >= ngroups || j >= total[0]) return;
+    const uint g = list[j];
+    out_first[j] = group_first[g];
+    out_count[j] = group_count[g];
+    out_lo[j] = group_lo[g];
+    out_hi[j] = group_hi[g];
 }
 
 /* Results from tree order back to the caller's order: out[ids[i]] = in[i] for the accelerations, and for both counts

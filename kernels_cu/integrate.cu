@@ -50,6 +50,71 @@ __global__ void __launch_bounds__(BANYAN_WG) integrateKick(bn_f4* vel, const bn_
 }
 BANYAN_CUDA_KERNEL(integrateKick);
 
+/* Block time steps (see integrate.cl): the opening half kick of the particles that start a step now (rung >= level),
+ * each with its own half step half_max 2^-rung, and the drift of every particle by `drift`. With one rung (level 0,
+ * rung 0) the same operations as integrateKickDrift. Block BANYAN_WG; no shared memory. */
+__global__ void __launch_bounds__(BANYAN_WG)
+    integrateBlockKickDrift(bn_f4* pos, bn_f4* vel, const bn_f4* acc, const bn_u32* rung, bn_u32 n, bn_u32 level,
+                            float half_max, float drift)
+{
+    const bn_u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    bn_f4 v = vel[i];
+    bn_f4 x = pos[i];
+    const bn_u32 k = rung[i];
+    if (k >= level) {
+        const bn_f4 a = acc[i];
+        const float half_k = ldexpf(half_max, -static_cast<int>(k));
+        v.x = fmaf(a.x, half_k, v.x);
+        v.y = fmaf(a.y, half_k, v.y);
+        v.z = fmaf(a.z, half_k, v.z);
+        v.w = sqrtf(fmaf(a.z, a.z, fmaf(a.y, a.y, a.x * a.x)));
+        vel[i] = v;
+    }
+    x.x = fmaf(v.x, drift, x.x);
+    x.y = fmaf(v.y, drift, x.y);
+    x.z = fmaf(v.z, drift, x.z);
+    pos[i] = x;
+}
+BANYAN_CUDA_KERNEL(integrateBlockKickDrift);
+
+/* Block time steps (see integrate.cl): the closing half kick of the active particles (rung >= level; only when
+ * kick != 0) with the half step of the rung they had, then their new rung max(bn_block_rung(a), level), and the
+ * histogram of every particle's rung added into hist (BANYAN_RUNG_BINS counters, the last for rungs beyond
+ * max_rung). Block BANYAN_WG; shared memory BANYAN_RUNG_BINS words. */
+__global__ void __launch_bounds__(BANYAN_WG)
+    integrateBlockKick(bn_f4* vel, const bn_f4* acc, bn_u32* rung, bn_u32 n, bn_u32 level, float half_max, bn_u32 kick,
+                       double dt2_max, double c2, bn_u32 max_rung, bn_u32* hist)
+{
+    __shared__ bn_u32 local_hist[BANYAN_RUNG_BINS];
+    const bn_u32 lid = threadIdx.x;
+    for (bn_u32 b = lid; b < BANYAN_RUNG_BINS; b += BANYAN_WG)
+        local_hist[b] = 0u;
+    __syncthreads();
+    const bn_u32 i = blockIdx.x * BANYAN_WG + lid;
+    if (i < n) {
+        bn_u32 k = rung[i];
+        if (k >= level) {
+            const bn_f4 a = acc[i];
+            if (kick) {
+                const float half_k = ldexpf(half_max, -static_cast<int>(k));
+                bn_f4 v = vel[i];
+                v.x = fmaf(a.x, half_k, v.x);
+                v.y = fmaf(a.y, half_k, v.y);
+                v.z = fmaf(a.z, half_k, v.z);
+                vel[i] = v;
+            }
+            k = max(bn_block_rung(a.x, a.y, a.z, dt2_max, c2, max_rung), level);
+            rung[i] = k;
+        }
+        atomicAdd(&local_hist[min(k, max_rung + 1u)], 1u);
+    }
+    __syncthreads();
+    for (bn_u32 b = lid; b < BANYAN_RUNG_BINS; b += BANYAN_WG)
+        if (local_hist[b]) atomicAdd(&hist[b], local_hist[b]);
+}
+BANYAN_CUDA_KERNEL(integrateBlockKick);
+
 /* The BANYAN_ENERGY_TERMS terms of one particle, in double precision: kinetic energy m v^2 / 2, potential energy
  * m phi / 2 (each pair counted from both ends), momentum m v, angular momentum m x cross v. */
 __device__ __forceinline__ void integrate_energy_terms(bn_f4 p, bn_f4 v, float phi, double* t)

@@ -110,10 +110,10 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
                const bn_u2* __restrict__ link, const bn_f4* __restrict__ cell_com, const bn_f4* __restrict__ cell_quad0,
                const bn_f4* __restrict__ cell_quad1, const bn_u32* __restrict__ group_first,
                const bn_u32* __restrict__ group_count, const bn_f4* __restrict__ group_lo,
-               const bn_f4* __restrict__ group_hi, bn_u32 ngroups, float eps2, bn_u32* next_group, bn_u32* spill,
-               bn_u32 spill_cap, bn_u32* status, bn_u64* totals, bn_f4* acc_pot, bn_u32* pp_count, bn_u32* pc_count,
-               bn_u32 count_each, bn_u32 root, bn_u32 remote, const float* __restrict__ rel,
-               const bn_f4* __restrict__ acc_old, float alpha)
+               const bn_f4* __restrict__ group_hi, const bn_u32* __restrict__ group_total, float eps2,
+               bn_u32* next_group, bn_u32* spill, bn_u32 spill_cap, bn_u32* status, bn_u64* totals, bn_f4* acc_pot,
+               bn_u32* pp_count, bn_u32* pc_count, bn_u32 count_each, bn_u32 root, bn_u32 remote,
+               const float* __restrict__ rel, const bn_f4* __restrict__ acc_old, float alpha)
 {
     __shared__ bn_u32 list_a[WALK_LIST];
     __shared__ bn_u32 list_b[WALK_LIST];
@@ -133,6 +133,7 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
     bn_u32* const spill_b = spill_a + spill_cap;
     const unsigned list_max = WALK_LIST + spill_cap;
     bn_u64 my_pp = 0, my_pc = 0;
+    const bn_u32 ngroups = group_total[0]; /* on the device: see walk.cl */
 
     if (lid == 0) group_slot = bn_atomic_add_u32(next_group, 1u);
     __syncthreads();
@@ -327,6 +328,38 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
     }
 }
 BANYAN_CUDA_KERNEL(walkForces);
+
+/* Block time steps: flags[g] = 1 when group g holds a particle with rung >= level (see walk.cl). Block BANYAN_WG; no
+ * shared memory. */
+__global__ void __launch_bounds__(BANYAN_WG)
+    walkGroupFlags(const bn_u32* group_first, const bn_u32* group_count, const bn_u32* rung, bn_u32 ngroups,
+                   bn_u32 level, bn_u32* flags)
+{
+    const bn_u32 g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= ngroups) return;
+    const bn_u32 first = group_first[g], end = first + group_count[g];
+    bn_u32 active = 0u;
+    for (bn_u32 i = first; i < end; ++i)
+        active |= rung[i] >= level ? 1u : 0u;
+    flags[g] = active;
+}
+BANYAN_CUDA_KERNEL(walkGroupFlags);
+
+/* The listed groups' data copied to the front of the out_ arrays (see walk.cl). Block BANYAN_WG; no shared memory. */
+__global__ void __launch_bounds__(BANYAN_WG)
+    walkGroupGather(const bn_u32* list, const bn_u32* total, const bn_u32* group_first, const bn_u32* group_count,
+                    const bn_f4* group_lo, const bn_f4* group_hi, bn_u32 ngroups, bn_u32* out_first, bn_u32* out_count,
+                    bn_f4* out_lo, bn_f4* out_hi)
+{
+    const bn_u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= ngroups || j >= total[0]) return;
+    const bn_u32 g = list[j];
+    out_first[j] = group_first[g];
+    out_count[j] = group_count[g];
+    out_lo[j] = group_lo[g];
+    out_hi[j] = group_hi[g];
+}
+BANYAN_CUDA_KERNEL(walkGroupGather);
 
 /* Results from tree order back to the caller's order: out[ids[i]] = in[i], the counts only when with_counts != 0
  * (otherwise their four buffers are not touched). Block BANYAN_WG; no shared memory. */

@@ -38,6 +38,9 @@
     /* integrate */                                                                                                 \
     X(integrateKickDrift, Out<bn_f4>, Out<bn_f4>, In<bn_f4>, bn_u32, float, float)                                  \
     X(integrateKick, Out<bn_f4>, In<bn_f4>, bn_u32, float)                                                          \
+    X(integrateBlockKickDrift, Out<bn_f4>, Out<bn_f4>, In<bn_f4>, In<bn_u32>, bn_u32, bn_u32, float, float)          \
+    X(integrateBlockKick, Out<bn_f4>, In<bn_f4>, Out<bn_u32>, bn_u32, bn_u32, float, bn_u32, double, double, bn_u32, \
+      Out<bn_u32>)                                                                                                  \
     X(integrateEnergyPartials, In<bn_f4>, In<bn_f4>, In<bn_f4>, bn_u32, Out<double>)                                \
     X(integrateEnergyTotals, In<double>, bn_u32, Out<double>)                                                       \
     X(integrateToInputOrder, In<bn_f4>, In<bn_f4>, In<bn_f4>, In<bn_u32>, bn_u32, bn_u32, bn_u32, Out<bn_f4>,        \
@@ -88,12 +91,15 @@
     X(walkForces,                                                                                                   \
       /* pos, src, mac, link, cell_com, cell_quad0, cell_quad1 */                                                   \
       In<bn_f4>, In<bn_f4>, In<bn_f4>, In<bn_u2>, In<bn_f4>, In<bn_f4>, In<bn_f4>,                                  \
-      /* group_first, group_count, group_lo, group_hi, ngroups, eps2 */                                             \
-      In<bn_u32>, In<bn_u32>, In<bn_f4>, In<bn_f4>, bn_u32, float,                                                  \
+      /* group_first, group_count, group_lo, group_hi, group_total (the group count, on the device), eps2 */        \
+      In<bn_u32>, In<bn_u32>, In<bn_f4>, In<bn_f4>, In<bn_u32>, float,                                              \
       /* next_group, spill, spill_cap, status, totals, acc_pot, pp_count, pc_count */                               \
       Out<bn_u32>, Out<bn_u32>, bn_u32, Out<bn_u32>, Out<bn_u64>, Out<bn_f4>, Out<bn_u32>, Out<bn_u32>,             \
       /* count_each, root, remote, rel, acc_old, alpha */                                                           \
       bn_u32, bn_u32, bn_u32, In<float>, In<bn_f4>, float)                                                          \
+    X(walkGroupFlags, In<bn_u32>, In<bn_u32>, In<bn_u32>, bn_u32, bn_u32, Out<bn_u32>)                              \
+    X(walkGroupGather, In<bn_u32>, In<bn_u32>, In<bn_u32>, In<bn_u32>, In<bn_f4>, In<bn_f4>, bn_u32, Out<bn_u32>,     \
+      Out<bn_u32>, Out<bn_f4>, Out<bn_f4>)                                                                          \
     X(walkScatter, In<bn_f4>, In<bn_u32>, In<bn_u32>, In<bn_u32>, bn_u32, Out<bn_f4>, Out<bn_u32>, Out<bn_u32>,      \
       bn_u32)
 // clang-format on

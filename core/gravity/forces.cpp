@@ -27,9 +27,10 @@ TreeForces::TreeForces(Backend& be) : be_(be), groups_per_unit_(be.info().gpu ? 
 {
     counter_ = be_.alloc<bn_u32>(1, "walk.counter");
     const std::size_t align = std::max<std::size_t>(be_.info().view_align, 16);
-    outputs_ = be_.alloc<unsigned char>(align + sizeof(bn_u32), "walk.outputs");
+    outputs_ = be_.alloc<unsigned char>(2 * align + sizeof(bn_u32), "walk.outputs");
     totals_dev_ = outputs_.view_as<bn_u64>(0, 2);
     status_ = outputs_.view_as<bn_u32>(align, 1);
+    active_total_ = outputs_.view_as<bn_u32>(2 * align, 1);
 }
 
 void TreeForces::clear_outputs()
@@ -40,18 +41,23 @@ void TreeForces::clear_outputs()
 bn_u32 TreeForces::read_outputs(InteractionTotals& t)
 {
     const auto bytes = outputs_.download(outputs_.size());
+    const std::size_t align = std::max<std::size_t>(be_.info().view_align, 16);
     bn_u64 totals[2];
-    bn_u32 status;
+    bn_u32 status, active;
     std::memcpy(totals, bytes.data(), sizeof totals);
-    std::memcpy(&status, bytes.data() + (bytes.size() - sizeof status), sizeof status);
+    std::memcpy(&status, bytes.data() + align, sizeof status);
+    std::memcpy(&active, bytes.data() + 2 * align, sizeof active);
     t.pp = totals[0];
     t.pc = totals[1];
+    if (rungs_) walked_groups_ = active;
     return status;
 }
 
 void TreeForces::drop_views() noexcept
 {
     acc_ = {}, mac_ = {}, link_ = {}, rel_ = {}, spill_ = {}, pp_ = {}, pc_ = {};
+    active_flags_ = {}, active_iota_ = {}, active_list_ = {}, active_first_ = {}, active_count_ = {};
+    active_lo_ = {}, active_hi_ = {};
 }
 
 Buffer<bn_f4>& TreeForces::bind_acc(Octree& tree)
@@ -103,6 +109,8 @@ void TreeForces::begin(Octree& tree, const OpeningCriterion& criterion, float ep
     if (tree.cells() == 0 || tree.groups() == 0) throw std::logic_error("tree forces: the octree has not been built");
     if (criterion.alpha > 0.0f && acc_old_->size() < n_)
         throw std::logic_error("tree forces: fewer previous accelerations than particles (set_previous_accelerations)");
+    if (rungs_ && rungs_->size() < n_) throw std::logic_error("tree forces: fewer rungs than particles (set_active)");
+    walked_groups_ = tree.groups();
     launch_local(tree);
 }
 
@@ -130,6 +138,16 @@ void TreeForces::launch_local(Octree& tree)
     const auto spill_at = layout.next<bn_u32>("spill", spill_entries);
     const auto pp_at = layout.next<bn_u32>("pp counts", count_each_ ? n_ : 1);
     const auto pc_at = layout.next<bn_u32>("pc counts", count_each_ ? n_ : 1);
+    // Block time steps: the groups' flags, indices and compacted list, and the walk's copies of the active groups'
+    // data (one-element stand-ins when every group is walked).
+    const std::size_t na = rungs_ ? ngroups : 1;
+    const auto flags_at = layout.next<bn_u32>("active flags", na);
+    const auto iota_at = layout.next<bn_u32>("group indices", na);
+    const auto list_at = layout.next<bn_u32>("active groups", na);
+    const auto first_at = layout.next<bn_u32>("active groups' first particles", na);
+    const auto count_at = layout.next<bn_u32>("active groups' counts", na);
+    const auto lo_at = layout.next<bn_f4>("active groups' lower corners", na);
+    const auto hi_at = layout.next<bn_f4>("active groups' upper corners", na);
     // Views of a workspace about to grow go first: the old allocation is then freed at once.
     drop_views();
     const auto& ws = tree.workspace(layout.end());
@@ -140,9 +158,27 @@ void TreeForces::launch_local(Octree& tree)
     spill_ = layout.view(ws, spill_at);
     pp_ = layout.view(ws, pp_at);
     pc_ = layout.view(ws, pc_at);
+    active_flags_ = layout.view(ws, flags_at), active_iota_ = layout.view(ws, iota_at);
+    active_list_ = layout.view(ws, list_at), active_first_ = layout.view(ws, first_at);
+    active_count_ = layout.view(ws, count_at), active_lo_ = layout.view(ws, lo_at), active_hi_ = layout.view(ws, hi_at);
     counter_.fill(0u);
     clear_outputs();
     start_ = be_.record();
+    if (rungs_) {
+        // The active groups, found and compacted on the device (their count stays there, for the walk).
+        be_.launch(kernels::walkGroupFlags, grid_for(be_, ngroups), tree.group_first(), tree.group_count(), *rungs_,
+                   to_u32(ngroups), level_, active_flags_);
+        be_.launch(kernels::treeIota, grid_for(be_, ngroups), active_iota_, to_u32(ngroups));
+        be_.compact(active_iota_, active_flags_, ngroups, active_list_, active_total_);
+        be_.launch(kernels::walkGroupGather, grid_for(be_, ngroups), active_list_, active_total_, tree.group_first(),
+                   tree.group_count(), tree.group_lo(), tree.group_hi(), to_u32(ngroups), active_first_, active_count_,
+                   active_lo_, active_hi_);
+    }
+    const auto& group_first = rungs_ ? active_first_ : tree.group_first();
+    const auto& group_count = rungs_ ? active_count_ : tree.group_count();
+    const auto& group_lo = rungs_ ? active_lo_ : tree.group_lo();
+    const auto& group_hi = rungs_ ? active_hi_ : tree.group_hi();
+    const auto& group_total = rungs_ ? active_total_ : tree.group_total();
     be_.launch(kernels::walkPrepare, grid_for(be_, nc), tree.cell_com(), tree.cell_quad1(), tree.cell_first(),
                tree.cell_count(), to_u32(nc), criterion_.inv_theta(), mac_, link_);
     if (criterion_.alpha > 0.0f)
@@ -150,10 +186,10 @@ void TreeForces::launch_local(Octree& tree)
                    rel_);
     // Without the relative criterion the kernel reads neither rel_ (a stand-in) nor the previous accelerations.
     be_.launch(kernels::walkForces, Grid{wgs_, BANYAN_WALK_WG}, tree.pos(), tree.pos(), mac_, link_, tree.cell_com(),
-               tree.cell_quad0(), tree.cell_quad1(), tree.group_first(), tree.group_count(), tree.group_lo(),
-               tree.group_hi(), to_u32(ngroups), eps_ * eps_, counter_, spill_, to_u32(spill_cap_), status_,
-               totals_dev_, acc_, pp_, pc_, bn_u32{count_each_ ? 1u : 0u}, bn_u32{0}, bn_u32{0}, rel_,
-               criterion_.alpha > 0.0f ? *acc_old_ : acc_, criterion_.alpha);
+               tree.cell_quad0(), tree.cell_quad1(), group_first, group_count, group_lo, group_hi, group_total,
+               eps_ * eps_, counter_, spill_, to_u32(spill_cap_), status_, totals_dev_, acc_, pp_, pc_,
+               bn_u32{count_each_ ? 1u : 0u}, bn_u32{0}, bn_u32{0}, rel_, criterion_.alpha > 0.0f ? *acc_old_ : acc_,
+               criterion_.alpha);
     stop_ = be_.record();
 }
 
@@ -199,7 +235,7 @@ bool TreeForces::add_remote(Octree& tree, const RemoteTrees& remote, double* wal
         counter_.fill(0u);
         be_.launch(kernels::walkForces, Grid{wgs_, BANYAN_WALK_WG}, tree.pos(), remote.pos, mac, link, remote.com,
                    remote.quad0, remote.quad1, tree.group_first(), tree.group_count(), tree.group_lo(), tree.group_hi(),
-                   to_u32(tree.groups()), eps_ * eps_, counter_, spill_, to_u32(spill_cap_), status_, totals_dev_, acc_,
+                   tree.group_total(), eps_ * eps_, counter_, spill_, to_u32(spill_cap_), status_, totals_dev_, acc_,
                    pp_, pc_, bn_u32{count_each_ ? 1u : 0u}, root, bn_u32{1}, rel_, acc_, 0.0f);
     }
     const Event b = be_.record();
@@ -276,17 +312,19 @@ void direct_forces_f64_targets(Backend& be, const Buffer<bn_f4>& pos_mass, std::
               eps * eps, acc_pot);
 }
 
-std::size_t estimate_device_bytes(const Backend& be, std::size_t n, bool velocities)
+std::size_t estimate_device_bytes(const Backend& be, std::size_t n, bool velocities, bool block)
 {
     const double N = static_cast<double>(n);
     const double cells = N / 4 + 64; // the initial capacity of the cell arrays (octree.cpp)
     const double groups = N / 16;    // groups hold up to N_crit = 64 particles; a Plummer sphere has about N / 30
     const double units = std::max(1u, be.info().compute_units);
     const double spill = 2.0 * 1024 * sizeof(bn_u32) * 16 * units; // 1024 entries per work-group, 16 per unit
-    const double particles = (velocities ? 36.0 : 20.0) * N;       // pos, vel, id
+    const double particles = (velocities ? 36.0 : 20.0) * N + (block ? 4.0 * N : 0.0); // pos, vel, id, rung
     // The workspace: the build's 7 slots, its moments per cell, or the walk's layout (TreeForces::launch_local:
     // the accelerations, opening data and links per cell, the spill buffer).
-    const double workspace = std::max({28 * N, 80 * cells, 16 * N + 24 * cells + spill});
+    // Block steps: the active groups' flags, indices, list and copies, 52 bytes per group.
+    const double active = block ? 52 * groups : 0.0;
+    const double workspace = std::max({28 * N, 80 * cells, 16 * N + 24 * cells + spill + active});
     const double kept = 80 * cells + 40 * groups; // cell and group arrays
     const double small = N + 4.0 * (1 << 20); // sort histograms (0.5 bytes per particle), scan partials, CUB, counters
     return static_cast<std::size_t>(particles + workspace + kept + small);

@@ -89,6 +89,18 @@ public:
     /// with alpha > 0 is then a logic error). One rank only: add_remote() refuses the relative criterion.
     void set_previous_accelerations(const Buffer<bn_f4>* acc_old) noexcept { acc_old_ = acc_old; }
 
+    /// Block time steps: the compute()s that follow walk only the groups that hold a particle with
+    /// (*rungs)[i] >= @p level (tree order, at least size() entries; core/simulation/simulation.hpp), found and
+    /// compacted on the device (the paper's "active" groups). Only those groups' particles get accelerations (and
+    /// counts); the others' entries of acc() are left undefined. nullptr: every group (the default).
+    void set_active(const Buffer<bn_u32>* rungs, bn_u32 level) noexcept
+    {
+        rungs_ = rungs;
+        level_ = level;
+    }
+    /// Groups the last compute() walked (all of the tree's without set_active), read with the totals.
+    std::size_t walked_groups() const noexcept { return walked_groups_; }
+
     /// Whether compute() keeps per-particle interaction counts (8 bytes per particle more; off by default: only
     /// tests and the accuracy tools read them, everyone else uses totals()).
     void set_count_each(bool on) noexcept { count_each_ = on; }
@@ -127,8 +139,11 @@ private:
     OpeningCriterion criterion_; // of the last begin()
     float eps_ = 0;
     const Buffer<bn_f4>* acc_old_ = nullptr; // the previous accelerations the relative criterion reads
-    std::size_t wgs_ = 1;                    // work-groups of the last launch
-    Event start_, stop_;                     // around the last local walk
+    const Buffer<bn_u32>* rungs_ = nullptr;  // block time steps: walk the groups with a rung >= level_ only
+    bn_u32 level_ = 0;
+    std::size_t walked_groups_ = 0;
+    std::size_t wgs_ = 1; // work-groups of the last launch
+    Event start_, stop_;  // around the last local walk
     bool count_each_ = false;
     bool counted_ = false; // whether the last compute() kept counts
     InteractionTotals totals_;
@@ -137,24 +152,29 @@ private:
     Buffer<float> rel_;
     Buffer<bn_u2> link_; ///< per cell (cell_first, cell_count), as walkPrepare writes it
     Buffer<bn_u32> pp_, pc_, spill_;
-    // Owned: a few words. The walk's outputs, the interaction totals and the status (the longest level list
-    // asked for when one outgrew its room, else 0), are views of one buffer, read back with one transfer.
+    // The active groups (set_active): flags, indices, the compacted list and the walk's copies of their data.
+    Buffer<bn_u32> active_flags_, active_iota_, active_list_, active_first_, active_count_;
+    Buffer<bn_f4> active_lo_, active_hi_;
+    // Owned: a few words. The walk's outputs, the interaction totals, the status (the longest level list asked for
+    // when one outgrew its room, else 0) and the number of active groups, are views of one buffer, read back with
+    // one transfer.
     Buffer<unsigned char> outputs_;
     Buffer<bn_u64> totals_dev_;
-    Buffer<bn_u32> counter_, status_;
+    Buffer<bn_u32> counter_, status_, active_total_;
 
     /// Zeroes the outputs, to be summed by the next launches.
     void clear_outputs();
     /// Waits for the walks launched, then reads the outputs: the status (spill_overflowed), and into @p t the
-    /// totals.
+    /// totals (and the active groups' count into walked_groups_ after a walk over active groups).
     bn_u32 read_outputs(InteractionTotals& t);
 };
 
 /// The device memory a tree build and walk of @p n particles (with velocities kept and moved, for a simulation,
 /// when @p velocities) needs at its peak on @p be, from the layout of the arrays (octree.hpp, TreeForces): the
 /// particles, the workspace, the cell and group arrays and the walk's spill buffer, with N / 4 + 64 cells (a
-/// Plummer sphere has N / 4.3; the cell arrays grow by a quarter when a more clustered system needs more).
-std::size_t estimate_device_bytes(const Backend& be, std::size_t n, bool velocities);
+/// Plummer sphere has N / 4.3; the cell arrays grow by a quarter when a more clustered system needs more). With
+/// @p block (block time steps): the rungs, and the walk's copies of the active groups.
+std::size_t estimate_device_bytes(const Backend& be, std::size_t n, bool velocities, bool block = false);
 
 /// Host results of one force evaluation, in the order of the input particles.
 struct ForceResult {

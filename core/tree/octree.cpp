@@ -113,6 +113,12 @@ void Octree::reserve_particles(std::size_t n, bool with_vel)
         vel_ = Buffer<bn_f4>();
         vel_ = be_.alloc<bn_f4>(m, "tree.vel");
     }
+    if (!keep_rungs_)
+        rung_ = Buffer<bn_u32>();
+    else if (!rung_ || rung_.size() < m) {
+        rung_ = Buffer<bn_u32>();
+        rung_ = be_.alloc<bn_u32>(m, "tree.rung");
+    }
     workspace(0);
     // A Plummer sphere has about N / 4.3 cells; the arrays grow by themselves when a tree needs more.
     if (cell_capacity_ < m / 4 + 64) grow_cells(m / 4 + 64, 0);
@@ -188,6 +194,7 @@ void Octree::resize_keep(std::size_t n)
         regrow(pos_, "tree.pos");
         regrow(id_, "tree.id");
         if (with_vel) regrow(vel_, "tree.vel");
+        if (keep_rungs_) regrow(rung_, "tree.rung");
     }
     const std::size_t cap = pos_.size();
     const std::size_t align = view_align(be_);
@@ -198,6 +205,15 @@ void Octree::resize_keep(std::size_t n)
     level_begin_.fill(0);
     n_groups_ = 0;
     depth_ = -1;
+}
+
+void Octree::keep_rungs(bool on)
+{
+    keep_rungs_ = on;
+    if (!on)
+        rung_ = Buffer<bn_u32>();
+    else if (pos_ && (!rung_ || rung_.size() < pos_.size()))
+        rung_ = be_.alloc<bn_u32>(pos_.size(), "tree.rung");
 }
 
 void Octree::set_particles(std::span<const bn_f4> pos, std::span<const bn_f4> vel)
@@ -289,6 +305,7 @@ void Octree::move_particles(std::size_t pair)
     through(pos_);
     if (vel_) through(vel_);
     through(id_);
+    if (rung_) through(rung_);
 }
 
 void Octree::build_cells(std::size_t pair)

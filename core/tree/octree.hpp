@@ -97,6 +97,11 @@ public:
     Buffer<bn_f4>& vel() noexcept { return vel_; }
     Buffer<bn_u32>& ids() noexcept { return id_; }
     const Buffer<bn_u32>& ids() const noexcept { return id_; }
+    /// Block time steps: each particle's rung (core/simulation/simulation.hpp), kept and moved with the particles
+    /// only after keep_rungs(true) (4 bytes per particle); empty otherwise. Its contents are the caller's.
+    void keep_rungs(bool on);
+    Buffer<bn_u32>& rungs() noexcept { return rung_; }
+    const Buffer<bn_u32>& rungs() const noexcept { return rung_; }
     /// The keys of the particles in their current order, computed afresh in the frame of the last build (for
     /// tests: the build keeps them only while it needs them).
     Buffer<bn_u64> keys() const;
@@ -120,6 +125,8 @@ public:
     const Buffer<bn_u32>& group_count() const noexcept { return group_count_; }
     const Buffer<bn_f4>& group_lo() const noexcept { return group_lo_; }
     const Buffer<bn_f4>& group_hi() const noexcept { return group_hi_; }
+    /// groups() on the device (one word), what the walk reads.
+    const Buffer<bn_u32>& group_total() const noexcept { return group_total_; }
 
     /// For tests: fills every array a build writes (whole capacity, and the workspace from slot 4 on: slots 0-3 may
     /// hold the accelerations a simulation's next drift reads) with a sentinel, so that an element no phase writes
@@ -149,6 +156,8 @@ private:
     // Particles, kept in key order.
     Buffer<bn_f4> pos_, vel_;
     Buffer<bn_u32> id_;
+    Buffer<bn_u32> rung_; // with keep_rungs(true) only
+    bool keep_rungs_ = false;
     Buffer<unsigned char> workspace_;
     Buffer<bn_f4> box_, frame_;
     Buffer<bn_u32> level_count_;
