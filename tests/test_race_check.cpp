@@ -241,6 +241,31 @@ TEST_CASE("race check: leapfrog steps with direct forces, energies, results in i
     CHECK(std::memcmp(&tracked[1], &in_pos[400], sizeof(bn_f4)) == 0);
 }
 
+TEST_CASE("race check: block time steps' kicks, drift and rung histogram")
+{
+    // Every particle's kick and rung against the CPU in tests/test_block_steps.cpp; here a small run's kernels, with
+    // the rungs spread (a Plummer sphere of 300 whose inner particles ask for shorter steps than dt = 1/8).
+    auto& be = test::backend();
+    SimulationOptions o;
+    o.direct = true;
+    o.block = true;
+    o.eps = 0.01f;
+    o.dt = 1.0 / 8;
+    o.max_rung = 8;
+    Simulation sim(be, o);
+    Particles p = plummer(300, 24);
+    sim.start(p.pos, p.vel, 0.0);
+    sim.step();
+    const BlockStats& b = sim.block_stats();
+    std::uint64_t total = 0;
+    for (const auto r : b.rungs)
+        total += r;
+    CHECK(total == 300);
+    CHECK(b.deepest >= 1);
+    CHECK(b.substeps >= 2);
+    CHECK(std::isfinite(sim.energies().total()));
+}
+
 // The cases below run the tree walk; their names start "race check: walk" because tests/oclgrind_check.sh runs them
 // without Oclgrind's uninitialised-value check, which crashes inside Oclgrind on walkForces (see there).
 
@@ -355,4 +380,31 @@ TEST_CASE("race check: walk of another rank's tree")
 TEST_CASE("race check: walk in a leapfrog step with tree forces")
 {
     test::check_one_step(test::backend(), 1000, false, 21);
+}
+
+TEST_CASE("race check: walk over the active groups of block time steps")
+{
+    auto& be = test::backend();
+    const std::size_t n = 1500;
+    Octree tree(be);
+    tree.set_particles(test::plummer_input(n, 25));
+    tree.build();
+    TreeForces forces(be);
+    forces.compute(tree, 0.75f, 0.01f);
+    const auto whole = forces.acc().download(n);
+    std::vector<bn_u32> r(n, 0u);
+    for (std::size_t i = 0; i < n; i += 97)
+        r[i] = 2;
+    const auto rungs = be.upload<bn_u32>(r, "race.rungs");
+    forces.poison(tree);
+    forces.set_active(&rungs, 1);
+    forces.compute(tree, 0.75f, 0.01f);
+    forces.set_active(nullptr, 0);
+    const auto part = forces.acc().download(n);
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < n; i += 97)
+        bad += std::memcmp(&part[i], &whole[i], sizeof(bn_f4)) != 0;
+    CHECK(bad == 0);
+    CHECK(forces.walked_groups() > 0);
+    CHECK(forces.walked_groups() < tree.groups());
 }

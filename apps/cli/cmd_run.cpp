@@ -52,15 +52,16 @@ const char* const run_only[] = {
     "ic",     "in",         "n",          "seed",         "theta",          "opening",
     "alpha",  "eps",        "dt",         "log-every",    "snapshot-every", "checkpoint-every",
     "out",    "pericentre", "separation", "eccentricity", "bh-fraction",    "direct",
-    "format", "units"};
+    "format", "units",      "steps",      "eta",          "max-rung"};
 
 /// The options of `banyan run` and their help.
 Options run_options()
 {
     Options opt("run",
-                "A whole N-body simulation on the device (paper sections 3.1, 4.2): shared-time-step leapfrog\n"
-                "(kick-drift-kick, Hut et al. 1995), the octree rebuilt and walked every step, energies and momenta\n"
-                "summed on the device. G = 1: N-body units, or the physical units --units names. Writes to --out:\n"
+                "A whole N-body simulation on the device (paper sections 3.1, 4.2): leapfrog (kick-drift-kick, Hut\n"
+                "et al. 1995) with one shared step or block steps (--steps block), the octree rebuilt and walked\n"
+                "every (sub)step, energies and momenta summed on the device. G = 1: N-body units, or the physical "
+                "units --units names. Writes to --out:\n"
                 "snapshot_NNNNN.hdf5 (GADGET-4 HDF5 layout, which pynbody and yt open; or .tipsy with --format tipsy;\n"
                 "particle i of the input is particle i of every snapshot), energy.csv (one line per\n"
                 "--log-every steps: energies, dE = (E0 - E) / E0 and its largest magnitude so far, momentum, angular\n"
@@ -90,7 +91,18 @@ Options run_options()
               "Plummer softening length, >= 0 (with --in, default: the softening the file's dark and "
               "star particles carry)",
               "0.05");
-    opt.value("dt", "DT", "time step, > 0; a fraction such as 1/64 is fine", "1/64");
+    opt.value("dt", "DT", "time step, > 0; a fraction such as 1/64 is fine; with --steps block the largest step",
+              "1/64");
+    opt.value("steps", "S",
+              "time steps: shared (every particle moves with --dt) or block (each with --dt / 2^k, k its rung, "
+              "from dt_i = sqrt(2 eta eps / |a_i|) rounded down to a power of two; Quinn et al. 1997, GADGET-4); "
+              "block runs on one rank; README, \"Time steps\"",
+              "shared");
+    opt.value("eta", "ETA", "block steps: accuracy parameter of the step criterion", "0.025");
+    opt.value("max-rung", "K",
+              "block steps: the deepest rung allowed (steps down to --dt / 2^K, K <= 30); a particle that asks for "
+              "a shorter step stops the run with an error naming it",
+              "16");
     opt.value("t-end", "T", "end time (absolute; with --restart, extends or shortens the run)", "10");
     opt.value("log-every", "STEPS", "steps between lines of the energy log", "16");
     opt.value("snapshot-every", "T", "time between snapshots (0: at the start and the end only; never: none)", "1");
@@ -155,6 +167,9 @@ RunRequest parse_new_run(const Options& opt, std::optional<double> t_end, const 
     ro.alpha = opt.number("alpha");
     ro.eps = opt.number("eps");
     ro.dt = parse_time(opt.str("dt"), "--dt");
+    ro.steps = opt.str("steps");
+    ro.eta = opt.number("eta");
+    ro.max_rung = static_cast<unsigned>(std::min<std::uint64_t>(count_option(opt, "max-rung", 0), 1000));
     ro.t_end = t_end ? *t_end : parse_time(opt.str("t-end"), "--t-end");
     ro.log_every = count_option(opt, "log-every", 1);
     auto every = [&](const char* name) {
@@ -248,6 +263,10 @@ private:
                         sps * static_cast<double>(r.simulation().total_size()), clock_text(left));
         if (r.last_record().centre_distance >= 0)
             s += fmt::format("  centres {:.4g} apart", r.last_record().centre_distance);
+        if (r.options().steps == "block") {
+            const BlockStats& b = r.simulation().block_stats();
+            s += fmt::format("  {}  {:.3g}x fewer forces", rung_text(b), shared_step_ratio(b));
+        }
         return s;
     }
 
@@ -263,6 +282,27 @@ struct SessionStart {
 };
 
 /// The summary at the end: how it ended, the rate, device time per phase, memory, energy and files.
+/// Block time steps: the rungs, the force evaluations against a shared step at the smallest step, and the
+/// substeps' device time by level (the fixed cost of a substep shows in the levels with few active particles).
+void print_block_summary(const Simulation& sim, const RunOptions& o)
+{
+    const BlockStats& b = sim.block_stats();
+    const double n = static_cast<double>(sim.total_size());
+    const double per_time = b.steps ? double(b.active_updates) / (n * double(b.steps) * o.dt) : 0.0;
+    fmt::print("block steps: {} substeps in {} steps; {}; deepest rung so far {} (dt / {}); {:.4g} force "
+               "evaluations per particle per unit time, a shared step of dt / {} needs {:.4g}: {:.3g}x fewer\n",
+               b.substeps, b.steps, rung_text(b), b.deepest, 1u << b.deepest, per_time, 1u << b.deepest,
+               std::ldexp(1.0, static_cast<int>(b.deepest)) / o.dt, shared_step_ratio(b));
+    for (unsigned k = 0; k < b.levels.size(); ++k) {
+        const auto& l = b.levels[k];
+        if (!l.substeps) continue;
+        const double m = 1.0 / double(l.substeps);
+        fmt::print("  substeps of level {:2}: {:8}, {:10.0f} active particles each; per substep (device time) build "
+                   "{:.3f} ms, forces {:.3f} ms, integrate {:.3f} ms\n",
+                   k, l.substeps, double(l.active) * m, l.build * m, l.forces * m, l.integrate * m);
+    }
+}
+
 void print_summary(const Run& run, Run::Outcome outcome, const SessionStart& before, const Backend& be,
                    const Comm& comm)
 {
@@ -293,6 +333,7 @@ void print_summary(const Run& run, Run::Outcome outcome, const SessionStart& bef
                    (t.build - before.times.build) * per, (t.forces - before.times.forces) * per,
                    (t.integrate - before.times.integrate) * per, (t.energies - before.times.energies) * per,
                    output_ms * per);
+        if (run.options().steps == "block") print_block_summary(sim, run.options());
     }
     const double peak = double(be.memory().peak);
     fmt::print("device memory{}: peak {:.2f} GiB, {:.1f} bytes per particle (everything held at once, scratch "
@@ -318,7 +359,7 @@ void check_device_memory(const RunPlan& plan, const Backend& be, const std::stri
     // Over P ranks each holds about N / P particles; a sixteenth more for an uneven share of the work.
     const std::size_t P = static_cast<std::size_t>(comm.size());
     const std::size_t each = P > 1 ? (n + P - 1) / P + n / P / 16 : n;
-    const std::size_t need = estimate_device_bytes(be, each, true);
+    const std::size_t need = estimate_device_bytes(be, each, true, plan.options().steps == "block");
     if (!quiet)
         fmt::print("device memory: about {:.2f} GiB needed{} ({:.0f} bytes per particle), {:.1f} GiB on the "
                    "device\n",

@@ -30,6 +30,7 @@
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -259,7 +260,8 @@ void check_precision(double extent, double total, double min_mass, std::size_t l
 /// The checks of banyan.Simulation, before any device is opened: the run engine's plan_run (the options, once, in
 /// Python's spelling, and the particles) of a run from the caller's arrays, as `banyan run --in FILE` from a file's.
 RunPlan plan_simulation(const Vec3In& pos, const Vec3In& vel, const ScalarIn& mass, double theta, double eps, double dt,
-                        double time, const std::string& opening, double alpha)
+                        double time, const std::string& opening, double alpha, const std::string& steps, double eta,
+                        long long max_rung)
 {
     RunRequest request;
     RunOptions& o = request.options;
@@ -267,6 +269,9 @@ RunPlan plan_simulation(const Vec3In& pos, const Vec3In& vel, const ScalarIn& ma
     o.in = "(banyan.Simulation)";
     o.theta = theta, o.eps = eps, o.dt = dt;
     o.opening = opening, o.alpha = alpha;
+    o.steps = steps, o.eta = eta;
+    if (max_rung < 0) throw UsageError(fmt::format("max_rung must be >= 0, got {}", max_rung));
+    o.max_rung = static_cast<unsigned>(std::min<long long>(max_rung, 1000)); // RunOptions::check judges the rest
     o.t_end = time + dt; // evolve() moves the end to the time it is given
     request.style = OptionStyle::python;
     request.outputs = RunOutputs::none;
@@ -386,6 +391,26 @@ public:
     double alpha() const { return run_->options().alpha; }
     double eps() const { return run_->options().eps; }
     double dt() const { return run_->options().dt; }
+    const std::string& steps_kind() const { return run_->options().steps; }
+    double eta() const { return run_->options().eta; }
+    unsigned max_rung() const { return run_->options().max_rung; }
+    /// Block time steps: {"rungs": particles per rung (to the deepest allowed), "deepest": the deepest rung used,
+    /// "substeps", "active_updates", "steps", "saving": shared_step_ratio}.
+    nb::dict block_stats() const
+    {
+        const BlockStats& b = run_->simulation().block_stats();
+        nb::dict d;
+        nb::list rungs;
+        for (unsigned k = 0; k <= run_->options().max_rung; ++k)
+            rungs.append(b.rungs[k]);
+        d["rungs"] = rungs;
+        d["deepest"] = b.deepest;
+        d["substeps"] = b.substeps;
+        d["active_updates"] = b.active_updates;
+        d["steps"] = b.steps;
+        d["saving"] = shared_step_ratio(b);
+        return d;
+    }
 
 private:
     explicit PySimulation(Device& dev) : dev_(dev) {}
@@ -429,7 +454,7 @@ NB_MODULE(_banyan, m)
           "The same for CUDA arrays (CuPy, PyTorch), results into CUDA arrays.");
     nb::class_<RunPlan>(m, "RunPlan", "A checked simulation, not yet started; see plan_simulation.");
     m.def("plan_simulation", &python::plan_simulation, "pos"_a.noconvert(), "vel"_a.noconvert(), "mass"_a.noconvert(),
-          "theta"_a, "eps"_a, "dt"_a, "time"_a, "opening"_a, "alpha"_a,
+          "theta"_a, "eps"_a, "dt"_a, "time"_a, "opening"_a, "alpha"_a, "steps"_a, "eta"_a, "max_rung"_a,
           "Checks the options and particles of a Simulation (before any device is opened).");
     nb::class_<PySimulation>(m, "Simulation", "The device state of a simulation; see banyan.Simulation.")
         .def(nb::init<Device&, RunPlan&>(), "device"_a, "plan"_a, nb::keep_alive<1, 2>())
@@ -450,5 +475,9 @@ NB_MODULE(_banyan, m)
         .def_prop_ro("opening", &PySimulation::opening)
         .def_prop_ro("alpha", &PySimulation::alpha)
         .def_prop_ro("eps", &PySimulation::eps)
-        .def_prop_ro("dt", &PySimulation::dt);
+        .def_prop_ro("dt", &PySimulation::dt)
+        .def_prop_ro("steps_kind", &PySimulation::steps_kind)
+        .def_prop_ro("eta", &PySimulation::eta)
+        .def_prop_ro("max_rung", &PySimulation::max_rung)
+        .def_prop_ro("block_stats", &PySimulation::block_stats);
 }

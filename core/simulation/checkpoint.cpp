@@ -102,9 +102,11 @@ void write_checkpoint(const std::string& path, const std::string& header_text, c
 {
     const std::string text =
         header_text + fmt::format("format={}\nparticles={}\nn_gas={}\nn_dark={}\nn_star={}\nlength_exp={}\n"
-                                  "mass_exp={}\n",
+                                  "mass_exp={}\nrungs={}\n",
                                   checkpoint_version, st.pos.size(), fields.n_gas, fields.n_dark, fields.n_star,
-                                  st.units.k, st.units.j);
+                                  st.units.k, st.units.j, st.rungs.empty() ? 0 : 1);
+    if (!st.rungs.empty() && st.rungs.size() != st.pos.size())
+        throw std::logic_error("write_checkpoint: rungs and particles differ in number");
     std::string blob;
     blob.reserve(64 + text.size() + st.pos.size() * 60 + fields.n_gas * 12 + fields.n_star * 8);
     blob.append(checkpoint_magic, sizeof checkpoint_magic);
@@ -113,6 +115,7 @@ void write_checkpoint(const std::string& path, const std::string& header_text, c
     put(blob, static_cast<std::uint64_t>(text.size()));
     blob += text;
     put_array(blob, st.pos), put_array(blob, st.vel), put_array(blob, st.acc), put_array(blob, st.ids);
+    put_array(blob, st.rungs); // block time steps only (rungs=1); nothing otherwise
     put_array(blob, fields.eps), put_array(blob, fields.gas_rho), put_array(blob, fields.gas_temp);
     put_array(blob, fields.gas_metals), put_array(blob, fields.star_metals);
     put_array(blob, fields.star_tform);
@@ -168,6 +171,8 @@ Checkpoint read_checkpoint(const std::string& path)
     if ((3 * st.units.k - st.units.j) % 2 != 0) rd.fail();
     st.pos = rd.array<bn_f4>(n), st.vel = rd.array<bn_f4>(n), st.acc = rd.array<bn_f4>(n);
     st.ids = rd.array<bn_u32>(n);
+    // Block time steps' rungs (absent from checkpoints of shared steps, and of versions before them).
+    if (c.header.count("rungs") && u("rungs") != 0) st.rungs = rd.array<bn_u32>(n);
     f.eps = rd.array<float>(n);
     f.gas_rho = rd.array<float>(f.n_gas), f.gas_temp = rd.array<float>(f.n_gas);
     f.gas_metals = rd.array<float>(f.n_gas);

@@ -5,9 +5,9 @@
  *
  * Format (host byte order; the same machine writes and reads it): "BNYNCKPT", u32 version, u32 byte-order mark,
  * u64 length of a text block of key=value lines (the options and the bookkeeping, doubles in shortest round-trip
- * form), the text, then the arrays pos, vel, acc (N float4 each), ids (N u32) in device order, then the fields of
- * the input that never change (eps for N, gas rho/temp/metals, star metals/tform), and last an FNV-1a 64-bit
- * checksum of everything before it.
+ * form), the text, then the arrays pos, vel, acc (N float4 each), ids (N u32) in device order, with block time
+ * steps (rungs=1) the rungs (N u32), then the fields of the input that never change (eps for N, gas
+ * rho/temp/metals, star metals/tform), and last an FNV-1a 64-bit checksum of everything before it.
  */
 #pragma once
 

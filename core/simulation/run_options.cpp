@@ -18,7 +18,7 @@ namespace banyan {
 std::string option_name(std::string_view key, OptionStyle style)
 {
     std::string name(key);
-    if (style == OptionStyle::python) return name;
+    if (style == OptionStyle::python) return name == "steps" ? "time_steps" : name; // steps: Simulation.steps counts
     for (char& c : name)
         if (c == '_') c = '-';
     if (name == "snapshot-format") name = "format";
@@ -52,6 +52,18 @@ void RunOptions::check(OptionStyle style) const
     if (!(dt > 0.0 && dt < 1e30)) throw bad("dt", fmt::format("must be > 0 and finite, got {}", dt));
     if (static_cast<float>(dt) == 0.0f || static_cast<float>(0.5 * dt) == 0.0f)
         throw UsageError(fmt::format("{}{} {} is too small for single precision", prefix, name("dt"), dt));
+    if (steps != "shared" && steps != "block")
+        throw bad("steps", fmt::format("must be 'shared' or 'block', got '{}'", steps));
+    if (!(eta > 0.0 && eta < 1e30)) throw bad("eta", fmt::format("must be > 0 and finite, got {}", eta));
+    if (max_rung > BANYAN_MAX_RUNG)
+        throw bad("max_rung", fmt::format("must be at most {}, got {}", BANYAN_MAX_RUNG, max_rung));
+    if (steps == "block" && !(eps > 0.0))
+        throw UsageError(fmt::format("{}block time steps ({} block) need {} > 0: the step criterion is "
+                                     "sqrt(2 eta eps / |a|)",
+                                     prefix, name("steps"), name("eps")));
+    if (steps == "block" && static_cast<float>(std::ldexp(0.5 * dt, -static_cast<int>(max_rung))) == 0.0f)
+        throw UsageError(fmt::format("{}{} {} at {} {} is too small for single precision", prefix, name("dt"), dt,
+                                     name("max_rung"), max_rung));
     if (!std::isfinite(t_end)) throw bad("t_end", fmt::format("must be finite, got {}", t_end));
     if (log_every < 1) throw bad("log_every", "must be at least 1 step");
     if (!((snapshot_every >= 0.0 && std::isfinite(snapshot_every)) || snapshot_every == never))
@@ -82,7 +94,8 @@ std::string RunOptions::to_text() const
     line("ic", ic), line("in", in), line("n", n), line("seed", seed), line("theta", theta), line("opening", opening),
         line("alpha", alpha);
     line("eps", eps);
-    line("dt", dt), line("t_end", t_end), line("log_every", log_every), line("snapshot_every", snapshot_every);
+    line("dt", dt), line("steps", steps), line("eta", eta), line("max_rung", max_rung);
+    line("t_end", t_end), line("log_every", log_every), line("snapshot_every", snapshot_every);
     line("checkpoint_every", checkpoint_every), line("pericentre", merger.pericentre);
     line("separation", merger.separation), line("eccentricity", merger.eccentricity);
     line("bh_fraction", merger.bh_fraction), line("direct", direct ? 1 : 0);
@@ -105,6 +118,15 @@ RunOptions RunOptions::from_text(const KeyValues& kv)
     // Checkpoints written before the criterion could be chosen: the paper's.
     o.opening = kv.count("opening") ? value_of(kv, "opening", "checkpoint") : std::string("paper");
     o.alpha = kv.count("alpha") ? d("alpha") : 0.0;
+    // Checkpoints written before block time steps: a shared step.
+    o.steps = kv.count("steps") ? value_of(kv, "steps", "checkpoint") : std::string("shared");
+    o.eta = kv.count("eta") ? d("eta") : 0.025;
+    if (kv.count("max_rung")) {
+        const std::uint64_t r = u("max_rung");
+        if (r > BANYAN_MAX_RUNG)
+            throw UsageError(fmt::format("checkpoint: max_rung {} is beyond {}", r, BANYAN_MAX_RUNG));
+        o.max_rung = static_cast<unsigned>(r);
+    }
     // Checkpoints written before snapshots had a format or units: tipsy, N-body units.
     o.format = kv.count("snapshot_format")
                    ? parse_snapshot_format(value_of(kv, "snapshot_format", "checkpoint"), "checkpoint: snapshot_format")
@@ -121,6 +143,9 @@ SimulationOptions RunOptions::simulation() const
     s.eps = static_cast<float>(eps);
     s.dt = dt;
     s.direct = direct;
+    s.block = steps == "block";
+    s.eta = eta;
+    s.max_rung = max_rung;
     return s;
 }
 

@@ -36,7 +36,12 @@ struct RunOptions {
     std::string opening = "paper"; ///< opening criterion: paper | bmax (parse_opening)
     double alpha = 0;              ///< relative criterion on top (SimulationOptions::alpha); 0: off
     double eps = 0.05;
-    double dt = 1.0 / 64;
+    double dt = 1.0 / 64; ///< the time step; with block steps the largest one
+    /// Time steps: "shared" (every particle moves with dt) or "block" (each with dt / 2^k, its rung k from its
+    /// acceleration: SimulationOptions::block).
+    std::string steps = "shared";
+    double eta = 0.025;     ///< block steps: the step criterion's accuracy parameter
+    unsigned max_rung = 16; ///< block steps: the deepest rung allowed
     double t_end = 10;
     std::uint64_t log_every = 16; ///< steps between lines of the energy log
     double snapshot_every = 1;    ///< time between snapshots (0: only at the start and the end; never: none)

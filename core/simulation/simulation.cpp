@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -31,6 +32,14 @@ std::size_t ceil_div(std::size_t a, std::size_t b)
 /// Most work-groups of the energy sums (the totals kernel then reduces that many partials in one group).
 constexpr std::size_t energy_max_groups = 256;
 
+/// Block time steps: the shallowest rung whose step boundaries include tick @p t of a step of 2^max_rung ticks, i.e.
+/// the level of the particles whose steps end (and start) there: 0 at the ends of the step, max_rung - ctz(t) within.
+bn_u32 sync_level(std::uint64_t t, unsigned max_rung)
+{
+    t &= (std::uint64_t{1} << max_rung) - 1;
+    return t == 0 ? 0u : static_cast<bn_u32>(max_rung - static_cast<unsigned>(std::countr_zero(t)));
+}
+
 } // namespace
 
 Simulation::Simulation(Backend& be, const SimulationOptions& options, const Comm& comm)
@@ -41,6 +50,19 @@ Simulation::Simulation(Backend& be, const SimulationOptions& options, const Comm
     options.opening.check("simulation");
     if (options.opening.alpha > 0.0f && comm.parallel())
         throw UsageError("simulation: the relative criterion (alpha) runs on one rank only");
+    if (options.block) {
+        if (comm.parallel()) throw UsageError("simulation: block time steps run on one rank only (README, \"Limits\")");
+        if (!(options.eta > 0.0 && std::isfinite(options.eta)))
+            throw UsageError(fmt::format("simulation: eta must be > 0 and finite, got {}", options.eta));
+        if (options.max_rung > BANYAN_MAX_RUNG)
+            throw UsageError(
+                fmt::format("simulation: max_rung must be at most {}, got {}", BANYAN_MAX_RUNG, options.max_rung));
+        if (!(options.eps > 0.0f))
+            throw UsageError("simulation: block time steps need a softening eps > 0 (the step criterion is "
+                             "sqrt(2 eta eps / |a|))");
+        tree_.keep_rungs(true);
+        rung_hist_ = be_.alloc<bn_u32>(BANYAN_RUNG_BINS, "sim.rung_hist");
+    }
     tree_.set_opening(options.opening.kind);
     partials_ = be_.alloc<double>(BANYAN_ENERGY_TERMS * energy_max_groups, "sim.energy_partials");
     totals_ = be_.alloc<double>(BANYAN_ENERGY_TERMS, "sim.energy_totals");
@@ -97,6 +119,11 @@ void Simulation::start_slice(std::span<const bn_f4> pos, std::span<const bn_f4> 
     compute_forces(false);
     if (!options_.direct)
         if (auto warning = check_tree_depth(tree_, units_, "the particles")) notice("warning: " + *warning);
+    if (options_.block) {
+        block_ = BlockStats{};
+        tree_.rungs().fill(0u); // read (as "active at level 0") before the first choice writes them
+        block_kick(0, false);   // every particle's first rung, from its first acceleration
+    }
 }
 
 void Simulation::set_units(const InternalUnits& units)
@@ -132,6 +159,20 @@ void Simulation::restore(const SimulationState& s)
     if (options_.direct) ensure_size(be_, direct_acc_, n_, "sim.direct_acc");
     tree_.set_particles(s.pos, s.vel, s.ids);
     acc_mut().upload(s.acc);
+    if (options_.block) {
+        if (s.rungs.size() != n)
+            throw UsageError(fmt::format("simulation: a saved state of block time steps with {} rungs for {} particles",
+                                         s.rungs.size(), n));
+        for (std::size_t i = 0; i < n; ++i)
+            if (s.rungs[i] > options_.max_rung)
+                throw UsageError(
+                    fmt::format("simulation: particle {} of the saved state is on rung {}, deeper than the "
+                                "max_rung {} of the run",
+                                s.ids[i], s.rungs[i], options_.max_rung));
+        tree_.rungs().upload(s.rungs);
+        block_ = BlockStats{};
+        block_kick(options_.max_rung + 1, false); // no particle is active: counts the rungs only
+    }
 }
 
 SimulationState Simulation::save()
@@ -143,6 +184,7 @@ SimulationState Simulation::save()
     s.vel = tree_.vel().download(n_);
     s.acc = acc().download(n_);
     s.ids = tree_.ids().download(n_);
+    if (options_.block) s.rungs = tree_.rungs().download(n_);
     s.units = units_;
     s.work = forces_.work();
     return s;
@@ -184,6 +226,11 @@ void Simulation::compute_forces(bool relative)
 void Simulation::step()
 {
     if (total_ == 0) throw std::logic_error("Simulation::step before start() or restore()");
+    if (options_.block) {
+        block_step();
+        ++step_;
+        return;
+    }
     const float dt = static_cast<float>(dt_);
     const float half = static_cast<float>(0.5 * dt_);
     const Event e0 = be_.record();
@@ -200,6 +247,101 @@ void Simulation::step()
     if (n_) be_.launch(kernels::integrateKick, grid_for(be_, n_), tree_.vel(), acc(), to_u32(n_), half);
     kick_end_ = be_.record();
     ++step_;
+}
+
+void Simulation::block_step()
+{
+    // A step of dt is 2^max_rung ticks; rung k's steps are 2^(max_rung - k) ticks long. Each substep ends where the
+    // deepest occupied rung's step does: every particle is drifted there, and the particles whose steps end there
+    // (rung >= the level of that tick) get forces, their closing kick and their next rung (block_kick), then, at the
+    // start of the next substep, their opening kick. With every particle on rung 0 this is the shared step's
+    // kick-drift, walk and kick, operation for operation.
+    const unsigned top = options_.max_rung;
+    const std::uint64_t ticks = std::uint64_t{1} << top;
+    const float half_max = static_cast<float>(0.5 * dt_);
+    for (std::uint64_t t = 0; t < ticks;) {
+        unsigned deepest = 0;
+        for (unsigned k = 0; k <= top; ++k)
+            if (block_.rungs[k]) deepest = k;
+        const std::uint64_t span = ticks >> deepest;
+        const std::uint64_t next = (t / span + 1) * span;
+        const float drift = static_cast<float>(dt_ * (static_cast<double>(next - t) / static_cast<double>(ticks)));
+        const PhaseTimes before = times_;
+        const Event e0 = be_.record();
+        be_.launch(kernels::integrateBlockKickDrift, grid_for(be_, n_), tree_.pos(), tree_.vel(), acc(), tree_.rungs(),
+                   to_u32(n_), sync_level(t, top), half_max, drift);
+        const Event e1 = be_.record();
+        t = next;
+        const bn_u32 level = sync_level(t, top);
+        std::uint64_t active = 0;
+        for (unsigned k = level; k <= top; ++k)
+            active += block_.rungs[k];
+        // At the end of the step every group is active: the whole walk, without finding the active groups.
+        forces_.forces().set_active(level > 0 ? &tree_.rungs() : nullptr, level);
+        try {
+            compute_forces(true);
+        } catch (...) {
+            forces_.forces().set_active(nullptr, 0);
+            throw;
+        }
+        forces_.forces().set_active(nullptr, 0);
+        const double kick_ms = block_kick(level, true);
+        times_.integrate += be_.elapsed_ms(e0, e1) + kick_ms;
+        auto& l = block_.levels[level];
+        ++l.substeps;
+        l.active += active;
+        l.build += times_.build - before.build;
+        l.forces += times_.forces - before.forces;
+        l.integrate += times_.integrate - before.integrate;
+        ++block_.substeps;
+        block_.active_updates += active;
+    }
+    ++block_.steps;
+}
+
+double Simulation::block_kick(bn_u32 level, bool kick)
+{
+    const unsigned top = options_.max_rung;
+    const double c = 2.0 * options_.eta * static_cast<double>(eps_);
+    rung_hist_.fill(0u);
+    const Event a = be_.record();
+    be_.launch(kernels::integrateBlockKick, grid_for(be_, n_), tree_.vel(), acc(), tree_.rungs(), to_u32(n_), level,
+               static_cast<float>(0.5 * dt_), bn_u32{kick ? 1u : 0u}, dt_ * dt_, c * c, bn_u32{top}, rung_hist_);
+    const Event b = be_.record();
+    std::array<bn_u32, BANYAN_RUNG_BINS> h{};
+    rung_hist_.download(std::span<bn_u32>(h));
+    if (h[top + 1]) refuse_rung();
+    for (unsigned k = 0; k <= BANYAN_MAX_RUNG; ++k) {
+        block_.rungs[k] = k <= top ? h[k] : 0;
+        if (block_.rungs[k]) block_.deepest = std::max(block_.deepest, k);
+    }
+    return be_.elapsed_ms(a, b);
+}
+
+void Simulation::refuse_rung()
+{
+    // The slow path of a run that stops: of the particles beyond the limit, the one with the largest acceleration.
+    const auto rungs = tree_.rungs().download(n_);
+    const auto all = acc().download(n_);
+    std::size_t i = n_;
+    double g2 = -1;
+    for (std::size_t j = 0; j < n_; ++j) {
+        const double x = all[j].x, y = all[j].y, z = all[j].z;
+        if (rungs[j] > options_.max_rung && x * x + y * y + z * z > g2) i = j, g2 = x * x + y * y + z * z;
+    }
+    if (i == n_) throw std::logic_error("Simulation: the rung histogram and the rungs disagree");
+    std::vector<bn_f4> a{all[i]};
+    const bn_u32 id = tree_.ids().download(n_)[i];
+    units_.forces_from_internal(a);
+    const double g = std::sqrt(double(a[0].x) * a[0].x + double(a[0].y) * a[0].y + double(a[0].z) * a[0].z);
+    const double wanted = std::sqrt(2.0 * options_.eta * options_.eps / g);
+    throw NumericalError(fmt::format(
+        "simulation: particle {} of the input has |a| = {:.6g} in the step from t = {}, so the step criterion "
+        "sqrt(2 eta eps / |a|) (eta {}, eps {}) asks for a step of {:.6g}, shorter than the deepest rung {} allows "
+        "(dt / 2^{} = {:.6g}); allow deeper rungs (banyan run --max-rung, Python max_rung; at most {}) or take a "
+        "shorter dt",
+        id, g, time(), options_.eta, options_.eps, wanted, options_.max_rung, options_.max_rung,
+        std::ldexp(options_.dt, -static_cast<int>(options_.max_rung)), BANYAN_MAX_RUNG));
 }
 
 void Simulation::settle_kick() const
@@ -300,6 +442,23 @@ std::size_t Simulation::rank_particles(RankParticles& out)
     for (std::size_t i = 0; i < n_; ++i)
         out.phi[i] = a[i].w;
     return lost;
+}
+
+std::string rung_text(const BlockStats& b)
+{
+    std::string s = "rungs";
+    for (std::size_t k = 0; k < b.rungs.size(); ++k)
+        if (b.rungs[k]) s += fmt::format(" {}:{}", k, b.rungs[k]);
+    return s;
+}
+
+double shared_step_ratio(const BlockStats& b)
+{
+    if (b.active_updates == 0) return 0.0;
+    std::uint64_t n = 0;
+    for (const auto r : b.rungs)
+        n += r;
+    return std::ldexp(double(n) * double(b.steps), static_cast<int>(b.deepest)) / double(b.active_updates);
 }
 
 bool all_finite(const Energies& e)

@@ -21,6 +21,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace banyan {
@@ -38,6 +39,30 @@ struct SimulationOptions {
     /// Forces by direct summation (single precision, core/gravity/direct.hpp) instead of the tree; the particles then
     /// stay in their input order. For tests (momentum conservation, the integrator against a CPU reference).
     bool direct = false;
+    /// Block (hierarchical) time steps instead of one shared step: each particle moves with dt / 2^k, its rung k
+    /// chosen from its acceleration (bn_block_rung in device_shared.h: dt_i = sqrt(2 eta eps / |a_i|), rounded down
+    /// to a power of two), and step() advances every particle by dt in substeps. One rank only.
+    bool block = false;
+    double eta = 0.025; ///< the step criterion's accuracy parameter, > 0
+    unsigned max_rung =
+        16; ///< the deepest rung allowed, <= BANYAN_MAX_RUNG; a particle that asks for more stops the run
+};
+
+/// Block time steps: how the particles spread over the rungs and what the substeps cost.
+struct BlockStats {
+    /// Particles on each rung now (at the end of the last substep; at the end of a step, the rungs of the next).
+    std::array<std::uint64_t, BANYAN_MAX_RUNG + 1> rungs{};
+    unsigned deepest = 0;             ///< the deepest rung any particle has been on since the start
+    std::uint64_t steps = 0;          ///< full steps of dt taken (since start or restore, as all of these)
+    std::uint64_t substeps = 0;       ///< force evaluations (substeps) taken
+    std::uint64_t active_updates = 0; ///< particles given new forces, summed over substeps
+    /// Per level of the substeps (the shallowest active rung; level 0 ends a full step): substeps, active particles,
+    /// and device time in the build, the walk and the kicks and drifts, in milliseconds.
+    struct Level {
+        std::uint64_t substeps = 0, active = 0;
+        double build = 0, forces = 0, integrate = 0;
+    };
+    std::array<Level, BANYAN_MAX_RUNG + 1> levels{};
 };
 
 /// Energies and momenta of the particles on the device, summed in double precision.
@@ -61,14 +86,15 @@ struct PhaseTimes {
 /// The exact state of a simulation on the device, in device order and internal units: enough to continue it bit for
 /// bit.
 struct SimulationState {
-    std::uint64_t step = 0;  ///< steps taken since time t_begin
-    double t_begin = 0;      ///< time of step 0
-    std::vector<bn_f4> pos;  ///< x, y, z, mass
-    std::vector<bn_f4> vel;  ///< vx, vy, vz, 0
-    std::vector<bn_f4> acc;  ///< ax, ay, az, potential of the last force evaluation (at the current positions)
-    std::vector<bn_u32> ids; ///< ids[i]: the input index of the particle at device position i
-    InternalUnits units;     ///< the units pos, vel and acc are in (precision.hpp), fixed at the start
-    double work = 0;         ///< several ranks: the measured work that weighs the next decomposition
+    std::uint64_t step = 0;    ///< steps taken since time t_begin
+    double t_begin = 0;        ///< time of step 0
+    std::vector<bn_f4> pos;    ///< x, y, z, mass
+    std::vector<bn_f4> vel;    ///< vx, vy, vz, 0
+    std::vector<bn_f4> acc;    ///< ax, ay, az, potential of the last force evaluation (at the current positions)
+    std::vector<bn_u32> ids;   ///< ids[i]: the input index of the particle at device position i
+    std::vector<bn_u32> rungs; ///< block time steps: rungs[i], the rung the next step starts with (empty otherwise)
+    InternalUnits units;       ///< the units pos, vel and acc are in (precision.hpp), fixed at the start
+    double work = 0;           ///< several ranks: the measured work that weighs the next decomposition
 };
 
 /// Over several ranks (core/parallel/), each rank holds a share of the particles, which changes every step (the
@@ -93,8 +119,12 @@ public:
     /// Downloads the exact device state.
     SimulationState save();
 
-    /// One kick-drift-kick step: v += a dt/2, x += v dt, rebuild the tree, new forces, v += a dt/2.
+    /// One kick-drift-kick step: v += a dt/2, x += v dt, rebuild the tree, new forces, v += a dt/2. With block time
+    /// steps, every particle advances by dt in substeps (block_step()); at the end all are synchronised again.
     void step();
+
+    /// Block time steps: the rungs and the substeps' costs so far (zero with a shared step).
+    const BlockStats& block_stats() const noexcept { return block_; }
 
     /// Energies and momenta at the current time (velocities and positions are synchronised after every step).
     Energies energies();
@@ -137,6 +167,14 @@ private:
 
     /// Sets the units and the softening and time step in them.
     void set_units(const InternalUnits& units);
+    /// The substeps of one step of dt with block time steps (Quinn et al. 1997, GADGET-4's form of it).
+    void block_step();
+    /// Block time steps: the closing half kick of the particles with rung >= @p level (when @p kick), their new
+    /// rungs, and the rung histogram read back; refuses a particle that asks for more than max_rung. Returns the
+    /// kernel's device time in milliseconds.
+    double block_kick(bn_u32 level, bool kick);
+    /// Throws the error that names, of the particles whose rung is beyond max_rung, the one of largest |a|.
+    [[noreturn]] void refuse_rung();
     /// Adds the time of a pending closing kick to times_ (it is done by then: the next walk or times() waits).
     void settle_kick() const;
 
@@ -156,7 +194,15 @@ private:
     Buffer<bn_f4> direct_acc_;            // direct summation's results (the tree walk's live in the tree's workspace)
     Buffer<double> partials_, totals_;    // energy sums
     Buffer<bn_f4> tracked_;
+    Buffer<bn_u32> rung_hist_; // block time steps: the histogram integrateBlockKick writes
+    BlockStats block_;
 };
+
+/// The particles on each occupied rung, "rungs 0:1000 1:200 2:3".
+std::string rung_text(const BlockStats& b);
+/// How many times fewer particle force evaluations the block steps of @p b took than a shared step at the smallest
+/// step any particle used (dt / 2^deepest) would have over the same time: N 2^deepest steps / active_updates.
+double shared_step_ratio(const BlockStats& b);
 
 /// Whether every energy and momentum of @p e is finite. The sums run over every particle's mass, position, velocity
 /// and potential, so a particle with a NaN or infinite value makes them non-finite too.

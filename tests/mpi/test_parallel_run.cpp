@@ -4,6 +4,7 @@
  *        snapshots as one rank writes, energy and momentum kept as well as one rank keeps them, and a run stopped and
  *        continued on the same P that matches the straight run bit for bit.
  */
+#include "core/error.hpp"
 #include "core/parallel/comm.hpp"
 #include "core/simulation/run.hpp"
 #include "core/simulation/run_options.hpp"
@@ -73,6 +74,25 @@ TEST_CASE("a run over P ranks: the input's particles in order, energy and moment
         p += c * c;
     CHECK(std::sqrt(p) < 5e-5);
     INFO(fmt::format("P = {}: dE/E {:.3e}, |p| {:.3e}", comm.size(), many.de, std::sqrt(p)));
+    comm.barrier();
+    if (comm.rank() == 0) fs::remove_all(dir);
+}
+
+TEST_CASE("block time steps run on one rank; over several they are refused before any work")
+{
+    const Comm& comm = Comm::world();
+    const fs::path dir = test::shared_temp_folder(comm);
+    REQUIRE(!dir.empty());
+    RunOptions o = options(dir / "block", 0.0625);
+    o.steps = "block";
+    if (comm.parallel()) {
+        CHECK_THROWS_WITH_AS(plan_run({o}), doctest::Contains("block time steps (--steps block) run on one rank"),
+                             UsageError);
+        CHECK(!fs::exists(dir / "block")); // refused before the output folder was made
+    } else {
+        const RunRecord r = run_to_end(o);
+        CHECK(std::fabs(r.max_de) < 1e-3);
+    }
     comm.barrier();
     if (comm.rank() == 0) fs::remove_all(dir);
 }

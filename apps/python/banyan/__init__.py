@@ -260,23 +260,31 @@ class Simulation:
 
     opening ("paper" or "bmax") and alpha (the relative criterion on top, 0: off) choose the opening test as
     `banyan run --opening --alpha` do; docs/benchmarks.md ("Opening criteria") has their errors and times.
+
+    time_steps="block" gives each particle the step dt / 2^k its acceleration asks for (k its rung, from
+    sqrt(2 eta eps / |a|) rounded down to a power of two, at most max_rung deep), as `banyan run --steps block --eta
+    --max-rung` do; step() and evolve() still advance every particle by whole steps of dt, and block_stats tells
+    how the particles spread over the rungs. README, "Time steps".
     """
 
     def __init__(self, pos: Any, vel: Any, mass: Any, theta: float = 0.75, eps: float = 0.05, dt: float = 1 / 64,
                  time: float = 0.0, backend: str = "auto", device: Optional[int] = None, opening: str = "paper",
-                 alpha: float = 0.0, _engine: Any = None):
+                 alpha: float = 0.0, time_steps: str = "shared", eta: float = 0.025, max_rung: int = 16,
+                 _engine: Any = None):
         if _engine is not None:
             self._sim = _engine
             return
-        # theta, eps, dt, opening and alpha are checked once, by the run engine that `banyan run` uses.
+        # The options are checked once, by the run engine that `banyan run` uses.
         host = _Arrays(np.empty(0))
         p, m = host.particles(pos, mass)
         v = host.floats("vel", vel, (-1, 3))
         if v.shape[0] != p.shape[0]:
             raise UsageError(f"vel: {v.shape[0]} velocities for {p.shape[0]} particles")
         host.check_finite("vel", v, "velocity")
+        if not isinstance(max_rung, (int, np.integer)) or isinstance(max_rung, bool):
+            raise UsageError(f"max_rung must be a whole number, got {max_rung!r}")
         plan = _banyan.plan_simulation(p, v, m, float(theta), float(eps), float(dt), float(time), str(opening),
-                                       float(alpha))
+                                       float(alpha), str(time_steps), float(eta), int(max_rung))
         self._sim = _banyan.Simulation(_device(backend, device), plan)
 
     @classmethod
@@ -368,8 +376,32 @@ class Simulation:
         """The relative criterion's alpha (0: off)."""
         return self._sim.alpha
 
+    @property
+    def time_steps(self) -> str:
+        """"shared" or "block"."""
+        return self._sim.steps_kind
+
+    @property
+    def eta(self) -> float:
+        """Block steps: the step criterion's accuracy parameter."""
+        return self._sim.eta
+
+    @property
+    def max_rung(self) -> int:
+        """Block steps: the deepest rung allowed."""
+        return self._sim.max_rung
+
+    @property
+    def block_stats(self) -> dict:
+        """Block steps, since the start or load: rungs (particles on each rung now, rung 0 first), deepest (the
+        deepest rung used), substeps, active_updates (particles given new forces, summed over substeps), steps, and
+        saving (how many times fewer force evaluations than a shared step of dt / 2^deepest)."""
+        return self._sim.block_stats
+
     def __repr__(self) -> str:
         relative = f", alpha={self._sim.alpha:g}" if self._sim.alpha > 0 else ""
+        if self._sim.steps_kind == "block":
+            relative += f", time_steps='block', eta={self._sim.eta:g}, max_rung={self._sim.max_rung}"
         return (f"banyan.Simulation(N={self._sim.size}, t={self.time:g}, steps={self.steps}, theta={self._sim.theta:g}, "
                 f"opening={self._sim.opening}{relative}, eps={self._sim.eps:g}, dt={self._sim.dt:g}, "
                 f"device={self.device!r})")
