@@ -32,6 +32,8 @@ def test_tutorial_runs_as_written(cli, tmp_path, monkeypatch):
     assert later.steps == ns["sim"].steps and np.array_equal(later.positions, ns["sim"].positions)
     fast = ns["fast"]
     assert fast.opening == "bmax" and fast.alpha == 0.006 and fast.time == ns["t0"]
+    blocky = ns["blocky"]
+    assert blocky.time_steps == "block" and blocky.steps == 1 and sum(blocky.block_stats["rungs"]) == len(ns["mass"])
     png = tmp_path / "merger.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20000
     assert os.path.exists("merger/snapshot_00000.hdf5")
