@@ -60,7 +60,7 @@ Options run_options()
     Options opt("run",
                 "A whole N-body simulation on the device (paper sections 3.1, 4.2): leapfrog (kick-drift-kick, Hut\n"
                 "et al. 1995) with one shared step or block steps (--steps block), the octree rebuilt and walked\n"
-                "every (sub)step, energies and momenta summed on the device. G = 1: N-body units, or the physical "
+                "every (sub)step, energies and momenta summed on the device. G = 1: N-body units, or the physical\n"
                 "units --units names. Writes to --out:\n"
                 "snapshot_NNNNN.hdf5 (GADGET-4 HDF5 layout, which pynbody and yt open; or .tipsy with --format tipsy;\n"
                 "particle i of the input is particle i of every snapshot), energy.csv (one line per\n"
@@ -281,7 +281,6 @@ struct SessionStart {
     double output_seconds = 0;
 };
 
-/// The summary at the end: how it ended, the rate, device time per phase, memory, energy and files.
 /// Block time steps: the rungs, the force evaluations against a shared step at the smallest step, and the
 /// substeps' device time by level (the fixed cost of a substep shows in the levels with few active particles).
 void print_block_summary(const Simulation& sim, const RunOptions& o)
@@ -303,6 +302,7 @@ void print_block_summary(const Simulation& sim, const RunOptions& o)
     }
 }
 
+/// The summary at the end: how it ended, the rate, device time per phase, memory, energy and files.
 void print_summary(const Run& run, Run::Outcome outcome, const SessionStart& before, const Backend& be,
                    const Comm& comm)
 {
