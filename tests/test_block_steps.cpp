@@ -9,6 +9,7 @@
  *        limit stops the run with an error naming it; the options (device-free, suite "static").
  */
 #include "tests/harness.hpp"
+#include "tests/run_files.hpp"
 #include "tests/inputs.hpp"
 
 #include "core/error.hpp"
@@ -30,23 +31,13 @@
 #include <sstream>
 
 using namespace banyan;
+using banyan::test::file_bytes;
+using banyan::test::same_bits;
+using banyan::test::TempDir;
 
 namespace {
 
 namespace fs = std::filesystem;
-
-bool same_bits(const std::vector<bn_f4>& a, const std::vector<bn_f4>& b)
-{
-    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(bn_f4)) == 0);
-}
-
-std::string file_bytes(const fs::path& p)
-{
-    std::ifstream f(p, std::ios::binary);
-    std::ostringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
 
 /// Random particles whose accelerations span six decades, so that the rung criterion spreads them over many rungs.
 struct KickInputs {
@@ -91,21 +82,6 @@ double kepler_energy(const SimulationState& s)
     const double ux = double(vb.x) - va.x, uy = double(vb.y) - va.y, uz = double(vb.z) - va.z;
     return 0.5 * (ux * ux + uy * uy + uz * uz) - 1.0 / std::sqrt(dx * dx + dy * dy + dz * dz);
 }
-
-struct TempDir {
-    fs::path path;
-    explicit TempDir(const std::string& name)
-        : path(fs::temp_directory_path() / fmt::format("banyan-test-{}-{}", ::getpid(), name))
-    {
-        fs::remove_all(path);
-    }
-    ~TempDir()
-    {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    std::string str() const { return path.string(); }
-};
 
 } // namespace
 

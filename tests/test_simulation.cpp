@@ -9,6 +9,7 @@
  */
 #include "tests/checks.hpp"
 #include "tests/harness.hpp"
+#include "tests/run_files.hpp"
 
 #include "core/gravity/direct.hpp"
 #include "core/device/devices.hpp"
@@ -40,32 +41,13 @@
 #include <sstream>
 
 using namespace banyan;
+using banyan::test::file_bytes;
+using banyan::test::same_bits;
+using banyan::test::TempDir;
 
 namespace {
 
 namespace fs = std::filesystem;
-
-/// A fresh, empty folder under the system's temporary folder, removed at the end of the scope.
-struct TempDir {
-    fs::path path;
-    explicit TempDir(const std::string& name)
-        : path(fs::temp_directory_path() / fmt::format("banyan-test-{}-{}", ::getpid(), name))
-    {
-        fs::remove_all(path);
-    }
-    ~TempDir()
-    {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    std::string str() const { return path.string(); }
-};
-
-std::string file_bytes(const fs::path& p)
-{
-    std::ifstream f(p, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
 
 /// A finished run of @p n Plummer particles from t = 0 to 1/16 in @p d, for tests that then damage its files.
 RunOptions finished_short_run(Backend& be, const TempDir& d, std::uint64_t n)
@@ -77,11 +59,6 @@ RunOptions finished_short_run(Backend& be, const TempDir& d, std::uint64_t n)
     Run r(be, plan_run({o}));
     r.run();
     return o;
-}
-
-bool same_bits(const std::vector<bn_f4>& a, const std::vector<bn_f4>& b)
-{
-    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(bn_f4)) == 0);
 }
 
 /// Energies and momenta of a state on the CPU, in double precision (the device sums in another order).
