@@ -6,6 +6,7 @@
 #include "core/render/render.hpp"
 
 #include "core/error.hpp"
+#include "core/files/hdf5_snapshot.hpp"
 
 #include <fmt/format.h>
 
@@ -125,6 +126,118 @@ double mass_radius(const Snapshot& s, const std::array<double, 3>& centre, doubl
         if (m >= fraction * total) return std::sqrt(r2);
     }
     return rm.empty() ? 0.0 : std::sqrt(rm.back().first);
+}
+
+// ---- particle types -------------------------------------------------------------------------------------------
+
+const char* particle_type_name(int type)
+{
+    static const char* const names[n_particle_types] = {"gas", "halo", "disc", "bulge", "stars", "bh"};
+    return type >= 0 && type < n_particle_types ? names[type] : "?";
+}
+
+std::vector<int> parse_particle_types(const std::string& text)
+{
+    std::vector<int> types;
+    std::size_t pos = 0;
+    while (true) {
+        const std::size_t comma = text.find(',', pos);
+        std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+        // " disc, bulge" from a quoted list reads as "disc,bulge".
+        item.erase(0, item.find_first_not_of(' '));
+        item.erase(item.find_last_not_of(' ') + 1);
+        std::string lower = item;
+        for (char& c : lower)
+            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        int type = -1;
+        if (lower.size() == 1 && lower[0] >= '0' && lower[0] < '0' + n_particle_types) type = lower[0] - '0';
+        for (int k = 0; k < n_particle_types && type < 0; ++k)
+            if (lower == particle_type_name(k)) type = k;
+        if (lower == "disk") type = 2; // GADGET's own spelling
+        if (type < 0)
+            throw UsageError(
+                fmt::format("{}{}: give numbers 0 .. 5 or the names gas, halo, disc, bulge, stars, bh, "
+                            "comma-separated for several",
+                            item.empty() ? "an empty item" : fmt::format("unknown particle type '{}'", item),
+                            item == text ? "" : fmt::format(" in '{}'", text)));
+        types.push_back(type);
+        if (comma == std::string::npos) break;
+        pos = comma + 1;
+    }
+    std::sort(types.begin(), types.end());
+    types.erase(std::unique(types.begin(), types.end()), types.end());
+    return types;
+}
+
+std::string describe_particle_types(const std::vector<int>& types)
+{
+    std::string text = types.size() == 1 ? "type " : "types ";
+    for (std::size_t k = 0; k < types.size(); ++k)
+        text += fmt::format("{}{} ({})", k ? ", " : "", types[k], particle_type_name(types[k]));
+    return text;
+}
+
+Snapshot select_particle_types(const Snapshot& s, const std::vector<int>& types)
+{
+    if (types.empty()) return s;
+    const auto counts = gadget_type_counts(s);
+    bool keep[n_particle_types] = {};
+    std::vector<int> absent;
+    for (int t : types) {
+        if (t < 0 || t >= n_particle_types)
+            throw UsageError(fmt::format("a particle type is a number 0 .. 5, got {}", t));
+        keep[t] = true;
+        if (counts[t] == 0) absent.push_back(t);
+    }
+    if (!absent.empty()) {
+        std::string has;
+        int present = 0;
+        for (int t = 0; t < n_particle_types; ++t)
+            if (counts[t] > 0) has += fmt::format("{}{} ({})", present++ ? ", " : "", t, counts[t]);
+        throw UsageError(fmt::format("the snapshot has no particles of {}; it has {}", describe_particle_types(absent),
+                                     present == 0   ? std::string("no particles at all")
+                                     : present == 1 ? "type " + has
+                                                    : "types " + has));
+    }
+
+    const std::size_t n = s.size();
+    Snapshot r;
+    r.time = s.time;
+    r.units = s.units;
+    // Storage order of the types (tipsy.hpp): gas, then the dark ones as 1, 2, 3, 5, then stars.
+    std::size_t first = 0;
+    for (int t : {0, 1, 2, 3, 5, 4}) {
+        const std::size_t count = counts[t];
+        if (keep[t]) {
+            // A field shorter than N (none known) stays empty.
+            const auto take = [&](std::vector<float>& to, const std::vector<float>& from, std::size_t k) {
+                if (from.size() == k * n)
+                    to.insert(to.end(), from.begin() + k * first, from.begin() + k * (first + count));
+            };
+            take(r.mass, s.mass, 1);
+            take(r.pos, s.pos, 3);
+            take(r.vel, s.vel, 3);
+            take(r.eps, s.eps, 1);
+            take(r.phi, s.phi, 1);
+            take(r.acc, s.acc, 3);
+            for (std::size_t i = first; i < first + count; ++i)
+                r.ids.push_back(s.ids.size() == n ? s.ids[i] : i);
+            if (t == 0) {
+                r.n_gas = count;
+                r.gas_rho = s.gas_rho, r.gas_temp = s.gas_temp, r.gas_metals = s.gas_metals;
+            } else if (t == 4) {
+                r.n_star = count;
+                r.star_metals = s.star_metals, r.star_tform = s.star_tform;
+            } else {
+                r.n_dark += count;
+                if (t == 2) r.n_type2 = count;
+                if (t == 3) r.n_type3 = count;
+                if (t == 5) r.n_type5 = count;
+            }
+        }
+        first += count;
+    }
+    return r;
 }
 
 SurfaceDensityMap project_surface_density(const Snapshot& s, const RenderOptions& o)
@@ -394,8 +507,9 @@ Image render_surface_density(const Snapshot& s, const RenderOptions& o, RenderSu
     std::vector<std::string> caption;
     const std::string unit = length_unit(s.units), length_label = unit.empty() ? "" : " " + unit;
     if (o.annotate) {
-        caption.push_back(
-            fmt::format("log10 surface density ({})", o.units.empty() ? surface_density_units(s.units) : o.units));
+        caption.push_back(fmt::format("log10 surface density ({}){}",
+                                      o.units.empty() ? surface_density_units(s.units) : o.units,
+                                      o.selection.empty() ? "" : " of " + o.selection));
         caption.push_back(fmt::format("projected along {}: {} right, {} up", names[int(map.axis)], names[h], names[v]));
         caption.push_back(fmt::format("field {}{} wide, t = {}", short_number(2 * map.extent, 1), length_label,
                                       short_number(s.time, 1)));

@@ -46,7 +46,30 @@ struct RenderOptions {
     std::optional<double> vmin, vmax; ///< log10 surface density at the bottom and top of the colour scale
     bool annotate = true;             ///< the colour bar, scale bar and caption; false: the map alone
     std::string units; ///< the unit of surface density in the caption; empty: surface_density_units(snapshot's)
+    /// Which particles the snapshot given to render_surface_density holds, for the caption ("type 2 (disc)", from
+    /// describe_particle_types); empty: all of the file's, not mentioned.
+    std::string selection;
 };
+
+/// GADGET's particle types 0 .. 5 (core/files/hdf5_snapshot.hpp says where a Snapshot keeps them).
+inline constexpr int n_particle_types = 6;
+/// The name of GADGET particle type @p type: "gas", "halo" (dark matter), "disc", "bulge", "stars", "bh" (black
+/// holes) for 0 .. 5; "?" for anything else.
+const char* particle_type_name(int type);
+/// Particle types from a comma-separated list of numbers 0 .. 5 and names (particle_type_name's in either case, or
+/// "disk"), e.g. "2", "disc,bulge", "0,stars": sorted, each once. Throws UsageError naming an item it does not know.
+std::vector<int> parse_particle_types(const std::string& text);
+/// "type 2 (disc)", "types 2 (disc), 3 (bulge)": for captions and messages.
+std::string describe_particle_types(const std::vector<int>& types);
+/**
+ * @brief The particles of @p s whose GADGET types are among @p types (all of them when it is empty), in their order,
+ *        as a snapshot of their own: every field kept, the counts of types 2, 3, 5 among the dark particles too, and
+ *        ids (the original indices when @p s has none) so that each particle stays recognisable.
+ * @throws UsageError when one of @p types is not 0 .. 5, or has no particles in @p s: naming it and the types that
+ *         @p s has, with their counts ("the snapshot has no particles of type 3 (bulge); it has types 1 (4000), 2
+ *         (1000)").
+ */
+Snapshot select_particle_types(const Snapshot& s, const std::vector<int>& types);
 
 /// The length unit of numbers in @p u for a label: "" (N-body units), "kpc", "(2.5 pc)".
 std::string length_unit(const Units& u);
