@@ -67,6 +67,7 @@ const std::vector<Command>& commands();
 int run_devices(const std::vector<std::string>& args);
 int run_bench_primitives(const std::vector<std::string>& args);
 int run_bench_tree(const std::vector<std::string>& args);
+int run_bench_galaxy(const std::vector<std::string>& args);
 int run_forces(const std::vector<std::string>& args);
 int run_accuracy(const std::vector<std::string>& args);
 int run_bench_forces(const std::vector<std::string>& args);

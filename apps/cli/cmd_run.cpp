@@ -21,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -48,11 +49,52 @@ std::string clock_text(double seconds)
 }
 
 /// Options that only a new run takes (a restart reads them from its checkpoint).
-const char* const run_only[] = {
-    "ic",     "in",         "n",          "seed",         "theta",          "opening",
-    "alpha",  "eps",        "dt",         "log-every",    "snapshot-every", "checkpoint-every",
-    "out",    "pericentre", "separation", "eccentricity", "bh-fraction",    "direct",
-    "format", "units",      "steps",      "eta",          "max-rung"};
+const char* const run_only[] = {"ic",
+                                "in",
+                                "n",
+                                "seed",
+                                "theta",
+                                "opening",
+                                "alpha",
+                                "eps",
+                                "dt",
+                                "log-every",
+                                "snapshot-every",
+                                "checkpoint-every",
+                                "out",
+                                "pericentre",
+                                "separation",
+                                "eccentricity",
+                                "bh-fraction",
+                                "direct",
+                                "format",
+                                "units",
+                                "steps",
+                                "eta",
+                                "max-rung",
+                                "galaxy",
+                                "halo",
+                                "halo-mass",
+                                "halo-scale",
+                                "halo-concentration",
+                                "disc-mass",
+                                "disc-scale-length",
+                                "disc-scale-height",
+                                "toomre-q",
+                                "q-radius",
+                                "bulge-mass",
+                                "bulge-scale",
+                                "bh-mass",
+                                "mass-ratio",
+                                "orientation"};
+
+/// The option of the galaxy option @p key ("halo_mass": "halo-mass").
+std::string cli_name(std::string_view key)
+{
+    std::string s(key);
+    std::replace(s.begin(), s.end(), '_', '-');
+    return s;
+}
 
 /// The options of `banyan run` and their help.
 Options run_options()
@@ -70,7 +112,9 @@ Options run_options()
     opt.value("ic", "KIND",
               "initial conditions: plummer, hernquist (cuspy sphere), disc (thin exponential disc), uniform "
               "(virialised uniform sphere), uniform-cold (cold collapse), merger (two Plummer spheres 1:3 with "
-              "central massive particles)",
+              "central massive particles), galaxy (halo, disc, bulge and black hole in equilibrium; lengths in kpc, "
+              "masses in 1e10 Msun unless --units says otherwise; README, \"Galaxies\"), galaxy-merger (two "
+              "galaxies, the paper's merger by default: -n 240002, --eps 0.1, --t-end 1000)",
               "plummer");
     opt.value("in", "FILE",
               "start from a snapshot file instead: HDF5 (GADGET-2/4, SWIFT layout; all particle types) "
@@ -120,10 +164,41 @@ Options run_options()
     opt.value("restart", "DIR",
               "continue the run whose checkpoint is in DIR (with --t-end, --backend, --device, "
               "--render, --quiet only)");
-    opt.value("pericentre", "R", "merger: pericentre of the Kepler orbit of the two centres", "1");
-    opt.value("separation", "R", "merger: starting distance of the two centres", "10");
-    opt.value("eccentricity", "E", "merger: eccentricity of the orbit, 0 <= E < 1 (bound)", "0.9");
+    opt.value("pericentre", "R",
+              "merger: pericentre of the Kepler orbit of the two centres (galaxy-merger: in kpc, default 10)", "1");
+    opt.value("separation", "R", "merger: starting distance of the two centres (galaxy-merger: kpc, default 100)",
+              "10");
+    opt.value("eccentricity", "E",
+              "merger: eccentricity of the orbit, 0 <= E < 1 (bound; galaxy-merger: E >= 0, default 1, parabolic)",
+              "0.9");
     opt.value("bh-fraction", "F", "merger: mass of each central particle as a fraction of its galaxy's", "0.01");
+    const GalaxyModel mw = galaxy_preset("mw");
+    opt.value("galaxy", "NAME",
+              "galaxy: the preset the options below start from: mw (Milky Way, McMillan 2017) or m31 (Geehan et "
+              "al. 2006)",
+              "mw");
+    opt.value("halo", "KIND", "galaxy: nfw (truncated smoothly beyond r200) or hernquist", mw.halo);
+    opt.value("halo-mass", "M", "galaxy: halo mass in Msun (NFW: M200; Hernquist: all)",
+              fmt::format("{}", mw.halo_mass));
+    opt.value("halo-scale", "R", "galaxy: halo scale radius in kpc (NFW r_s, Hernquist a)",
+              fmt::format("{}", mw.halo_scale));
+    opt.value("halo-concentration", "C", "galaxy: NFW concentration r200 / r_s",
+              fmt::format("{}", mw.halo_concentration));
+    opt.value("disc-mass", "M", "galaxy: disc mass in Msun", fmt::format("{}", mw.disc_mass));
+    opt.value("disc-scale-length", "R", "galaxy: exponential scale length R_d in kpc",
+              fmt::format("{}", mw.disc_scale_length));
+    opt.value("disc-scale-height", "Z", "galaxy: z0 of the sech^2(z / z0) profile in kpc",
+              fmt::format("{}", mw.disc_scale_height));
+    opt.value("toomre-q", "Q", "galaxy: Toomre Q of the disc at --q-radius", fmt::format("{}", mw.toomre_q));
+    opt.value("q-radius", "R", "galaxy: where Q is set, in kpc (0: 2.5 R_d)", "0");
+    opt.value("bulge-mass", "M", "galaxy: Hernquist bulge mass in Msun (0: none)", fmt::format("{}", mw.bulge_mass));
+    opt.value("bulge-scale", "R", "galaxy: bulge scale radius a in kpc", fmt::format("{}", mw.bulge_scale));
+    opt.value("bh-mass", "M", "galaxy: central black hole in Msun (0: none; galaxy-merger default 1e8)",
+              fmt::format("{}", mw.bh_mass));
+    opt.value("mass-ratio", "Q", "galaxy-merger: mass of the second galaxy over the first's, in (0, 1]", "1/3");
+    opt.value("orientation", "I1,W1,I2,W2",
+              "galaxy-merger: each disc's spin axis, inclination to the orbit's axis and azimuth, in degrees",
+              "30,0,60,90");
     opt.flag("direct", "direct O(N^2) summation instead of the tree (small N)");
     opt.flag("render", "beside each snapshot, its projected surface density as snapshot_NNNNN.png (as `banyan "
                        "render SNAPSHOT` draws it: along z, field and colour scale chosen for each snapshot)");
@@ -154,23 +229,50 @@ RunRequest parse_new_run(const Options& opt, std::optional<double> t_end, const 
     if (opt.has("in") && opt.has("n"))
         throw UsageError("run: -n cannot be given with --in (the file sets the number of particles)");
     ro.ic = opt.has("in") ? "file" : opt.str("ic");
-    if (ro.ic != "merger")
-        for (const char* name : {"pericentre", "separation", "eccentricity", "bh-fraction"})
-            if (opt.has(name)) throw UsageError(fmt::format("run: --{} is for --ic merger only", name));
+    const bool galaxy = galaxy_ic(ro.ic), galaxy_merger = ro.ic == "galaxy-merger";
+    if (ro.ic != "merger" && !galaxy_merger)
+        for (const char* name : {"pericentre", "separation", "eccentricity"})
+            if (opt.has(name))
+                throw UsageError(fmt::format("run: --{} is for --ic merger and galaxy-merger only", name));
+    if (ro.ic != "merger" && opt.has("bh-fraction"))
+        throw UsageError("run: --bh-fraction is for --ic merger only (galaxies take --bh-mass)");
+    if (!galaxy) {
+        if (opt.has("galaxy")) throw UsageError("run: --galaxy is for --ic galaxy and galaxy-merger only");
+        for (const std::string_view k : galaxy_model_option_names())
+            if (opt.has(cli_name(k)))
+                throw UsageError(fmt::format("run: --{} is for --ic galaxy and galaxy-merger only", cli_name(k)));
+    }
+    if (!galaxy_merger)
+        for (const char* name : {"mass-ratio", "orientation"})
+            if (opt.has(name)) throw UsageError(fmt::format("run: --{} is for --ic galaxy-merger only", name));
+    if (galaxy) {
+        // The preset, then the options given over it; a merger's defaults are the paper's (section 4.2): 240,002
+        // bodies, eps 0.1, T = 1000, and black holes of 10^8 Msun, well above a halo particle's mass.
+        ro.galaxy = galaxy_preset(opt.str("galaxy"));
+        if (galaxy_merger && !opt.has("bh-mass")) ro.galaxy.bh_mass = 1e8;
+        for (const auto* names : {&galaxy_model_option_names(), &galaxy_orbit_option_names()})
+            for (const std::string_view k : *names) {
+                const std::string name = cli_name(k);
+                if (!opt.has(name)) continue;
+                const std::string v =
+                    k == "mass_ratio" ? fmt::format("{}", parse_time(opt.str(name), "--mass-ratio")) : opt.str(name);
+                set_galaxy_option(ro.galaxy, ro.orbit, k, v, "run: --" + name);
+            }
+    }
     ro.in = opt.str("in");
-    ro.n = count_option(opt, "n", 1);
+    ro.n = galaxy_merger && !opt.has("n") ? 240002 : count_option(opt, "n", 1);
     const long long seed = opt.integer("seed");
     if (seed < 0) throw UsageError(fmt::format("run: --seed must be 0 or more, got {}", seed));
     ro.seed = static_cast<std::uint64_t>(seed);
     ro.theta = opt.number("theta");
     ro.opening = opt.str("opening");
     ro.alpha = opt.number("alpha");
-    ro.eps = opt.number("eps");
+    ro.eps = galaxy_merger && !opt.has("eps") ? 0.1 : opt.number("eps");
     ro.dt = parse_time(opt.str("dt"), "--dt");
     ro.steps = opt.str("steps");
     ro.eta = opt.number("eta");
     ro.max_rung = static_cast<unsigned>(std::min<std::uint64_t>(count_option(opt, "max-rung", 0), 1000));
-    ro.t_end = t_end ? *t_end : parse_time(opt.str("t-end"), "--t-end");
+    ro.t_end = t_end ? *t_end : galaxy_merger && !opt.has("t-end") ? 1000.0 : parse_time(opt.str("t-end"), "--t-end");
     ro.log_every = count_option(opt, "log-every", 1);
     auto every = [&](const char* name) {
         const std::string v = opt.str(name);
@@ -178,9 +280,11 @@ RunRequest parse_new_run(const Options& opt, std::optional<double> t_end, const 
     };
     ro.snapshot_every = every("snapshot-every");
     ro.checkpoint_every = every("checkpoint-every");
-    ro.merger.pericentre = opt.number("pericentre");
-    ro.merger.separation = opt.number("separation");
-    ro.merger.eccentricity = opt.number("eccentricity");
+    if (!galaxy_merger) {
+        ro.merger.pericentre = opt.number("pericentre");
+        ro.merger.separation = opt.number("separation");
+        ro.merger.eccentricity = opt.number("eccentricity");
+    }
     ro.merger.bh_fraction = opt.number("bh-fraction");
     ro.direct = opt.has("direct");
     ro.out = opt.str("out");

@@ -27,13 +27,15 @@ const std::vector<Command>& commands()
         {"bench primitives", "time sort, scan and compaction against CUB and Boost.Compute", run_bench_primitives},
         {"bench tree", "time each phase of the tree build on Plummer spheres, and its device memory", run_bench_tree},
         {"run",
-         "a whole simulation on the device: Plummer, uniform, merger or tipsy input; snapshots, energy log, "
+         "a whole simulation on the device: Plummer, uniform, merger, galaxies or file input; snapshots, energy log, "
          "checkpoints",
          run_run},
         {"forces", "accelerations and potentials of a tipsy file's particles (tree or direct) to .npy", run_forces},
         {"accuracy", "tree forces against double-precision direct summation on Plummer spheres", run_accuracy},
         {"bench forces", "time build + multipoles + tree walk on Plummer spheres; interactions, flop rate",
          run_bench_forces},
+        {"bench galaxy", "an isolated galaxy run for a few rotations: do its radii, thickness, rotation and Q stay put",
+         run_bench_galaxy},
         {"render", "a snapshot's projected surface density (log scale, colour bar) as a PNG image", run_render},
     };
     return list;

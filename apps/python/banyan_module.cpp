@@ -25,7 +25,9 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/string_view.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
@@ -34,8 +36,10 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <tuple>
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -286,6 +290,54 @@ RunPlan plan_simulation(const Vec3In& pos, const Vec3In& vel, const ScalarIn& ma
     return plan_run(std::move(request));
 }
 
+/// The GalaxySetup of the Python module's keywords (option name: its text), as the CLI makes one.
+GalaxySetup galaxy_setup_of(const std::map<std::string, std::string>& options, bool merger, long long n, long long seed,
+                            const std::string& units)
+{
+    RunOptions o;
+    o.ic = merger ? "galaxy-merger" : "galaxy";
+    if (n < 1) throw UsageError(fmt::format("n must be at least 1, got {}", n));
+    if (seed < 0) throw UsageError(fmt::format("seed must be 0 or more, got {}", seed));
+    o.n = static_cast<std::uint64_t>(n), o.seed = static_cast<std::uint64_t>(seed), o.units = units;
+    auto preset = options.find("preset");
+    o.galaxy = galaxy_preset(preset == options.end() ? "mw" : preset->second);
+    if (merger && !options.count("bh_mass")) o.galaxy.bh_mass = 1e8; // as `banyan run --ic galaxy-merger`
+    for (const auto& [key, value] : options)
+        if (key != "preset") set_galaxy_option(o.galaxy, o.orbit, key, value, key);
+    o.check(OptionStyle::python);
+    return galaxy_setup(o);
+}
+
+/// The particle count and the counts of GADGET types 1, 2, 3, 5 of the galaxy (or merger) that banyan.galaxy and
+/// banyan.galaxy_merger ask for: the options are checked as `banyan run --ic galaxy` checks them.
+std::tuple<std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t>
+galaxy_counts_of(const std::map<std::string, std::string>& options, bool merger, long long n, long long seed,
+                 const std::string& units)
+{
+    const GalaxyGenerator gen(galaxy_setup_of(options, merger, n, seed, units));
+    const auto t = gen.type_counts();
+    return {gen.size(), t[0], t[1], t[2], t[3]};
+}
+
+/// Fills @p pos, @p vel, @p mass (of galaxy_counts_of's size) with the galaxy's particles.
+void galaxy_fill(const std::map<std::string, std::string>& options, bool merger, long long n, long long seed,
+                 const std::string& units, Vec3Out pos, Vec3Out vel, ScalarOut mass)
+{
+    const GalaxyGenerator gen(galaxy_setup_of(options, merger, n, seed, units));
+    if (pos.shape(0) != gen.size() || vel.shape(0) != gen.size() || mass.shape(0) != gen.size())
+        throw UsageError("galaxy: output arrays of the wrong size");
+    Particles p;
+    {
+        nb::gil_scoped_release unlocked;
+        p = gen.make_all();
+    }
+    for (std::size_t i = 0; i < p.size(); ++i) {
+        pos.data()[3 * i] = p.pos[i].x, pos.data()[3 * i + 1] = p.pos[i].y, pos.data()[3 * i + 2] = p.pos[i].z;
+        vel.data()[3 * i] = p.vel[i].x, vel.data()[3 * i + 1] = p.vel[i].y, vel.data()[3 * i + 2] = p.vel[i].z;
+        mass.data()[i] = p.pos[i].w;
+    }
+}
+
 /// banyan.Simulation: the run engine of `banyan run` (core/simulation/run.hpp) with no output files, started from
 /// the caller's arrays as `banyan run --in FILE` starts from a file's, so that the same particles give the same
 /// numbers bit for bit; its checkpoints are the CLI's.
@@ -452,6 +504,11 @@ NB_MODULE(_banyan, m)
           "pos"_a.noconvert(), "mass"_a.noconvert(), "points"_a.noconvert(), "theta"_a, "eps"_a, "direct"_a,
           "acc"_a.noconvert(), "pot"_a.noconvert(),
           "The same for CUDA arrays (CuPy, PyTorch), results into CUDA arrays.");
+    m.def("galaxy_counts", &python::galaxy_counts_of, "options"_a, "merger"_a, "n"_a, "seed"_a, "units"_a,
+          "(N, halo, disc, bulge, black holes) of a galaxy or a merger (options: name to text, as the CLI's).");
+    m.def("galaxy_fill", &python::galaxy_fill, "options"_a, "merger"_a, "n"_a, "seed"_a, "units"_a, "pos"_a.noconvert(),
+          "vel"_a.noconvert(), "mass"_a.noconvert(),
+          "The particles of that galaxy or merger into host arrays of its size.");
     nb::class_<RunPlan>(m, "RunPlan", "A checked simulation, not yet started; see plan_simulation.");
     m.def("plan_simulation", &python::plan_simulation, "pos"_a.noconvert(), "vel"_a.noconvert(), "mass"_a.noconvert(),
           "theta"_a, "eps"_a, "dt"_a, "time"_a, "opening"_a, "alpha"_a, "steps"_a, "eta"_a, "max_rung"_a,

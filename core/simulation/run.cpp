@@ -8,6 +8,7 @@
 #include "core/parallel/comm.hpp"
 #include "core/parallel/parallel_files.hpp"
 #include "core/error.hpp"
+#include "core/gravity/precision.hpp"
 #include "core/simulation/checkpoint.hpp"
 #include "core/version.hpp"
 
@@ -56,6 +57,27 @@ void remove_stale_temporaries(const std::string& dir)
         const bool ours = name.rfind("snapshot_", 0) == 0 || name.rfind("checkpoint.bin", 0) == 0;
         if (ours && name.find(".tmp.") != std::string::npos) fs::remove(e.path(), ec);
     }
+}
+
+/// InternalUnits::for_system of the particles of every rank, from each rank's @p mine: the bounding box's largest
+/// side and the total mass.
+InternalUnits system_units(std::span<const bn_f4> mine, const Comm& comm)
+{
+    float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    double mass = 0;
+    for (const bn_f4& p : mine) {
+        const float c[3] = {p.x, p.y, p.z};
+        for (int k = 0; k < 3; ++k)
+            lo[k] = std::min(lo[k], c[k]), hi[k] = std::max(hi[k], c[k]);
+        mass += p.w;
+    }
+    comm.min(std::span<float>(lo, 3));
+    comm.max(std::span<float>(hi, 3));
+    comm.sum(std::span<double>(&mass, 1));
+    double extent = 0;
+    for (int k = 0; k < 3; ++k)
+        extent = std::max(extent, static_cast<double>(hi[k]) - lo[k]);
+    return InternalUnits::for_extent_and_mass(extent, mass);
 }
 
 } // namespace
@@ -135,16 +157,29 @@ Run::Run(Backend& be, RunPlan plan, RunHooks hooks, const Comm& comm)
 {
     Snapshot ic;
     Particles particles;
+    // A galaxy over several ranks: each rank makes only its share (GalaxyGenerator makes any share alone).
+    const bool share = !plan.input_ && comm_.parallel() && galaxy_ic(opt_.ic);
+    std::size_t n = 0, first = 0;
     if (plan.input_) {
         ic = std::move(*plan.input_);
         particles = std::move(plan.particles_);
+    } else if (share) {
+        const GalaxyGenerator gen(galaxy_setup(opt_));
+        n = gen.size();
+        const std::size_t P = static_cast<std::size_t>(comm_.size()), r = static_cast<std::size_t>(comm_.rank());
+        first = r * n / P;
+        particles = gen.make(first, (r + 1) * n / P - first);
+        ic = Snapshot::dark(0);
+        const auto t = gen.type_counts();
+        ic.n_type2 = t[1], ic.n_type3 = t[2], ic.n_type5 = t[3];
+        check_precision_range(particles.pos, opt_.eps, "initial conditions");
     } else {
         ic = initial_conditions(opt_); // a model: its particles are judged here, as a file's were in plan_run
         particles = to_particles(ic);
         check_initial_conditions(ic, particles.pos, opt_);
     }
-    const std::size_t n = ic.size();
-    snapshot_eps_ = common_softening(ic).value_or(opt_.eps);
+    if (!share) n = ic.size();
+    snapshot_eps_ = share ? static_cast<float>(opt_.eps) : common_softening(ic).value_or(opt_.eps);
     // A run numbers its particles 0 .. N-1 in the input's order, as its checkpoints do (they hold no file ids).
     ic.ids.clear();
     ic.acc.clear();
@@ -153,17 +188,19 @@ Run::Run(Backend& be, RunPlan plan, RunHooks hooks, const Comm& comm)
     end_step_ = steps_between(template_.time, opt_.t_end, opt_.dt);
     sim_ = std::make_unique<Simulation>(be_, opt_.simulation(), comm_);
     if (comm_.parallel()) {
-        // Every rank made the same particles; each keeps its slice (the first decomposition sorts them out).
+        // Each rank keeps its slice (the first decomposition sorts them out): made alone (a galaxy), or cut from the
+        // same particles every rank made.
         const std::size_t P = static_cast<std::size_t>(comm_.size()), r = static_cast<std::size_t>(comm_.rank());
-        const std::size_t a = r * n / P, b = (r + 1) * n / P;
-        const InternalUnits units = InternalUnits::for_system(particles.pos);
+        const std::size_t a = share ? first : r * n / P, b = share ? first + particles.size() : (r + 1) * n / P;
+        const std::span<const bn_f4> pos(particles.pos), vel(particles.vel);
+        const auto mine_pos = share ? pos : pos.subspan(a, b - a), mine_vel = share ? vel : vel.subspan(a, b - a);
+        const InternalUnits units = system_units(mine_pos, comm_);
         Snapshot kept = Snapshot::dark(0); // snapshots over ranks take their fields from the particles (dark only)
         kept.time = template_.time;
         kept.units = template_.units;
         kept.n_type2 = template_.n_type2, kept.n_type3 = template_.n_type3, kept.n_type5 = template_.n_type5;
         template_ = std::move(kept);
-        const std::span<const bn_f4> pos(particles.pos), vel(particles.vel);
-        sim_->start_slice(pos.subspan(a, b - a), vel.subspan(a, b - a), template_.time, a, units);
+        sim_->start_slice(mine_pos, mine_vel, template_.time, a, units);
     } else {
         sim_->start(particles.pos, particles.vel, template_.time);
     }
@@ -248,9 +285,8 @@ const RunRecord& Run::record()
     r.de = e0_ != 0.0 ? (e0_ - e.total()) / e0_ + 0.0 : 0.0;      // + 0.0: no "-0" in the log
     if (!(std::fabs(r.de) <= max_de_)) max_de_ = std::fabs(r.de); // a NaN is kept, never hidden by std::max
     r.max_de = max_de_;
-    if (tracked()) {
-        const std::uint32_t b = static_cast<std::uint32_t>(sim_->total_size() - sim_->total_size() / 2);
-        const auto c = sim_->track(0, b);
+    if (const auto pair = tracked_pair(opt_)) {
+        const auto c = sim_->track(static_cast<std::uint32_t>((*pair)[0]), static_cast<std::uint32_t>((*pair)[1]));
         const double dx = double(c[1].x) - c[0].x, dy = double(c[1].y) - c[0].y, dz = double(c[1].z) - c[0].z;
         r.centre_distance = std::sqrt(dx * dx + dy * dy + dz * dz);
     }

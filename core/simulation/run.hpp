@@ -40,7 +40,7 @@ struct RunRecord {
     Energies energies;
     double de = 0;               ///< (E0 - E) / E0, the paper's relative energy error
     double max_de = 0;           ///< the largest |de| so far
-    double centre_distance = -1; ///< merger: distance of the two central particles (-1 otherwise)
+    double centre_distance = -1; ///< mergers: distance of the two central particles or black holes (-1 otherwise)
 };
 
 struct RunHooks {
@@ -155,7 +155,7 @@ private:
     void write_checkpoint();
     /// The checkpoint's text block and state, as write_checkpoint and save write them.
     std::string checkpoint_text_now(const SimulationState& st) const;
-    bool tracked() const noexcept { return opt_.ic == "merger"; }
+    bool tracked() const noexcept { return tracked_pair(opt_).has_value(); }
     /// Whether this rank writes the energy log (rank 0; every rank forms the same lines).
     bool writes_log() const;
 

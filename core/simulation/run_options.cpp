@@ -35,8 +35,10 @@ void RunOptions::check(OptionStyle style) const
     };
     const bool file = ic == "file";
     if (!(file || ic == "plummer" || ic == "hernquist" || ic == "disc" || ic == "uniform" || ic == "uniform-cold" ||
-          ic == "merger"))
-        throw bad("ic", fmt::format("must be plummer, hernquist, disc, uniform, uniform-cold or merger, got '{}'", ic));
+          ic == "merger" || galaxy_ic(ic)))
+        throw bad("ic", fmt::format("must be plummer, hernquist, disc, uniform, uniform-cold, merger, galaxy or "
+                                    "galaxy-merger, got '{}'",
+                                    ic));
     if (file && in.empty()) throw UsageError(prefix + "initial conditions from a file need --in FILE");
     if (!file) {
         if (n < 1) throw bad("n", "must be at least 1");
@@ -83,6 +85,11 @@ void RunOptions::check(OptionStyle style) const
         throw UsageError(
             fmt::format("{}{} {} at {} {} is more than 10^15 steps", prefix, name("t_end"), t_end, name("dt"), dt));
     if (ic == "merger") check_merger_options(merger);
+    if (galaxy_ic(ic)) {
+        check_galaxy_model(galaxy, prefix + ic);
+        if (ic == "galaxy-merger") check_galaxy_orbit(orbit);
+        (void)galaxy_counts(galaxy, ic == "galaxy-merger" ? n / 2 : n); // enough particles for each component
+    }
     if (out.empty()) throw bad("out", "must name a folder");
     parse_units(units, prefix + name("units"));
 }
@@ -100,6 +107,10 @@ std::string RunOptions::to_text() const
     line("separation", merger.separation), line("eccentricity", merger.eccentricity);
     line("bh_fraction", merger.bh_fraction), line("direct", direct ? 1 : 0);
     line("snapshot_format", to_string(format)), line("units", units);
+    // The galaxy options as "galaxy_<name>" (the model's and the orbit's), for every run: a checkpoint is one shape.
+    for (const auto* names : {&galaxy_model_option_names(), &galaxy_orbit_option_names()})
+        for (const std::string_view k : *names)
+            s += fmt::format("galaxy_{}={}\n", k, galaxy_option_text(galaxy, orbit, k));
     return s;
 }
 
@@ -132,6 +143,13 @@ RunOptions RunOptions::from_text(const KeyValues& kv)
                    ? parse_snapshot_format(value_of(kv, "snapshot_format", "checkpoint"), "checkpoint: snapshot_format")
                    : SnapshotFormat::tipsy;
     o.units = kv.count("units") ? value_of(kv, "units", "checkpoint") : std::string();
+    // Checkpoints written before galaxy models: the defaults (they are of other initial conditions).
+    for (const auto* names : {&galaxy_model_option_names(), &galaxy_orbit_option_names()})
+        for (const std::string_view k : *names) {
+            const std::string key = fmt::format("galaxy_{}", k);
+            if (kv.count(key))
+                set_galaxy_option(o.galaxy, o.orbit, k, value_of(kv, key.c_str(), "checkpoint"), "checkpoint: " + key);
+        }
     return o;
 }
 
@@ -210,6 +228,49 @@ void adopt_units(RunOptions& o, const Snapshot& ic)
                                      o.units, o.in, ic.units.describe()));
 }
 
+bool galaxy_ic(const std::string& ic)
+{
+    return ic == "galaxy" || ic == "galaxy-merger";
+}
+
+GalaxySetup galaxy_setup(const RunOptions& o)
+{
+    GalaxySetup g;
+    g.model = o.galaxy;
+    g.merger = o.ic == "galaxy-merger";
+    g.orbit = o.orbit;
+    g.n = o.n;
+    g.seed = o.seed;
+    if (const Units u = parse_units(o.units); u.physical()) {
+        g.length_unit_kpc = u.length_cm / cgs::kpc;
+        g.mass_unit_msun = u.mass_g / cgs::msun;
+    }
+    return g;
+}
+
+std::optional<std::array<std::uint64_t, 2>> tracked_pair(const RunOptions& o)
+{
+    if (o.ic == "merger") return std::array<std::uint64_t, 2>{0, o.n - o.n / 2};
+    // The black holes come last, the first galaxy's first (galaxy.hpp).
+    if (o.ic == "galaxy-merger" && o.galaxy.bh_mass > 0) return std::array<std::uint64_t, 2>{o.n - 2, o.n - 1};
+    return std::nullopt;
+}
+
+namespace {
+/// The generated particles @p p as a snapshot of dark particles of softening @p eps.
+Snapshot snapshot_of(const Particles& p, double eps)
+{
+    Snapshot s = Snapshot::dark(p.size());
+    for (std::size_t i = 0; i < p.size(); ++i) {
+        s.mass[i] = p.pos[i].w;
+        s.pos[3 * i] = p.pos[i].x, s.pos[3 * i + 1] = p.pos[i].y, s.pos[3 * i + 2] = p.pos[i].z;
+        s.vel[3 * i] = p.vel[i].x, s.vel[3 * i + 1] = p.vel[i].y, s.vel[3 * i + 2] = p.vel[i].z;
+        s.eps[i] = static_cast<float>(eps);
+    }
+    return s;
+}
+} // namespace
+
 Snapshot initial_conditions(const RunOptions& o, SnapshotMeta* meta)
 {
     if (meta) *meta = SnapshotMeta{};
@@ -229,16 +290,16 @@ Snapshot initial_conditions(const RunOptions& o, SnapshotMeta* meta)
         p = uniform_sphere(o.n, o.seed, false);
     else if (o.ic == "merger")
         p = galaxy_merger(o.n, o.seed, o.merger).particles;
-    else
+    else if (galaxy_ic(o.ic)) {
+        // Halo, disc, bulge and black holes as GADGET types 1, 2, 3, 5 (the snapshot keeps them in that order).
+        const GalaxyGenerator gen(galaxy_setup(o));
+        Snapshot s = snapshot_of(gen.make_all(), o.eps);
+        const auto t = gen.type_counts();
+        s.n_type2 = t[1], s.n_type3 = t[2], s.n_type5 = t[3];
+        return s;
+    } else
         throw UsageError(fmt::format("run: unknown initial conditions '{}'", o.ic));
-    Snapshot s = Snapshot::dark(p.size());
-    for (std::size_t i = 0; i < p.size(); ++i) {
-        s.mass[i] = p.pos[i].w;
-        s.pos[3 * i] = p.pos[i].x, s.pos[3 * i + 1] = p.pos[i].y, s.pos[3 * i + 2] = p.pos[i].z;
-        s.vel[3 * i] = p.vel[i].x, s.vel[3 * i + 1] = p.vel[i].y, s.vel[3 * i + 2] = p.vel[i].z;
-        s.eps[i] = static_cast<float>(o.eps);
-    }
-    return s;
+    return snapshot_of(p, o.eps);
 }
 
 } // namespace banyan

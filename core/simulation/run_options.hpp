@@ -9,10 +9,13 @@
 #include "core/files/particles.hpp"
 #include "core/files/snapshot_file.hpp"
 #include "core/files/tipsy.hpp"
+#include "core/simulation/galaxy.hpp"
 #include "core/simulation/initial_conditions.hpp"
 #include "core/simulation/simulation.hpp"
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -28,9 +31,10 @@ std::string option_name(std::string_view key, OptionStyle style);
 
 /// Everything that defines a run (stored in its checkpoints).
 struct RunOptions {
-    std::string ic = "plummer"; ///< plummer | uniform | uniform-cold | merger | file
-    std::string in;             ///< the snapshot file (HDF5 or tipsy) of ic == "file"
-    std::uint64_t n = 65536;    ///< particles (ic != "file")
+    /// plummer | hernquist | disc | uniform | uniform-cold | merger | galaxy | galaxy-merger | file
+    std::string ic = "plummer";
+    std::string in;          ///< the snapshot file (HDF5 or tipsy) of ic == "file"
+    std::uint64_t n = 65536; ///< particles (ic != "file")
     std::uint64_t seed = 1;
     double theta = 0.75;
     std::string opening = "paper"; ///< opening criterion: paper | bmax (parse_opening)
@@ -50,6 +54,9 @@ struct RunOptions {
     /// benchmarks and for runs whose outputs would not fit the disk (a billion particles are 38 GB a snapshot).
     static constexpr double never = -1;
     MergerOptions merger;
+    /// --ic galaxy and galaxy-merger: the (first) galaxy's model in kpc and Msun, and the merger's orbit.
+    GalaxyModel galaxy;
+    GalaxyOrbit orbit;
     bool direct = false; ///< direct summation instead of the tree (small N, tests)
     std::string out = "banyan-run";
     /// Snapshot files: HDF5 (GADGET-4 layout) or tipsy. A checkpoint written before the option existed reads as
@@ -68,6 +75,16 @@ struct RunOptions {
     static RunOptions from_text(const KeyValues& kv);
     SimulationOptions simulation() const;
 };
+
+/// Whether @p ic names a galaxy model (galaxy, galaxy-merger), made by GalaxyGenerator.
+bool galaxy_ic(const std::string& ic);
+
+/// What GalaxyGenerator makes for the galaxy options of @p options, in its units (model units without --units).
+GalaxySetup galaxy_setup(const RunOptions& options);
+
+/// The input indices of the two particles whose distance the energy log follows: the central particles of a merger
+/// (ic merger) or the black holes of a galaxy merger; nothing otherwise.
+std::optional<std::array<std::uint64_t, 2>> tracked_pair(const RunOptions& options);
 
 /// The initial particles of @p options (generated, or read from options.in, HDF5 or tipsy, and checked). @p meta,
 /// when given, receives what the file says beside its particles (SnapshotMeta; defaults for generated ones).

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, Optional, Tuple
+from typing import Any, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -36,7 +36,8 @@ from . import _banyan
 from ._banyan import DeviceError, NumericalError, UsageError
 
 __version__: str = _banyan.__version__
-__all__ = ["devices", "gravity", "gravity_at", "Simulation", "UsageError", "NumericalError", "DeviceError"]
+__all__ = ["devices", "gravity", "gravity_at", "galaxy", "galaxy_merger", "Galaxy", "Simulation", "UsageError",
+           "NumericalError", "DeviceError"]
 
 _opened: dict = {}
 
@@ -244,6 +245,78 @@ def gravity_at(points: Any, pos: Any, mass: Any, theta: float = 0.75, eps: float
     Arguments as for gravity().
     """
     return _gravity("gravity_at", points, pos, mass, theta, eps, backend, device, direct)
+
+
+class Galaxy(NamedTuple):
+    """Particles of banyan.galaxy or banyan.galaxy_merger: positions (N, 3), velocities (N, 3), masses (N,) as
+    float32, and GADGET particle types (N,) as int8 (1 halo, 2 disc, 3 bulge, 5 black hole), in that order."""
+    pos: np.ndarray
+    vel: np.ndarray
+    mass: np.ndarray
+    types: np.ndarray
+
+
+def _galaxy(merger: bool, n: int, seed: int, preset: str, units: Optional[str], options: dict) -> Galaxy:
+    for name, value in (("n", n), ("seed", seed)):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+            raise UsageError(f"{name} must be a whole number, got {value!r}")
+    text = {"preset": str(preset)}
+    for key, value in options.items():
+        if value is None:
+            continue
+        if key == "orientation":
+            value = ",".join(repr(float(a)) for a in value)
+        elif key != "halo":
+            value = repr(float(value))
+        text[key] = str(value)
+    args = (text, merger, int(n), int(seed), units or "")
+    total, *counts = _banyan.galaxy_counts(*args)
+    pos, vel = np.empty((total, 3), np.float32), np.empty((total, 3), np.float32)
+    mass = np.empty(total, np.float32)
+    _banyan.galaxy_fill(*args, pos, vel, mass)
+    types = np.repeat(np.array([1, 2, 3, 5], np.int8), counts)
+    return Galaxy(pos, vel, mass, types)
+
+
+def galaxy(n: int = 65536, seed: int = 1, preset: str = "mw", units: Optional[str] = None, *,
+           halo: Optional[str] = None, halo_mass: Optional[float] = None, halo_scale: Optional[float] = None,
+           halo_concentration: Optional[float] = None, disc_mass: Optional[float] = None,
+           disc_scale_length: Optional[float] = None, disc_scale_height: Optional[float] = None,
+           toomre_q: Optional[float] = None, q_radius: Optional[float] = None, bulge_mass: Optional[float] = None,
+           bulge_scale: Optional[float] = None, bh_mass: Optional[float] = None) -> Galaxy:
+    """A disc galaxy in equilibrium, as `banyan run --ic galaxy` makes it (the same particles for the same options
+    and seed): an NFW or Hernquist halo, an exponential disc, a Hernquist bulge and a central black hole. preset
+    "mw" (Milky Way) or "m31"; the other keywords override the preset, masses in Msun and lengths in kpc. The
+    particles come in kpc and 1e10 Msun with G = 1, or in the units given ("pc,Msun"). README, "Galaxies".
+
+        g = banyan.galaxy(n=2**18, preset="mw", toomre_q=2.0)
+        sim = banyan.Simulation(g.pos, g.vel, g.mass, eps=0.05, dt=1/64)
+    """
+    options = dict(halo=halo, halo_mass=halo_mass, halo_scale=halo_scale, halo_concentration=halo_concentration,
+                   disc_mass=disc_mass, disc_scale_length=disc_scale_length, disc_scale_height=disc_scale_height,
+                   toomre_q=toomre_q, q_radius=q_radius, bulge_mass=bulge_mass, bulge_scale=bulge_scale,
+                   bh_mass=bh_mass)
+    return _galaxy(False, n, seed, preset, units, options)
+
+
+def galaxy_merger(n: int = 240002, seed: int = 1, preset: str = "mw", units: Optional[str] = None, *,
+                  mass_ratio: Optional[float] = None, pericentre: Optional[float] = None,
+                  eccentricity: Optional[float] = None, separation: Optional[float] = None,
+                  orientation: Optional[Tuple[float, float, float, float]] = None, **model: Any) -> Galaxy:
+    """Two galaxies on a merging orbit, as `banyan run --ic galaxy-merger` makes them: by default the paper's merger
+    (240,002 bodies, mass ratio 1:3, pericentre 10 kpc, black holes of 1e8 Msun). The second galaxy is the first
+    scaled to mass_ratio of its mass. pericentre and separation in kpc, eccentricity >= 0 (1: parabolic),
+    orientation the discs' spin axes (i1, w1, i2, w2) in degrees; the model keywords are galaxy()'s. Black holes
+    are the last two particles (the first galaxy's first). Run it with eps=0.1, dt=1/64 to t = 1000 as the paper.
+    """
+    unknown = set(model) - {"halo", "halo_mass", "halo_scale", "halo_concentration", "disc_mass",
+                            "disc_scale_length", "disc_scale_height", "toomre_q", "q_radius", "bulge_mass",
+                            "bulge_scale", "bh_mass"}
+    if unknown:
+        raise UsageError(f"galaxy_merger: unknown option {sorted(unknown)[0]!r}")
+    options = dict(model, mass_ratio=mass_ratio, pericentre=pericentre, eccentricity=eccentricity,
+                   separation=separation, orientation=orientation)
+    return _galaxy(True, n, seed, preset, units, options)
 
 
 class Simulation:

@@ -1,0 +1,119 @@
+/**
+ * @file cmd_galaxy.cpp
+ * @brief `banyan bench galaxy`: an isolated galaxy (`--ic galaxy`) run for a number of disc rotations at the scale
+ *        length, and what stays put in equilibrium: the half-mass radii of halo, disc and bulge, the disc's
+ *        thickness, the circular speed from the forces against the model's (1 to 4 R_d) and the Toomre Q, at the
+ *        start and the end, against the targets of docs/benchmarks.md ("Galaxies in equilibrium").
+ */
+#include "apps/bench/bench_util.hpp"
+#include "apps/cli/cli.hpp"
+#include "core/error.hpp"
+#include "core/simulation/run.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <numbers>
+
+namespace banyan::cli {
+
+int run_bench_galaxy(const std::vector<std::string>& args)
+{
+    Options opt("bench galaxy",
+                "An isolated galaxy in equilibrium (--ic galaxy; README, \"Galaxies\") run for --rotations disc\n"
+                "rotation periods at the scale length R_d, shared steps of --dt. Prints the half-mass radii of halo,\n"
+                "disc and bulge, the disc's thickness (median |z| at 1 to 3 R_d), the worst circular speed from the\n"
+                "forces over the model's (bins of R_d / 2 from 1 to 4 R_d) and the Toomre Q at the radius it was\n"
+                "set, at the start and the end; and whether the targets hold (radii 3%, thickness 15%, circular\n"
+                "speed 2%, Q 10%). Model units: kpc, 1e10 Msun, G = 1.");
+    opt.device_options();
+    opt.value("n", "N", "particles", "262144");
+    opt.value("galaxy", "NAME", "preset: mw or m31", "mw");
+    opt.value("toomre-q", "Q", "the disc's Toomre Q (default: the preset's)");
+    opt.value("rotations", "K", "disc rotation periods at R_d to run", "5");
+    opt.value("dt", "DT", "time step", "1/64");
+    opt.value("eps", "E", "softening (kpc)", "0.05");
+    opt.value("theta", "T", "opening angle", "0.75");
+    opt.value("seed", "S", "seed", "1");
+    if (!opt.parse(args)) return 0;
+
+    RunRequest request;
+    RunOptions& o = request.options;
+    o.ic = "galaxy";
+    o.n = static_cast<std::uint64_t>(opt.integer_in("n", 16, 0x7FFFFFFF));
+    o.seed = static_cast<std::uint64_t>(opt.integer("seed"));
+    o.galaxy = galaxy_preset(opt.str("galaxy"));
+    if (opt.has("toomre-q")) o.galaxy.toomre_q = opt.number("toomre-q");
+    o.dt = parse_time(opt.str("dt"), "--dt");
+    o.eps = opt.number("eps");
+    o.theta = opt.number("theta");
+    o.log_every = 1u << 30;
+    const GalaxyGenerator gen(galaxy_setup(o));
+    const GalaxyProfile& model = gen.profile(0);
+    const double rd = model.scale_length();
+    const double period = 2 * std::numbers::pi * rd / model.circular_speed(rd);
+    const double rotations = opt.number("rotations");
+    if (!(rotations > 0 && rotations < 1e4)) throw UsageError("bench galaxy: --rotations must be in (0, 10^4)");
+    o.t_end = rotations * period;
+    request.outputs = RunOutputs::none;
+
+    auto be = open_device(opt.device_request());
+    const DeviceInfo& i = be->info();
+    fmt::print("device: {} #{}  {}  ({})\n", to_string(i.backend), i.index, i.name, i.version);
+    fmt::print("galaxy {}: N {}, types 1/2/3/5 {}/{}/{}/{}, R_d {} kpc, rotation period at R_d {:.4g} (x {} = t "
+               "{:.4g}), dt {}, eps {}, theta {}\n",
+               opt.str("galaxy"), o.n, gen.type_counts()[0], gen.type_counts()[1], gen.type_counts()[2],
+               gen.type_counts()[3], rd, period, rotations, o.t_end, o.dt, o.eps, o.theta);
+
+    Run run(*be, plan_run(std::move(request)));
+    auto measure = [&]() {
+        std::vector<bn_f4> pos, vel, acc;
+        run.simulation().input_order(pos, vel, acc);
+        return measure_galaxy(gen, pos, vel, acc);
+    };
+    const GalaxyMeasures a = measure();
+    const auto t0 = std::chrono::steady_clock::now();
+    run.run();
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const GalaxyMeasures b = measure();
+
+    bench::Table table({{"quantity", 26, false},
+                        {"model", 9, true},
+                        {"start", 9, true},
+                        {"end", 9, true},
+                        {"change", 8, true},
+                        {"target", 8, true},
+                        {"holds", 5, false}});
+    table.print_header();
+    int failed = 0;
+    auto row = [&](const char* name, double model_value, double start, double end, double change, double limit) {
+        const bool ok = std::fabs(change) <= limit;
+        failed += ok ? 0 : 1;
+        table.print_row({name, model_value > 0 ? fmt::format("{:.4g}", model_value) : "-", fmt::format("{:.4g}", start),
+                         fmt::format("{:.4g}", end), fmt::format("{:+.2f}%", 100 * change),
+                         fmt::format("{:.0f}%", 100 * limit), ok ? "yes" : "NO"});
+    };
+    auto rel = [](double x, double y) { return y / x - 1; };
+    row("halo half-mass radius", model.half_mass_radius(GalaxyProfile::halo), a.halo_half_mass, b.halo_half_mass,
+        rel(a.halo_half_mass, b.halo_half_mass), 0.03);
+    row("disc half-mass radius", model.disc_half_mass_radius(), a.disc_half_mass, b.disc_half_mass,
+        rel(a.disc_half_mass, b.disc_half_mass), 0.03);
+    if (gen.type_counts()[2])
+        row("bulge half-mass radius", model.half_mass_radius(GalaxyProfile::bulge), a.bulge_half_mass,
+            b.bulge_half_mass, rel(a.bulge_half_mass, b.bulge_half_mass), 0.03);
+    row("disc thickness", 0, a.thickness, b.thickness, rel(a.thickness, b.thickness), 0.15);
+    row("worst v_c / model, start", 1, a.vc_worst, a.vc_worst, a.vc_worst - 1, 0.02);
+    row("worst v_c / model, end", 1, b.vc_worst, b.vc_worst, b.vc_worst - 1, 0.02);
+    const double q = model.toomre_q(model.q_radius());
+    row("Toomre Q at R_q, start", q, a.toomre_q, a.toomre_q, rel(q, a.toomre_q), 0.10);
+    row("Toomre Q at R_q, end", q, b.toomre_q, b.toomre_q, rel(q, b.toomre_q), 0.10);
+    const RunRecord& last = run.record();
+    fmt::print("wall {:.2f} s for {} steps ({:.3f} ms a step); energy: |dE/E| at the end {:.2e}, largest {:.2e}\n",
+               wall, run.step_count(), 1e3 * wall / static_cast<double>(run.step_count()), std::fabs(last.de),
+               last.max_de);
+    fmt::print("{} of the targets {}\n", failed ? "some" : "all", failed ? "missed" : "hold");
+    return 0;
+}
+
+} // namespace banyan::cli

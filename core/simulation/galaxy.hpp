@@ -1,0 +1,220 @@
+/**
+ * @file galaxy.hpp
+ * @brief Disc galaxies in equilibrium (`banyan run --ic galaxy`) and mergers of two (`--ic galaxy-merger`): a dark
+ *        halo (NFW smoothly truncated, or Hernquist), an exponential disc with a sech^2 vertical profile, a
+ *        Hernquist bulge and a central black hole.
+ *
+ * Method (README, "Galaxies"):
+ * - The halo and the bulge are drawn from their isotropic distribution functions f(E) in the total spherically
+ *   averaged potential (all components, the disc by its enclosed mass), found by Eddington's inversion (Binney &
+ *   Tremaine 2008, eq. 4.46b), as Kazantzidis, Magorrian & Moore (2004, ApJ 601, 37) do; their NFW truncation is ours.
+ * - The disc's velocities follow from the Jeans equations in the epicyclic approximation (Hernquist 1993, ApJS 86,
+ *   389; Springel, Di Matteo & Hernquist 2005, MNRAS 361, 776): sigma_z^2 from the vertical Jeans equation in the
+ *   disc's own sheet plus the spherical components' vertical pull; sigma_R^2 proportional to the surface density,
+ *   normalised to the Toomre Q asked for at one radius; sigma_phi^2 = sigma_R^2 kappa^2 / (4 Omega^2); the mean
+ *   rotation from the asymmetric drift. The disc's own midplane force is that of the thick (sech^2) disc, by its
+ *   Hankel transform (Binney & Tremaine 2008, section 2.6), not the thin-disc (Freeman 1970) one.
+ * - Particles come in mirrored pairs (particle 2k + 1 is particle 2k reflected through the centre, position and
+ *   velocity), so each component's centre of mass and momentum are zero without a sum over the sample, and the
+ *   lopsided (odd) modes of the sample's noise vanish. Each pair draws from its own random stream, keyed by the
+ *   seed, the galaxy, the component and the pair: any share [first, first + count) of the particles is made alone,
+ *   the same bits whatever the number of ranks or the backend.
+ * Model units: G = 1, lengths in kpc, masses in 10^10 Msun (velocity 207.4 km/s, time 4.715 Myr). The options take
+ * kpc and Msun; the particles come in the units asked for (GalaxySetup).
+ * Particle order (GADGET types, as HDF5 snapshots store them): every halo particle (type 1), every disc particle
+ * (2), every bulge particle (3), the black holes (5); within each, the first galaxy's before the second's.
+ */
+#pragma once
+
+#include "core/files/particles.hpp"
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace banyan {
+
+/// A disc galaxy's mass model, in kpc and Msun.
+struct GalaxyModel {
+    std::string halo = "nfw";        ///< nfw | hernquist
+    double halo_mass = 1.30e12;      ///< Msun: NFW M200 (inside r200 = c r_s); Hernquist: the whole mass
+    double halo_scale = 19.6;        ///< kpc: NFW r_s, Hernquist a
+    double halo_concentration = 11.5; ///< NFW: c = r200 / r_s (truncated beyond r200 over 0.1 r200)
+    double disc_mass = 4.57e10;      ///< Msun
+    double disc_scale_length = 2.5;  ///< kpc: R_d of Sigma ~ exp(-R / R_d)
+    double disc_scale_height = 0.6;  ///< kpc: z0 of rho ~ sech^2(z / z0) (z0 = 2 h for an exponential scale h)
+    double toomre_q = 1.5;           ///< Toomre Q at q_radius
+    double q_radius = 0;             ///< kpc: where Q is set; 0: 2.5 R_d
+    double bulge_mass = 8.9e9;       ///< Msun; 0: no bulge
+    double bulge_scale = 0.6;        ///< kpc: Hernquist a
+    double bh_mass = 4.152e6;        ///< Msun; 0: no black hole
+};
+
+/// The Milky Way ("mw", McMillan 2017; GRAVITY 2019) or M31 ("m31", Geehan et al. 2006; Bender et al. 2005), README.
+GalaxyModel galaxy_preset(std::string_view name);
+/// "mw", "m31".
+const std::vector<std::string_view>& galaxy_preset_names();
+/// Refuses a model no galaxy can be made of (UsageError naming the option as @p style_prefix + name, e.g. "--").
+void check_galaxy_model(const GalaxyModel& model, const std::string& what);
+
+/// The orbit and orientations of a merger of two galaxies: the second is the first scaled to mass_ratio of its mass
+/// (every mass times q, every length times q^(1/3): the same density, hence the same dynamical times).
+struct GalaxyOrbit {
+    double mass_ratio = 1.0 / 3;  ///< second / first galaxy, in (0, 1]
+    /// kpc: of the Kepler orbit of the centres as two point masses, each the mass its galaxy holds within the
+    /// starting separation (the mass that pulls at that distance: the halos overlap there)
+    double pericentre = 10;
+    double eccentricity = 1;      ///< >= 0: 1 parabolic (the usual choice for mergers)
+    double separation = 100;      ///< kpc: starting distance of the centres (at or beyond the pericentre)
+    /// Degrees: each disc's spin axis as (inclination to the orbit's axis, azimuth in the orbital plane), first the
+    /// first galaxy's, then the second's.
+    std::array<double, 4> orientation = {30, 0, 60, 90};
+};
+void check_galaxy_orbit(const GalaxyOrbit& orbit);
+
+/// The options of a galaxy model and a merger's orbit by name, as the checkpoint text, the Python module (keywords)
+/// and `banyan run` (--halo-mass ...) spell them: halo, halo_mass, halo_scale, halo_concentration, disc_mass,
+/// disc_scale_length, disc_scale_height, toomre_q, q_radius, bulge_mass, bulge_scale, bh_mass (the model) and
+/// mass_ratio, pericentre, eccentricity, separation, orientation (the orbit; orientation "i1,w1,i2,w2").
+const std::vector<std::string_view>& galaxy_model_option_names();
+const std::vector<std::string_view>& galaxy_orbit_option_names();
+/// Sets the option @p key from its text @p value; throws UsageError naming @p shown (the option as the user spelt
+/// it) for an unknown key or a value that is not a number.
+void set_galaxy_option(GalaxyModel& model, GalaxyOrbit& orbit, std::string_view key, const std::string& value,
+                       const std::string& shown);
+/// The value of option @p key as text that set_galaxy_option reads back to the same bits.
+std::string galaxy_option_text(const GalaxyModel& model, const GalaxyOrbit& orbit, std::string_view key);
+
+/// Particles of each component of one galaxy made of @p n particles: one black hole when it has mass, a sixth of
+/// the rest stars (the paper's 2 x 10^4 to 10^5), split between disc and bulge by mass, the others halo.
+struct GalaxyCounts {
+    std::uint64_t halo = 0, disc = 0, bulge = 0, bh = 0;
+    std::uint64_t total() const noexcept { return halo + disc + bulge + bh; }
+};
+GalaxyCounts galaxy_counts(const GalaxyModel& model, std::uint64_t n);
+
+/// What to make: one galaxy (merger false) or two (n split, the first taking the odd particle), in which units.
+struct GalaxySetup {
+    GalaxyModel model;
+    bool merger = false;
+    GalaxyOrbit orbit;
+    std::uint64_t n = 65536;
+    std::uint64_t seed = 1;
+    double length_unit_kpc = 1;    ///< the particles' unit of length in kpc
+    double mass_unit_msun = 1e10;  ///< the particles' unit of mass in Msun
+};
+
+class GalaxyProfile;
+
+/// Makes the particles of a GalaxySetup (check_galaxy_model and check_galaxy_orbit first; UsageError otherwise).
+class GalaxyGenerator {
+public:
+    explicit GalaxyGenerator(const GalaxySetup& setup);
+    ~GalaxyGenerator();
+    GalaxyGenerator(const GalaxyGenerator&) = delete;
+    GalaxyGenerator& operator=(const GalaxyGenerator&) = delete;
+
+    std::uint64_t size() const noexcept { return n_; }
+    /// Particles of GADGET types 1 (halo), 2 (disc), 3 (bulge), 5 (black holes), both galaxies together.
+    std::array<std::uint64_t, 4> type_counts() const noexcept { return types_; }
+    /// Indices of the black holes (the first galaxy's first); empty without black holes.
+    std::vector<std::uint64_t> black_holes() const;
+    /// Particles [first, first + count) in the order above, in the setup's units.
+    Particles make(std::uint64_t first, std::uint64_t count) const;
+    Particles make_all() const { return make(0, n_); }
+    /// Galaxy @p g's model quantities in model units (tests, diagnostics).
+    const GalaxyProfile& profile(int g) const { return *profiles_[g]; }
+    int galaxies() const noexcept { return static_cast<int>(profiles_.size()); }
+
+private:
+    struct Placement; // where galaxy g sits and how its disc is turned
+    std::vector<std::unique_ptr<GalaxyProfile>> profiles_;
+    std::vector<Placement> places_;
+    std::vector<GalaxyCounts> counts_;
+    std::array<std::uint64_t, 4> types_{};
+    std::uint64_t n_ = 0, seed_ = 0;
+    double length_factor_ = 1, mass_factor_ = 1, velocity_factor_ = 1; // model units to the setup's
+};
+
+/// One galaxy's model in model units (G = 1, kpc, 10^10 Msun): densities, the potential, the distribution functions
+/// and the disc's kinematics, tabulated once; what GalaxyGenerator draws from and what tests compare against.
+class GalaxyProfile {
+public:
+    explicit GalaxyProfile(const GalaxyModel& model_in_msun);
+    enum Component { halo = 0, bulge = 1 };
+    /// Spherical radius holding half the mass that component @p c's particles carry (halo, bulge).
+    double half_mass_radius(Component c) const;
+    /// Cylindrical radius holding half the disc's particles' mass.
+    double disc_half_mass_radius() const;
+    /// The circular speed in the disc's midplane, sqrt(R dPhi/dR), the disc's own thick-disc force included.
+    double circular_speed(double R) const;
+    /// The epicyclic frequency kappa and the angular frequency Omega at R in the midplane.
+    double kappa(double R) const;
+    double omega(double R) const;
+    double surface_density(double R) const;
+    double sigma_r(double R) const;
+    /// Toomre's Q = sigma_R kappa / (3.36 G Sigma) of the model at R.
+    double toomre_q(double R) const { return sigma_r(R) * kappa(R) / (3.36 * surface_density(R)); }
+    /// The radius where Q is set.
+    double q_radius() const noexcept { return q_radius_; }
+    /// Mass within the sphere of radius r, every component (the disc by its cylindrical enclosed mass).
+    double enclosed_mass(double r) const;
+    /// Mass the particles of component c carry (halo, bulge: within their sampling radius).
+    double particle_mass_total(Component c) const;
+    double disc_mass() const noexcept { return md_; }
+    double bh_mass() const noexcept { return mbh_; }
+    double scale_length() const noexcept { return rd_; }
+    double scale_height() const noexcept { return z0_; }
+    /// Whether to draw a bulge (mass > 0).
+    bool has_bulge() const noexcept { return mb_ > 0; }
+
+    /// Draws, from the 64-bit stream state @p rng, one particle of the halo or the bulge (position, velocity).
+    void draw_spherical(Component c, std::uint64_t& rng, double x[3], double v[3]) const;
+    /// Draws one disc particle (rotating about +z).
+    void draw_disc(std::uint64_t& rng, double x[3], double v[3]) const;
+
+private:
+    double interp_log_r(const std::vector<double>& table, double r) const; // on the radius grid
+    double disc_table(const std::vector<double>& table, double R) const;   // on the disc's radius grid
+    double sigma_z2(double R, double z) const;
+    double enclosed_spherical(double r) const; // halo + bulge + black hole
+
+    std::string halo_kind_;
+    double mh_ = 0, ah_ = 0, c_ = 0, rvir_ = 0, rdecay_ = 0, rho_s_ = 0, eps_ = 0;
+    double md_ = 0, rd_ = 0, z0_ = 0, mb_ = 0, ab_ = 0, mbh_ = 0, q_radius_ = 0, sigma_r0_ = 0;
+    double lnr0_ = 0, dlnr_ = 0;                        // the radius grid: r_i = exp(lnr0 + i dlnr)
+    std::vector<double> r_, psi_;                       // radius, potential (positive: -Phi)
+    std::vector<double> mass_[2];                       // enclosed mass of halo, bulge
+    std::vector<double> f_[2];                          // distribution functions at E = psi_[i]
+    std::vector<double> bound_[2];                      // bounds of v^2 f(psi - v^2/2) for rejection
+    double r_cap_[2] = {0, 0};                          // sampling radius of halo, bulge
+    double lnR0_ = 0, dlnR_ = 0;                        // the disc's radius grid
+    std::vector<double> vc2_, kappa2_, omega2_;         // midplane, on the disc's grid
+};
+
+/// What the equilibrium checks measure of one galaxy made by GalaxyGenerator (types in its order), about the centre
+/// of mass and mean velocity of its disc and bulge, in model units.
+struct GalaxyMeasures {
+    double halo_half_mass = 0, bulge_half_mass = 0; ///< spherical radii holding half the particles
+    double disc_half_mass = 0;                      ///< cylindrical radius holding half the disc's particles
+    double thickness = 0;                           ///< median |z| of the disc particles at R_d <= R <= 3 R_d
+    /// Circular speed from the accelerations, sqrt(-R a_R) over the disc particles within z0 / 4 of the midplane,
+    /// over the model's, in the bins
+    /// R / R_d in [1, 1.5), [1.5, 2) ... [3.5, 4]: the largest departure from 1.
+    double vc_worst = 0;
+    double vc_worst_radius = 0; ///< the middle of that bin (kpc)
+    /// Toomre Q at the model's q_radius from the particles: sigma_R and Sigma in R_q +- R_d / 4, kappa from the
+    /// measured circular speeds at R_q and R_q +- R_d / 2.
+    double toomre_q = 0;
+};
+
+/// Measures @p pos (x, y, z, mass), @p vel, @p acc of galaxy 0 of a one-galaxy GalaxyGenerator @p gen (in model
+/// units: its setup without other units).
+GalaxyMeasures measure_galaxy(const GalaxyGenerator& gen, std::span<const bn_f4> pos, std::span<const bn_f4> vel,
+                              std::span<const bn_f4> acc);
+
+} // namespace banyan
