@@ -22,11 +22,14 @@ using namespace banyan;
 
 namespace {
 
+/// The Milky Way model of @p n particles, a sixth of them stars (the paper's share: enough disc particles at
+/// small N).
 GalaxySetup mw(std::uint64_t n, std::uint64_t seed = 1)
 {
     GalaxySetup s;
     s.n = n;
     s.seed = seed;
+    s.model.star_fraction = 1.0 / 6;
     return s;
 }
 
@@ -119,6 +122,20 @@ TEST_SUITE("static")
         CHECK(std::fabs(2 * T / -W - 1) < 0.03);
     }
 
+    TEST_CASE("galaxy: equal particle masses by default, or the share of stars asked for")
+    {
+        GalaxySetup s = mw(100001);
+        s.model.star_fraction = 0;
+        const GalaxyGenerator equal(s);
+        const Particles p = equal.make_all();
+        const auto t = equal.type_counts();
+        CHECK(p.pos[0].w == doctest::Approx(p.pos[t[0]].w).epsilon(0.01));           // halo and disc
+        CHECK(p.pos[t[0]].w == doctest::Approx(p.pos[t[0] + t[1]].w).epsilon(0.01)); // disc and bulge
+        const GalaxyGenerator sixth(mw(100001));
+        CHECK(sixth.type_counts()[1] + sixth.type_counts()[2] == 16667);
+        CHECK(sixth.counts(0).halo == 83333);
+    }
+
     TEST_CASE("galaxy: mirrored pairs, any share made alone, the seed")
     {
         const GalaxyGenerator gen(mw(10001, 7));
@@ -198,6 +215,8 @@ TEST_SUITE("static")
         CHECK(back.galaxy.toomre_q == 2.5);
         CHECK(back.orbit.orientation[2] == 30);
         CHECK(back.galaxy.halo_mass == o.galaxy.halo_mass);
+        o.galaxy.star_fraction = 0.25;
+        CHECK(RunOptions::from_text(parse_key_values(o.to_text())).galaxy.star_fraction == 0.25);
         CHECK_THROWS_WITH_AS(set_galaxy_option(o.galaxy, o.orbit, "toomre_q", "high", "--toomre-q"),
                              "--toomre-q expects a number, got 'high'", UsageError);
         CHECK_THROWS_AS(set_galaxy_option(o.galaxy, o.orbit, "orientation", "1,2,3", "--orientation"), UsageError);
@@ -265,8 +284,8 @@ TEST_CASE("galaxy: a short run keeps the disc's thickness, Q and radii; a disc w
     Particles cold = good;
     for (std::size_t i = t[0]; i < t[0] + t[1]; ++i) {
         const double R = std::hypot(cold.pos[i].x, cold.pos[i].y), v = m.circular_speed(R);
-        cold.vel[i] = bn_f4{static_cast<float>(-v * cold.pos[i].y / R), static_cast<float>(v * cold.pos[i].x / R),
-                            0.0f, 0.0f};
+        cold.vel[i] =
+            bn_f4{static_cast<float>(-v * cold.pos[i].y / R), static_cast<float>(v * cold.pos[i].x / R), 0.0f, 0.0f};
     }
     const Evolved c = evolve_galaxy(gen, cold);
     INFO("cold disc: thickness " << c.end.thickness << ", Q " << c.end.toomre_q);

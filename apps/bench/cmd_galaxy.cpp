@@ -29,8 +29,7 @@ int run_bench_galaxy(const std::vector<std::string>& args)
                 "speed 2%, Q 10%). Model units: kpc, 1e10 Msun, G = 1.");
     opt.device_options();
     opt.value("n", "N", "particles", "262144");
-    opt.value("galaxy", "NAME", "preset: mw or m31", "mw");
-    opt.value("toomre-q", "Q", "the disc's Toomre Q (default: the preset's)");
+    add_galaxy_model_options(opt);
     opt.value("rotations", "K", "disc rotation periods at R_d to run", "5");
     opt.value("dt", "DT", "time step", "1/64");
     opt.value("eps", "E", "softening (kpc)", "0.05");
@@ -43,8 +42,7 @@ int run_bench_galaxy(const std::vector<std::string>& args)
     o.ic = "galaxy";
     o.n = static_cast<std::uint64_t>(opt.integer_in("n", 16, 0x7FFFFFFF));
     o.seed = static_cast<std::uint64_t>(opt.integer("seed"));
-    o.galaxy = galaxy_preset(opt.str("galaxy"));
-    if (opt.has("toomre-q")) o.galaxy.toomre_q = opt.number("toomre-q");
+    o.galaxy = galaxy_model_option_values(opt, "bench galaxy");
     o.dt = parse_time(opt.str("dt"), "--dt");
     o.eps = opt.number("eps");
     o.theta = opt.number("theta");

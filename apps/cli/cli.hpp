@@ -4,6 +4,8 @@
  */
 #pragma once
 
+#include "core/simulation/galaxy.hpp"
+
 #include "core/device/devices.hpp"
 #include "core/files/tipsy.hpp"
 
@@ -68,6 +70,11 @@ int run_devices(const std::vector<std::string>& args);
 int run_bench_primitives(const std::vector<std::string>& args);
 int run_bench_tree(const std::vector<std::string>& args);
 int run_bench_galaxy(const std::vector<std::string>& args);
+
+/// The options of a galaxy model (--galaxy, the preset, and --halo-mass ... over it), as `banyan run --ic galaxy`
+/// and `banyan bench galaxy` take them; and their values (UsageError naming @p command and the option).
+void add_galaxy_model_options(Options& opt);
+GalaxyModel galaxy_model_option_values(const Options& opt, const std::string& command);
 int run_forces(const std::vector<std::string>& args);
 int run_accuracy(const std::vector<std::string>& args);
 int run_bench_forces(const std::vector<std::string>& args);

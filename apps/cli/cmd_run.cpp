@@ -96,6 +96,54 @@ std::string cli_name(std::string_view key)
     return s;
 }
 
+} // namespace
+
+void add_galaxy_model_options(Options& opt)
+{
+    const GalaxyModel mw = galaxy_preset("mw");
+    opt.value("galaxy", "NAME",
+              "galaxy: the preset the options below start from: mw (Milky Way, McMillan 2017) or m31 (Geehan et "
+              "al. 2006)",
+              "mw");
+    opt.value("halo", "KIND", "galaxy: nfw (truncated smoothly beyond r200) or hernquist", mw.halo);
+    opt.value("halo-mass", "M", "galaxy: halo mass in Msun (NFW: M200; Hernquist: all)",
+              fmt::format("{}", mw.halo_mass));
+    opt.value("halo-scale", "R", "galaxy: halo scale radius in kpc (NFW r_s, Hernquist a)",
+              fmt::format("{}", mw.halo_scale));
+    opt.value("halo-concentration", "C", "galaxy: NFW concentration r200 / r_s",
+              fmt::format("{}", mw.halo_concentration));
+    opt.value("disc-mass", "M", "galaxy: disc mass in Msun", fmt::format("{}", mw.disc_mass));
+    opt.value("disc-scale-length", "R", "galaxy: exponential scale length R_d in kpc",
+              fmt::format("{}", mw.disc_scale_length));
+    opt.value("disc-scale-height", "Z", "galaxy: z0 of the sech^2(z / z0) profile in kpc",
+              fmt::format("{}", mw.disc_scale_height));
+    opt.value("toomre-q", "Q", "galaxy: Toomre Q of the disc at --q-radius", fmt::format("{}", mw.toomre_q));
+    opt.value("q-radius", "R", "galaxy: where Q is set, in kpc (0: 2.5 R_d)", "0");
+    opt.value("bulge-mass", "M", "galaxy: Hernquist bulge mass in Msun (0: none)", fmt::format("{}", mw.bulge_mass));
+    opt.value("bulge-scale", "R", "galaxy: bulge scale radius a in kpc", fmt::format("{}", mw.bulge_scale));
+    opt.value("bh-mass", "M", "galaxy: central black hole in Msun (0: none; galaxy-merger default 1e8)",
+              fmt::format("{}", mw.bh_mass));
+    opt.value("star-fraction", "F",
+              "galaxy: fraction of the particles that are stars (disc and bulge); 0: halo and star particles of "
+              "equal mass (galaxy-merger default 1/6, the paper's 2 x 10^4 stars to 10^5 halo particles)",
+              "0");
+}
+
+GalaxyModel galaxy_model_option_values(const Options& opt, const std::string& command)
+{
+    GalaxyModel model = galaxy_preset(opt.str("galaxy"));
+    GalaxyOrbit unused;
+    for (const std::string_view k : galaxy_model_option_names())
+        if (const std::string name = cli_name(k); opt.has(name))
+            set_galaxy_option(model, unused, k,
+                              k == "star_fraction" ? fmt::format("{}", parse_time(opt.str(name), "--" + name))
+                                                   : opt.str(name),
+                              command + ": --" + name);
+    return model;
+}
+
+namespace {
+
 /// The options of `banyan run` and their help.
 Options run_options()
 {
@@ -172,29 +220,7 @@ Options run_options()
               "merger: eccentricity of the orbit, 0 <= E < 1 (bound; galaxy-merger: E >= 0, default 1, parabolic)",
               "0.9");
     opt.value("bh-fraction", "F", "merger: mass of each central particle as a fraction of its galaxy's", "0.01");
-    const GalaxyModel mw = galaxy_preset("mw");
-    opt.value("galaxy", "NAME",
-              "galaxy: the preset the options below start from: mw (Milky Way, McMillan 2017) or m31 (Geehan et "
-              "al. 2006)",
-              "mw");
-    opt.value("halo", "KIND", "galaxy: nfw (truncated smoothly beyond r200) or hernquist", mw.halo);
-    opt.value("halo-mass", "M", "galaxy: halo mass in Msun (NFW: M200; Hernquist: all)",
-              fmt::format("{}", mw.halo_mass));
-    opt.value("halo-scale", "R", "galaxy: halo scale radius in kpc (NFW r_s, Hernquist a)",
-              fmt::format("{}", mw.halo_scale));
-    opt.value("halo-concentration", "C", "galaxy: NFW concentration r200 / r_s",
-              fmt::format("{}", mw.halo_concentration));
-    opt.value("disc-mass", "M", "galaxy: disc mass in Msun", fmt::format("{}", mw.disc_mass));
-    opt.value("disc-scale-length", "R", "galaxy: exponential scale length R_d in kpc",
-              fmt::format("{}", mw.disc_scale_length));
-    opt.value("disc-scale-height", "Z", "galaxy: z0 of the sech^2(z / z0) profile in kpc",
-              fmt::format("{}", mw.disc_scale_height));
-    opt.value("toomre-q", "Q", "galaxy: Toomre Q of the disc at --q-radius", fmt::format("{}", mw.toomre_q));
-    opt.value("q-radius", "R", "galaxy: where Q is set, in kpc (0: 2.5 R_d)", "0");
-    opt.value("bulge-mass", "M", "galaxy: Hernquist bulge mass in Msun (0: none)", fmt::format("{}", mw.bulge_mass));
-    opt.value("bulge-scale", "R", "galaxy: bulge scale radius a in kpc", fmt::format("{}", mw.bulge_scale));
-    opt.value("bh-mass", "M", "galaxy: central black hole in Msun (0: none; galaxy-merger default 1e8)",
-              fmt::format("{}", mw.bh_mass));
+    add_galaxy_model_options(opt);
     opt.value("mass-ratio", "Q", "galaxy-merger: mass of the second galaxy over the first's, in (0, 1]", "1/3");
     opt.value("orientation", "I1,W1,I2,W2",
               "galaxy-merger: each disc's spin axis, inclination to the orbit's axis and azimuth, in degrees",
@@ -248,16 +274,16 @@ RunRequest parse_new_run(const Options& opt, std::optional<double> t_end, const 
     if (galaxy) {
         // The preset, then the options given over it; a merger's defaults are the paper's (section 4.2): 240,002
         // bodies, eps 0.1, T = 1000, and black holes of 10^8 Msun, well above a halo particle's mass.
-        ro.galaxy = galaxy_preset(opt.str("galaxy"));
+        ro.galaxy = galaxy_model_option_values(opt, "run");
         if (galaxy_merger && !opt.has("bh-mass")) ro.galaxy.bh_mass = 1e8;
-        for (const auto* names : {&galaxy_model_option_names(), &galaxy_orbit_option_names()})
-            for (const std::string_view k : *names) {
-                const std::string name = cli_name(k);
-                if (!opt.has(name)) continue;
-                const std::string v =
-                    k == "mass_ratio" ? fmt::format("{}", parse_time(opt.str(name), "--mass-ratio")) : opt.str(name);
-                set_galaxy_option(ro.galaxy, ro.orbit, k, v, "run: --" + name);
-            }
+        if (galaxy_merger && !opt.has("star-fraction")) ro.galaxy.star_fraction = 1.0 / 6;
+        for (const std::string_view k : galaxy_orbit_option_names()) {
+            const std::string name = cli_name(k);
+            if (!opt.has(name)) continue;
+            const std::string v =
+                k == "mass_ratio" ? fmt::format("{}", parse_time(opt.str(name), "--mass-ratio")) : opt.str(name);
+            set_galaxy_option(ro.galaxy, ro.orbit, k, v, "run: --" + name);
+        }
     }
     ro.in = opt.str("in");
     ro.n = galaxy_merger && !opt.has("n") ? 240002 : count_option(opt, "n", 1);

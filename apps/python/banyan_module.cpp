@@ -302,6 +302,7 @@ GalaxySetup galaxy_setup_of(const std::map<std::string, std::string>& options, b
     auto preset = options.find("preset");
     o.galaxy = galaxy_preset(preset == options.end() ? "mw" : preset->second);
     if (merger && !options.count("bh_mass")) o.galaxy.bh_mass = 1e8; // as `banyan run --ic galaxy-merger`
+    if (merger && !options.count("star_fraction")) o.galaxy.star_fraction = 1.0 / 6;
     for (const auto& [key, value] : options)
         if (key != "preset") set_galaxy_option(o.galaxy, o.orbit, key, value, key);
     o.check(OptionStyle::python);

@@ -69,17 +69,17 @@ double bessel_j1(double x)
     const double ax = std::fabs(x);
     if (ax < 8.0) {
         const double y = x * x;
-        const double a = x * (72362614232.0 +
-                              y * (-7895059235.0 +
-                                   y * (242396853.1 + y * (-2972611.439 + y * (15704.48260 + y * (-30.16036606))))));
+        const double a =
+            x * (72362614232.0 +
+                 y * (-7895059235.0 + y * (242396853.1 + y * (-2972611.439 + y * (15704.48260 + y * (-30.16036606))))));
         const double b =
             144725228442.0 + y * (2300535178.0 + y * (18583304.74 + y * (99447.43394 + y * (376.9991397 + y))));
         return a / b;
     }
     const double z = 8.0 / ax, y = z * z, xx = ax - 2.356194491;
     const double a = 1.0 + y * (0.183105e-2 + y * (-0.3516396496e-4 + y * (0.2457520174e-5 + y * (-0.240337019e-6))));
-    const double b = 0.04687499995 +
-                     y * (-0.2002690873e-3 + y * (0.8449199096e-5 + y * (-0.88228987e-6 + y * 0.105787412e-6)));
+    const double b =
+        0.04687499995 + y * (-0.2002690873e-3 + y * (0.8449199096e-5 + y * (-0.88228987e-6 + y * 0.105787412e-6)));
     const double j = std::sqrt(0.636619772 / ax) * (std::cos(xx) * a - z * std::sin(xx) * b);
     return x < 0 ? -j : j;
 }
@@ -116,12 +116,12 @@ double hernquist_density(double m, double a, double r)
     return m * a / (2.0 * pi * r * std::pow(r + a, 3));
 }
 
-constexpr int grid_points = 4000;      // radius grid of the spherical tables
-constexpr int disc_grid_points = 400;  // radius grid of the disc's midplane tables
-constexpr double disc_max_r = 10.0;    // disc drawn to R <= 10 R_d
-constexpr double disc_max_z = 5.0;     // and |z| <= 5 z0
-constexpr double hernquist_cap = 100;  // Hernquist halo and bulge drawn to r <= 100 a (0.98 of the mass)
-constexpr double nfw_decay = 0.1;      // NFW truncation length in units of r200
+constexpr int grid_points = 4000;     // radius grid of the spherical tables
+constexpr int disc_grid_points = 400; // radius grid of the disc's midplane tables
+constexpr double disc_max_r = 10.0;   // disc drawn to R <= 10 R_d
+constexpr double disc_max_z = 5.0;    // and |z| <= 5 z0
+constexpr double hernquist_cap = 100; // Hernquist halo and bulge drawn to r <= 100 a (0.98 of the mass)
+constexpr double nfw_decay = 0.1;     // NFW truncation length in units of r200
 
 } // namespace
 
@@ -163,14 +163,14 @@ void check_galaxy_model(const GalaxyModel& m, const std::string& what)
     positive(m.halo_mass, "halo-mass");
     positive(m.halo_scale, "halo-scale");
     if (m.halo == "nfw" && !(m.halo_concentration >= 1.0 && m.halo_concentration <= 100.0))
-        throw UsageError(fmt::format("{}: --halo-concentration must be in [1, 100], got {}", what,
-                                     m.halo_concentration));
+        throw UsageError(
+            fmt::format("{}: --halo-concentration must be in [1, 100], got {}", what, m.halo_concentration));
     positive(m.disc_mass, "disc-mass");
     positive(m.disc_scale_length, "disc-scale-length");
     positive(m.disc_scale_height, "disc-scale-height");
     if (!(m.disc_scale_height <= m.disc_scale_length))
-        throw UsageError(fmt::format("{}: --disc-scale-height {} must not exceed --disc-scale-length {} (a disc)",
-                                     what, m.disc_scale_height, m.disc_scale_length));
+        throw UsageError(fmt::format("{}: --disc-scale-height {} must not exceed --disc-scale-length {} (a disc)", what,
+                                     m.disc_scale_height, m.disc_scale_length));
     if (!(m.toomre_q >= 0.1 && m.toomre_q <= 10.0))
         throw UsageError(fmt::format("{}: --toomre-q must be in [0.1, 10], got {}", what, m.toomre_q));
     non_negative(m.q_radius, "q-radius");
@@ -181,21 +181,24 @@ void check_galaxy_model(const GalaxyModel& m, const std::string& what)
     if (m.bulge_mass > 0) positive(m.bulge_scale, "bulge-scale");
     non_negative(m.bh_mass, "bh-mass");
     const double total = m.halo_mass + m.disc_mass + m.bulge_mass;
+    if (!(m.star_fraction >= 0.0 && m.star_fraction < 1.0))
+        throw UsageError(fmt::format("{}: --star-fraction must be in [0, 1) (0: equal particle masses), got {}", what,
+                                     m.star_fraction));
     if (m.bh_mass > 0.1 * total)
-        throw UsageError(fmt::format("{}: --bh-mass {} Msun is more than a tenth of the galaxy's mass", what, m.bh_mass));
+        throw UsageError(
+            fmt::format("{}: --bh-mass {} Msun is more than a tenth of the galaxy's mass", what, m.bh_mass));
 }
 
 void check_galaxy_orbit(const GalaxyOrbit& o)
 {
     const std::string what = "galaxy-merger";
     if (!(o.mass_ratio > 0.0 && o.mass_ratio <= 1.0))
-        throw UsageError(fmt::format("{}: --mass-ratio must be in (0, 1] (second / first), got {}", what,
-                                     o.mass_ratio));
+        throw UsageError(
+            fmt::format("{}: --mass-ratio must be in (0, 1] (second / first), got {}", what, o.mass_ratio));
     if (!(o.pericentre > 0.0 && o.pericentre < 1e30))
         throw UsageError(fmt::format("{}: --pericentre must be positive, got {}", what, o.pericentre));
     if (!(o.eccentricity >= 0.0 && o.eccentricity < 1e3))
-        throw UsageError(fmt::format("{}: --eccentricity must be >= 0 (1: parabolic), got {}", what,
-                                     o.eccentricity));
+        throw UsageError(fmt::format("{}: --eccentricity must be >= 0 (1: parabolic), got {}", what, o.eccentricity));
     const double apo = o.eccentricity < 1 ? o.pericentre * (1 + o.eccentricity) / (1 - o.eccentricity) : INFINITY;
     if (!(o.separation >= o.pericentre * (1 - 1e-12) && o.separation <= apo * (1 + 1e-12)))
         throw UsageError(fmt::format("{}: --separation {} must lie between the pericentre {} and the apocentre {} "
@@ -208,8 +211,10 @@ void check_galaxy_orbit(const GalaxyOrbit& o)
 const std::vector<std::string_view>& galaxy_model_option_names()
 {
     static const std::vector<std::string_view> names{
-        "halo",       "halo_mass",   "halo_scale", "halo_concentration", "disc_mass",   "disc_scale_length",
-        "disc_scale_height", "toomre_q", "q_radius", "bulge_mass", "bulge_scale", "bh_mass"};
+        "halo",         "halo_mass",         "halo_scale",        "halo_concentration",
+        "disc_mass",    "disc_scale_length", "disc_scale_height", "toomre_q",
+        "q_radius",     "bulge_mass",        "bulge_scale",       "bh_mass",
+        "star_fraction"};
     return names;
 }
 
@@ -224,15 +229,22 @@ namespace {
 /// The number option @p key of a model or an orbit (nullptr: not one).
 double* galaxy_number(GalaxyModel& m, GalaxyOrbit& o, std::string_view key)
 {
-    const std::pair<std::string_view, double*> fields[] = {
-        {"halo_mass", &m.halo_mass},       {"halo_scale", &m.halo_scale},
-        {"halo_concentration", &m.halo_concentration}, {"disc_mass", &m.disc_mass},
-        {"disc_scale_length", &m.disc_scale_length},   {"disc_scale_height", &m.disc_scale_height},
-        {"toomre_q", &m.toomre_q},         {"q_radius", &m.q_radius},
-        {"bulge_mass", &m.bulge_mass},     {"bulge_scale", &m.bulge_scale},
-        {"bh_mass", &m.bh_mass},           {"mass_ratio", &o.mass_ratio},
-        {"pericentre", &o.pericentre},     {"eccentricity", &o.eccentricity},
-        {"separation", &o.separation}};
+    const std::pair<std::string_view, double*> fields[] = {{"halo_mass", &m.halo_mass},
+                                                           {"halo_scale", &m.halo_scale},
+                                                           {"halo_concentration", &m.halo_concentration},
+                                                           {"disc_mass", &m.disc_mass},
+                                                           {"disc_scale_length", &m.disc_scale_length},
+                                                           {"disc_scale_height", &m.disc_scale_height},
+                                                           {"toomre_q", &m.toomre_q},
+                                                           {"q_radius", &m.q_radius},
+                                                           {"bulge_mass", &m.bulge_mass},
+                                                           {"bulge_scale", &m.bulge_scale},
+                                                           {"bh_mass", &m.bh_mass},
+                                                           {"star_fraction", &m.star_fraction},
+                                                           {"mass_ratio", &o.mass_ratio},
+                                                           {"pericentre", &o.pericentre},
+                                                           {"eccentricity", &o.eccentricity},
+                                                           {"separation", &o.separation}};
     for (const auto& [name, field] : fields)
         if (name == key) return field;
     return nullptr;
@@ -287,22 +299,25 @@ std::string galaxy_option_text(const GalaxyModel& m, const GalaxyOrbit& o, std::
     return fmt::format("{}", *field);
 }
 
-GalaxyCounts galaxy_counts(const GalaxyModel& m, std::uint64_t n)
+GalaxyCounts galaxy_counts(const GalaxyModel& m, std::uint64_t n, double halo_particle_mass)
 {
     GalaxyCounts c;
     c.bh = m.bh_mass > 0 ? 1 : 0;
     const std::uint64_t rest = n - std::min(n, c.bh);
-    const std::uint64_t stars = (rest + 3) / 6;
+    const double stars_mass = m.disc_mass + m.bulge_mass;
+    const double fraction = m.star_fraction > 0 ? m.star_fraction : stars_mass / (stars_mass + halo_particle_mass);
+    const std::uint64_t stars =
+        std::min<std::uint64_t>(rest, static_cast<std::uint64_t>(std::llround(fraction * static_cast<double>(rest))));
     c.halo = rest - stars;
     c.disc = m.bulge_mass > 0
-                 ? static_cast<std::uint64_t>(std::llround(static_cast<double>(stars) * m.disc_mass /
-                                                           (m.disc_mass + m.bulge_mass)))
+                 ? static_cast<std::uint64_t>(std::llround(static_cast<double>(stars) * m.disc_mass / stars_mass))
                  : stars;
     c.bulge = stars - c.disc;
     if (c.halo < 2 || c.disc < 2 || (m.bulge_mass > 0 && c.bulge < 2))
         throw UsageError(fmt::format("galaxy: {} particles are too few for a halo, a disc{} of two particles or more "
-                                     "(halo {}, disc {}, bulge {})",
-                                     n, m.bulge_mass > 0 ? " and a bulge" : "", c.halo, c.disc, c.bulge));
+                                     "(halo {}, disc {}, bulge {}{})",
+                                     n, m.bulge_mass > 0 ? " and a bulge" : "", c.halo, c.disc, c.bulge,
+                                     m.star_fraction > 0 ? "" : "; equal-mass particles: raise -n or --star-fraction"));
     return c;
 }
 
@@ -359,8 +374,8 @@ GalaxyProfile::GalaxyProfile(const GalaxyModel& in)
         m.resize(N);
         m[0] = 2.0 * pi * rho[c][0] * r_[0] * r_[0] * r_[0];
         for (int i = 1; i < N; ++i)
-            m[i] = m[i - 1] + 2.0 * pi * dlnr_ *
-                                  (rho[c][i - 1] * std::pow(r_[i - 1], 3) + rho[c][i] * std::pow(r_[i], 3));
+            m[i] =
+                m[i - 1] + 2.0 * pi * dlnr_ * (rho[c][i - 1] * std::pow(r_[i - 1], 3) + rho[c][i] * std::pow(r_[i], 3));
     }
     // The potential psi = -Phi of every component (the disc by its enclosed mass), from psi(r) = int_r^inf M / r^2.
     std::vector<double> mt(N);
@@ -557,7 +572,8 @@ double GalaxyProfile::sigma_z2(double R, double z) const
         const double zp = az + k * h;
         const double cb = zp / z0_;
         // (cosh(ca) / cosh(cb))^2 without overflow.
-        const double ratio = std::exp(2.0 * (ca - cb)) * std::pow((1.0 + std::exp(-2.0 * ca)) / (1.0 + std::exp(-2.0 * cb)), 2);
+        const double ratio =
+            std::exp(2.0 * (ca - cb)) * std::pow((1.0 + std::exp(-2.0 * ca)) / (1.0 + std::exp(-2.0 * cb)), 2);
         const double r = std::sqrt(R * R + zp * zp);
         const double pull = r > 0 ? enclosed_spherical(r) * zp / (r * r * r) : 0.0;
         sum += (k == 0 || k == n ? 1.0 : (k % 2 ? 4.0 : 2.0)) * ratio * pull;
@@ -580,8 +596,8 @@ void GalaxyProfile::draw_spherical(Component c, std::uint64_t& s, double x[3], d
         r = std::exp(lnr0_ + (i - 1 + w) * dlnr_);
     }
     // Speed by rejection from v^2 f(psi(r) - v^2 / 2) on [0, v_esc].
-    const double psi = r < r_.front() ? psi_.front() + enclosed_spherical(0) * (1.0 / r - 1.0 / r_.front())
-                                      : interp_log_r(psi_, r);
+    const double psi =
+        r < r_.front() ? psi_.front() + enclosed_spherical(0) * (1.0 / r - 1.0 / r_.front()) : interp_log_r(psi_, r);
     const double u = std::max(0.0, (std::log(r) - lnr0_) / dlnr_);
     const int i = std::min(static_cast<int>(u), grid_points - 2);
     const double bound = 1.3 * std::max(bound_[c][i], bound_[c][i + 1]);
@@ -656,8 +672,9 @@ GalaxyGenerator::GalaxyGenerator(const GalaxySetup& setup) : n_(setup.n), seed_(
         n_gal = {setup.n - setup.n / 2, setup.n / 2};
     }
     for (std::size_t g = 0; g < models.size(); ++g) {
-        counts_.push_back(galaxy_counts(models[g], n_gal[g]));
         profiles_.push_back(std::make_unique<GalaxyProfile>(models[g]));
+        counts_.push_back(galaxy_counts(models[g], n_gal[g],
+                                        profiles_[g]->particle_mass_total(GalaxyProfile::halo) * model_mass_msun));
         places_.emplace_back();
         types_[0] += counts_[g].halo, types_[1] += counts_[g].disc, types_[2] += counts_[g].bulge;
         types_[3] += counts_[g].bh;
@@ -746,7 +763,9 @@ Particles GalaxyGenerator::make(std::uint64_t first, std::uint64_t count) const
             p.draw_spherical(GalaxyProfile::bulge, s, x, v);
             m = p.particle_mass_total(GalaxyProfile::bulge) / static_cast<double>(blk.size);
             break;
-        default: m = p.bh_mass(); break;
+        default:
+            m = p.bh_mass();
+            break;
         }
         if (j % 2 == 1)
             for (int k = 0; k < 3; ++k)

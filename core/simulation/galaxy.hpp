@@ -40,18 +40,21 @@ namespace banyan {
 
 /// A disc galaxy's mass model, in kpc and Msun.
 struct GalaxyModel {
-    std::string halo = "nfw";        ///< nfw | hernquist
-    double halo_mass = 1.30e12;      ///< Msun: NFW M200 (inside r200 = c r_s); Hernquist: the whole mass
-    double halo_scale = 19.6;        ///< kpc: NFW r_s, Hernquist a
+    std::string halo = "nfw";         ///< nfw | hernquist
+    double halo_mass = 1.30e12;       ///< Msun: NFW M200 (inside r200 = c r_s); Hernquist: the whole mass
+    double halo_scale = 19.6;         ///< kpc: NFW r_s, Hernquist a
     double halo_concentration = 11.5; ///< NFW: c = r200 / r_s (truncated beyond r200 over 0.1 r200)
-    double disc_mass = 4.57e10;      ///< Msun
-    double disc_scale_length = 2.5;  ///< kpc: R_d of Sigma ~ exp(-R / R_d)
-    double disc_scale_height = 0.6;  ///< kpc: z0 of rho ~ sech^2(z / z0) (z0 = 2 h for an exponential scale h)
-    double toomre_q = 1.5;           ///< Toomre Q at q_radius
-    double q_radius = 0;             ///< kpc: where Q is set; 0: 2.5 R_d
-    double bulge_mass = 8.9e9;       ///< Msun; 0: no bulge
-    double bulge_scale = 0.6;        ///< kpc: Hernquist a
-    double bh_mass = 4.152e6;        ///< Msun; 0: no black hole
+    double disc_mass = 4.57e10;       ///< Msun
+    double disc_scale_length = 2.5;   ///< kpc: R_d of Sigma ~ exp(-R / R_d)
+    double disc_scale_height = 0.6;   ///< kpc: z0 of rho ~ sech^2(z / z0) (z0 = 2 h for an exponential scale h)
+    double toomre_q = 1.5;            ///< Toomre Q at q_radius
+    double q_radius = 0;              ///< kpc: where Q is set; 0: 2.5 R_d
+    double bulge_mass = 8.9e9;        ///< Msun; 0: no bulge
+    double bulge_scale = 0.6;         ///< kpc: Hernquist a
+    double bh_mass = 4.152e6;         ///< Msun; 0: no black hole
+    /// The fraction of the particles (the black hole aside) that are stars, disc and bulge; 0: as many as give star
+    /// and halo particles the same mass (no mass segregation: heavier halo particles heat a bulge and a disc).
+    double star_fraction = 0;
 };
 
 /// The Milky Way ("mw", McMillan 2017; GRAVITY 2019) or M31 ("m31", Geehan et al. 2006; Bender et al. 2005), README.
@@ -64,12 +67,12 @@ void check_galaxy_model(const GalaxyModel& model, const std::string& what);
 /// The orbit and orientations of a merger of two galaxies: the second is the first scaled to mass_ratio of its mass
 /// (every mass times q, every length times q^(1/3): the same density, hence the same dynamical times).
 struct GalaxyOrbit {
-    double mass_ratio = 1.0 / 3;  ///< second / first galaxy, in (0, 1]
+    double mass_ratio = 1.0 / 3; ///< second / first galaxy, in (0, 1]
     /// kpc: of the Kepler orbit of the centres as two point masses, each the mass its galaxy holds within the
     /// starting separation (the mass that pulls at that distance: the halos overlap there)
     double pericentre = 10;
-    double eccentricity = 1;      ///< >= 0: 1 parabolic (the usual choice for mergers)
-    double separation = 100;      ///< kpc: starting distance of the centres (at or beyond the pericentre)
+    double eccentricity = 1; ///< >= 0: 1 parabolic (the usual choice for mergers)
+    double separation = 100; ///< kpc: starting distance of the centres (at or beyond the pericentre)
     /// Degrees: each disc's spin axis as (inclination to the orbit's axis, azimuth in the orbital plane), first the
     /// first galaxy's, then the second's.
     std::array<double, 4> orientation = {30, 0, 60, 90};
@@ -79,7 +82,8 @@ void check_galaxy_orbit(const GalaxyOrbit& orbit);
 /// The options of a galaxy model and a merger's orbit by name, as the checkpoint text, the Python module (keywords)
 /// and `banyan run` (--halo-mass ...) spell them: halo, halo_mass, halo_scale, halo_concentration, disc_mass,
 /// disc_scale_length, disc_scale_height, toomre_q, q_radius, bulge_mass, bulge_scale, bh_mass (the model) and
-/// mass_ratio, pericentre, eccentricity, separation, orientation (the orbit; orientation "i1,w1,i2,w2").
+/// star_fraction (the model) and mass_ratio, pericentre, eccentricity, separation, orientation (the orbit;
+/// orientation "i1,w1,i2,w2").
 const std::vector<std::string_view>& galaxy_model_option_names();
 const std::vector<std::string_view>& galaxy_orbit_option_names();
 /// Sets the option @p key from its text @p value; throws UsageError naming @p shown (the option as the user spelt
@@ -89,13 +93,15 @@ void set_galaxy_option(GalaxyModel& model, GalaxyOrbit& orbit, std::string_view 
 /// The value of option @p key as text that set_galaxy_option reads back to the same bits.
 std::string galaxy_option_text(const GalaxyModel& model, const GalaxyOrbit& orbit, std::string_view key);
 
-/// Particles of each component of one galaxy made of @p n particles: one black hole when it has mass, a sixth of
-/// the rest stars (the paper's 2 x 10^4 to 10^5), split between disc and bulge by mass, the others halo.
+/// Particles of each component of one galaxy made of @p n particles: one black hole when it has mass, the model's
+/// star_fraction of the rest stars (0: the fraction that gives stars the mass of halo particles, the halo carrying
+/// @p halo_particle_mass in Msun), split between disc and bulge by mass, the others halo. Throws UsageError when a
+/// component would have fewer than two particles.
 struct GalaxyCounts {
     std::uint64_t halo = 0, disc = 0, bulge = 0, bh = 0;
     std::uint64_t total() const noexcept { return halo + disc + bulge + bh; }
 };
-GalaxyCounts galaxy_counts(const GalaxyModel& model, std::uint64_t n);
+GalaxyCounts galaxy_counts(const GalaxyModel& model, std::uint64_t n, double halo_particle_mass);
 
 /// What to make: one galaxy (merger false) or two (n split, the first taking the odd particle), in which units.
 struct GalaxySetup {
@@ -104,8 +110,8 @@ struct GalaxySetup {
     GalaxyOrbit orbit;
     std::uint64_t n = 65536;
     std::uint64_t seed = 1;
-    double length_unit_kpc = 1;    ///< the particles' unit of length in kpc
-    double mass_unit_msun = 1e10;  ///< the particles' unit of mass in Msun
+    double length_unit_kpc = 1;   ///< the particles' unit of length in kpc
+    double mass_unit_msun = 1e10; ///< the particles' unit of mass in Msun
 };
 
 class GalaxyProfile;
@@ -126,6 +132,8 @@ public:
     /// Particles [first, first + count) in the order above, in the setup's units.
     Particles make(std::uint64_t first, std::uint64_t count) const;
     Particles make_all() const { return make(0, n_); }
+    /// Particles of each component of galaxy @p g.
+    const GalaxyCounts& counts(int g) const { return counts_[g]; }
     /// Galaxy @p g's model quantities in model units (tests, diagnostics).
     const GalaxyProfile& profile(int g) const { return *profiles_[g]; }
     int galaxies() const noexcept { return static_cast<int>(profiles_.size()); }
@@ -186,14 +194,14 @@ private:
     std::string halo_kind_;
     double mh_ = 0, ah_ = 0, c_ = 0, rvir_ = 0, rdecay_ = 0, rho_s_ = 0, eps_ = 0;
     double md_ = 0, rd_ = 0, z0_ = 0, mb_ = 0, ab_ = 0, mbh_ = 0, q_radius_ = 0, sigma_r0_ = 0;
-    double lnr0_ = 0, dlnr_ = 0;                        // the radius grid: r_i = exp(lnr0 + i dlnr)
-    std::vector<double> r_, psi_;                       // radius, potential (positive: -Phi)
-    std::vector<double> mass_[2];                       // enclosed mass of halo, bulge
-    std::vector<double> f_[2];                          // distribution functions at E = psi_[i]
-    std::vector<double> bound_[2];                      // bounds of v^2 f(psi - v^2/2) for rejection
-    double r_cap_[2] = {0, 0};                          // sampling radius of halo, bulge
-    double lnR0_ = 0, dlnR_ = 0;                        // the disc's radius grid
-    std::vector<double> vc2_, kappa2_, omega2_;         // midplane, on the disc's grid
+    double lnr0_ = 0, dlnr_ = 0;                // the radius grid: r_i = exp(lnr0 + i dlnr)
+    std::vector<double> r_, psi_;               // radius, potential (positive: -Phi)
+    std::vector<double> mass_[2];               // enclosed mass of halo, bulge
+    std::vector<double> f_[2];                  // distribution functions at E = psi_[i]
+    std::vector<double> bound_[2];              // bounds of v^2 f(psi - v^2/2) for rejection
+    double r_cap_[2] = {0, 0};                  // sampling radius of halo, bulge
+    double lnR0_ = 0, dlnR_ = 0;                // the disc's radius grid
+    std::vector<double> vc2_, kappa2_, omega2_; // midplane, on the disc's grid
 };
 
 /// What the equilibrium checks measure of one galaxy made by GalaxyGenerator (types in its order), about the centre

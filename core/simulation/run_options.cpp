@@ -88,7 +88,7 @@ void RunOptions::check(OptionStyle style) const
     if (galaxy_ic(ic)) {
         check_galaxy_model(galaxy, prefix + ic);
         if (ic == "galaxy-merger") check_galaxy_orbit(orbit);
-        (void)galaxy_counts(galaxy, ic == "galaxy-merger" ? n / 2 : n); // enough particles for each component
+        (void)GalaxyGenerator(galaxy_setup(*this)); // the model's tables and enough particles for each component
     }
     if (out.empty()) throw bad("out", "must name a folder");
     parse_units(units, prefix + name("units"));

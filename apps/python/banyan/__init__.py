@@ -283,10 +283,12 @@ def galaxy(n: int = 65536, seed: int = 1, preset: str = "mw", units: Optional[st
            halo_concentration: Optional[float] = None, disc_mass: Optional[float] = None,
            disc_scale_length: Optional[float] = None, disc_scale_height: Optional[float] = None,
            toomre_q: Optional[float] = None, q_radius: Optional[float] = None, bulge_mass: Optional[float] = None,
-           bulge_scale: Optional[float] = None, bh_mass: Optional[float] = None) -> Galaxy:
+           bulge_scale: Optional[float] = None, bh_mass: Optional[float] = None,
+           star_fraction: Optional[float] = None) -> Galaxy:
     """A disc galaxy in equilibrium, as `banyan run --ic galaxy` makes it (the same particles for the same options
     and seed): an NFW or Hernquist halo, an exponential disc, a Hernquist bulge and a central black hole. preset
-    "mw" (Milky Way) or "m31"; the other keywords override the preset, masses in Msun and lengths in kpc. The
+    "mw" (Milky Way) or "m31"; the other keywords override the preset, masses in Msun and lengths in kpc;
+    star_fraction the share of star particles (0: halo and star particles of equal mass). The
     particles come in kpc and 1e10 Msun with G = 1, or in the units given ("pc,Msun"). README, "Galaxies".
 
         g = banyan.galaxy(n=2**18, preset="mw", toomre_q=2.0)
@@ -295,7 +297,7 @@ def galaxy(n: int = 65536, seed: int = 1, preset: str = "mw", units: Optional[st
     options = dict(halo=halo, halo_mass=halo_mass, halo_scale=halo_scale, halo_concentration=halo_concentration,
                    disc_mass=disc_mass, disc_scale_length=disc_scale_length, disc_scale_height=disc_scale_height,
                    toomre_q=toomre_q, q_radius=q_radius, bulge_mass=bulge_mass, bulge_scale=bulge_scale,
-                   bh_mass=bh_mass)
+                   bh_mass=bh_mass, star_fraction=star_fraction)
     return _galaxy(False, n, seed, preset, units, options)
 
 
@@ -311,7 +313,7 @@ def galaxy_merger(n: int = 240002, seed: int = 1, preset: str = "mw", units: Opt
     """
     unknown = set(model) - {"halo", "halo_mass", "halo_scale", "halo_concentration", "disc_mass",
                             "disc_scale_length", "disc_scale_height", "toomre_q", "q_radius", "bulge_mass",
-                            "bulge_scale", "bh_mass"}
+                            "bulge_scale", "bh_mass", "star_fraction"}
     if unknown:
         raise UsageError(f"galaxy_merger: unknown option {sorted(unknown)[0]!r}")
     options = dict(model, mass_ratio=mass_ratio, pericentre=pericentre, eccentricity=eccentricity,
