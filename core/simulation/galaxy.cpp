@@ -629,7 +629,12 @@ void GalaxyProfile::draw_disc(std::uint64_t& s, double x[3], double v[3]) const
     const double cp = std::cos(phi), sp = std::sin(phi);
     x[0] = R * cp, x[1] = R * sp, x[2] = z;
 
-    const double vc2 = R < std::exp(lnR0_) ? enclosed_spherical(R) / std::max(R, 1e-300) : disc_table(vc2_, R);
+    // The radial pull at the particle's height, not the midplane's: the spherical components' G M(<r) R^2 / r^3
+    // (a third weaker at z = 0.6 kpc above R = 1 kpc) plus the disc's own midplane pull. With the midplane's alone,
+    // the thick inner disc starts with too much rotation and spreads, and the bulge with it.
+    const double r = std::sqrt(R * R + z * z);
+    const double disc_part = R < std::exp(lnR0_) ? 0.0 : disc_table(vc2_, R) - enclosed_spherical(R) / R;
+    const double vc2 = r > 0 ? enclosed_spherical(r) * R * R / (r * r * r) + disc_part : 0.0;
     const double k2 = disc_table(kappa2_, R), o2 = disc_table(omega2_, R);
     const double sr2 = sigma_r(R) * sigma_r(R);
     const double epi = o2 > 0 ? k2 / (4.0 * o2) : 1.0; // sigma_phi^2 / sigma_R^2 (epicyclic)
