@@ -37,8 +37,7 @@ int run_bench_galaxy(const std::vector<std::string>& args)
     opt.value("seed", "S", "seed", "1");
     if (!opt.parse(args)) return 0;
 
-    RunRequest request;
-    RunOptions& o = request.options;
+    RunOptions o;
     o.ic = "galaxy";
     o.n = static_cast<std::uint64_t>(opt.integer_in("n", 16, 0x7FFFFFFF));
     o.seed = static_cast<std::uint64_t>(opt.integer("seed"));
@@ -54,6 +53,7 @@ int run_bench_galaxy(const std::vector<std::string>& args)
     const double rotations = opt.number("rotations");
     if (!(rotations > 0 && rotations < 1e4)) throw UsageError("bench galaxy: --rotations must be in (0, 10^4)");
     o.t_end = rotations * period;
+    RunRequest request(o);
     request.outputs = RunOutputs::none;
 
     auto be = open_device(opt.device_request());
