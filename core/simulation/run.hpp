@@ -56,7 +56,8 @@ enum class RunOutputs { files, none };
 /// What a front end asks to start: the options as the user gave them and, where the front end has them, the
 /// initial particles.
 struct RunRequest {
-    RunRequest(RunOptions o = {}) : options(std::move(o)) {} // NOLINT: plan_run({options}) asks with defaults
+    RunRequest() = default;
+    RunRequest(RunOptions o) : options(std::move(o)) {} // NOLINT: plan_run({options}) asks with defaults
     RunOptions options;
     /// Initial conditions the front end holds (the Python module's arrays, a test's particles); otherwise they come
     /// from options.in (ic "file") or are generated from options.ic when the run starts.
