@@ -7,6 +7,7 @@
  *        stay put, and in which a disc without dispersions fails the thickness and Q checks.
  */
 #include "core/error.hpp"
+#include "core/simulation/legendre_potential.hpp"
 #include "core/simulation/run_options.hpp"
 #include "core/simulation/simulation.hpp"
 #include "tests/harness.hpp"
@@ -45,29 +46,97 @@ TEST_SUITE("static")
     TEST_CASE("galaxy: the model's circular speed is that of its particles' forces, 1 to 4 R_d (direct sum)")
     {
         // The model's midplane speed (spherical parts exact, the thick disc by its Hankel transform) against the
-        // direct-sum pull of 2^18 particles (softened by 50 pc) on 32 points of each ring: within 2% where the issue
-        // asks for it.
-        const GalaxyGenerator gen(mw(1 << 18));
+        // direct-sum pull of 2^19 particles (softened by 100 pc) on 128 points of each ring: within 2% where the
+        // issue asks for it (the sampling noise is about 1%; the spheroids, flattened by the disc's potential,
+        // pull up to 1% harder in the midplane than their spherical profiles, which the model's speed uses).
+        const GalaxyGenerator gen(mw(1 << 19));
         const Particles p = gen.make_all();
         const GalaxyProfile& m = gen.profile(0);
         for (double x : {1.0, 2.0, 3.0, 4.0}) {
             const double R = x * m.scale_length();
             double vc2 = 0;
-            for (int k = 0; k < 32; ++k) {
-                const double ph = 2 * std::numbers::pi * k / 32, px = R * std::cos(ph), py = R * std::sin(ph);
+            for (int k = 0; k < 128; ++k) {
+                const double ph = 2 * std::numbers::pi * k / 128, px = R * std::cos(ph), py = R * std::sin(ph);
                 double ax = 0, ay = 0;
                 for (const bn_f4& q : p.pos) {
-                    const double dx = q.x - px, dy = q.y - py, dz = q.z, r2 = dx * dx + dy * dy + dz * dz + 2.5e-3;
+                    const double dx = q.x - px, dy = q.y - py, dz = q.z, r2 = dx * dx + dy * dy + dz * dz + 1e-2;
                     const double f = q.w / (r2 * std::sqrt(r2));
                     ax += f * dx, ay += f * dy;
                 }
-                vc2 -= (ax * px + ay * py) / 32;
+                vc2 -= (ax * px + ay * py) / 128;
             }
             INFO("R = " << x << " R_d: particles " << std::sqrt(vc2) << ", model " << m.circular_speed(R));
             CHECK(std::fabs(std::sqrt(vc2) / m.circular_speed(R) - 1) < 0.02);
         }
         // The thick disc is weaker than a razor-thin one: the model is not Freeman's thin-disc curve.
         CHECK(m.circular_speed(m.scale_length()) > 0.5);
+    }
+
+    TEST_CASE("galaxy: the Legendre expansion gives the Miyamoto-Nagai potential and forces of its density")
+    {
+        // Phi = -M / sqrt(R^2 + (a + sqrt(z^2 + b^2))^2) and its density (Miyamoto & Nagai 1975), b / a = 0.8:
+        // a flattened density of known field. Potential within 0.3%, forces within 1% (l <= 32).
+        const double a = 1, b = 0.8;
+        auto zeta = [&](double z) { return std::sqrt(z * z + b * b); };
+        auto rho = [&](double r, double mu) {
+            const double R = r * std::sqrt(1 - mu * mu), z = r * mu, s = zeta(z), t = a + s;
+            return b * b / (4 * std::numbers::pi) * (a * R * R + (a + 3 * s) * t * t) /
+                   (std::pow(R * R + t * t, 2.5) * s * s * s);
+        };
+        const LegendrePotential lp(rho, 1e-3, 1e3, 400, 32, 48);
+        for (auto [R, z] : {std::pair{0.5, 0.0}, {1.0, 0.5}, {2.0, 0.0}, {3.0, 3.0}, {0.2, 1.0}, {10.0, 1.0}}) {
+            const double t = a + zeta(z), d = std::pow(R * R + t * t, 1.5);
+            const double phi = -1 / std::sqrt(R * R + t * t), aR = -R / d, az = -z * t / (zeta(z) * d);
+            double gR, gz;
+            lp.acceleration(R, z, gR, gz);
+            INFO("(R, z) = (" << R << ", " << z << "): Phi " << lp.potential(R, z) << " (" << phi << "), a_R " << gR
+                              << " (" << aR << "), a_z " << gz << " (" << az << ")");
+            CHECK(std::fabs(lp.potential(R, z) / phi - 1) < 3e-3);
+            const double scale = std::hypot(aR, az);
+            CHECK(std::fabs(gR - aR) < 0.01 * scale);
+            CHECK(std::fabs(gz - az) < 0.01 * scale);
+        }
+    }
+
+    TEST_CASE("galaxy: the disc's field off the midplane is that of its particles (direct sum)")
+    {
+        // The thick disc's potential (Kuijken & Dubinski's split: 4 pi G Sigma(r) H(z) and a Legendre expansion)
+        // against the direct-sum pull of 2^18 disc particles (no bulge; 99% of the particles stars; softened by
+        // 10 pc) averaged over 64 azimuths, in and above the disc: a_R and a_z within 2% of the field there. (The
+        // model agrees with a brute-force quadrature of the density to 0.2% at (0.5, 1), (1, 0.5) and (0.5, 0) kpc;
+        // the particles' noise is larger in the midplane within 1 kpc of the centre: 3 to 9% in a_R.)
+        GalaxySetup s = mw(1 << 18);
+        s.model.bulge_mass = 0, s.model.star_fraction = 0.99;
+        const GalaxyGenerator gen(s);
+        const Particles p = gen.make_all();
+        const GalaxyProfile& m = gen.profile(0);
+        const auto t = gen.type_counts();
+        for (auto [R, z] : {std::pair{0.5, 1.0},
+                            {1.0, 0.5},
+                            {2.5, 0.3},
+                            {2.5, 1.5},
+                            {5.0, 0.6},
+                            {1.0, 3.0},
+                            {7.5, 0.15},
+                            {1.0, 1.0}}) {
+            double gR = 0, gz = 0;
+            for (int k = 0; k < 64; ++k) {
+                const double ph = 2 * std::numbers::pi * k / 64, px = R * std::cos(ph), py = R * std::sin(ph);
+                for (std::size_t i = t[0]; i < t[0] + t[1]; ++i) {
+                    const bn_f4& q = p.pos[i];
+                    const double dx = q.x - px, dy = q.y - py, dz = q.z - z, r2 = dx * dx + dy * dy + dz * dz + 1e-4;
+                    const double f = q.w / (r2 * std::sqrt(r2));
+                    gR += f * (dx * px + dy * py) / R / 64, gz += f * dz / 64;
+                }
+            }
+            double aR, az;
+            m.disc_acceleration(R, z, aR, az);
+            INFO("(R, z) = (" << R << ", " << z << "): particles a_R " << gR << ", a_z " << gz << "; model " << aR
+                              << ", " << az);
+            const double scale = std::hypot(aR, az);
+            CHECK(std::fabs(gR - aR) < 0.02 * scale);
+            CHECK(std::fabs(gz - az) < 0.02 * scale);
+        }
     }
 
     TEST_CASE("galaxy: the disc's velocities give the Toomre Q asked for, and the model's half-mass radii")
@@ -103,12 +172,15 @@ TEST_SUITE("static")
         }
     }
 
-    TEST_CASE("galaxy: the bulge's and the halo's dispersions are those of the isotropic Jeans equation")
+    TEST_CASE("galaxy: the bulge's and the halo's f(E) in the flattened potential: dispersions and shape")
     {
-        // sigma^2(r) = (1 / rho) int_r^inf rho G M(<r') / r'^2 dr' in the model's total (spherical) potential: what
-        // Eddington's inversion must reproduce. Bulge in shells at 0.5, 1 and 2 kpc (about 2000 particles each),
-        // halo at 10 and 30 kpc; within 4% (sampling noise about 1.5%; a DF of the bulge alone, without the halo's
-        // and the disc's mass, misses by 25 to 50%).
+        // An isotropic f(E) in any potential has sigma^2 a function of psi alone,
+        // sigma^2(psi) = (1 / rho(psi)) int_0^psi rho dpsi', and rho(psi) is the spherical profile at the radius where
+        // the reference potential (the true one averaged over spheres) is psi. So the particles on the
+        // equipotential psi_ref(r0) have the dispersion of the spherical Jeans equation at r0,
+        // (1 / rho(r0)) int_r0^inf rho (-dpsi_ref / dr) dr, wherever they lie: bulge at 0.5, 1 and 2 kpc, halo at
+        // 10 and 30 kpc, within 4% (sampling noise about 1.5%; a DF of the bulge alone, without the halo's and the
+        // disc's mass, misses by 25 to 50%; one in the spherical potential, by 4 to 7% in the plane).
         const GalaxyGenerator gen(mw(1 << 20, 9));
         const Particles p = gen.make_all();
         const GalaxyProfile& m = gen.profile(0);
@@ -120,37 +192,47 @@ TEST_SUITE("static")
             const double x = r / rs;
             return r <= c * rs ? 1.0 / (x * (1 + x) * (1 + x)) : 0.0;
         };
+        auto pull = [&](double r) { return (m.reference_psi(0.999 * r) - m.reference_psi(1.001 * r)) / (0.002 * r); };
         auto jeans = [&](const auto& rho, double r, double r_max) {
             double sum = 0;
             const int n = 20000;
             const double h = std::log(r_max / r) / n;
             for (int i = 0; i <= n; ++i) {
                 const double x = r * std::exp(i * h);
-                sum += (i == 0 || i == n ? 0.5 : 1.0) * rho(x) * m.enclosed_mass(x) / x * h;
+                sum += (i == 0 || i == n ? 0.5 : 1.0) * rho(x) * pull(x) * x * h;
             }
             return std::sqrt(sum / rho(r));
         };
-        auto measured = [&](std::size_t begin, std::size_t end, double r0) {
-            double s2 = 0, n = 0;
+        // sigma on the equipotentials between psi_ref(1.1 r0) and psi_ref(0.9 r0), and the particles near the plane
+        // (|z| < 0.2 r) over those near the axis (|z| > 0.8 r): the same solid angle.
+        auto measured = [&](std::size_t begin, std::size_t end, double r0, double& plane_over_axis) {
+            const double hi = m.reference_psi(0.9 * r0), lo = m.reference_psi(1.1 * r0);
+            double s2 = 0, n = 0, plane = 0, axis = 0;
             for (std::size_t i = begin; i < end; ++i) {
-                const double r = std::sqrt(double(p.pos[i].x) * p.pos[i].x + double(p.pos[i].y) * p.pos[i].y +
-                                           double(p.pos[i].z) * p.pos[i].z);
-                if (r < 0.9 * r0 || r > 1.1 * r0) continue;
+                const double R = std::hypot(double(p.pos[i].x), double(p.pos[i].y)), z = p.pos[i].z;
+                const double psi = m.psi_at(R, z);
+                if (psi < lo || psi > hi) continue;
                 s2 +=
                     double(p.vel[i].x) * p.vel[i].x + double(p.vel[i].y) * p.vel[i].y + double(p.vel[i].z) * p.vel[i].z;
                 n += 1;
+                const double mu = std::fabs(z) / std::hypot(R, z);
+                plane += mu<0.2, axis += mu> 0.8;
             }
+            plane_over_axis = plane / axis;
             return std::sqrt(s2 / n / 3);
         };
         const std::size_t bulge = t[0] + t[1];
         for (double r : {0.5, 1.0, 2.0}) {
-            const double want = jeans(hernquist, r, 100 * model.bulge_scale), got = measured(bulge, bulge + t[2], r);
-            INFO("bulge at " << r << " kpc: " << got << ", Jeans " << want);
+            double flat = 0;
+            const double want = jeans(hernquist, r, 100 * model.bulge_scale),
+                         got = measured(bulge, bulge + t[2], r, flat);
+            INFO("bulge at " << r << " kpc: " << got << ", Jeans " << want << "; plane / axis " << flat);
             CHECK(std::fabs(got / want - 1) < 0.04);
         }
         for (double r : {10.0, 30.0}) {
-            const double want = jeans(nfw, r, c * rs), got = measured(0, t[0], r);
-            INFO("halo at " << r << " kpc: " << got << ", Jeans " << want);
+            double flat = 0;
+            const double want = jeans(nfw, r, c * rs), got = measured(0, t[0], r, flat);
+            INFO("halo at " << r << " kpc: " << got << ", Jeans " << want << "; plane / axis " << flat);
             // Truncated at r200 here, smoothly beyond it in the model: the Jeans integral stops at r200 (a small
             // deficit, far below the 4%, at 10 and 30 kpc).
             CHECK(std::fabs(got / want - 1) < 0.04);

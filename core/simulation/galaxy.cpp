@@ -5,6 +5,7 @@
 #include "core/simulation/galaxy.hpp"
 
 #include "core/error.hpp"
+#include "core/simulation/legendre_potential.hpp"
 
 #include <fmt/format.h>
 
@@ -354,7 +355,8 @@ GalaxyProfile::GalaxyProfile(const GalaxyModel& in)
     lnr0_ = std::log(r_lo);
     dlnr_ = (std::log(r_hi) - lnr0_) / (N - 1);
     r_.resize(N), psi_.resize(N);
-    std::vector<double> rho[2] = {std::vector<double>(N), std::vector<double>(N)};
+    auto& rho = rho_;
+    rho[halo].resize(N), rho[bulge].resize(N);
     for (int i = 0; i < N; ++i) {
         const double r = std::exp(lnr0_ + i * dlnr_);
         r_[i] = r;
@@ -377,15 +379,31 @@ GalaxyProfile::GalaxyProfile(const GalaxyModel& in)
             m[i] =
                 m[i - 1] + 2.0 * pi * dlnr_ * (rho[c][i - 1] * std::pow(r_[i - 1], 3) + rho[c][i] * std::pow(r_[i], 3));
     }
-    // The potential psi = -Phi of every component (the disc by its enclosed mass), from psi(r) = int_r^inf M / r^2.
-    std::vector<double> mt(N);
+    // The disc's potential, split as Kuijken & Dubinski (1995) split it: Phi_ext = 4 pi G Sigma(r) H(z), with r the
+    // spherical radius and H'' the vertical profile, carries the thin layer exactly; what it leaves,
+    // rho_d - lap(Phi_ext) / (4 pi G), is smooth and goes to a Legendre expansion (l <= 24).
+    sigma0_ = md_ / (2.0 * pi * rd_ * rd_);
+    disc_rest_ = std::make_unique<LegendrePotential>([this](double r, double mu) { return disc_rest_density(r, mu); },
+                                                     1e-3 * rd_, 60.0 * rd_, 320, 24, 32);
+    std::vector<double> gx, gw;
+    gauss_legendre_half(64, gx, gw);
+    hbar_.resize(N);
     for (int i = 0; i < N; ++i) {
-        const double x = r_[i] / rd_;
-        mt[i] = mass_[halo][i] + mass_[bulge][i] + mbh_ + md_ * (1.0 - (1.0 + x) * std::exp(-x));
+        double sum = 0;
+        for (std::size_t k = 0; k < gx.size(); ++k)
+            sum += gw[k] * vertical_h(r_[i] * gx[k]);
+        hbar_[i] = sum;
     }
+    // The reference potential psi = -Phi averaged over spheres, from which the halo's and the bulge's distribution
+    // functions come: theirs and the black hole's from psi(r) = int_r^inf M / r^2, the disc's monopole above.
+    std::vector<double> mt(N);
+    for (int i = 0; i < N; ++i)
+        mt[i] = mass_[halo][i] + mass_[bulge][i] + mbh_;
     psi_[N - 1] = mt[N - 1] / r_[N - 1];
     for (int i = N - 2; i >= 0; --i)
         psi_[i] = psi_[i + 1] + 0.5 * dlnr_ * (mt[i] / r_[i] + mt[i + 1] / r_[i + 1]);
+    for (int i = 0; i < N; ++i)
+        psi_[i] -= disc_monopole(r_[i]);
 
     // Eddington's inversion, f(E) = 1 / (sqrt(8) pi^2) d/dE int_0^E (drho/dpsi) dpsi / sqrt(E - psi) (the boundary
     // term vanishes: rho falls faster than psi at large r). drho/dpsi is taken piecewise linear between the nodes,
@@ -436,6 +454,22 @@ GalaxyProfile::GalaxyProfile(const GalaxyModel& in)
         }
     }
 
+    // The halo and the bulge are drawn from their f(E) in the true, flattened potential (a steady state by Jeans'
+    // theorem): where the disc deepens it, rho_c(psi) is denser than the spherical profile. Positions come by
+    // rejection from the spherical profile; this bounds the ratio (over radii and 21 polar angles, 5% spare).
+    for (int c = 0; c < 2; ++c) {
+        accept_bound_[c] = 1.0;
+        if (c == bulge && mb_ <= 0) continue;
+        for (int i = 0; i < N && r_[i] <= r_cap_[c]; i += 4)
+            for (int k = 0; k <= 20; ++k) {
+                const double mu = k / 20.0, R = r_[i] * std::sqrt(1.0 - mu * mu), z = r_[i] * mu;
+                if (rho[c][i] > 0)
+                    accept_bound_[c] =
+                        std::max(accept_bound_[c], spheroid_density(Component(c), psi_at(R, z)) / rho[c][i]);
+            }
+        accept_bound_[c] *= 1.05;
+    }
+
     // The disc's midplane: its own radial force by the Hankel transform of the thick exponential disc,
     // a_d(R) = G M_d int_0^inf k J1(k R) Z(k) (1 + k^2 R_d^2)^(-3/2) dk, with x = k R, on panels of width about pi
     // (8-point Gauss-Legendre each) up to k R_d = 200, beyond which the integrand is below 1e-5 of its scale.
@@ -470,6 +504,8 @@ GalaxyProfile::GalaxyProfile(const GalaxyModel& in)
     sigma_r0_ = sr * std::exp(0.5 * q_radius_ / rd_);
 }
 
+GalaxyProfile::~GalaxyProfile() = default;
+
 double GalaxyProfile::interp_log_r(const std::vector<double>& t, double r) const
 {
     const double u = (std::log(r) - lnr0_) / dlnr_;
@@ -499,6 +535,70 @@ double GalaxyProfile::enclosed_spherical(double r) const
             m += interp_log_r(mass_[c], r);
     }
     return m;
+}
+
+// ---- The disc's potential and the total one, off the midplane -------------------------------------------------
+
+double GalaxyProfile::vertical_h(double z) const
+{
+    // H(z) = (z0 / 2) ln cosh(z / z0): H'' = sech^2(z / z0) / (2 z0), the disc's vertical profile.
+    const double x = std::fabs(z) / z0_;
+    return 0.5 * z0_ * (x + std::log1p(std::exp(-2.0 * x)) - std::numbers::ln2);
+}
+
+double GalaxyProfile::disc_rest_density(double r, double mu) const
+{
+    // rho_d - lap(4 pi Sigma(r) H(z)) / (4 pi), with Sigma' = -Sigma / R_d, Sigma'' = Sigma / R_d^2:
+    // [Sigma(R) - Sigma(r)] zeta(z) - H (Sigma'' + 2 Sigma' / r) - 2 H' Sigma' z / r.
+    const double z = r * mu, R = r * std::sqrt(std::max(0.0, 1.0 - mu * mu));
+    const double sr = sigma0_ * std::exp(-r / rd_), sR = sigma0_ * std::exp(-R / rd_);
+    const double e = std::exp(-2.0 * std::fabs(z) / z0_);
+    const double zeta = 2.0 * e / ((1.0 + e) * (1.0 + e) * z0_); // sech^2(z / z0) / (2 z0)
+    const double h = vertical_h(z), dh = 0.5 * std::tanh(z / z0_);
+    return (sR - sr) * zeta - h * sr * (1.0 / (rd_ * rd_) - 2.0 / (rd_ * r)) + 2.0 * dh * sr * z / (rd_ * r);
+}
+
+double GalaxyProfile::disc_monopole(double r) const
+{
+    return 4.0 * pi * sigma0_ * std::exp(-r / rd_) * interp_log_r(hbar_, r) + disc_rest_->monopole(r);
+}
+
+double GalaxyProfile::disc_potential(double R, double z) const
+{
+    const double r = std::hypot(R, z);
+    return 4.0 * pi * sigma0_ * std::exp(-r / rd_) * vertical_h(z) + disc_rest_->potential(R, z);
+}
+
+void GalaxyProfile::disc_acceleration(double R, double z, double& a_R, double& a_z) const
+{
+    disc_rest_->acceleration(R, z, a_R, a_z);
+    const double r = std::hypot(R, z);
+    if (!(r > 0)) return;
+    const double s = 4.0 * pi * sigma0_ * std::exp(-r / rd_), h = vertical_h(z);
+    a_R += s * h * R / (rd_ * r);
+    a_z -= s * (0.5 * std::tanh(z / z0_) - h * z / (rd_ * r));
+}
+
+double GalaxyProfile::reference_psi(double r) const
+{
+    return r < r_.front() ? psi_.front() + mbh_ * (1.0 / r - 1.0 / r_.front()) : interp_log_r(psi_, r);
+}
+
+double GalaxyProfile::psi_at(double R, double z) const
+{
+    const double r = std::hypot(R, z);
+    return reference_psi(r) - (disc_potential(R, z) - disc_monopole(r));
+}
+
+double GalaxyProfile::spheroid_density(Component c, double psi) const
+{
+    // psi_ falls with the index; rho_c is a function of psi through the reference potential (what f(E) gives).
+    if (psi >= psi_.front()) return rho_[c].front();
+    if (psi <= psi_.back()) return 0.0;
+    const auto it = std::lower_bound(psi_.begin(), psi_.end(), psi, std::greater<double>());
+    const int j = static_cast<int>(std::clamp<std::ptrdiff_t>(it - psi_.begin(), 1, grid_points - 1));
+    const double t = (psi - psi_[j]) / (psi_[j - 1] - psi_[j]);
+    return rho_[c][j] + t * (rho_[c][j - 1] - rho_[c][j]);
 }
 
 double GalaxyProfile::circular_speed(double R) const
@@ -559,11 +659,10 @@ double GalaxyProfile::disc_half_mass_radius() const
 
 double GalaxyProfile::sigma_z2(double R, double z) const
 {
-    // The vertical Jeans equation, sigma_z^2(z) = (1 / rho(z)) int_z^inf rho dPhi/dz dz': the disc's own sheet
-    // (dPhi/dz = 2 pi G Sigma tanh(z / z0)) gives pi G Sigma z0; the spherical components add
-    // G M(<r) z / r^3, integrated over 6 z0 above |z| (where rho has fallen by e^-12) by Simpson's rule.
+    // The vertical Jeans equation, sigma_z^2(z) = (1 / rho(z)) int_z^inf rho dPhi/dz dz', with the vertical pull of
+    // the disc itself (its true potential, not a sheet's) and of the spherical components, G M(<r) z / r^3,
+    // integrated over 6 z0 above |z| (where rho has fallen by e^-12) by Simpson's rule.
     const double az = std::fabs(z);
-    const double sheet = pi * surface_density(R) * z0_;
     const int n = 48; // even
     const double h = 6.0 * z0_ / n;
     const double ca = az / z0_;
@@ -575,32 +674,40 @@ double GalaxyProfile::sigma_z2(double R, double z) const
         const double ratio =
             std::exp(2.0 * (ca - cb)) * std::pow((1.0 + std::exp(-2.0 * ca)) / (1.0 + std::exp(-2.0 * cb)), 2);
         const double r = std::sqrt(R * R + zp * zp);
-        const double pull = r > 0 ? enclosed_spherical(r) * zp / (r * r * r) : 0.0;
+        double a_R, a_z;
+        disc_acceleration(R, zp, a_R, a_z);
+        const double pull = (r > 0 ? enclosed_spherical(r) * zp / (r * r * r) : 0.0) - a_z;
         sum += (k == 0 || k == n ? 1.0 : (k % 2 ? 4.0 : 2.0)) * ratio * pull;
     }
-    return sheet + sum * h / 3.0;
+    return sum * h / 3.0;
 }
 
 void GalaxyProfile::draw_spherical(Component c, std::uint64_t& s, double x[3], double v[3]) const
 {
-    // Radius from the enclosed mass (linear in ln r between the nodes; r^2 within the innermost node).
-    const double target = uniform(s) * particle_mass_total(c);
+    // The position: radius from the spherical profile's enclosed mass (linear in ln r between the nodes; r^2 within
+    // the innermost node), the direction isotropic, kept with probability rho_c(psi(x)) / (bound rho_c(r)).
     const auto& m = mass_[c];
-    double r;
-    if (target <= m.front()) {
-        r = r_.front() * std::sqrt(target / m.front());
-    } else {
-        const auto it = std::lower_bound(m.begin(), m.end(), target);
-        const int i = static_cast<int>(std::clamp<std::ptrdiff_t>(it - m.begin(), 1, grid_points - 1));
-        const double w = (target - m[i - 1]) / (m[i] - m[i - 1]);
-        r = std::exp(lnr0_ + (i - 1 + w) * dlnr_);
+    double psi = 0;
+    for (int tries = 0;; ++tries) {
+        const double target = uniform(s) * particle_mass_total(c);
+        double r;
+        if (target <= m.front()) {
+            r = r_.front() * std::sqrt(target / m.front());
+        } else {
+            const auto it = std::lower_bound(m.begin(), m.end(), target);
+            const int i = static_cast<int>(std::clamp<std::ptrdiff_t>(it - m.begin(), 1, grid_points - 1));
+            const double w = (target - m[i - 1]) / (m[i] - m[i - 1]);
+            r = std::exp(lnr0_ + (i - 1 + w) * dlnr_);
+        }
+        isotropic(s, r, x);
+        psi = psi_at(std::hypot(x[0], x[1]), x[2]);
+        const double spherical = r < r_.front() ? rho_[c].front() : interp_log_r(rho_[c], r);
+        if (tries >= 1000 || uniform(s) * accept_bound_[c] * spherical <= spheroid_density(c, psi)) break;
     }
-    // Speed by rejection from v^2 f(psi(r) - v^2 / 2) on [0, v_esc].
-    const double psi =
-        r < r_.front() ? psi_.front() + enclosed_spherical(0) * (1.0 / r - 1.0 / r_.front()) : interp_log_r(psi_, r);
-    const double u = std::max(0.0, (std::log(r) - lnr0_) / dlnr_);
-    const int i = std::min(static_cast<int>(u), grid_points - 2);
-    const double bound = 1.3 * std::max(bound_[c][i], bound_[c][i + 1]);
+    // The speed by rejection from v^2 f(psi - v^2 / 2) on [0, v_esc]; the bound is a function of psi.
+    const auto at = std::lower_bound(psi_.begin(), psi_.end(), psi, std::greater<double>());
+    const int i = static_cast<int>(std::clamp<std::ptrdiff_t>(at - psi_.begin(), 1, grid_points - 1));
+    const double bound = 1.3 * std::max(bound_[c][i - 1], bound_[c][i]);
     const double ve = std::sqrt(std::max(0.0, 2.0 * (psi - psi_.back())));
     const auto& f = f_[c];
     double speed = 0;
@@ -613,7 +720,6 @@ void GalaxyProfile::draw_spherical(Component c, std::uint64_t& s, double x[3], d
         const double g = speed * speed * (f[j] + t * (f[j - 1] - f[j]));
         if (uniform(s) * bound < g) break;
     }
-    isotropic(s, r, x);
     isotropic(s, speed, v);
 }
 
@@ -630,11 +736,12 @@ void GalaxyProfile::draw_disc(std::uint64_t& s, double x[3], double v[3]) const
     x[0] = R * cp, x[1] = R * sp, x[2] = z;
 
     // The radial pull at the particle's height, not the midplane's: the spherical components' G M(<r) R^2 / r^3
-    // (a third weaker at z = 0.6 kpc above R = 1 kpc) plus the disc's own midplane pull. With the midplane's alone,
-    // the thick inner disc starts with too much rotation and spreads, and the bulge with it.
+    // (a third weaker at z = 0.6 kpc above R = 1 kpc) plus the disc's own at (R, z). With the midplane's, the thick
+    // inner disc starts with too much rotation and spreads, and the bulge with it.
     const double r = std::sqrt(R * R + z * z);
-    const double disc_part = R < std::exp(lnR0_) ? 0.0 : disc_table(vc2_, R) - enclosed_spherical(R) / R;
-    const double vc2 = r > 0 ? enclosed_spherical(r) * R * R / (r * r * r) + disc_part : 0.0;
+    double a_R, a_z;
+    disc_acceleration(R, z, a_R, a_z);
+    const double vc2 = r > 0 ? enclosed_spherical(r) * R * R / (r * r * r) - R * a_R : 0.0;
     const double k2 = disc_table(kappa2_, R), o2 = disc_table(omega2_, R);
     const double sr2 = sigma_r(R) * sigma_r(R);
     const double epi = o2 > 0 ? k2 / (4.0 * o2) : 1.0; // sigma_phi^2 / sigma_R^2 (epicyclic)
