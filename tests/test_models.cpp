@@ -277,7 +277,8 @@ TEST_SUITE("static")
 
     TEST_CASE("models: the same seed gives the same bits, another seed others")
     {
-        for (const auto make : {&hernquist_sphere, &exponential_disc}) {
+        for (const char* name : {"hernquist", "disc"}) {
+            const auto make = [&](std::size_t n, std::uint64_t seed) { return make_model(name, n, seed); };
             const Particles p = make(3000, 42);
             CHECK(same_bits(p, make(3000, 42)));
             const Particles q = make(3000, 43);
@@ -285,6 +286,49 @@ TEST_SUITE("static")
             CHECK(std::memcmp(p.pos.data(), q.pos.data(), sizeof(bn_f4)) != 0);
             CHECK_THROWS_AS(make(0, 1), UsageError);
         }
+    }
+
+    TEST_CASE("models: any share of a model is those particles of the whole, bit for bit (a rank's share)")
+    {
+        // What each MPI rank makes of generated initial conditions: [first, first + count) alone, centred by sums
+        // over every particle, so the same bits as the whole model's for any number of ranks.
+        const std::size_t n = 1001;
+        auto check = [&](const char* what, const auto& make) {
+            const Particles whole = make(Share{});
+            REQUIRE(whole.size() == n);
+            for (auto [first, count] : {std::pair<std::size_t, std::size_t>{0, 1001},
+                                        {0, 334},
+                                        {334, 333},
+                                        {667, 334},
+                                        {1000, 1},
+                                        {1001, 0},
+                                        {500, 0},
+                                        {990, 100}}) {
+                const Particles part = make(Share{first, count});
+                INFO(what << ": share [" << first << ", +" << count << ")");
+                const std::size_t kept = first >= n ? 0 : std::min(count, n - first);
+                REQUIRE(part.size() == kept);
+                for (std::size_t i = 0; i < kept; ++i) {
+                    CHECK(std::memcmp(&part.pos[i], &whole.pos[first + i], sizeof(bn_f4)) == 0);
+                    CHECK(std::memcmp(&part.vel[i], &whole.vel[first + i], sizeof(bn_f4)) == 0);
+                }
+            }
+        };
+        for (const auto name : model_names())
+            check(std::string(name).c_str(), [&](Share s) { return make_model(name, n, 7, s); });
+        check("uniform", [&](Share s) { return uniform_sphere(n, 7, true, s); });
+        check("uniform-cold", [&](Share s) { return uniform_sphere(n, 7, false, s); });
+        check("merger", [&](Share s) { return galaxy_merger(n, 7, {}, s).particles; });
+        // plummer_each gives plummer()'s particles, in order.
+        const Particles p = plummer(n, 9);
+        std::size_t seen = 0, equal = 0;
+        plummer_each(n, 9, {}, [&](std::size_t i, const bn_f4& x, const bn_f4& v) {
+            equal +=
+                i == seen && std::memcmp(&x, &p.pos[i], sizeof x) == 0 && std::memcmp(&v, &p.vel[i], sizeof v) == 0;
+            ++seen;
+        });
+        CHECK(seen == n);
+        CHECK(equal == n);
     }
 
     TEST_CASE("models: make_model by name, and an unknown name refused by name")

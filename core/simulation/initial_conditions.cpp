@@ -30,31 +30,59 @@ double normal(std::mt19937_64& rng)
     return std::sqrt(-2.0 * std::log(u)) * std::cos(2.0 * std::numbers::pi * v);
 }
 
-/// Removes the mass-weighted mean position and velocity (in double precision) and rounds to float.
-Particles centred(const std::vector<double>& m, const std::vector<double>& x, const std::vector<double>& v)
-{
-    const std::size_t n = m.size();
-    double mt = 0, cx[3] = {0, 0, 0}, cv[3] = {0, 0, 0};
-    for (std::size_t i = 0; i < n; ++i) {
-        mt += m[i];
+/// Centres particles drawn one by one: sums every particle's mass-weighted position and velocity (in double
+/// precision, in draw order), keeps those of the share, and removes the mean from them as they are rounded to float.
+class Centring {
+public:
+    Centring(std::size_t n, Share share) : share_(share), m_(share.size(n)), x_(3 * m_.size()), v_(3 * m_.size()) {}
+    void add(std::size_t i, double m, const double x[3], const double v[3])
+    {
+        mt_ += m;
         for (int k = 0; k < 3; ++k) {
-            cx[k] += m[i] * x[3 * i + k];
-            cv[k] += m[i] * v[3 * i + k];
+            cx_[k] += m * x[k];
+            cv_[k] += m * v[k];
         }
+        if (!share_.holds(i)) return;
+        const std::size_t j = i - share_.first;
+        m_[j] = m;
+        for (int k = 0; k < 3; ++k)
+            x_[3 * j + k] = x[k], v_[3 * j + k] = v[k];
     }
-    for (int k = 0; k < 3; ++k) {
-        cx[k] /= mt;
-        cv[k] /= mt;
+    Particles finish() const
+    {
+        double cx[3], cv[3];
+        for (int k = 0; k < 3; ++k) {
+            cx[k] = cx_[k] / mt_;
+            cv[k] = cv_[k] / mt_;
+        }
+        Particles p;
+        p.pos.resize(m_.size());
+        p.vel.resize(m_.size());
+        for (std::size_t i = 0; i < m_.size(); ++i) {
+            p.pos[i] = bn_f4{static_cast<float>(x_[3 * i] - cx[0]), static_cast<float>(x_[3 * i + 1] - cx[1]),
+                             static_cast<float>(x_[3 * i + 2] - cx[2]), static_cast<float>(m_[i])};
+            p.vel[i] = bn_f4{static_cast<float>(v_[3 * i] - cv[0]), static_cast<float>(v_[3 * i + 1] - cv[1]),
+                             static_cast<float>(v_[3 * i + 2] - cv[2]), 0.0f};
+        }
+        return p;
     }
+
+private:
+    Share share_;
+    std::vector<double> m_, x_, v_;
+    double mt_ = 0, cx_[3] = {0, 0, 0}, cv_[3] = {0, 0, 0};
+};
+
+/// The share of particles the whole of which is @p whole (a model that needs all its particles at once).
+Particles slice(Particles whole, Share share)
+{
+    const std::size_t a = std::min(share.first, whole.size()), b = a + share.size(whole.size());
+    if (a == 0 && b == whole.size()) return whole;
     Particles p;
-    p.pos.resize(n);
-    p.vel.resize(n);
-    for (std::size_t i = 0; i < n; ++i) {
-        p.pos[i] = bn_f4{static_cast<float>(x[3 * i] - cx[0]), static_cast<float>(x[3 * i + 1] - cx[1]),
-                         static_cast<float>(x[3 * i + 2] - cx[2]), static_cast<float>(m[i])};
-        p.vel[i] = bn_f4{static_cast<float>(v[3 * i] - cv[0]), static_cast<float>(v[3 * i + 1] - cv[1]),
-                         static_cast<float>(v[3 * i + 2] - cv[2]), 0.0f};
-    }
+    p.pos.assign(whole.pos.begin() + static_cast<std::ptrdiff_t>(a),
+                 whole.pos.begin() + static_cast<std::ptrdiff_t>(b));
+    p.vel.assign(whole.vel.begin() + static_cast<std::ptrdiff_t>(a),
+                 whole.vel.begin() + static_cast<std::ptrdiff_t>(b));
     return p;
 }
 
@@ -78,27 +106,29 @@ double hernquist_df(double q2, double s)
 
 } // namespace
 
-Particles uniform_sphere(std::size_t n, std::uint64_t seed, bool virialised)
+Particles uniform_sphere(std::size_t n, std::uint64_t seed, bool virialised, Share share)
 {
     if (n == 0) throw UsageError("uniform sphere: no particles (N = 0)");
     std::mt19937_64 rng(seed);
     const double radius = virialised ? 1.2 : 2.4;
     const double sigma = virialised ? std::sqrt(1.0 / (5.0 * radius)) : 0.0;
-    std::vector<double> m(n, 1.0 / static_cast<double>(n)), x(3 * n), v(3 * n, 0.0);
+    const double m = 1.0 / static_cast<double>(n);
+    Centring out(n, share);
     for (std::size_t i = 0; i < n; ++i) {
-        double p[3], r2;
+        double p[3], r2, x[3], v[3] = {0, 0, 0};
         do {
             for (double& c : p)
                 c = 2.0 * uniform(rng) - 1.0;
             r2 = p[0] * p[0] + p[1] * p[1] + p[2] * p[2];
         } while (r2 > 1.0);
         for (int k = 0; k < 3; ++k)
-            x[3 * i + k] = radius * p[k];
+            x[k] = radius * p[k];
         if (virialised)
-            for (int k = 0; k < 3; ++k)
-                v[3 * i + k] = sigma * normal(rng);
+            for (double& c : v)
+                c = sigma * normal(rng);
+        out.add(i, m, x, v);
     }
-    return centred(m, x, v);
+    return out.finish();
 }
 
 void check_merger_options(const MergerOptions& o)
@@ -118,7 +148,7 @@ void check_merger_options(const MergerOptions& o)
                                      o.separation, o.pericentre, apocentre, o.eccentricity));
 }
 
-Merger galaxy_merger(std::size_t n, std::uint64_t seed, const MergerOptions& o)
+Merger galaxy_merger(std::size_t n, std::uint64_t seed, const MergerOptions& o, Share share)
 {
     if (n < 4) throw UsageError(fmt::format("merger: needs at least 4 particles (two per galaxy), got {}", n));
     check_merger_options(o);
@@ -136,7 +166,7 @@ Merger galaxy_merger(std::size_t n, std::uint64_t seed, const MergerOptions& o)
     // The larger galaxy sits at -M2 r, the smaller at +M1 r (total mass 1), so that the centre of mass is at rest.
     const double side[2] = {-mass[1], mass[0]};
 
-    std::vector<double> m(n), x(3 * n), v(3 * n);
+    Centring out(n, share);
     std::size_t at = 0;
     for (int g = 0; g < 2; ++g) {
         const double M = mass[g];
@@ -144,37 +174,37 @@ Merger galaxy_merger(std::size_t n, std::uint64_t seed, const MergerOptions& o)
         const double V = std::sqrt(M / R);
         const double m_bh = o.bh_fraction * M;
         const std::size_t np = n_gal[g] - 1;
-        const Particles p = plummer(np, seed + static_cast<std::uint64_t>(g) * 0x9E3779B97F4A7C15ull);
         const double m_star = (M - m_bh) / static_cast<double>(np);
-        m[at] = m_bh;
-        for (int k = 0; k < 3; ++k) {
-            x[3 * at + k] = side[g] * rel_x[k];
-            v[3 * at + k] = side[g] * rel_v[k];
-        }
-        ++at;
-        for (std::size_t i = 0; i < np; ++i, ++at) {
-            const double px[3] = {p.pos[i].x, p.pos[i].y, p.pos[i].z};
-            const double pv[3] = {p.vel[i].x, p.vel[i].y, p.vel[i].z};
-            m[at] = m_star;
-            for (int k = 0; k < 3; ++k) {
-                x[3 * at + k] = side[g] * rel_x[k] + R * px[k];
-                v[3 * at + k] = side[g] * rel_v[k] + V * pv[k];
-            }
-        }
+        double x[3], v[3];
+        for (int k = 0; k < 3; ++k)
+            x[k] = side[g] * rel_x[k], v[k] = side[g] * rel_v[k];
+        out.add(at++, m_bh, x, v);
+        // Each galaxy's Plummer sphere, centred on its own first, particle by particle (none held beyond the share).
+        plummer_each(np, seed + static_cast<std::uint64_t>(g) * 0x9E3779B97F4A7C15ull, {},
+                     [&](std::size_t, const bn_f4& p, const bn_f4& q) {
+                         const double px[3] = {p.x, p.y, p.z}, pv[3] = {q.x, q.y, q.z};
+                         double xs[3], vs[3];
+                         for (int k = 0; k < 3; ++k) {
+                             xs[k] = side[g] * rel_x[k] + R * px[k];
+                             vs[k] = side[g] * rel_v[k] + V * pv[k];
+                         }
+                         out.add(at++, m_star, xs, vs);
+                     });
     }
-    Merger out;
-    out.particles = centred(m, x, v);
-    out.centre_a = 0;
-    out.centre_b = static_cast<std::uint32_t>(n_gal[0]);
-    return out;
+    Merger result;
+    result.particles = out.finish();
+    result.centre_a = 0;
+    result.centre_b = static_cast<std::uint32_t>(n_gal[0]);
+    return result;
 }
 
-Particles hernquist_sphere(std::size_t n, std::uint64_t seed)
+Particles hernquist_sphere(std::size_t n, std::uint64_t seed, Share share)
 {
     if (n == 0) throw UsageError("hernquist sphere: no particles (N = 0)");
     std::mt19937_64 rng(seed);
     const double a = hernquist_scale_radius;
-    std::vector<double> m(n, 1.0 / static_cast<double>(n)), x(3 * n), v(3 * n);
+    const double m = 1.0 / static_cast<double>(n);
+    Centring out(n, share);
     for (std::size_t i = 0; i < n; ++i) {
         // Radius: M(<r) = r^2 / (r + a)^2 = X, so r = a sqrt(X) / (1 - sqrt(X)); X < 0.999 is the truncation.
         const double sx = std::sqrt(hernquist_mass_fraction * uniform(rng));
@@ -192,10 +222,12 @@ Particles hernquist_sphere(std::size_t n, std::uint64_t seed)
             const double g = v2 * hernquist_df(a * (psi - 0.5 * v2), s0 + 0.5 * a * v2);
             if (uniform(rng) * bound < g) break;
         }
-        isotropic(rng, r, &x[3 * i]);
-        isotropic(rng, speed, &v[3 * i]);
+        double x[3], v[3];
+        isotropic(rng, r, x);
+        isotropic(rng, speed, v);
+        out.add(i, m, x, v);
     }
-    return centred(m, x, v);
+    return out.finish();
 }
 
 Particles exponential_disc(std::size_t n, std::uint64_t seed)
@@ -246,7 +278,10 @@ Particles exponential_disc(std::size_t n, std::uint64_t seed)
         v[3 * i + 1] = vphi[i] * ey + sigma * normal(rng);
         v[3 * i + 2] = sigma * normal(rng);
     }
-    return centred(m, x, v);
+    Centring out(n, {});
+    for (std::size_t i = 0; i < n; ++i)
+        out.add(i, m[i], &x[3 * i], &v[3 * i]);
+    return out.finish();
 }
 
 const std::vector<std::string_view>& model_names()
@@ -255,7 +290,7 @@ const std::vector<std::string_view>& model_names()
     return names;
 }
 
-Particles make_model(std::string_view name, std::size_t n, std::uint64_t seed)
+Particles make_model(std::string_view name, std::size_t n, std::uint64_t seed, Share share)
 {
     const auto& names = model_names();
     if (std::find(names.begin(), names.end(), name) == names.end()) {
@@ -265,9 +300,9 @@ Particles make_model(std::string_view name, std::size_t n, std::uint64_t seed)
         throw UsageError(fmt::format("unknown model '{}': the models are {}", name, list));
     }
     if (n == 0) throw UsageError(fmt::format("model '{}': no particles (N = 0)", name));
-    if (name == "hernquist") return hernquist_sphere(n, seed);
-    if (name == "disc") return exponential_disc(n, seed);
-    return plummer(n, seed);
+    if (name == "hernquist") return hernquist_sphere(n, seed, share);
+    if (name == "disc") return slice(exponential_disc(n, seed), share); // its velocities need every radius
+    return plummer(n, seed, {}, share);
 }
 
 } // namespace banyan

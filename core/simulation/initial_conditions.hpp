@@ -25,7 +25,7 @@ namespace banyan {
  * 1/(5R) per component, so that 2T = -W and E = W/2 = -1/4 for the continuous sphere (in virial equilibrium as a
  * whole, though not a steady state: the sphere relaxes towards a centrally concentrated one).
  */
-Particles uniform_sphere(std::size_t n, std::uint64_t seed, bool virialised);
+Particles uniform_sphere(std::size_t n, std::uint64_t seed, bool virialised, Share share = {});
 
 struct MergerOptions {
     double pericentre = 1.0;   ///< pericentre of the two centres' Kepler orbit, > 0
@@ -54,7 +54,7 @@ struct Merger {
  * Particles [0, n - n/2) are the larger galaxy (its centre first), [n - n/2, n) the smaller (its centre first).
  * @throws UsageError for n < 4 or options out of range.
  */
-Merger galaxy_merger(std::size_t n, std::uint64_t seed, const MergerOptions& options = {});
+Merger galaxy_merger(std::size_t n, std::uint64_t seed, const MergerOptions& options = {}, Share share = {});
 
 /// Checks @p options; throws UsageError naming the bad option (as the --pericentre ... options of banyan run).
 void check_merger_options(const MergerOptions& options);
@@ -79,7 +79,7 @@ inline constexpr double hernquist_mass_fraction = 0.999;
  * about a for N = 4000, typically), so after that shift the cusp lies near, not at, the origin.
  * @throws UsageError for n = 0.
  */
-Particles hernquist_sphere(std::size_t n, std::uint64_t seed);
+Particles hernquist_sphere(std::size_t n, std::uint64_t seed, Share share = {});
 
 /// The exponential disc's parameters. A razor-thin exponential disc has W = -3 pi G M^2 / (32 Rd), so Rd = 3 pi / 16
 /// gives W = -1/2 as our Plummer and Hernquist spheres have (virial radius 1; thickness and truncation make |W|
@@ -115,6 +115,6 @@ const std::vector<std::string_view>& model_names();
  *        (hernquist_sphere()) or "disc" (exponential_disc()), N = @p n, seeded by @p seed.
  * @throws UsageError naming @p name and the accepted names for an unknown model, and for n = 0.
  */
-Particles make_model(std::string_view name, std::size_t n, std::uint64_t seed);
+Particles make_model(std::string_view name, std::size_t n, std::uint64_t seed, Share share = {});
 
 } // namespace banyan

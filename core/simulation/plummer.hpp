@@ -10,10 +10,24 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <limits>
+#include <algorithm>
 #include <random>
 #include <vector>
 
 namespace banyan {
+
+/// The particles [first, first + count) of a model's N, the share one caller keeps (a rank's, under MPI). Models
+/// draw their particles in one sequence and centre them with sums over all, so a share costs the time of the whole
+/// model but holds only its own particles, and is the same bits as those particles of the whole.
+struct Share {
+    std::size_t first = 0;
+    std::size_t count = std::numeric_limits<std::size_t>::max();
+    bool holds(std::size_t i) const noexcept { return i >= first && i - first < count; }
+    /// How many of @p n particles it holds.
+    std::size_t size(std::size_t n) const noexcept { return first >= n ? 0 : std::min(count, n - first); }
+};
 
 struct PlummerOptions {
     /// Radius cut-off in Plummer scale radii (before scaling to N-body units): radii beyond it are drawn again.
@@ -31,7 +45,12 @@ struct PlummerOptions {
  * last bit of the C library's pow, sin and cos): random numbers come from std::mt19937_64 turned into doubles by
  * our own bit arithmetic, not by a standard distribution, whose results differ between standard libraries.
  */
-Particles plummer(std::size_t n, std::uint64_t seed, const PlummerOptions& options = {});
+Particles plummer(std::size_t n, std::uint64_t seed, const PlummerOptions& options = {}, Share share = {});
+
+/// Every particle of plummer(n, seed, options), in order, to @p emit(i, pos, vel): two passes over the draws (the
+/// centre of mass first), holding none of them.
+void plummer_each(std::size_t n, std::uint64_t seed, const PlummerOptions& options,
+                  const std::function<void(std::size_t, const bn_f4&, const bn_f4&)>& emit);
 
 /// The random draws every particle model uses (plummer.cpp, initial_conditions.cpp), the same on every platform.
 namespace draw {

@@ -157,21 +157,26 @@ Run::Run(Backend& be, RunPlan plan, RunHooks hooks, const Comm& comm)
 {
     Snapshot ic;
     Particles particles;
-    // A galaxy over several ranks: each rank makes only its share (GalaxyGenerator makes any share alone).
-    const bool share = !plan.input_ && comm_.parallel() && galaxy_ic(opt_.ic);
+    // Generated particles over several ranks: each rank makes only its share, the same bits as those particles of
+    // the whole (generated_share), and holds no other.
+    const bool share = !plan.input_ && comm_.parallel();
     std::size_t n = 0, first = 0;
     if (plan.input_) {
         ic = std::move(*plan.input_);
         particles = std::move(plan.particles_);
     } else if (share) {
-        const GalaxyGenerator gen(galaxy_setup(opt_));
-        n = gen.size();
+        n = opt_.n;
         const std::size_t P = static_cast<std::size_t>(comm_.size()), r = static_cast<std::size_t>(comm_.rank());
         first = r * n / P;
-        particles = gen.make(first, (r + 1) * n / P - first);
+        particles = generated_share(opt_, Share{first, (r + 1) * n / P - first});
         ic = Snapshot::dark(0);
-        const auto t = gen.type_counts();
-        ic.n_type2 = t[1], ic.n_type3 = t[2], ic.n_type5 = t[3];
+        if (galaxy_ic(opt_.ic)) {
+            const auto t = GalaxyGenerator(galaxy_setup(opt_)).type_counts();
+            ic.n_type2 = t[1], ic.n_type3 = t[2], ic.n_type5 = t[3];
+        }
+        if (!(opt_.t_end > 0.0))
+            throw UsageError(
+                fmt::format("run: --t-end {} must be later than the start time 0 of initial conditions", opt_.t_end));
         check_precision_range(particles.pos, opt_.eps, "initial conditions");
     } else {
         ic = initial_conditions(opt_); // a model: its particles are judged here, as a file's were in plan_run
@@ -188,8 +193,8 @@ Run::Run(Backend& be, RunPlan plan, RunHooks hooks, const Comm& comm)
     end_step_ = steps_between(template_.time, opt_.t_end, opt_.dt);
     sim_ = std::make_unique<Simulation>(be_, opt_.simulation(), comm_);
     if (comm_.parallel()) {
-        // Each rank keeps its slice (the first decomposition sorts them out): made alone (a galaxy), or cut from the
-        // same particles every rank made.
+        // Each rank keeps its slice (the first decomposition sorts them out): made alone, or cut from the file's
+        // particles every rank read.
         const std::size_t P = static_cast<std::size_t>(comm_.size()), r = static_cast<std::size_t>(comm_.rank());
         const std::size_t a = share ? first : r * n / P, b = share ? first + particles.size() : (r + 1) * n / P;
         const std::span<const bn_f4> pos(particles.pos), vel(particles.vel);

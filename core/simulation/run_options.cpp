@@ -281,25 +281,27 @@ Snapshot initial_conditions(const RunOptions& o, SnapshotMeta* meta)
             throw UsageError(fmt::format("{}: {} particles is more than the 2^31 - 1 supported", o.in, s.size()));
         return s;
     }
-    Particles p;
-    if (o.ic == "plummer" || o.ic == "hernquist" || o.ic == "disc")
-        p = make_model(o.ic, o.n, o.seed);
-    else if (o.ic == "uniform")
-        p = uniform_sphere(o.n, o.seed, true);
-    else if (o.ic == "uniform-cold")
-        p = uniform_sphere(o.n, o.seed, false);
-    else if (o.ic == "merger")
-        p = galaxy_merger(o.n, o.seed, o.merger).particles;
-    else if (galaxy_ic(o.ic)) {
+    Snapshot s = snapshot_of(generated_share(o, {}), o.eps);
+    if (galaxy_ic(o.ic)) {
         // Halo, disc, bulge and black holes as GADGET types 1, 2, 3, 5 (the snapshot keeps them in that order).
-        const GalaxyGenerator gen(galaxy_setup(o));
-        Snapshot s = snapshot_of(gen.make_all(), o.eps);
-        const auto t = gen.type_counts();
+        const auto t = GalaxyGenerator(galaxy_setup(o)).type_counts();
         s.n_type2 = t[1], s.n_type3 = t[2], s.n_type5 = t[3];
-        return s;
-    } else
-        throw UsageError(fmt::format("run: unknown initial conditions '{}'", o.ic));
-    return snapshot_of(p, o.eps);
+    }
+    return s;
+}
+
+Particles generated_share(const RunOptions& o, Share share)
+{
+    if (o.ic == "plummer" || o.ic == "hernquist" || o.ic == "disc") return make_model(o.ic, o.n, o.seed, share);
+    if (o.ic == "uniform") return uniform_sphere(o.n, o.seed, true, share);
+    if (o.ic == "uniform-cold") return uniform_sphere(o.n, o.seed, false, share);
+    if (o.ic == "merger") return galaxy_merger(o.n, o.seed, o.merger, share).particles;
+    if (galaxy_ic(o.ic)) {
+        const GalaxyGenerator gen(galaxy_setup(o));
+        const std::size_t first = std::min<std::size_t>(share.first, gen.size());
+        return gen.make(first, share.size(gen.size()));
+    }
+    throw UsageError(fmt::format("run: unknown initial conditions '{}'", o.ic));
 }
 
 } // namespace banyan

@@ -90,6 +90,11 @@ std::optional<std::array<std::uint64_t, 2>> tracked_pair(const RunOptions& optio
 /// when given, receives what the file says beside its particles (SnapshotMeta; defaults for generated ones).
 Snapshot initial_conditions(const RunOptions& options, SnapshotMeta* meta = nullptr);
 
+/// The particles @p share of the generated initial conditions of @p options (not "file"), the same bits as those of
+/// initial_conditions(options): what one MPI rank makes, holding only its share (but "disc", made whole first: its
+/// velocities need every particle's radius).
+Particles generated_share(const RunOptions& options, Share share);
+
 /// Takes the units of initial conditions @p ic into @p options: a file that states units sets options.units when
 /// it is empty; a file whose units differ from the --units given is refused (UsageError: banyan does not convert).
 void adopt_units(RunOptions& options, const Snapshot& ic);

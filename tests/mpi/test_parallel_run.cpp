@@ -110,6 +110,30 @@ TEST_CASE("a galaxy merger over P ranks: each rank makes its share, the snapshot
     if (comm.rank() == 0) fs::remove_all(dir);
 }
 
+TEST_CASE("every generated model over P ranks: each rank makes only its share, the one-rank particles")
+{
+    // Run over P ranks makes each rank's share alone (generated_share: the sequential draws of the whole model, its
+    // sums over all of them, but only the share held). Snapshot 0 must hold the particles one rank makes.
+    const Comm& comm = Comm::world();
+    const fs::path dir = test::shared_temp_folder(comm);
+    REQUIRE(!dir.empty());
+    for (const char* ic_name : {"hernquist", "disc", "uniform", "uniform-cold", "merger"}) {
+        RunOptions o = options(dir / ic_name, 1.0 / 64);
+        o.ic = ic_name;
+        o.n = 1003;
+        run_to_end(o);
+        const Snapshot ic = initial_conditions(o);
+        const Snapshot s0 = read_tipsy((dir / ic_name / "snapshot_00000.tipsy").string());
+        INFO(ic_name << " over " << comm.size() << " ranks");
+        CHECK(s0.size() == ic.size());
+        CHECK(s0.pos == ic.pos);
+        CHECK(s0.vel == ic.vel);
+        CHECK(s0.mass == ic.mass);
+    }
+    comm.barrier();
+    if (comm.rank() == 0) fs::remove_all(dir);
+}
+
 TEST_CASE("block time steps run on one rank; over several they are refused before any work")
 {
     const Comm& comm = Comm::world();
