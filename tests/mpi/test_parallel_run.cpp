@@ -48,6 +48,14 @@ RunRecord run_to_end(const RunOptions& o)
     return run.last_record();
 }
 
+/// Snapshot @p s0 holds, record for record, the positions, velocities and masses of @p ic (the same bytes).
+void check_same_particles(const Snapshot& s0, const Snapshot& ic)
+{
+    CHECK(s0.pos == ic.pos);
+    CHECK(s0.vel == ic.vel);
+    CHECK(s0.mass == ic.mass);
+}
+
 } // namespace
 
 TEST_CASE("a run over P ranks: the input's particles in order, energy and momentum as on one rank")
@@ -61,9 +69,7 @@ TEST_CASE("a run over P ranks: the input's particles in order, energy and moment
     const Snapshot ic = initial_conditions(options(dir / "many", 0.25));
     const Snapshot s0 = read_tipsy((dir / "many" / "snapshot_00000.tipsy").string());
     CHECK(s0.n_dark == ic.size());
-    CHECK(s0.pos == ic.pos);
-    CHECK(s0.vel == ic.vel);
-    CHECK(s0.mass == ic.mass);
+    check_same_particles(s0, ic);
     const Snapshot s2 = read_tipsy((dir / "many" / "snapshot_00002.tipsy").string());
     CHECK(s2.time == doctest::Approx(0.25));
     // Energy to a few 1e-5 in 16 steps (one rank: 1.3e-5 here); total momentum, zero at the start, kept to the
@@ -100,9 +106,7 @@ TEST_CASE("a galaxy merger over P ranks: each rank makes its share, the snapshot
     CHECK(s0.n_type2 == ic.n_type2);
     CHECK(s0.n_type3 == ic.n_type3);
     CHECK(s0.n_type5 == 2);
-    CHECK(s0.pos == ic.pos);
-    CHECK(s0.vel == ic.vel);
-    CHECK(s0.mass == ic.mass);
+    check_same_particles(s0, ic);
     // The black holes' distance is logged: 100 kpc at the start, a little less one step on.
     CHECK(r.centre_distance < 100);
     CHECK(r.centre_distance > 99);
@@ -126,9 +130,7 @@ TEST_CASE("every generated model over P ranks: each rank makes only its share, t
         const Snapshot s0 = read_tipsy((dir / ic_name / "snapshot_00000.tipsy").string());
         INFO(ic_name << " over " << comm.size() << " ranks");
         CHECK(s0.size() == ic.size());
-        CHECK(s0.pos == ic.pos);
-        CHECK(s0.vel == ic.vel);
-        CHECK(s0.mass == ic.mass);
+        check_same_particles(s0, ic);
     }
     comm.barrier();
     if (comm.rank() == 0) fs::remove_all(dir);
