@@ -401,17 +401,24 @@ BN_DEVICE int bn_tree_group_begins(BN_GLOBAL const bn_u32* cell_first, BN_GLOBAL
  * squared distance from the group's box to com exceeds (l / theta + delta)^2; a group inside the box is no closer
  * than the box, so only a box that fails the test can hold a group that opens the cell. The relative margin of
  * 1e-4 covers any difference in rounding between this test and the walk's: a cell this calls closed is accepted by
- * every group in the box. */
-BN_DEVICE int bn_let_opens(bn_f4 com, bn_f4 q1, float inv_theta, bn_f4 lo, bn_f4 hi)
+ * every group in the box. With alpha > 0 the relative criterion's radius counts too (the walk takes the larger),
+ * rel = bn_rel_cell of the cell and lo.w the smallest previous |a| in the box (letGroupBoxes): no group in the box
+ * has a smaller one, so none has a larger radius. */
+BN_DEVICE int bn_let_opens(bn_f4 com, bn_f4 q1, float inv_theta, float rel, float alpha, bn_f4 lo, bn_f4 hi)
 {
     const float r = q1.w * inv_theta + q1.z;
+    float r2 = r * r;
+    if (alpha > 0.0f) {
+        const float r2_rel = rel * bn_rel_group(alpha, lo.w);
+        r2 = r2_rel > r2 ? r2_rel : r2; /* as the walk's fmaxf: a NaN (0 * inf) keeps the geometric radius */
+    }
     float dx = lo.x - com.x > com.x - hi.x ? lo.x - com.x : com.x - hi.x;
     float dy = lo.y - com.y > com.y - hi.y ? lo.y - com.y : com.y - hi.y;
     float dz = lo.z - com.z > com.z - hi.z ? lo.z - com.z : com.z - hi.z;
     dx = dx > 0.0f ? dx : 0.0f;
     dy = dy > 0.0f ? dy : 0.0f;
     dz = dz > 0.0f ? dz : 0.0f;
-    return dx * dx + dy * dy + dz * dz <= r * r * 1.0001f;
+    return dx * dx + dy * dy + dz * dz <= r2 * 1.0001f;
 }
 
 #endif /* BANYAN_TREE_SHARED_H */

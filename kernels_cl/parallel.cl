@@ -16,14 +16,14 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void domainStay(
 }
 
 /* The bounding boxes of nboxes runs of consecutive groups (groups [runs[2b], runs[2b + 1]) for work-group b):
- * boxes[2b] = componentwise min of group_lo, boxes[2b + 1] = max of group_hi. Launched with exactly
- * nboxes work-groups of BANYAN_WG; local memory 2 BANYAN_WG float4. An empty run gives lo > hi, which opens
- * nothing. */
-__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letGroupBoxes(__global const bn_f4* group_lo,
-                                                                                  __global const bn_f4* group_hi,
-                                                                                  __global const bn_u32* runs,
-                                                                                  bn_u32 nboxes,
-                                                                                  __global bn_f4* boxes)
+ * boxes[2b] = componentwise min of group_lo, boxes[2b + 1] = max of group_hi. With with_acc != 0 (the relative
+ * criterion) boxes[2b].w is the smallest previous |a| (acc_old[i].w, tree order) of the run's particles, which
+ * bn_let_opens reads; else it is 0 and acc_old is not read. Launched with exactly nboxes work-groups of BANYAN_WG;
+ * local memory 2 BANYAN_WG float4. An empty run gives lo > hi, which opens nothing. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letGroupBoxes(
+    __global const bn_f4* group_lo, __global const bn_f4* group_hi, __global const bn_u32* group_first,
+    __global const bn_u32* group_count, __global const bn_u32* runs, bn_u32 nboxes, __global const bn_f4* acc_old,
+    bn_u32 with_acc, __global bn_f4* boxes)
 {
     __local bn_f4 smin[BANYAN_WG];
     __local bn_f4 smax[BANYAN_WG];
@@ -33,6 +33,12 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letGroupBox
     for (uint g = first + lid; g < last; g += BANYAN_WG) {
         lo = fmin(lo, group_lo[g]);
         hi = fmax(hi, group_hi[g]);
+    }
+    if (with_acc) {
+        float a = INFINITY;
+        const uint end = last > first ? group_first[last - 1] + group_count[last - 1] : 0u;
+        for (uint i = (last > first ? group_first[first] : 0u) + lid; i < end; i += BANYAN_WG) a = fmin(a, acc_old[i].w);
+        lo.w = a;
     }
     smin[lid] = lo;
     smax[lid] = hi;
@@ -78,7 +84,7 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letBoxCells
  * its coarse box, so no test is skipped that could fail). Work-group BANYAN_WG. */
 __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letOpened(
     __global const bn_f4* cell_com, __global const bn_f4* cell_quad1, __global const bn_u32* cell_parent,
-    bn_u32 first_cell, bn_u32 end_cell, float inv_theta, __global const bn_f4* coarse, bn_u32 ncoarse,
+    bn_u32 first_cell, bn_u32 end_cell, float inv_theta, float alpha, __global const bn_f4* coarse, bn_u32 ncoarse,
     __global const bn_f4* fine, __global const bn_u32* fine_begin, __global bn_u32* opened)
 {
     const uint c = first_cell + get_global_id(0);
@@ -88,11 +94,12 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letOpened(
     if (p == BANYAN_TREE_NO_PARENT || opened[p]) {
         const bn_f4 com = cell_com[c];
         const bn_f4 q1 = cell_quad1[c];
+        const float rel = alpha > 0.0f ? bn_rel_cell(com.w, q1.w) : 0.0f;
         for (uint k = 0; k < ncoarse && !open; ++k) {
-            if (!bn_let_opens(com, q1, inv_theta, coarse[2 * k], coarse[2 * k + 1])) continue;
+            if (!bn_let_opens(com, q1, inv_theta, rel, alpha, coarse[2 * k], coarse[2 * k + 1])) continue;
             const uint end = fine_begin[k + 1];
             for (uint f = fine_begin[k]; f < end && !open; ++f)
-                open = bn_let_opens(com, q1, inv_theta, fine[2 * f], fine[2 * f + 1]) ? 1u : 0u;
+                open = bn_let_opens(com, q1, inv_theta, rel, alpha, fine[2 * f], fine[2 * f + 1]) ? 1u : 0u;
         }
     }
     opened[c] = open;

@@ -119,9 +119,11 @@ inline bn_f4 walk_particle_pass(bn_f4 acc, bn_f4 me, uint lid, uint slot, uint s
  * interacted with (otherwise those two are not touched and may be one-element buffers). totals
  * gets the sums of both counts over all particles; status[0] the length a level list needed when it outgrew
  * WALK_LIST + spill_cap (0 beforehand). spill holds 2 spill_cap entries per work-group.
- * The groups' particles (the targets) are in pos; the walk starts at cell `root` and opened leaves index src (the
- * same buffer as pos for the local tree). remote != 0: the cells and src are another rank's local essential tree,
- * no source is the target itself, and the results are added to acc_pot (and the counts) instead of stored.
+ * The groups' particles (the targets) are in pos; the walk's first level list holds the nroots cells roots[] and
+ * opened leaves index src. On one rank: one root (0), src the same buffer as pos. Over ranks: the local tree's root
+ * and the roots of the other ranks' local essential trees, grafted behind the local tree's cells and particles in
+ * the same arrays (core/gravity/forces.hpp, RemoteTrees), so each group walks once over all trees; a grafted
+ * particle lies beyond every local index, so it is never taken for the target itself.
  * alpha > 0: the relative criterion on top of the geometric test (bn_rel_cell in device_shared.h), with rel the
  * per-cell factors of walkPrepareRelative and acc_old[i].w the previous |a| of particle i (tree order); with
  * alpha = 0 neither is read.
@@ -136,8 +138,9 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
     __global const bn_f4* restrict group_hi, __global const bn_u32* restrict group_total, float eps2,
     __global bn_u32* next_group,
     __global bn_u32* spill, bn_u32 spill_cap, __global bn_u32* status, __global bn_u64* totals,
-    __global bn_f4* acc_pot, __global bn_u32* pp_count, __global bn_u32* pc_count, bn_u32 count_each, bn_u32 root,
-    bn_u32 remote, __global const float* restrict rel, __global const bn_f4* restrict acc_old, float alpha)
+    __global bn_f4* acc_pot, __global bn_u32* pp_count, __global bn_u32* pc_count, bn_u32 count_each,
+    __global const bn_u32* restrict roots, bn_u32 nroots, __global const float* restrict rel,
+    __global const bn_f4* restrict acc_old, float alpha)
 {
     __local bn_u32 list_a[WALK_LIST];
     __local bn_u32 list_b[WALK_LIST];
@@ -177,13 +180,20 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
             self_pos[lid] = BANYAN_WALK_NONE;
             if (alpha > 0.0f) old_a[lid] = acc_old[gfirst + lid].w;
         }
-        if (lid == 0) list_a[0] = root;
+        /* The first level: the roots, the ones beyond WALK_LIST in the spill buffer (hence the global fence). */
+        for (uint j = lid; j < nroots && j < list_max; j += WALK_WG) {
+            if (j < WALK_LIST)
+                list_a[j] = roots[j];
+            else
+                spill_a[j - WALK_LIST] = roots[j];
+        }
+        if (lid == 0 && nroots > list_max) bn_atomic_max_u32(status, nroots);
         __local bn_u32* cur = list_a;
         __local bn_u32* nxt = list_b;
         __global bn_u32* cur_g = spill_a;
         __global bn_u32* nxt_g = spill_b;
-        uint ncur = 1, cfill = 0, pfill = 0, pdone = 0, ccount = 0;
-        barrier(CLK_LOCAL_MEM_FENCE);
+        uint ncur = min(nroots, list_max), cfill = 0, pfill = 0, pdone = 0, ccount = 0;
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
         /* The relative criterion's scale for this group: from its smallest previous acceleration. */
         float rel_scale = 0.0f;
         if (alpha > 0.0f) {
@@ -267,7 +277,7 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
                         }
                         const uint p = leaf_first[lo] + (q - leaf_start[lo]);
                         pstage[pfill + s] = src[p];
-                        if (!remote && p - gfirst < n) self_pos[p - gfirst] = pdone + pfill + s;
+                        if (p - gfirst < n) self_pos[p - gfirst] = pdone + pfill + s;
                     }
                     barrier(CLK_LOCAL_MEM_FENCE);
                     pfill += take;
@@ -305,10 +315,10 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
             for (uint j = 1; j < k; ++j) sum += pstage[lid + j * n];
             const uint met_self = self_pos[slot] != BANYAN_WALK_NONE ? 1u : 0u;
             const uint i = gfirst + slot;
-            acc_pot[i] = remote ? acc_pot[i] + sum : sum;
+            acc_pot[i] = sum;
             if (count_each) {
-                pp_count[i] = (remote ? pp_count[i] : 0u) + pdone + pfill - met_self;
-                pc_count[i] = (remote ? pc_count[i] : 0u) + ccount;
+                pp_count[i] = pdone + pfill - met_self;
+                pc_count[i] = ccount;
             }
             my_pp += pdone + pfill - met_self;
             my_pc += ccount;

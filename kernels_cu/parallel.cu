@@ -20,7 +20,8 @@ BANYAN_CUDA_KERNEL(domainStay);
  * boxes[2b] = componentwise min of group_lo, boxes[2b + 1] = max of group_hi. Launched with exactly nboxes
  * blocks of BANYAN_WG; shared memory 2 BANYAN_WG float4. An empty run gives lo > hi, which opens nothing. */
 __global__ void __launch_bounds__(BANYAN_WG)
-    letGroupBoxes(const bn_f4* group_lo, const bn_f4* group_hi, const bn_u32* runs, bn_u32 nboxes, bn_f4* boxes)
+    letGroupBoxes(const bn_f4* group_lo, const bn_f4* group_hi, const bn_u32* group_first, const bn_u32* group_count,
+                  const bn_u32* runs, bn_u32 nboxes, const bn_f4* acc_old, bn_u32 with_acc, bn_f4* boxes)
 {
     __shared__ bn_f4 smin[BANYAN_WG];
     __shared__ bn_f4 smax[BANYAN_WG];
@@ -32,6 +33,13 @@ __global__ void __launch_bounds__(BANYAN_WG)
         const bn_f4 l = group_lo[g], h = group_hi[g];
         lo = make_float4(fminf(lo.x, l.x), fminf(lo.y, l.y), fminf(lo.z, l.z), fminf(lo.w, l.w));
         hi = make_float4(fmaxf(hi.x, h.x), fmaxf(hi.y, h.y), fmaxf(hi.z, h.z), fmaxf(hi.w, h.w));
+    }
+    if (with_acc) { /* the relative criterion: the run's smallest previous |a| (see parallel.cl) */
+        float a = inf;
+        const bn_u32 end = last > first ? group_first[last - 1] + group_count[last - 1] : 0u;
+        for (bn_u32 i = (last > first ? group_first[first] : 0u) + lid; i < end; i += BANYAN_WG)
+            a = fminf(a, acc_old[i].w);
+        lo.w = a;
     }
     smin[lid] = lo;
     smax[lid] = hi;
@@ -89,7 +97,7 @@ BANYAN_CUDA_KERNEL(letBoxCells);
  * its coarse box, so no test is skipped that could fail). Block BANYAN_WG. */
 __global__ void __launch_bounds__(BANYAN_WG)
     letOpened(const bn_f4* cell_com, const bn_f4* cell_quad1, const bn_u32* cell_parent, bn_u32 first_cell,
-              bn_u32 end_cell, float inv_theta, const bn_f4* coarse, bn_u32 ncoarse, const bn_f4* fine,
+              bn_u32 end_cell, float inv_theta, float alpha, const bn_f4* coarse, bn_u32 ncoarse, const bn_f4* fine,
               const bn_u32* fine_begin, bn_u32* opened)
 {
     const bn_u32 c = first_cell + blockIdx.x * blockDim.x + threadIdx.x;
@@ -99,11 +107,12 @@ __global__ void __launch_bounds__(BANYAN_WG)
     if (p == BANYAN_TREE_NO_PARENT || opened[p]) {
         const bn_f4 com = cell_com[c];
         const bn_f4 q1 = cell_quad1[c];
+        const float rel = alpha > 0.0f ? bn_rel_cell(com.w, q1.w) : 0.0f;
         for (bn_u32 k = 0; k < ncoarse && !open; ++k) {
-            if (!bn_let_opens(com, q1, inv_theta, coarse[2 * k], coarse[2 * k + 1])) continue;
+            if (!bn_let_opens(com, q1, inv_theta, rel, alpha, coarse[2 * k], coarse[2 * k + 1])) continue;
             const bn_u32 end = fine_begin[k + 1];
             for (bn_u32 f = fine_begin[k]; f < end && !open; ++f)
-                open = bn_let_opens(com, q1, inv_theta, fine[2 * f], fine[2 * f + 1]) ? 1u : 0u;
+                open = bn_let_opens(com, q1, inv_theta, rel, alpha, fine[2 * f], fine[2 * f + 1]) ? 1u : 0u;
         }
     }
     opened[c] = open;

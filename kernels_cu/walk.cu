@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
                const bn_u32* __restrict__ group_count, const bn_f4* __restrict__ group_lo,
                const bn_f4* __restrict__ group_hi, const bn_u32* __restrict__ group_total, float eps2,
                bn_u32* next_group, bn_u32* spill, bn_u32 spill_cap, bn_u32* status, bn_u64* totals, bn_f4* acc_pot,
-               bn_u32* pp_count, bn_u32* pc_count, bn_u32 count_each, bn_u32 root, bn_u32 remote,
+               bn_u32* pp_count, bn_u32* pc_count, bn_u32 count_each, const bn_u32* __restrict__ roots, bn_u32 nroots,
                const float* __restrict__ rel, const bn_f4* __restrict__ acc_old, float alpha)
 {
     __shared__ bn_u32 list_a[WALK_LIST];
@@ -153,12 +153,19 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
             self_pos[lid] = BANYAN_WALK_NONE;
             if (alpha > 0.0f) old_a[lid] = acc_old[gfirst + lid].w;
         }
-        if (lid == 0) list_a[0] = root;
+        /* The first level: the roots (the local tree's and the grafted trees' of other ranks; see walk.cl). */
+        for (unsigned j = lid; j < nroots && j < list_max; j += WALK_WG) {
+            if (j < WALK_LIST)
+                list_a[j] = roots[j];
+            else
+                spill_a[j - WALK_LIST] = roots[j];
+        }
+        if (lid == 0 && nroots > list_max) bn_atomic_max_u32(status, nroots);
         bn_u32* cur = list_a;
         bn_u32* nxt = list_b;
         bn_u32* cur_g = spill_a;
         bn_u32* nxt_g = spill_b;
-        unsigned ncur = 1, cfill = 0, pfill = 0, pdone = 0, ccount = 0;
+        unsigned ncur = min(nroots, list_max), cfill = 0, pfill = 0, pdone = 0, ccount = 0;
         __syncthreads();
         float rel_scale = 0.0f; /* the relative criterion's scale for this group (see walk.cl) */
         if (alpha > 0.0f) {
@@ -246,7 +253,7 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
                         }
                         const unsigned p = leaf_first[lo] + (q - leaf_start[lo]);
                         pstage[pfill + s] = __ldg(&src[p]);
-                        if (!remote && p - gfirst < n) self_pos[p - gfirst] = pdone + pfill + s;
+                        if (p - gfirst < n) self_pos[p - gfirst] = pdone + pfill + s; /* grafted: p >= n_local */
                     }
                     __syncthreads();
                     pfill += take;
@@ -288,14 +295,10 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
             }
             const unsigned met_self = self_pos[slot] != BANYAN_WALK_NONE ? 1u : 0u;
             const unsigned i = gfirst + slot;
-            if (remote) {
-                const bn_f4 before = acc_pot[i];
-                sum = make_float4(before.x + sum.x, before.y + sum.y, before.z + sum.z, before.w + sum.w);
-            }
             acc_pot[i] = sum;
             if (count_each) {
-                pp_count[i] = (remote ? pp_count[i] : 0u) + pdone + pfill - met_self;
-                pc_count[i] = (remote ? pc_count[i] : 0u) + ccount;
+                pp_count[i] = pdone + pfill - met_self;
+                pc_count[i] = ccount;
             }
             my_pp += pdone + pfill - met_self;
             my_pc += ccount;

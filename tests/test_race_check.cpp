@@ -322,22 +322,28 @@ TEST_CASE("race check: local essential tree and the decomposition on one rank")
     const std::size_t na = test::let_of_halves(be, 1200, 41, 0.75f, all, ta, tb, let);
     const RemoteTrees& r = let.remote();
     REQUIRE(r.cells > 0);
-    // The root is b's root, with b's mass; every particle sent is one of b's; links stay inside the tree.
-    const auto com = r.com.download(r.cells), b_root = tb.cell_com().download(1);
-    CHECK(com[0].w == b_root[0].w);
-    const auto first = r.first.download(r.cells), count = r.count.download(r.cells);
-    const auto pos = r.pos.download(std::max<std::size_t>(r.particles, 1));
+    REQUIRE(r.roots.size() == 1);
+    // Grafted behind a's cells and particles: the root is b's root, with b's mass; every particle sent is one of
+    // b's; links stay inside the received tree.
+    const std::size_t c0 = r.cell_base, p0 = r.particle_base, ce = c0 + r.cells, pe = p0 + r.particles;
+    CHECK(c0 == ta.cells());
+    CHECK(p0 == na);
+    CHECK(r.roots[0] == c0);
+    const auto com = r.com.download(ce), b_root = tb.cell_com().download(1);
+    CHECK(com[c0].w == b_root[0].w);
+    const auto first = r.first.download(ce), count = r.count.download(ce);
+    const auto pos = r.pos.download(std::max<std::size_t>(pe, 1));
     std::size_t bad = 0, sent = 0;
-    for (std::size_t c = 0; c < r.cells; ++c) {
+    for (std::size_t c = c0; c < ce; ++c) {
         const bn_u32 k = bn_tree_count(count[c]);
         if (bn_tree_is_leaf(count[c]))
-            bad += first[c] + k > r.particles, sent += k;
+            bad += (k && first[c] < p0) || first[c] + k > pe, sent += k;
         else
-            bad += first[c] <= c || first[c] + k > r.cells || k == 0 || k > 8;
+            bad += first[c] <= c || first[c] + k > ce || k == 0 || k > 8;
     }
     CHECK(bad == 0);
     CHECK(sent == r.particles);
-    for (std::size_t i = 0; i < r.particles; ++i)
+    for (std::size_t i = p0; i < pe; ++i)
         bad += std::find_if(all.begin() + static_cast<long>(na), all.end(),
                             [&](const bn_f4& p) { return std::memcmp(&p, &pos[i], sizeof p) == 0; }) == all.end();
     CHECK(bad == 0);
@@ -350,15 +356,15 @@ TEST_CASE("race check: local essential tree and the decomposition on one rank")
 
 TEST_CASE("race check: walk of another rank's tree")
 {
-    // The forces of b's tree on a's particles (walkForces with a root and remote sources) plus a's own: the whole.
+    // The forces of b's tree, grafted behind a's (walkForces with two roots), on a's particles: the whole.
     auto& be = test::backend();
     std::vector<bn_f4> all;
     Octree ta(be), tb(be);
     LetExchange let(be, Comm::world());
     const std::size_t na = test::let_of_halves(be, 1200, 41, 0.75f, all, ta, tb, let);
     TreeForces f(be);
-    f.compute(ta, 0.75f, 0.02f);
-    REQUIRE(f.add_remote(ta, let.remote()));
+    f.begin(ta, 0.75f, 0.02f, &let.remote());
+    f.end(ta);
     auto out = be.alloc<bn_f4>(na, "race.let.acc");
     f.to_input_order(ta, out);
     const auto acc = out.download(na);

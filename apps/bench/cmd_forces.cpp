@@ -101,20 +101,20 @@ std::string json_report(const DeviceInfo& info, Opening opening, double alpha, d
 struct ParallelRow {
     std::size_t n = 0; ///< all ranks
     double theta = 0;
-    double balance = 0, build = 0, let_build = 0, local_walk = 0, remote_walk = 0, total = 0;
+    double balance = 0, build = 0, let_build = 0, exchange = 0, walk = 0, total = 0;
     double walk_spread = 0; ///< slowest rank's walks over the mean (load balance)
     double moved = 0, let_mb = 0, let_cells = 0, let_particles = 0; ///< per evaluation, all ranks
     double pp = 0, pc = 0;                                          ///< per particle
     std::size_t bytes = 0;                                          ///< peak device memory, largest rank
     /// Inside the phases, slowest rank: boxes, downloads of the trees, messages, upload of what arrived (host
-    /// clock); the local and the remote walk alone (device events).
-    double boxes = 0, download = 0, mpi = 0, upload = 0, local_device = 0, remote_device = 0;
+    /// clock); the walk alone (device events).
+    double boxes = 0, download = 0, mpi = 0, upload = 0, walk_device = 0;
 };
 
 /// `bench forces` under mpirun: each rank holds N / P particles (its own Plummer sphere of that many, seed + rank,
 /// masses divided by P: together a Plummer sphere of N), decomposed by the first (untimed) evaluation. Every timed
-/// evaluation is one ParallelForces::compute from a barrier: balance, build, trees for the others, local walk with
-/// the exchange beside it, remote walks; wall time on each rank, the largest reported.
+/// evaluation is one ParallelForces::compute from a barrier: balance, build, trees for the others, their exchange,
+/// one walk over the local and the grafted trees; wall time on each rank, the largest reported.
 ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::uint64_t seed, double theta,
                            Opening opening, float eps, int warmup, int reps)
 {
@@ -132,7 +132,7 @@ ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::ui
     tree.set_particles(p.pos, {}, ids);
     p = Particles();
     ParallelForces pf(be, comm);
-    std::vector<double> cols[13];
+    std::vector<double> cols[12];
     double moved = 0, let_bytes = 0, let_cells = 0, let_parts = 0;
     for (int i = 0; i < warmup + reps; ++i) {
         comm.barrier();
@@ -142,24 +142,13 @@ ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::ui
             if (std::string bad = bench::sanity(pf.forces(), tree.size()); !bad.empty())
                 throw std::runtime_error(fmt::format("rank {}: wrong forces: {}", r, bad));
         if (i < warmup) continue;
-        double v[13] = {t.balance,
-                        t.build,
-                        t.let_build,
-                        t.local_walk,
-                        t.remote_walk,
-                        t.total,
-                        t.local_walk + t.remote_walk,
-                        t.let.boxes_ms,
-                        t.let.download_ms,
-                        t.let.mpi_ms,
-                        t.let.upload_ms,
-                        t.local_walk_device,
-                        t.remote_walk_device};
+        double v[12] = {t.balance, t.build,        t.let_build,       t.let_exchange, t.walk,          t.total,
+                        t.walk,    t.let.boxes_ms, t.let.download_ms, t.let.mpi_ms,   t.let.upload_ms, t.walk_device};
         double mean_walk = v[6];
-        comm.max(std::span<double>(v, 13));
+        comm.max(std::span<double>(v, 12));
         comm.sum(std::span<double>(&mean_walk, 1));
         mean_walk /= static_cast<double>(P);
-        for (int k = 0; k < 13; ++k)
+        for (int k = 0; k < 12; ++k)
             if (k != 6) cols[k].push_back(v[k]);
         cols[6].push_back(mean_walk > 0 ? v[6] / mean_walk : 1.0);
         double traffic[4] = {static_cast<double>(t.balance_stats.sent), static_cast<double>(t.let.bytes_sent),
@@ -170,10 +159,9 @@ ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::ui
     ParallelRow row;
     row.n = n;
     row.theta = theta;
-    double* out[13] = {&row.balance, &row.build,        &row.let_build,    &row.local_walk, &row.remote_walk,
-                       &row.total,   &row.walk_spread,  &row.boxes,        &row.download,   &row.mpi,
-                       &row.upload,  &row.local_device, &row.remote_device};
-    for (int k = 0; k < 13; ++k)
+    double* out[12] = {&row.balance,     &row.build, &row.let_build, &row.exchange, &row.walk,   &row.total,
+                       &row.walk_spread, &row.boxes, &row.download,  &row.mpi,      &row.upload, &row.walk_device};
+    for (int k = 0; k < 12; ++k)
         *out[k] = bench::median(cols[k]);
     row.moved = moved / reps, row.let_mb = let_bytes / reps / 1e6, row.let_cells = let_cells / reps;
     row.let_particles = let_parts / reps;
@@ -216,8 +204,8 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
                         {"balance", 8, true},
                         {"build", 8, true},
                         {"LET", 7, true},
+                        {"exchange", 9, true},
                         {"walk", 8, true},
-                        {"remote", 7, true},
                         {"total ms", 9, true},
                         {"Mpart/s", 8, true},
                         {"pp", 5, true},
@@ -251,11 +239,10 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
             auto ms = [](double v) { return fmt::format("{:.2f}", v); };
             if (root)
                 table.print_row({fmt::format("2^{}", log2), fmt::format("{}", P), fmt::format("{:.2f}", theta),
-                                 ms(r.balance), ms(r.build), ms(r.let_build), ms(r.local_walk), ms(r.remote_walk),
-                                 ms(r.total), bench::figure(bench::mega_per_s(r.n, r.total)),
-                                 fmt::format("{:.0f}", r.pp), fmt::format("{:.0f}", r.pc),
-                                 fmt::format("{:.2f}", r.walk_spread), fmt::format("{:.0f}", r.moved),
-                                 fmt::format("{:.1f}", r.let_mb),
+                                 ms(r.balance), ms(r.build), ms(r.let_build), ms(r.exchange), ms(r.walk), ms(r.total),
+                                 bench::figure(bench::mega_per_s(r.n, r.total)), fmt::format("{:.0f}", r.pp),
+                                 fmt::format("{:.0f}", r.pc), fmt::format("{:.2f}", r.walk_spread),
+                                 fmt::format("{:.0f}", r.moved), fmt::format("{:.1f}", r.let_mb),
                                  fmt::format("{:.1f}", double(r.bytes) * double(P) / double(r.n))});
             done.emplace_back(fmt::format("2^{}", log2), r);
             j.begin_object();
@@ -265,8 +252,8 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
             j.key("balance_ms").number(r.balance);
             j.key("build_ms").number(r.build);
             j.key("let_build_ms").number(r.let_build);
-            j.key("local_walk_ms").number(r.local_walk);
-            j.key("remote_walk_ms").number(r.remote_walk);
+            j.key("let_exchange_ms").number(r.exchange);
+            j.key("walk_ms").number(r.walk);
             j.key("total_ms").number(r.total);
             j.key("walk_spread").number(r.walk_spread);
             j.key("particles_moved").number(r.moved);
@@ -280,8 +267,7 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
             j.key("tree_download_ms").number(r.download);
             j.key("mpi_ms").number(r.mpi);
             j.key("tree_upload_ms").number(r.upload);
-            j.key("local_walk_device_ms").number(r.local_device);
-            j.key("remote_walk_device_ms").number(r.remote_device);
+            j.key("walk_device_ms").number(r.walk_device);
             j.end_object();
         }
     }
@@ -295,26 +281,24 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
                              {"download", 9, true},
                              {"MPI", 7, true},
                              {"upload", 7, true},
-                             {"walk dev", 9, true},
-                             {"remote dev", 0}});
+                             {"walk dev", 0}});
         fmt::print("\n");
         inside.print_header();
         for (const auto& [label, r] : done)
             inside.print_row({label, fmt::format("{:.2f}", r.theta), fmt::format("{:.2f}", r.boxes),
                               fmt::format("{:.2f}", r.download), fmt::format("{:.2f}", r.mpi),
-                              fmt::format("{:.2f}", r.upload), fmt::format("{:.2f}", r.local_device),
-                              fmt::format("{:.2f}", r.remote_device)});
+                              fmt::format("{:.2f}", r.upload), fmt::format("{:.2f}", r.walk_device)});
         fmt::print(
             "\nN: {}; balance = decomposition and particle exchange; LET = boxes and trees for the other ranks "
-            "(device, then host); walk = local walk, with the exchange of the trees beside it on the host; "
-            "remote = walks over the trees received; pp, pc = interactions per particle over all ranks' walks (the "
-            "trees of other ranks split cells that one tree would take whole: more than on one rank); spread = slowest "
-            "rank's walks / mean; moved = particles "
+            "(device, then host); exchange = the trees' messages and their upload behind the local tree; walk = one "
+            "walk per group over the local and the received trees; pp, pc = interactions per particle over all ranks' "
+            "walks (the trees of other ranks split cells that one tree would take whole: more than on one rank); "
+            "spread = slowest rank's walk / mean; moved = particles "
             "that changed rank, LET MB = trees and boxes sent, per evaluation over all ranks; B/part = peak "
             "device memory of the largest rank x P / N. Second table, inside those phases: boxes = this "
             "rank's boxes and their all-gather, download = the trees into host memory (both in LET), MPI = "
-            "the messages, upload = the trees received onto the device (both in walk; the upload waits for "
-            "the local walk); walk dev, remote dev = the walks alone by device events\n",
+            "the messages, upload = the trees received onto the device (both in exchange); walk dev = the walk alone "
+            "by device events\n",
             per_rank ? "per rank" : "in all");
         if (opt.has("json")) {
             write_file_atomically(opt.str("json"), [&](std::ostream& f) { f << j.text(); });

@@ -177,7 +177,7 @@ Options run_options()
     opt.value("alpha", "A",
               "the relative criterion on top: accept a cell when M l^3 / d^5 <= A |a|, |a| the "
               "particle's acceleration of the step before (GADGET-4's test; faster at equal error, "
-              "docs/benchmarks.md); one rank only; 0: off",
+              "docs/benchmarks.md); 0: off",
               "0");
     opt.value("eps", "E",
               "Plummer softening length, >= 0 (with --in, default: the softening the file's dark and "
@@ -245,7 +245,7 @@ std::uint64_t count_option(const Options& opt, const char* name, long long min)
 
 /// A new run as the command line asks for it. The CLI only parses, and refuses combinations of options that no
 /// file could hold; the run engine (core/simulation/run.hpp: plan_run) checks the values and the input, once.
-RunRequest parse_new_run(const Options& opt, std::optional<double> t_end, const Comm& comm)
+RunRequest parse_new_run(const Options& opt, std::optional<double> t_end)
 {
     RunRequest wanted;
     RunOptions& ro = wanted.options;
@@ -316,8 +316,6 @@ RunRequest parse_new_run(const Options& opt, std::optional<double> t_end, const 
     ro.out = opt.str("out");
     ro.format = parse_snapshot_format(opt.str("format"), "run: --format");
     ro.units = opt.str("units");
-    if (ro.alpha > 0 && comm.parallel())
-        throw UsageError("run: --alpha (the relative criterion) runs on one rank, not under mpirun with several");
     if (ro.ic != "file" && !(ro.t_end > 0.0))
         throw UsageError(fmt::format("run: --t-end must be after the start time 0, got {}", ro.t_end));
     wanted.eps_from_file = ro.ic == "file" && !opt.has("eps");
@@ -555,7 +553,7 @@ int run_run(const std::vector<std::string>& raw_args)
         refuse_run_only(opt, t_end);
         prepare_output_dir(opt.str("restart"), false);
     } else {
-        RunRequest wanted = parse_new_run(opt, t_end, comm);
+        RunRequest wanted = parse_new_run(opt, t_end);
         const bool eps_from_file = wanted.eps_from_file;
         plan = plan_run(std::move(wanted), comm);
         if (eps_from_file && !quiet)

@@ -48,11 +48,11 @@
     X(integrateTrack, In<bn_f4>, In<bn_u32>, bn_u32, bn_u32, bn_u32, Out<bn_f4>)                                    \
     /* parallel */                                                                                                  \
     X(domainStay, In<bn_u64>, bn_u32, bn_u64, bn_u64, Out<bn_u32>)                                                  \
-    X(letGroupBoxes, In<bn_f4>, In<bn_f4>, In<bn_u32>, bn_u32, Out<bn_f4>)                                          \
+    X(letGroupBoxes, In<bn_f4>, In<bn_f4>, In<bn_u32>, In<bn_u32>, In<bn_u32>, bn_u32, In<bn_f4>, bn_u32, Out<bn_f4>) \
     X(letBoxCells, In<bn_u32>, In<bn_u32>, In<bn_u32>, In<bn_u32>, bn_u32, bn_u32, bn_u32, Out<bn_u32>, Out<bn_u32>, \
       Out<bn_u32>, bn_u32)                                                                                          \
-    X(letOpened, In<bn_f4>, In<bn_f4>, In<bn_u32>, bn_u32, bn_u32, float, In<bn_f4>, bn_u32, In<bn_f4>, In<bn_u32>,  \
-      Out<bn_u32>)                                                                                                  \
+    X(letOpened, In<bn_f4>, In<bn_f4>, In<bn_u32>, bn_u32, bn_u32, float, float, In<bn_f4>, bn_u32, In<bn_f4>,       \
+      In<bn_u32>, Out<bn_u32>)                                                                                      \
     X(letSelect, In<bn_u32>, In<bn_u32>, In<bn_u32>, bn_u32, Out<bn_u32>, Out<bn_u32>)                               \
     X(letGather, In<bn_f4>, In<bn_f4>, In<bn_f4>, In<bn_u32>, In<bn_u32>, In<bn_f4>, In<bn_u32>, In<bn_u32>,         \
       In<bn_u32>, In<bn_u32>, bn_u32, Out<bn_f4>, Out<bn_f4>, Out<bn_f4>, Out<bn_u32>, Out<bn_u32>, Out<bn_f4>)      \
@@ -95,8 +95,8 @@
       In<bn_u32>, In<bn_u32>, In<bn_f4>, In<bn_f4>, In<bn_u32>, float,                                              \
       /* next_group, spill, spill_cap, status, totals, acc_pot, pp_count, pc_count */                               \
       Out<bn_u32>, Out<bn_u32>, bn_u32, Out<bn_u32>, Out<bn_u64>, Out<bn_f4>, Out<bn_u32>, Out<bn_u32>,             \
-      /* count_each, root, remote, rel, acc_old, alpha */                                                           \
-      bn_u32, bn_u32, bn_u32, In<float>, In<bn_f4>, float)                                                          \
+      /* count_each, roots, nroots, rel, acc_old, alpha */                                                          \
+      bn_u32, In<bn_u32>, bn_u32, In<float>, In<bn_f4>, float)                                                      \
     X(walkGroupFlags, In<bn_u32>, In<bn_u32>, In<bn_u32>, bn_u32, bn_u32, Out<bn_u32>)                              \
     X(walkGroupGather, In<bn_u32>, In<bn_u32>, In<bn_u32>, In<bn_u32>, In<bn_f4>, In<bn_f4>, bn_u32, Out<bn_u32>,     \
       Out<bn_u32>, Out<bn_f4>, Out<bn_f4>)                                                                          \

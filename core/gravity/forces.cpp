@@ -31,6 +31,8 @@ TreeForces::TreeForces(Backend& be) : be_(be), groups_per_unit_(be.info().gpu ? 
     totals_dev_ = outputs_.view_as<bn_u64>(0, 2);
     status_ = outputs_.view_as<bn_u32>(align, 1);
     active_total_ = outputs_.view_as<bn_u32>(2 * align, 1);
+    roots_ = be_.alloc<bn_u32>(1, "walk.roots");
+    roots_.fill(0u);
 }
 
 void TreeForces::clear_outputs()
@@ -92,8 +94,11 @@ void TreeForces::compute(Octree& tree, const OpeningCriterion& criterion, float 
     end(tree, walk_ms);
 }
 
-void TreeForces::begin(Octree& tree, const OpeningCriterion& criterion, float eps)
+void TreeForces::begin(Octree& tree, const OpeningCriterion& criterion, float eps, RemoteTrees* remote)
 {
+    remote_ = remote && remote->cells ? remote : nullptr;
+    if (remote_ && (remote_->cell_base != tree.cells() || remote_->particle_base != tree.size()))
+        throw std::logic_error("tree forces: the grafted trees were received for another tree");
     criterion.check("tree forces");
     if (!(eps >= 0.0f && std::isfinite(eps)))
         throw UsageError(fmt::format("tree forces: the softening eps must be finite and >= 0, got {}", eps));
@@ -116,7 +121,9 @@ void TreeForces::begin(Octree& tree, const OpeningCriterion& criterion, float ep
 
 void TreeForces::launch_local(Octree& tree)
 {
-    const std::size_t nc = tree.cells();
+    // Over ranks the received trees lie behind the local tree's cells and particles (RemoteTrees): the walk runs
+    // over all cells at once, from the local root and the received roots.
+    const std::size_t nc = tree.cells() + (remote_ ? remote_->cells : 0);
     const std::size_t ngroups = tree.groups();
     const std::size_t units = std::max<unsigned>(be_.info().compute_units, 1);
     // The spill buffer is 2 spill_cap_ entries per work-group: when very long level lists (theta near 0 at large
@@ -179,17 +186,36 @@ void TreeForces::launch_local(Octree& tree)
     const auto& group_lo = rungs_ ? active_lo_ : tree.group_lo();
     const auto& group_hi = rungs_ ? active_hi_ : tree.group_hi();
     const auto& group_total = rungs_ ? active_total_ : tree.group_total();
-    be_.launch(kernels::walkPrepare, grid_for(be_, nc), tree.cell_com(), tree.cell_quad1(), tree.cell_first(),
-               tree.cell_count(), to_u32(nc), criterion_.inv_theta(), mac_, link_);
+    std::size_t nroots = 1;
+    if (remote_) {
+        // The graft: the local tree into the front of the received arrays (device copies, about 16 bytes per
+        // particle and 56 per cell), and the roots uploaded (few: one per rank).
+        const std::size_t ncl = tree.cells();
+        remote_->com.copy_from(tree.cell_com(), ncl);
+        remote_->quad0.copy_from(tree.cell_quad0(), ncl);
+        remote_->quad1.copy_from(tree.cell_quad1(), ncl);
+        remote_->first.copy_from(tree.cell_first(), ncl);
+        remote_->count.copy_from(tree.cell_count(), ncl);
+        remote_->pos.copy_from(tree.pos(), n_);
+        std::vector<bn_u32> roots{0};
+        roots.insert(roots.end(), remote_->roots.begin(), remote_->roots.end());
+        nroots = roots.size();
+        ensure_size(be_, roots_, nroots, "walk.roots");
+        roots_.upload(std::span<const bn_u32>(roots));
+    }
+    const auto& com = remote_ ? remote_->com : tree.cell_com();
+    const auto& quad0 = remote_ ? remote_->quad0 : tree.cell_quad0();
+    const auto& quad1 = remote_ ? remote_->quad1 : tree.cell_quad1();
+    const auto& src = remote_ ? remote_->pos : tree.pos();
+    be_.launch(kernels::walkPrepare, grid_for(be_, nc), com, quad1, remote_ ? remote_->first : tree.cell_first(),
+               remote_ ? remote_->count : tree.cell_count(), to_u32(nc), criterion_.inv_theta(), mac_, link_);
     if (criterion_.alpha > 0.0f)
-        be_.launch(kernels::walkPrepareRelative, grid_for(be_, nc), tree.cell_com(), tree.cell_quad1(), to_u32(nc),
-                   rel_);
+        be_.launch(kernels::walkPrepareRelative, grid_for(be_, nc), com, quad1, to_u32(nc), rel_);
     // Without the relative criterion the kernel reads neither rel_ (a stand-in) nor the previous accelerations.
-    be_.launch(kernels::walkForces, Grid{wgs_, BANYAN_WALK_WG}, tree.pos(), tree.pos(), mac_, link_, tree.cell_com(),
-               tree.cell_quad0(), tree.cell_quad1(), group_first, group_count, group_lo, group_hi, group_total,
-               eps_ * eps_, counter_, spill_, to_u32(spill_cap_), status_, totals_dev_, acc_, pp_, pc_,
-               bn_u32{count_each_ ? 1u : 0u}, bn_u32{0}, bn_u32{0}, rel_, criterion_.alpha > 0.0f ? *acc_old_ : acc_,
-               criterion_.alpha);
+    be_.launch(kernels::walkForces, Grid{wgs_, BANYAN_WALK_WG}, tree.pos(), src, mac_, link_, com, quad0, quad1,
+               group_first, group_count, group_lo, group_hi, group_total, eps_ * eps_, counter_, spill_,
+               to_u32(spill_cap_), status_, totals_dev_, acc_, pp_, pc_, bn_u32{count_each_ ? 1u : 0u}, roots_,
+               to_u32(nroots), rel_, criterion_.alpha > 0.0f ? *acc_old_ : acc_, criterion_.alpha);
     stop_ = be_.record();
 }
 
@@ -214,37 +240,6 @@ void TreeForces::end(Octree& tree, double* walk_ms)
     }
     if (walk_ms) *walk_ms = be_.elapsed_ms(start_, stop_);
     counted_ = count_each_;
-}
-
-bool TreeForces::add_remote(Octree& tree, const RemoteTrees& remote, double* walk_ms)
-{
-    if (walk_ms) *walk_ms = 0;
-    if (n_ == 0 || remote.cells == 0) return true;
-    if (criterion_.alpha > 0.0f)
-        throw std::logic_error("TreeForces::add_remote: the relative criterion runs on one rank only");
-    if (tree.size() != n_) throw std::logic_error("TreeForces::add_remote: not the tree of the last walk");
-    const std::size_t nc = remote.cells;
-    auto& mac = be_.scratch_buffer<bn_f4>("walk.remote_mac", nc);
-    auto& link = be_.scratch_buffer<bn_u2>("walk.remote_link", nc);
-    counter_.fill(0u);
-    clear_outputs();
-    const Event a = be_.record();
-    be_.launch(kernels::walkPrepare, grid_for(be_, nc), remote.com, remote.quad1, remote.first, remote.count,
-               to_u32(nc), criterion_.inv_theta(), mac, link);
-    for (const bn_u32 root : remote.roots) {
-        counter_.fill(0u);
-        be_.launch(kernels::walkForces, Grid{wgs_, BANYAN_WALK_WG}, tree.pos(), remote.pos, mac, link, remote.com,
-                   remote.quad0, remote.quad1, tree.group_first(), tree.group_count(), tree.group_lo(), tree.group_hi(),
-                   tree.group_total(), eps_ * eps_, counter_, spill_, to_u32(spill_cap_), status_, totals_dev_, acc_,
-                   pp_, pc_, bn_u32{count_each_ ? 1u : 0u}, root, bn_u32{1}, rel_, acc_, 0.0f);
-    }
-    const Event b = be_.record();
-    InteractionTotals t;
-    if (spill_overflowed(read_outputs(t))) return false; // the results are incomplete: the caller walks all again
-    if (walk_ms) *walk_ms = be_.elapsed_ms(a, b);
-    totals_.pp += t.pp;
-    totals_.pc += t.pc;
-    return true;
 }
 
 void TreeForces::to_input_order(const Octree& tree, Buffer<bn_f4>& acc, Buffer<bn_u32>* pp, Buffer<bn_u32>* pc)

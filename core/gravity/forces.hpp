@@ -25,16 +25,19 @@ struct InteractionTotals {
     std::uint64_t pc = 0; ///< particle-cell (65 flops each)
 };
 
-/// Cells and particles of trees held elsewhere, in the octree's layout (tree_shared.h; a node's children are
-/// consecutive, a leaf's particles too): the local essential trees other ranks sent (core/parallel/let.hpp),
-/// concatenated. A cell that its sender accepted for all of this rank's groups is a leaf without particles; the
-/// sender's test guarantees that the walk here accepts it too.
+/// The trees other ranks sent (their local essential trees, core/parallel/let.hpp), grafted behind the local tree
+/// so that each group walks once over all of them: the arrays hold the local tree's cells in [0, cell_base) and its
+/// particles in [0, particle_base) (copied in by TreeForces::begin before the walk) and the received trees after
+/// them, in the octree's layout (tree_shared.h: a node's children are consecutive, a leaf's particles too) with
+/// their links shifted to index these arrays. A cell that its sender accepted for all of this rank's groups is a
+/// leaf without particles; the sender's test guarantees that the walk here accepts it too.
 struct RemoteTrees {
     Buffer<bn_f4> com, quad0, quad1; ///< as cell_com, cell_quad0, cell_quad1
-    Buffer<bn_u32> first, count;     ///< as cell_first, cell_count (indices into these arrays and pos)
-    Buffer<bn_f4> pos;               ///< particles of the opened leaves (x, y, z, mass)
-    std::vector<bn_u32> roots;       ///< the root cell of each tree
-    std::size_t cells = 0, particles = 0;
+    Buffer<bn_u32> first, count;     ///< as cell_first, cell_count
+    Buffer<bn_f4> pos;               ///< the local particles, then those of the received trees' opened leaves
+    std::vector<bn_u32> roots;       ///< the root cell of each received tree (cell_base and beyond)
+    std::size_t cell_base = 0, particle_base = 0; ///< the local tree's cells and particles, in front
+    std::size_t cells = 0, particles = 0;         ///< the received ones, behind them
 };
 
 /// Accelerations and potentials by the tree walk, optionally with per-particle interaction counts. Keeps no
@@ -60,15 +63,12 @@ public:
 
     /// compute() in two halves, so that the host may work while the device walks: begin() checks the arguments
     /// and launches the walk (it returns at once), end() waits for it and walks again if the spill buffer was too
-    /// small. Between them the tree must not change.
-    void begin(Octree& tree, const OpeningCriterion& criterion, float eps);
+    /// small. Between them neither the tree nor @p remote may change.
+    /// @param remote when given (over ranks), the other ranks' trees grafted behind @p tree (its cell_base and
+    ///        particle_base are @p tree's cells and particles): the local tree is copied into its front and every
+    ///        group walks the local root and the received roots at once, so the results are the forces of all ranks.
+    void begin(Octree& tree, const OpeningCriterion& criterion, float eps, RemoteTrees* remote = nullptr);
     void end(Octree& tree, double* walk_ms = nullptr);
-
-    /// After end(): adds to acc() (and the counts and totals) the forces of the cells and particles of @p remote
-    /// (trees of other ranks) on the particles of @p tree, with the criterion and eps of the last begin(). Returns
-    /// false when a level list outgrew the spill buffer (now grown): acc() is then incomplete, and the caller
-    /// computes again from begin().
-    bool add_remote(Octree& tree, const RemoteTrees& remote, double* walk_ms = nullptr);
 
     /// Accelerations and potentials (tree order; slots 0-3 of the tree's workspace) of the last compute().
     const Buffer<bn_f4>& acc() const noexcept { return acc_; }
@@ -86,8 +86,9 @@ public:
     /// previous acceleration |a| of the group, read from the .w of @p acc_old (tree order of the tree walked, at
     /// least size() entries; a simulation keeps it in vel.w, which the build moves with the particles), and when
     /// the geometric test of theta holds too (theta 1 for the relative test alone). nullptr: none (a criterion
-    /// with alpha > 0 is then a logic error). One rank only: add_remote() refuses the relative criterion.
+    /// with alpha > 0 is then a logic error). Over ranks the groups are this rank's, so @p acc_old is too.
     void set_previous_accelerations(const Buffer<bn_f4>* acc_old) noexcept { acc_old_ = acc_old; }
+    const Buffer<bn_f4>* previous_accelerations() const noexcept { return acc_old_; }
 
     /// Block time steps: the compute()s that follow walk only the groups that hold a particle with
     /// (*rungs)[i] >= @p level (tree order, at least size() entries; core/simulation/simulation.hpp), found and
@@ -140,6 +141,7 @@ private:
     float eps_ = 0;
     const Buffer<bn_f4>* acc_old_ = nullptr; // the previous accelerations the relative criterion reads
     const Buffer<bn_u32>* rungs_ = nullptr;  // block time steps: walk the groups with a rung >= level_ only
+    RemoteTrees* remote_ = nullptr;          // of the last begin(): the trees grafted behind the local one
     bn_u32 level_ = 0;
     std::size_t walked_groups_ = 0;
     std::size_t wgs_ = 1; // work-groups of the last launch
@@ -161,6 +163,7 @@ private:
     Buffer<unsigned char> outputs_;
     Buffer<bn_u64> totals_dev_;
     Buffer<bn_u32> counter_, status_, active_total_;
+    Buffer<bn_u32> roots_; // the walk's first level: the local root (0), then the grafted roots
 
     /// Zeroes the outputs, to be summed by the next launches.
     void clear_outputs();

@@ -103,7 +103,7 @@ std::vector<std::pair<bn_u32, bn_u32>> LetExchange::chosen_cells(const Octree& t
     return cells;
 }
 
-std::vector<std::byte> LetExchange::boxes_message(const Octree& tree)
+std::vector<std::byte> LetExchange::boxes_message(const Octree& tree, const Buffer<bn_f4>* acc_old)
 {
     const std::size_t n = tree.size(), wg = be_.work_group_size();
     const auto coarse = chosen_cells(tree, std::max<std::size_t>(BANYAN_N_CRIT, n / 64));
@@ -117,8 +117,9 @@ std::vector<std::byte> LetExchange::boxes_message(const Octree& tree)
         ensure_size(be_, runs_, all_runs.size(), "let.runs");
         runs_.upload(std::span<const bn_u32>(all_runs));
         ensure_size(be_, boxes_, 2 * nall, "let.boxes");
-        be_.launch(kernels::letGroupBoxes, Grid{nall, wg}, tree.group_lo(), tree.group_hi(), runs_, to_u32(nall),
-                   boxes_);
+        be_.launch(kernels::letGroupBoxes, Grid{nall, wg}, tree.group_lo(), tree.group_hi(), tree.group_first(),
+                   tree.group_count(), runs_, to_u32(nall), acc_old ? *acc_old : tree.group_lo(),
+                   bn_u32{acc_old ? 1u : 0u}, boxes_);
         boxes_.download(std::span<bn_f4>(boxes));
     }
     std::vector<std::byte> msg(8 + boxes.size() * sizeof(bn_f4) + runs.fine_begin.size() * sizeof(bn_u32));
@@ -165,7 +166,7 @@ void LetExchange::tree_for(const Octree& tree, const OpeningCriterion& criterion
         const std::size_t a = lb[static_cast<std::size_t>(level)], b = lb[static_cast<std::size_t>(level) + 1];
         if (a == b) break;
         be_.launch(kernels::letOpened, grid_for(be_, b - a), tree.cell_com(), tree.cell_quad1(), tree.cell_parent(),
-                   to_u32(a), to_u32(b), inv_theta, coarse_, to_u32(ncq), fine_, fine_begin_, opened_);
+                   to_u32(a), to_u32(b), inv_theta, criterion.alpha, coarse_, to_u32(ncq), fine_, fine_begin_, opened_);
     }
     be_.launch(kernels::letSelect, cells_grid, tree.cell_parent(), tree.cell_count(), opened_, to_u32(nc), keep_,
                send_count_);
@@ -198,13 +199,17 @@ void LetExchange::tree_for(const Octree& tree, const OpeningCriterion& criterion
     stats_.particles_sent += parts;
 }
 
-void LetExchange::build(const Octree& tree, const OpeningCriterion& criterion)
+void LetExchange::build(const Octree& tree, const OpeningCriterion& criterion, const Buffer<bn_f4>* acc_old)
 {
+    if (criterion.alpha > 0.0f && (acc_old == nullptr || acc_old->size() < tree.size()))
+        throw std::logic_error("local essential tree: the relative criterion needs the previous accelerations");
     const auto t0 = std::chrono::steady_clock::now();
     stats_ = {};
+    local_cells_ = tree.cells();
+    local_particles_ = tree.size();
     const std::size_t P = static_cast<std::size_t>(comm_.size());
     const std::size_t me = static_cast<std::size_t>(comm_.rank());
-    const auto msg = boxes_message(tree);
+    const auto msg = boxes_message(tree, criterion.alpha > 0.0f ? acc_old : nullptr);
     std::vector<std::size_t> counts;
     const auto boxes = comm_.all_gather(msg, &counts);
     stats_.boxes_ms = ms_since(t0);
@@ -230,22 +235,23 @@ void LetExchange::exchange()
     comm_.exchange(send_, send_offsets_, recv_, recv_offsets_);
     stats_.mpi_ms = ms_since(t0);
     stats_.bytes_received += recv_.size();
-    receive(recv_, recv_offsets_);
+    receive(recv_, recv_offsets_, local_cells_, local_particles_);
     stats_.exchange_ms = ms_since(t0);
 }
 
-void LetExchange::receive(std::span<std::byte> recv, std::span<const std::size_t> offsets)
+void LetExchange::receive(std::span<std::byte> recv, std::span<const std::size_t> offsets, std::size_t local_cells,
+                          std::size_t local_particles)
 {
     const std::size_t P = offsets.size() - 1;
-    // Where each tree's arrays lie in recv, and where they go in the concatenation: the indices of each tree shift
-    // by the cells and particles of the trees before it.
+    // Where each tree's arrays lie in recv, and where they go in the graft: the indices of each tree shift by the
+    // local tree's cells and particles and those of the trees before it.
     struct Piece {
         std::size_t cells, parts, c0, p0;
         std::byte* at; // its pos array
     };
     std::vector<Piece> pieces;
     remote_.roots.clear();
-    std::size_t cells_total = 0, parts_total = 0;
+    std::size_t cells_total = local_cells, parts_total = local_particles;
     for (std::size_t q = 0; q < P; ++q) {
         if (offsets[q + 1] == offsets[q]) continue;
         std::byte* p = recv.data() + offsets[q];
@@ -261,10 +267,12 @@ void LetExchange::receive(std::span<std::byte> recv, std::span<const std::size_t
         remote_.roots.push_back(to_u32(cells_total));
         cells_total += cells, parts_total += parts;
     }
-    remote_.cells = cells_total;
-    remote_.particles = parts_total;
-    stats_.cells_received = cells_total;
-    stats_.particles_received = parts_total;
+    remote_.cell_base = local_cells;
+    remote_.particle_base = local_particles;
+    remote_.cells = cells_total - local_cells;
+    remote_.particles = parts_total - local_particles;
+    stats_.cells_received = remote_.cells;
+    stats_.particles_received = remote_.particles;
     ensure_size(be_, remote_.pos, parts_total, "let.remote_pos");
     ensure_size(be_, remote_.com, cells_total, "let.remote_com");
     ensure_size(be_, remote_.quad0, cells_total, "let.remote_quad0");
@@ -280,7 +288,7 @@ void LetExchange::receive(std::span<std::byte> recv, std::span<const std::size_t
             if (n) b.raw().upload(p, n * sizeof(T), offset * sizeof(T));
             p += n * sizeof(T);
         };
-        // A leaf's first is a particle index, a cell's its first child's: both shift to the concatenation.
+        // A leaf's first is a particle index, a cell's its first child's: both shift to the graft.
         std::byte* first = p + k.parts * sizeof(bn_f4) + 3 * k.cells * sizeof(bn_f4);
         const std::byte* count = first + k.cells * sizeof(bn_u32);
         for (std::size_t c = 0; c < k.cells; ++c) {

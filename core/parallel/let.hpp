@@ -3,7 +3,7 @@
  * @brief Local essential trees (Salmon & Warren 1994; the original code's section 3.3): for every other rank, the
  *        part of this rank's octree that its particles need under the same opening test, sent as a pruned tree
  *        (accepted cells with their multipoles, opened leaves with their particles); and the trees that arrive,
- *        concatenated on the device for TreeForces::add_remote.
+ *        grafted on the device behind the local tree (RemoteTrees), for one walk over all of them.
  *
  * The other rank's particles are known here by boxes in two levels, shared by all ranks after each build: coarse
  * boxes (the bounding boxes of the groups of each of its coarsest cells with at most 1/64 of its particles) and fine
@@ -46,24 +46,30 @@ public:
     LetExchange(Backend& be, const Comm& comm);
 
     /// After @p tree was built: shares the boxes of its groups with every rank (collective), then builds this
-    /// rank's tree for every other rank, under opening @p criterion (its 1 / theta, as the walk's), on the device and
-    /// into host memory. Call before the local walk is launched (the device runs commands in order).
-    void build(const Octree& tree, const OpeningCriterion& criterion);
+    /// rank's tree for every other rank, under opening @p criterion (its 1 / theta and alpha, as the walk's), on the
+    /// device and into host memory. With alpha > 0 every box carries the smallest previous |a| of its particles,
+    /// read from @p acc_old (.w, tree order, as TreeForces::set_previous_accelerations), so that each tree sent
+    /// opens what the receiving groups' relative test opens.
+    void build(const Octree& tree, const OpeningCriterion& criterion, const Buffer<bn_f4>* acc_old = nullptr);
     /// Sends the trees and receives the others' (collective; host memory only, so that it overlaps a walk running
     /// on the device), and uploads what arrived into remote().
     void exchange();
 
     // The pieces of build() and exchange(), for one process too (tests):
-    /// This rank's boxes (coarse and fine, let.cpp has the layout), as sent to every rank.
-    std::vector<std::byte> boxes_message(const Octree& tree);
+    /// This rank's boxes (coarse and fine, let.cpp has the layout), as sent to every rank; with @p acc_old, each
+    /// lower corner's w is the smallest previous |a| in the box (for the relative criterion), else 0.
+    std::vector<std::byte> boxes_message(const Octree& tree, const Buffer<bn_f4>* acc_old = nullptr);
     /// Appends to @p out the local essential tree of @p tree for the rank whose boxes_message() is @p boxes (nothing
     /// when either has no particles).
     void tree_for(const Octree& tree, const OpeningCriterion& criterion, std::span<const std::byte> boxes,
                   HostBytes& out);
-    /// Concatenates the trees in @p recv (rank q's in [offsets[q], offsets[q + 1])) into remote(), on the device:
-    /// each array uploaded where it lies (the cells' first indices shifted in place in @p recv).
-    void receive(std::span<std::byte> recv, std::span<const std::size_t> offsets);
+    /// Grafts the trees in @p recv (rank q's in [offsets[q], offsets[q + 1])) into remote() behind room for a local
+    /// tree of @p local_cells cells and @p local_particles particles, on the device: each array uploaded where it
+    /// lies (the cells' first indices shifted in place in @p recv). exchange() gives the tree of the last build().
+    void receive(std::span<std::byte> recv, std::span<const std::size_t> offsets, std::size_t local_cells,
+                 std::size_t local_particles);
 
+    RemoteTrees& remote() noexcept { return remote_; }
     const RemoteTrees& remote() const noexcept { return remote_; }
     const LetStats& stats() const noexcept { return stats_; }
 
@@ -79,7 +85,8 @@ private:
     const Comm& comm_;
     std::size_t fine_per_rank_ = 4096;
     LetStats stats_;
-    HostBytes send_, recv_; // kept from one evaluation to the next
+    std::size_t local_cells_ = 0, local_particles_ = 0; // of the tree of the last build()
+    HostBytes send_, recv_;                             // kept from one evaluation to the next
     std::vector<std::size_t> send_offsets_, recv_offsets_;
     RemoteTrees remote_;
     Buffer<bn_f4> boxes_, coarse_, fine_;

@@ -5,7 +5,6 @@
 #include "core/parallel/parallel_forces.hpp"
 
 #include <chrono>
-#include <stdexcept>
 
 namespace banyan {
 
@@ -34,22 +33,13 @@ void ParallelForces::compute(Octree& tree, const OpeningCriterion& criterion, fl
     tree.build();
     be_.synchronize();
     const auto t2 = Clock::now();
-    if (many) let_.build(tree, criterion);
+    if (many) let_.build(tree, criterion, forces_.previous_accelerations());
     const auto t3 = Clock::now();
-    forces_.begin(tree, criterion, eps);
     if (many) let_.exchange();
     const auto t4 = Clock::now();
-    forces_.end(tree, &t.local_walk_device);
+    forces_.begin(tree, criterion, eps, many ? &let_.remote() : nullptr);
+    forces_.end(tree, &t.walk_device);
     const auto t5 = Clock::now();
-    if (many) {
-        for (int attempt = 0; !forces_.add_remote(tree, let_.remote(), &t.remote_walk_device); ++attempt) {
-            // A level list outgrew the spill buffer (now grown) in the walk over the others' trees: the sums are
-            // incomplete, so both walks run again.
-            if (attempt >= 16) throw std::runtime_error("tree forces: level lists keep outgrowing the spill buffer");
-            forces_.compute(tree, criterion, eps);
-        }
-    }
-    const auto t6 = Clock::now();
     const auto& tot = forces_.totals();
     work_ = 23.0 * static_cast<double>(tot.pp) + 65.0 * static_cast<double>(tot.pc);
     if (timings) {
@@ -57,9 +47,8 @@ void ParallelForces::compute(Octree& tree, const OpeningCriterion& criterion, fl
         t.build = ms_between(t1, t2);
         t.let_build = ms_between(t2, t3);
         t.let_exchange = ms_between(t3, t4);
-        t.local_walk = ms_between(t3, t5);
-        t.remote_walk = ms_between(t5, t6);
-        t.total = ms_between(t0, t6);
+        t.walk = ms_between(t4, t5);
+        t.total = ms_between(t0, t5);
         if (many) t.let = let_.stats();
         *timings = t;
     }

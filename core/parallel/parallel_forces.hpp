@@ -5,8 +5,8 @@
  *
  * One compute():
  *   balance (domain.hpp)  ->  build the local tree  ->  boxes and trees for the other ranks (let.hpp, on the
- *   device)  ->  launch the local walk  ->  exchange the trees on the host while the device walks  ->  wait  ->
- *   walk the trees that arrived, adding to the same accelerations (TreeForces::add_remote).
+ *   device)  ->  exchange the trees (host) and graft what arrived behind the local tree  ->  one walk per group over
+ *   the local root and the received roots (TreeForces::begin with RemoteTrees).
  * On one rank it is the tree build and walk of one GPU, nothing more.
  */
 #pragma once
@@ -25,11 +25,10 @@ struct ParallelTimings {
     double balance = 0;      ///< decomposition and particle exchange
     double build = 0;        ///< the local octree
     double let_build = 0;    ///< boxes and the trees for the other ranks
-    double local_walk = 0;   ///< from the launch of the local walk to its end (the exchange runs inside it)
-    double let_exchange = 0; ///< the exchange of the trees (host, during the local walk)
-    double remote_walk = 0;  ///< the walk over the trees that arrived
+    double let_exchange = 0; ///< the exchange of the trees and their upload behind the local tree
+    double walk = 0;         ///< the walk over the local and the grafted trees
     double total = 0;
-    double local_walk_device = 0, remote_walk_device = 0; ///< the walks alone (device events)
+    double walk_device = 0; ///< the walk alone (device events)
     BalanceStats balance_stats;
     LetStats let;
 };

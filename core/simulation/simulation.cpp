@@ -48,8 +48,6 @@ Simulation::Simulation(Backend& be, const SimulationOptions& options, const Comm
     // The library's own guard (the front ends checked RunOptions already): alpha would otherwise be judged only at
     // the second force evaluation, the first with the relative criterion.
     options.opening.check("simulation");
-    if (options.opening.alpha > 0.0f && comm.parallel())
-        throw UsageError("simulation: the relative criterion (alpha) runs on one rank only");
     if (options.block) {
         if (comm.parallel()) throw UsageError("simulation: block time steps run on one rank only (README, \"Limits\")");
         if (!(options.eta > 0.0 && std::isfinite(options.eta)))
@@ -199,13 +197,18 @@ void Simulation::compute_forces(bool relative)
         times_.forces += be_.elapsed_ms(a, b);
         return;
     }
+    // The relative criterion needs |a| of the step before, which the kick-drift wrote into vel.w: not at the start.
+    // Over ranks vel.w travels with its particle, and the local essential trees are cut for it too.
+    OpeningCriterion criterion = options_.opening;
+    if (!relative) criterion.alpha = 0.0f;
+    forces_.forces().set_previous_accelerations(relative ? &tree_.vel() : nullptr);
     if (comm_.parallel()) {
         // Particles move between ranks here: this rank's count changes.
         ParallelTimings t;
-        forces_.compute(tree_, options_.opening, eps_, &t);
+        forces_.compute(tree_, criterion, eps_, &t);
         n_ = tree_.size();
         times_.build += t.build;
-        times_.forces += t.local_walk + t.remote_walk - t.let_exchange;
+        times_.forces += t.walk;
         times_.exchange += t.balance + t.let_build + t.let_exchange;
         return;
     }
@@ -213,10 +216,6 @@ void Simulation::compute_forces(bool relative)
     const Event a = be_.record();
     tree_.build();
     const Event b = be_.record();
-    // The relative criterion needs |a| of the step before, which the kick-drift wrote into vel.w: not at the start.
-    OpeningCriterion criterion = options_.opening;
-    if (!relative) criterion.alpha = 0.0f;
-    forces_.forces().set_previous_accelerations(relative ? &tree_.vel() : nullptr);
     double walk_ms = 0;
     forces_.forces().compute(tree_, criterion, eps_, &walk_ms); // the results stay where the walk wrote them
     times_.build += be_.elapsed_ms(a, b);

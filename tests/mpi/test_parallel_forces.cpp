@@ -111,6 +111,83 @@ TEST_CASE("tree forces over P ranks match one rank's and direct summation")
     }
 }
 
+TEST_CASE("the relative criterion over P ranks: the trees sent are cut for the receivers' smallest |a|")
+{
+    // Theta 1 and a small alpha: the relative test decides nearly everything. A tree cut by the geometric test
+    // alone would accept cells that the receiving groups open, and the errors would be those of theta 1 (about
+    // 30 times larger, measured) instead of one rank's.
+    const Comm& comm = Comm::world();
+    // 20000: at 5000 each rank's tree is sent nearly whole, and a tree cut without alpha passes too.
+    const std::size_t n = std::min<std::size_t>(test::max_size(), 20000);
+    const float eps = 0.01f;
+    const OpeningCriterion criterion{1.0f, 2.5e-4f};
+    const auto all = plummer(n, 4321).pos;
+    // The previous |a| of every particle (as a simulation keeps in vel.w): double-precision direct sums.
+    std::vector<bn_f4> vel(n, bn_f4{0, 0, 0, 0});
+    {
+        auto p = backend().upload<bn_f4>(all, "test.pos");
+        std::vector<bn_u32> t(n);
+        std::iota(t.begin(), t.end(), 0u);
+        auto targets = backend().upload<bn_u32>(t, "test.targets");
+        auto ref = backend().alloc<double>(4 * n, "test.ref");
+        direct_forces_f64_targets(backend(), p, n, targets, n, eps, ref);
+        const auto r = ref.download(4 * n);
+        for (std::size_t i = 0; i < n; ++i)
+            vel[i].w = static_cast<float>(
+                std::sqrt(r[4 * i] * r[4 * i] + r[4 * i + 1] * r[4 * i + 1] + r[4 * i + 2] * r[4 * i + 2]));
+    }
+    // One rank: the whole set.
+    Octree one(backend());
+    one.set_particles(all, vel);
+    one.build();
+    TreeForces f1(backend());
+    f1.set_previous_accelerations(&one.vel());
+    f1.compute(one, criterion, eps);
+    auto out = backend().alloc<bn_f4>(n, "test.acc");
+    f1.to_input_order(one, out);
+    const auto e1 = test::force_errors(all, out.download(n), eps);
+    // P ranks, twice (the second decomposed by the measured work).
+    std::vector<bn_f4> pos;
+    std::vector<bn_u32> ids;
+    slice(all, comm, pos, ids);
+    const std::vector<bn_f4> my_vel(vel.begin() + ids.front(),
+                                    vel.begin() + ids.front() + static_cast<long>(ids.size()));
+    Octree tree(backend());
+    tree.set_particles(pos, my_vel, ids);
+    ParallelForces pf(backend(), comm);
+    pf.forces().set_previous_accelerations(&tree.vel());
+    for (int round = 0; round < 2; ++round) {
+        ParallelTimings t;
+        pf.compute(tree, criterion, eps, &t);
+        std::vector<int> seen;
+        const auto acc = gather_global(comm, tree, pf.forces(), n, seen);
+        CHECK(std::all_of(seen.begin(), seen.end(), [](int k) { return k == 1; }));
+        const auto e = test::force_errors(all, acc, eps);
+        // The previous |a| travelled with its particle: vel.w is still that particle's.
+        const std::size_t m = tree.size();
+        std::size_t wrong = 0;
+        if (m) {
+            const auto v = tree.vel().download(m);
+            const auto id = tree.ids().download(m);
+            for (std::size_t i = 0; i < m; ++i)
+                wrong += v[i].w != vel[id[i]].w;
+        }
+        CHECK(wrong == 0);
+        const std::string what =
+            fmt::format("P = {}, round {}: median {:.3e} (one rank {:.3e}), 99% {:.3e} ({:.3e}), "
+                        "max {:.3e} ({:.3e}); LET cells {} particles {}",
+                        comm.size(), round, quantile(e, 0.5), quantile(e1, 0.5), quantile(e, 0.99), quantile(e1, 0.99),
+                        e.back(), e1.back(), t.let.cells_sent, t.let.particles_sent);
+        INFO(what);
+        if (std::getenv("BANYAN_TEST_VERBOSE")) fmt::print("rank {}: {}\n", comm.rank(), what);
+        CHECK(quantile(e, 0.5) <= 1.25 * quantile(e1, 0.5) + 1e-7);
+        CHECK(quantile(e, 0.99) <= 1.5 * quantile(e1, 0.99) + 1e-7);
+        CHECK(e.back() <= 2.5 * e1.back() + 1e-6);
+        // The criterion holds over ranks as on one: errors of the order of alpha.
+        CHECK(quantile(e, 0.99) < 10 * criterion.alpha);
+    }
+}
+
 TEST_CASE("theta 0 over P ranks is direct summation")
 {
     const Comm& comm = Comm::world();
