@@ -448,6 +448,59 @@ TEST_SUITE("static")
         fs::remove(path);
     }
 
+    TEST_CASE("snapshot files read by rows (what each MPI rank reads): the slices of any cut make the whole")
+    {
+        Snapshot s = full_snapshot(5, 17, 3, 12);
+        s.n_type2 = 2, s.n_type3 = 3, s.n_type5 = 4;
+        for (const SnapshotFormat format : {SnapshotFormat::tipsy, SnapshotFormat::hdf5}) {
+            CAPTURE(to_string(format));
+            const auto path = temp_path(fmt::format("rows.{}", to_string(format)));
+            write_snapshot(path, s, format, {});
+            const Snapshot all = read_snapshot(path);
+            const std::size_t n = all.size();
+            REQUIRE(n == 25);
+            for (const std::size_t P : {1, 2, 3, 4, 7, 25, 40}) {
+                CAPTURE(P);
+                Snapshot joined;
+                joined.units = all.units;
+                for (std::size_t r = 0; r < P; ++r) {
+                    FileCounts whole;
+                    const Snapshot part = read_snapshot(path, nullptr, true, nullptr,
+                                                        Rows{r * n / P, (r + 1) * n / P - r * n / P}, &whole);
+                    CHECK(whole.size() == n);
+                    CHECK(whole.n_gas == all.n_gas);
+                    CHECK(whole.n_star == all.n_star);
+                    CHECK(whole.n_type5 == all.n_type5);
+                    CHECK(part.size() == (r + 1) * n / P - r * n / P);
+                    CHECK(part.time == all.time);
+                    joined.time = part.time;
+                    joined.n_gas += part.n_gas, joined.n_dark += part.n_dark, joined.n_star += part.n_star;
+                    joined.n_type2 += part.n_type2, joined.n_type3 += part.n_type3, joined.n_type5 += part.n_type5;
+                    for (auto [to, from] : {std::pair{&joined.mass, &part.mass},
+                                            {&joined.pos, &part.pos},
+                                            {&joined.vel, &part.vel},
+                                            {&joined.eps, &part.eps},
+                                            {&joined.phi, &part.phi},
+                                            {&joined.acc, &part.acc},
+                                            {&joined.gas_rho, &part.gas_rho},
+                                            {&joined.gas_temp, &part.gas_temp},
+                                            {&joined.gas_metals, &part.gas_metals},
+                                            {&joined.star_metals, &part.star_metals},
+                                            {&joined.star_tform, &part.star_tform}})
+                        to->insert(to->end(), from->begin(), from->end());
+                    joined.ids.insert(joined.ids.end(), part.ids.begin(), part.ids.end());
+                }
+                check_same(joined, all);
+            }
+            // Rows beyond the end: none, with the file's counts.
+            FileCounts whole;
+            const Snapshot none = read_snapshot(path, nullptr, true, nullptr, Rows{n + 5, 10}, &whole);
+            CHECK(none.size() == 0);
+            CHECK(whole.size() == n);
+            fs::remove(path);
+        }
+    }
+
     TEST_CASE("hdf5: GADGET files with float64 data, a MassTable and units where G is not 1")
     {
         const auto path = temp_path("gadget.hdf5");

@@ -256,8 +256,31 @@ Reader::Shape Reader::shape(hid_t d, const std::string& what) const
     return s;
 }
 
+namespace {
+
+/// The file and memory dataspaces of @p window's rows of dataset @p d (n rows of @p cols): H5S_ALL for all rows.
+struct Selection {
+    Id file, mem;
+    hid_t file_space() const { return file.get() >= 0 ? file.get() : H5S_ALL; }
+    hid_t mem_space() const { return mem.get() >= 0 ? mem.get() : H5S_ALL; }
+};
+
+Selection select_rows(const Reader& r, hid_t d, std::uint64_t n, int cols, std::uint64_t first, std::uint64_t rows,
+                      const std::string& what)
+{
+    Selection s;
+    if (first == 0 && rows == n) return s;
+    s.file = Id(r.check(H5Dget_space(d), what), H5Sclose);
+    const hsize_t start[2] = {first, 0}, count[2] = {rows, static_cast<hsize_t>(cols)};
+    r.ok(H5Sselect_hyperslab(s.file.get(), H5S_SELECT_SET, start, nullptr, count, nullptr), what);
+    s.mem = Id(r.check(H5Screate_simple(cols == 1 ? 1 : 2, count, nullptr), what), H5Sclose);
+    return s;
+}
+
+} // namespace
+
 std::vector<float> Reader::floats(hid_t group, const std::string& gname, const char* name, std::uint64_t n, int cols,
-                                  const std::string& count_source, bool optional) const
+                                  const std::string& count_source, bool optional, Window window) const
 {
     const std::string what = fmt::format("{}/{}", gname, name);
     const Id d(check(H5Dopen2(group, name, H5P_DEFAULT), what), H5Dclose);
@@ -277,28 +300,30 @@ std::vector<float> Reader::floats(hid_t group, const std::string& gname, const c
     const Id type(check(H5Dget_type(d.get()), what), H5Tclose);
     const H5T_class_t cls = H5Tget_class(type.get());
     if (cls != H5T_FLOAT && cls != H5T_INTEGER) fail(fmt::format("{} does not hold numbers", what));
-    const std::size_t count = static_cast<std::size_t>(n) * static_cast<std::size_t>(cols);
+    const std::uint64_t first = std::min(window.first, n), rows = std::min(window.count, n - first);
+    const std::size_t count = static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
     std::vector<float> out(count);
     if (count == 0) return out;
+    const Selection sel = select_rows(*this, d.get(), n, cols, first, rows, what);
     if (cls == H5T_FLOAT && H5Tget_size(type.get()) == 4) {
-        ok(H5Dread(d.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), what);
+        ok(H5Dread(d.get(), H5T_NATIVE_FLOAT, sel.mem_space(), sel.file_space(), H5P_DEFAULT, out.data()), what);
         return out;
     }
     std::vector<double> wide(count);
-    ok(H5Dread(d.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, wide.data()), what);
+    ok(H5Dread(d.get(), H5T_NATIVE_DOUBLE, sel.mem_space(), sel.file_space(), H5P_DEFAULT, wide.data()), what);
     constexpr double fmax = std::numeric_limits<float>::max();
     for (std::size_t i = 0; i < count; ++i) {
         if (std::isfinite(wide[i]) && std::fabs(wide[i]) > fmax)
             fail(fmt::format("{} holds {} (particle {}), beyond single precision's range (+-{:.4g}), in which "
                              "banyan computes; rescale the data",
-                             what, wide[i], i / static_cast<std::size_t>(cols), fmax));
+                             what, wide[i], first + i / static_cast<std::size_t>(cols), fmax));
         out[i] = static_cast<float>(wide[i]);
     }
     return out;
 }
 
 std::vector<std::uint64_t> Reader::integers(hid_t group, const std::string& gname, const char* name, std::uint64_t n,
-                                            const std::string& count_source) const
+                                            const std::string& count_source, Window window) const
 {
     const std::string what = fmt::format("{}/{}", gname, name);
     const Id d(check(H5Dopen2(group, name, H5P_DEFAULT), what), H5Dclose);
@@ -308,8 +333,11 @@ std::vector<std::uint64_t> Reader::integers(hid_t group, const std::string& gnam
                          s.rank ? s.dims[0] : 0, count_source, n));
     const Id type(check(H5Dget_type(d.get()), what), H5Tclose);
     if (H5Tget_class(type.get()) != H5T_INTEGER) fail(fmt::format("{} does not hold whole numbers", what));
-    std::vector<std::uint64_t> out(n);
-    if (n) ok(H5Dread(d.get(), H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), what);
+    const std::uint64_t first = std::min(window.first, n), rows = std::min(window.count, n - first);
+    std::vector<std::uint64_t> out(rows);
+    if (rows == 0) return out;
+    const Selection sel = select_rows(*this, d.get(), n, 1, first, rows, what);
+    ok(H5Dread(d.get(), H5T_NATIVE_UINT64, sel.mem_space(), sel.file_space(), H5P_DEFAULT, out.data()), what);
     return out;
 }
 

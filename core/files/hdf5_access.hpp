@@ -127,6 +127,13 @@ void commit(const std::string& tmp, const std::string& path);
 
 // ---- Reading: every failure is a UsageError that names the file -------------------------------------------------
 
+/// Rows [first, first + count) of a dataset (count clipped to its length): a hyperslab, so that an MPI rank
+/// reads its part alone.
+struct Window {
+    std::uint64_t first = 0;
+    std::uint64_t count = static_cast<std::uint64_t>(-1);
+};
+
 /// Reading one file: every failure is a UsageError that names it.
 struct Reader {
     std::string path;
@@ -151,14 +158,14 @@ struct Reader {
     };
     Shape shape(hid_t d, const std::string& what) const;
 
-    /// Dataset @p name of @p group as n x cols floats, converted from whatever real or integer type it has; a
-    /// finite value beyond float's range is refused. @p optional: a 2-D dataset where a 1-D one is expected (a
-    /// Metallicity of several elements) reads as nothing.
+    /// Dataset @p name of @p group, which must hold n x cols values, as floats (the rows of @p window only),
+    /// converted from whatever real or integer type it has; a finite value beyond float's range is refused.
+    /// @p optional: a 2-D dataset where a 1-D one is expected (a Metallicity of several elements) reads as nothing.
     std::vector<float> floats(hid_t group, const std::string& gname, const char* name, std::uint64_t n, int cols,
-                              const std::string& count_source, bool optional = false) const;
+                              const std::string& count_source, bool optional = false, Window window = {}) const;
 
     std::vector<std::uint64_t> integers(hid_t group, const std::string& gname, const char* name, std::uint64_t n,
-                                        const std::string& count_source) const;
+                                        const std::string& count_source, Window window = {}) const;
 };
 
 /// Which of @p names exists in @p group (SWIFT and GADGET name some fields differently), or nullptr.

@@ -161,14 +161,15 @@ std::string read_parameters(const Reader& r, hid_t f)
     return lines;
 }
 
-/// A snapshot of @p counts particles, every field there and zero.
-Snapshot sized_snapshot(const std::array<std::uint64_t, ntypes>& counts)
+/// A snapshot of @p counts particles, every field there and zero (or only the counts, without @p fields).
+Snapshot sized_snapshot(const std::array<std::uint64_t, ntypes>& counts, bool fields = true)
 {
     Snapshot s;
     s.n_gas = counts[0];
     s.n_star = counts[4];
     s.n_dark = counts[1] + counts[2] + counts[3] + counts[5];
     s.n_type2 = counts[2], s.n_type3 = counts[3], s.n_type5 = counts[5];
+    if (!fields) return s;
     const std::size_t n = s.size();
     s.mass.resize(n), s.pos.resize(3 * n), s.vel.resize(3 * n), s.eps.resize(n), s.phi.resize(n);
     s.acc.resize(3 * n), s.ids.resize(n);
@@ -183,38 +184,38 @@ void place(const std::vector<float>& from, std::vector<float>& to, std::size_t w
     std::copy(from.begin(), from.end(), to.begin() + static_cast<std::ptrdiff_t>(where));
 }
 
-/// The fields only gas has, of the @p m particles of group @p g (all of the snapshot's gas).
+/// The fields only gas has, of the rows @p w of the @p m particles of group @p g (the snapshot's gas, from 0).
 void read_gas_fields(const Reader& r, hid_t g, const std::string& gname, std::uint64_t m, const std::string& source,
-                     Snapshot& s, std::size_t at)
+                     Snapshot& s, std::size_t at, Window w)
 {
     if (const char* name = first_of(r, g, {"SmoothingLength", "SmoothingLengths"}))
-        place(r.floats(g, gname, name, m, 1, source), s.eps, at);
+        place(r.floats(g, gname, name, m, 1, source, false, w), s.eps, at);
     if (const char* name = first_of(r, g, {"Density", "Densities"}))
-        place(r.floats(g, gname, name, m, 1, source), s.gas_rho, 0);
+        place(r.floats(g, gname, name, m, 1, source, false, w), s.gas_rho, 0);
     if (const char* name = first_of(r, g, {"Temperature", "Temperatures"}))
-        place(r.floats(g, gname, name, m, 1, source), s.gas_temp, 0);
+        place(r.floats(g, gname, name, m, 1, source, false, w), s.gas_temp, 0);
     if (r.exists(g, "Metallicity")) {
-        const auto z = r.floats(g, gname, "Metallicity", m, 1, source, true);
+        const auto z = r.floats(g, gname, "Metallicity", m, 1, source, true, w);
         if (!z.empty()) place(z, s.gas_metals, 0);
     }
 }
 
-/// The fields only stars have, of the @p m particles of group @p g (all of the snapshot's stars).
+/// The fields only stars have, of the rows @p w of the @p m particles of group @p g (the snapshot's stars).
 void read_star_fields(const Reader& r, hid_t g, const std::string& gname, std::uint64_t m, const std::string& source,
-                      Snapshot& s)
+                      Snapshot& s, Window w)
 {
     if (r.exists(g, "Metallicity")) {
-        const auto z = r.floats(g, gname, "Metallicity", m, 1, source, true);
+        const auto z = r.floats(g, gname, "Metallicity", m, 1, source, true, w);
         if (!z.empty()) place(z, s.star_metals, 0);
     }
     if (const char* name = first_of(r, g, {"StellarFormationTime", "BirthTimes"}))
-        place(r.floats(g, gname, name, m, 1, source), s.star_tform, 0);
+        place(r.floats(g, gname, name, m, 1, source, false, w), s.star_tform, 0);
 }
 
-/// The particles of type @p t (group PartType<t> of @p f) into rows [at, at + m) of @p s; @p present learns which
-/// of the fields a file may leave out this type had.
-void read_type(const Reader& r, hid_t f, const Header& head, int t, std::size_t at, bool need_velocities, Snapshot& s,
-               Present& present)
+/// The rows @p w of the particles of type @p t (group PartType<t> of @p f) into rows [at, at + w.count) of @p s;
+/// @p present learns which of the fields a file may leave out this type had.
+void read_type(const Reader& r, hid_t f, const Header& head, int t, std::size_t at, Window w, bool need_velocities,
+               Snapshot& s, Present& present)
 {
     const std::uint64_t m = head.counts[static_cast<std::size_t>(t)];
     const std::string gname = group_name(t);
@@ -224,15 +225,15 @@ void read_type(const Reader& r, hid_t f, const Header& head, int t, std::size_t 
     const Id group(r.check(H5Gopen2(f, gname.c_str(), H5P_DEFAULT), gname), H5Gclose);
     const hid_t g = group.get();
     if (!r.exists(g, "Coordinates")) r.fail(fmt::format("{}/Coordinates is missing: no positions", gname));
-    place(r.floats(g, gname, "Coordinates", m, 3, source), s.pos, 3 * at);
+    place(r.floats(g, gname, "Coordinates", m, 3, source, false, w), s.pos, 3 * at);
     if (r.exists(g, "Velocities"))
-        place(r.floats(g, gname, "Velocities", m, 3, source), s.vel, 3 * at);
+        place(r.floats(g, gname, "Velocities", m, 3, source, false, w), s.vel, 3 * at);
     else if (need_velocities)
         r.fail(fmt::format("{}/Velocities is missing: a run cannot start without velocities (banyan forces "
                            "needs positions and masses only)",
                            gname));
     if (const char* name = first_of(r, g, {"Masses", "Mass"})) {
-        place(r.floats(g, gname, name, m, 1, source), s.mass, at);
+        place(r.floats(g, gname, name, m, 1, source, false, w), s.mass, at);
     } else {
         const double mt = head.mass_table[static_cast<std::size_t>(t)];
         if (!(mt > 0))
@@ -241,34 +242,34 @@ void read_type(const Reader& r, hid_t f, const Header& head, int t, std::size_t 
                                gname, t, mt));
         if (!(mt <= std::numeric_limits<float>::max()))
             r.fail(fmt::format("Header/MassTable[{}] is {}, beyond single precision's range", t, mt));
-        std::fill_n(s.mass.begin() + static_cast<std::ptrdiff_t>(at), m, static_cast<float>(mt));
+        std::fill_n(s.mass.begin() + static_cast<std::ptrdiff_t>(at), w.count, static_cast<float>(mt));
     }
     if (const char* name = first_of(r, g, {"Potential", "Potentials"}))
-        place(r.floats(g, gname, name, m, 1, source), s.phi, at);
+        place(r.floats(g, gname, name, m, 1, source, false, w), s.phi, at);
     if (r.exists(g, "Acceleration"))
-        place(r.floats(g, gname, "Acceleration", m, 3, source), s.acc, 3 * at);
+        place(r.floats(g, gname, "Acceleration", m, 3, source, false, w), s.acc, 3 * at);
     else
         present.acc = false;
     if (r.exists(g, "ParticleIDs")) {
-        const auto ids = r.integers(g, gname, "ParticleIDs", m, source);
+        const auto ids = r.integers(g, gname, "ParticleIDs", m, source, w);
         std::copy(ids.begin(), ids.end(), s.ids.begin() + static_cast<std::ptrdiff_t>(at));
     } else {
         present.ids = false;
     }
     if (t == 0) {
-        read_gas_fields(r, g, gname, m, source, s, at);
+        read_gas_fields(r, g, gname, m, source, s, at, w);
     } else {
         if (const char* name = first_of(r, g, {"Softenings", "Softening"}))
-            place(r.floats(g, gname, name, m, 1, source), s.eps, at);
+            place(r.floats(g, gname, name, m, 1, source, false, w), s.eps, at);
         else
             present.softening = false;
-        if (t == 4) read_star_fields(r, g, gname, m, source, s);
+        if (t == 4) read_star_fields(r, g, gname, m, source, s, w);
     }
 }
 
 } // namespace
 
-Snapshot read_hdf5(const std::string& path, SnapshotMeta* meta_out, bool need_velocities)
+Snapshot read_hdf5(const std::string& path, SnapshotMeta* meta_out, bool need_velocities, Rows rows, FileCounts* whole)
 {
     silence_hdf5();
     const Reader r{path};
@@ -284,14 +285,33 @@ Snapshot read_hdf5(const std::string& path, SnapshotMeta* meta_out, bool need_ve
     meta.code = read_code(r, header.get());
     meta.parameters = read_parameters(r, f);
 
-    Snapshot s = sized_snapshot(head.counts);
+    if (whole) {
+        const Snapshot counts = sized_snapshot(head.counts, false);
+        *whole = FileCounts{counts.n_gas, counts.n_dark, counts.n_star, counts.n_type2, counts.n_type3, counts.n_type5};
+    }
+    // The rows asked for, type by type (the file's order is types 0, 1, 2, 3, 5, 4: gas, dark, stars).
+    const auto off = type_offsets(head.counts);
+    std::uint64_t total = 0;
+    for (const auto c : head.counts)
+        total += c;
+    const std::uint64_t first = std::min<std::uint64_t>(rows.first, total);
+    const std::uint64_t end = first + std::min<std::uint64_t>(rows.count, total - first);
+    std::array<Window, ntypes> windows{};
+    std::array<std::uint64_t, ntypes> mine{};
+    for (std::size_t t = 0; t < ntypes; ++t) {
+        const std::uint64_t lo = std::max(first, off[t]), hi = std::min(end, off[t] + head.counts[t]);
+        windows[t] = Window{lo - off[t], hi > lo ? hi - lo : 0};
+        mine[t] = windows[t].count;
+    }
+    Snapshot s = sized_snapshot(mine);
     s.time = head.time;
     s.units = units;
     Present present;
-    const auto off = type_offsets(head.counts);
+    const auto at = type_offsets(mine);
     for (const int t : type_order)
-        if (head.counts[static_cast<std::size_t>(t)] > 0)
-            read_type(r, f, head, t, off[static_cast<std::size_t>(t)], need_velocities, s, present);
+        if (mine[static_cast<std::size_t>(t)] > 0)
+            read_type(r, f, head, t, at[static_cast<std::size_t>(t)], windows[static_cast<std::size_t>(t)],
+                      need_velocities, s, present);
     if (!present.acc) s.acc.clear();
     if (!present.ids) s.ids.clear();
     meta.has_softening = present.softening;

@@ -62,9 +62,12 @@ struct SnapshotMeta {
     double velocity_factor = 1; ///< read: file velocities were multiplied by this to make G = 1 (1: as they were)
 };
 
-/// Reads an HDF5 snapshot (layout above), with its units (Snapshot::units). Without @p need_velocities a file without
-/// Velocities reads with zero velocities (enough for forces). Throws UsageError naming @p path and the problem.
-Snapshot read_hdf5(const std::string& path, SnapshotMeta* meta = nullptr, bool need_velocities = true);
+/// Reads an HDF5 snapshot (layout above), with its units (Snapshot::units), or only its particles @p rows (hyperslabs
+/// of every dataset: the rest is never read), with the whole file's counts in @p whole. Without @p need_velocities a
+/// file without Velocities reads with zero velocities (enough for forces). Throws UsageError naming @p path and the
+/// problem.
+Snapshot read_hdf5(const std::string& path, SnapshotMeta* meta = nullptr, bool need_velocities = true, Rows rows = {},
+                   FileCounts* whole = nullptr);
 
 /// Writes @p s to @p path in the layout above, through a temporary name and a rename. Throws std::invalid_argument
 /// when the snapshot's arrays disagree with its counts, std::runtime_error naming the file when a write fails.

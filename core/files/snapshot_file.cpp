@@ -45,13 +45,14 @@ SnapshotFormat detect_snapshot_format(const std::string& path)
     return SnapshotFormat::tipsy;
 }
 
-Snapshot read_snapshot(const std::string& path, SnapshotMeta* meta, bool need_velocities, SnapshotFormat* detected)
+Snapshot read_snapshot(const std::string& path, SnapshotMeta* meta, bool need_velocities, SnapshotFormat* detected,
+                       Rows rows, FileCounts* whole)
 {
     const SnapshotFormat f = detect_snapshot_format(path);
     if (detected) *detected = f;
-    if (f == SnapshotFormat::hdf5) return read_hdf5(path, meta, need_velocities);
+    if (f == SnapshotFormat::hdf5) return read_hdf5(path, meta, need_velocities, rows, whole);
     if (meta) *meta = SnapshotMeta{};
-    return read_tipsy(path);
+    return read_tipsy(path, nullptr, rows, whole);
 }
 
 void write_snapshot(const std::string& path, const Snapshot& s, SnapshotFormat format, const SnapshotMeta& meta)
@@ -65,11 +66,16 @@ void write_snapshot(const std::string& path, const Snapshot& s, SnapshotFormat f
 float softening_from_file(const Snapshot& s, const SnapshotMeta& meta, const std::string& path,
                           const std::string& command)
 {
+    return softening_from_file(meta, path, command, common_softening(s));
+}
+
+float softening_from_file(const SnapshotMeta& meta, const std::string& path, const std::string& command,
+                          std::optional<float> eps)
+{
     if (!meta.has_softening)
         throw UsageError(fmt::format("{}: {} gives its collisionless particles no softening (no "
                                      "PartTypeK/Softenings): give --eps",
                                      command, path));
-    const auto eps = common_softening(s);
     if (!eps)
         throw UsageError(fmt::format("{}: the particles of {} do not all carry the same softening (banyan uses one "
                                      "for all): give --eps",

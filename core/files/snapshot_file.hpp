@@ -27,15 +27,20 @@ const char* to_string(SnapshotFormat f) noexcept;
 /// reader then names the problem).
 SnapshotFormat detect_snapshot_format(const std::string& path);
 
-/// Reads a snapshot of either format (detected), with its units (N-body for tipsy). @p meta, when given, receives an
-/// HDF5 file's parameters and writer. Without @p need_velocities an HDF5 file may lack Velocities.
+/// Reads a snapshot of either format (detected), with its units (N-body for tipsy), or only its particles @p rows
+/// (what one MPI rank reads), with the whole file's counts in @p whole. @p meta, when given, receives an HDF5 file's
+/// parameters and writer. Without @p need_velocities an HDF5 file may lack Velocities.
 /// Throws UsageError naming the file and the problem.
 Snapshot read_snapshot(const std::string& path, SnapshotMeta* meta = nullptr, bool need_velocities = true,
-                       SnapshotFormat* detected = nullptr);
+                       SnapshotFormat* detected = nullptr, Rows rows = {}, FileCounts* whole = nullptr);
 
-/// The softening to use for the particles of the file @p path when the user gave none: the one every collisionless
-/// particle of @p s carries. Throws UsageError, naming @p command and asking for --eps, when the file gives them none
-/// (@p meta.has_softening false: no PartTypeK/Softenings) or not all the same one (banyan uses one for all).
+/// The softening to use for the particles of the file @p path when the user gave none: @p common, the one every
+/// collisionless particle carries (common_softening of the file's particles, over all ranks where each read part).
+/// Throws UsageError, naming @p command and asking for --eps, when the file gives them none (@p meta.has_softening
+/// false: no PartTypeK/Softenings) or not all the same one (banyan uses one for all).
+float softening_from_file(const SnapshotMeta& meta, const std::string& path, const std::string& command,
+                          std::optional<float> common);
+/// The same for a file read whole into @p s.
 float softening_from_file(const Snapshot& s, const SnapshotMeta& meta, const std::string& path,
                           const std::string& command);
 

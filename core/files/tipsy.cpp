@@ -9,13 +9,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 
 namespace banyan {
 
@@ -90,7 +90,7 @@ Snapshot Snapshot::dark(std::size_t n)
     return s;
 }
 
-Snapshot read_tipsy(const std::string& path, Endian* detected)
+Snapshot read_tipsy(const std::string& path, Endian* detected, Rows rows, FileCounts* whole)
 {
     // Regular files only: a pipe without a writer would block for ever, a device such as /dev/zero never ends.
     std::error_code ec;
@@ -102,45 +102,66 @@ Snapshot read_tipsy(const std::string& path, Endian* detected)
                                      std::filesystem::is_directory(status) ? "a folder" : "a pipe, socket or device"));
     std::ifstream in(path, std::ios::binary);
     if (!in) throw UsageError(fmt::format("{}: cannot open file: {}", path, std::strerror(errno)));
-    const std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (bytes.size() < header_bytes)
+    const std::uint64_t file_bytes = std::filesystem::file_size(path, ec);
+    if (ec) throw UsageError(fmt::format("{}: cannot read its size: {}", path, ec.message()));
+    unsigned char head[header_bytes];
+    if (file_bytes < header_bytes || !in.read(reinterpret_cast<char*>(head), header_bytes))
         throw UsageError(
-            fmt::format("{}: not a tipsy file ({} bytes is shorter than a tipsy header)", path, bytes.size()));
+            fmt::format("{}: not a tipsy file ({} bytes is shorter than a tipsy header)", path, file_bytes));
     Endian order = Endian::big;
-    Header h = decode_header(bytes.data(), Endian::big);
+    Header h = decode_header(head, Endian::big);
     if (!plausible(h)) {
         order = Endian::little;
-        h = decode_header(bytes.data(), Endian::little);
+        h = decode_header(head, Endian::little);
     }
     if (!plausible(h))
         throw UsageError(
             fmt::format("{}: not a tipsy file (no byte order gives ndim = 3 and counts that add up)", path));
     const std::uint64_t want = expected_size(h);
-    if (bytes.size() < want)
+    if (file_bytes < want)
         throw UsageError(fmt::format("{}: truncated tipsy file: its header promises {} gas, {} dark and {} star "
                                      "particles ({} bytes) but the file has {} bytes",
-                                     path, h.nsph, h.ndark, h.nstar, want, bytes.size()));
-    if (bytes.size() > want)
+                                     path, h.nsph, h.ndark, h.nstar, want, file_bytes));
+    if (file_bytes > want)
         throw UsageError(fmt::format("{}: tipsy header counts ({} gas, {} dark, {} star = {} bytes) disagree with "
                                      "the file size of {} bytes",
-                                     path, h.nsph, h.ndark, h.nstar, want, bytes.size()));
+                                     path, h.nsph, h.ndark, h.nstar, want, file_bytes));
     if (!std::isfinite(h.time))
         throw UsageError(fmt::format("{}: the header's time is {}; a tipsy file's time must be finite", path, h.time));
     if (detected) *detected = order;
+    const std::size_t ngas = static_cast<std::size_t>(h.nsph), ndark = static_cast<std::size_t>(h.ndark),
+                      nstar = static_cast<std::size_t>(h.nstar);
+    if (whole) *whole = FileCounts{ngas, ndark, nstar};
 
-    // Every record field is a 4-byte float: byte-swap all of them at once.
-    const std::size_t nfloat = (bytes.size() - header_bytes) / 4;
+    // The rows asked for: whole records, from their offset (records of the three kinds differ in length).
+    const std::size_t total = ngas + ndark + nstar;
+    const std::size_t first = std::min(rows.first, total), end = first + std::min(rows.count, total - first);
+    auto floats_before = [&](std::size_t i) {
+        return gas_floats * std::min(i, ngas) + dark_floats * (std::min(i, ngas + ndark) - std::min(i, ngas)) +
+               star_floats * (i - std::min(i, ngas + ndark));
+    };
+    const std::size_t f0 = floats_before(first), nfloat = floats_before(end) - f0;
     std::vector<float> f(nfloat);
-    if (nfloat) std::memcpy(f.data(), bytes.data() + header_bytes, nfloat * 4); // no particles: f.data() is null
+    if (nfloat) { // no particles: f.data() is null
+        in.seekg(static_cast<std::streamoff>(header_bytes + 4 * f0));
+        if (!in.read(reinterpret_cast<char*>(f.data()), static_cast<std::streamsize>(4 * nfloat)))
+            throw UsageError(
+                fmt::format("{}: cannot read particles {} to {}: {}", path, first, end - 1, std::strerror(errno)));
+    }
+    // Every record field is a 4-byte float: byte-swap all of them at once.
     if (!native_is(order))
         for (auto& x : f)
             x = std::bit_cast<float>(swap32(std::bit_cast<std::uint32_t>(x)));
 
     Snapshot s;
     s.time = h.time;
-    s.n_gas = static_cast<std::size_t>(h.nsph);
-    s.n_dark = static_cast<std::size_t>(h.ndark);
-    s.n_star = static_cast<std::size_t>(h.nstar);
+    auto overlap = [&](std::size_t a, std::size_t b) { // of [a, b) with the rows read
+        const std::size_t lo = std::max(first, a), hi = std::min(end, b);
+        return hi > lo ? hi - lo : 0;
+    };
+    s.n_gas = overlap(0, ngas);
+    s.n_dark = overlap(ngas, ngas + ndark);
+    s.n_star = overlap(ngas + ndark, total);
     const std::size_t n = s.size();
     s.mass.resize(n);
     s.pos.resize(3 * n);
@@ -239,18 +260,23 @@ std::optional<float> common_softening(const Snapshot& s)
 
 void check_particles(const Snapshot& s, const std::string& what)
 {
+    if (s.size() == 0) throw UsageError(fmt::format("{}: no particles (N = 0); at least one is needed", what));
+    check_particle_values(s, what);
+}
+
+void check_particle_values(const Snapshot& s, const std::string& what, std::size_t first)
+{
     const std::size_t n = s.size();
-    if (n == 0) throw UsageError(fmt::format("{}: no particles (N = 0); at least one is needed", what));
     for (std::size_t i = 0; i < n; ++i) {
         if (!(std::isfinite(s.mass[i]) && s.mass[i] > 0.f))
-            throw UsageError(
-                fmt::format("{}: particle {} has mass {}; masses must be positive and finite", what, i, s.mass[i]));
+            throw UsageError(fmt::format("{}: particle {} has mass {}; masses must be positive and finite", what,
+                                         first + i, s.mass[i]));
         for (int k = 0; k < 3; ++k) {
             if (!std::isfinite(s.pos[3 * i + k]))
-                throw UsageError(fmt::format("{}: particle {} has a non-finite coordinate ({}, {}, {})", what, i,
-                                             s.pos[3 * i], s.pos[3 * i + 1], s.pos[3 * i + 2]));
+                throw UsageError(fmt::format("{}: particle {} has a non-finite coordinate ({}, {}, {})", what,
+                                             first + i, s.pos[3 * i], s.pos[3 * i + 1], s.pos[3 * i + 2]));
             if (!std::isfinite(s.vel[3 * i + k]))
-                throw UsageError(fmt::format("{}: particle {} has a non-finite velocity ({}, {}, {})", what, i,
+                throw UsageError(fmt::format("{}: particle {} has a non-finite velocity ({}, {}, {})", what, first + i,
                                              s.vel[3 * i], s.vel[3 * i + 1], s.vel[3 * i + 2]));
         }
     }

@@ -43,9 +43,25 @@ struct Snapshot {
 
 enum class Endian { big, little };
 
-/// Reads a tipsy file. Throws UsageError naming the file and the problem for a missing, foreign or truncated file,
-/// or one whose header counts disagree with its size. Does not judge the values (see check_particles).
-Snapshot read_tipsy(const std::string& path, Endian* detected = nullptr);
+/// Particles [first, first + count) of a snapshot file in its order (gas, dark, star): what one MPI rank reads of
+/// an input (count is clipped to the file; the default is the whole file).
+struct Rows {
+    std::size_t first = 0;
+    std::size_t count = static_cast<std::size_t>(-1);
+};
+
+/// The particle counts of a whole file, whatever rows were read (a slice's own counts are in its Snapshot).
+struct FileCounts {
+    std::size_t n_gas = 0, n_dark = 0, n_star = 0;
+    std::size_t n_type2 = 0, n_type3 = 0, n_type5 = 0; ///< as Snapshot's
+    std::size_t size() const noexcept { return n_gas + n_dark + n_star; }
+};
+
+/// Reads a tipsy file, or only its particles @p rows (read from their offset: the rest of the file is never
+/// loaded), with the whole file's counts in @p whole. Throws UsageError naming the file and the problem for a
+/// missing, foreign or truncated file, or one whose header counts disagree with its size. Does not judge the values
+/// (see check_particles).
+Snapshot read_tipsy(const std::string& path, Endian* detected = nullptr, Rows rows = {}, FileCounts* whole = nullptr);
 
 /// Writes a tipsy file (standard big-endian by default) through a temporary name and a rename.
 void write_tipsy(const std::string& path, const Snapshot& s, Endian order = Endian::big);
@@ -57,5 +73,8 @@ std::optional<float> common_softening(const Snapshot& s);
 /// Refuses particle data no simulation can start from: N = 0, NaN or infinite positions or velocities, masses that
 /// are not positive and finite. Throws UsageError naming @p what, the first bad particle and its value.
 void check_particles(const Snapshot& s, const std::string& what);
+/// check_particles' tests of the values alone (an empty slice passes), for rows read from @p first of the file on:
+/// a bad particle is named by its index in the file.
+void check_particle_values(const Snapshot& s, const std::string& what, std::size_t first = 0);
 
 } // namespace banyan

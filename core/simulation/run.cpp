@@ -109,6 +109,54 @@ void prepare_output_dir(const std::string& dir, bool fresh)
 
 // ---- The plan ------------------------------------------------------------------------------------------------
 
+namespace {
+
+/// The softening every collisionless particle of every rank's @p mine carries, when they all carry the same one
+/// (common_softening over ranks; collective).
+std::optional<float> common_softening(const Snapshot& mine, const Comm& comm)
+{
+    if (!comm.parallel()) return common_softening(mine);
+    double bounds[2] = {-INFINITY, -INFINITY}; // -min and max
+    for (std::size_t i = mine.n_gas; i < mine.size(); ++i)
+        bounds[0] = std::max<double>(bounds[0], -mine.eps[i]), bounds[1] = std::max<double>(bounds[1], mine.eps[i]);
+    comm.max(std::span<double>(bounds, 2));
+    if (!(-bounds[0] == bounds[1])) return std::nullopt; // none at all (min > max), or not all the same
+    return static_cast<float>(bounds[1]);
+}
+
+/// check_initial_conditions for the rows [first, first + mine.size()) of @p o.in that this rank read: the values of
+/// its rows, the start and end time, and the precision range of the particles of all ranks (collective).
+void check_input_rows(const Snapshot& mine, std::span<const bn_f4> pos_mass, std::size_t first, std::size_t total,
+                      const RunOptions& o, const Comm& comm)
+{
+    check_particle_values(mine, o.in, first);
+    check_start_time(mine.time, o.dt, o.in);
+    if (!(o.t_end > mine.time))
+        throw UsageError(
+            fmt::format("run: --t-end {} must be later than the start time {} of {}", o.t_end, mine.time, o.in));
+    // Minima as maxima of the negated values: -x_min, -y_min, -z_min, x_max, y_max, z_max, -(smallest mass).
+    double m[7] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY}, total_mass = 0;
+    std::size_t lightest = 0;
+    for (std::size_t i = 0; i < pos_mass.size(); ++i) {
+        const bn_f4& p = pos_mass[i];
+        const double x[3] = {p.x, p.y, p.z};
+        for (int a = 0; a < 3; ++a)
+            m[a] = std::max(m[a], -x[a]), m[3 + a] = std::max(m[3 + a], x[a]);
+        total_mass += p.w;
+        if (-double(p.w) > m[6]) m[6] = -double(p.w), lightest = first + i;
+    }
+    const double mine_least = m[6];
+    comm.max(std::span<double>(m, 7));
+    comm.sum(std::span<double>(&total_mass, 1));
+    // The lightest particle's index: the first rank's that holds the smallest mass.
+    double who = mine_least == m[6] ? -static_cast<double>(lightest) : -INFINITY;
+    comm.max(std::span<double>(&who, 1));
+    const double extent = std::max({m[3] + m[0], m[4] + m[1], m[5] + m[2], 0.0});
+    check_precision_range(extent, total_mass, -m[6], static_cast<std::size_t>(-who), total, o.eps, o.in);
+}
+
+} // namespace
+
 RunPlan plan_run(RunRequest request, const Comm& comm)
 {
     RunOptions& o = request.options;
@@ -122,22 +170,42 @@ RunPlan plan_run(RunRequest request, const Comm& comm)
         plan.input_ = std::move(request.particles);
     } else if (o.ic == "file") {
         SnapshotMeta meta;
-        plan.input_ = initial_conditions(o, &meta);
+        if (comm.parallel()) {
+            // Each rank reads only its rows [r N / P, (r + 1) N / P) of the file (tipsy from their offset, HDF5 by
+            // hyperslabs); the first decomposition moves them where they belong.
+            read_snapshot(o.in, nullptr, true, nullptr, Rows{0, 0}, &plan.whole_);
+            const std::size_t n = plan.whole_.size();
+            if (n == 0) throw UsageError(fmt::format("{}: no particles (N = 0); at least one is needed", o.in));
+            if (n > 0x7FFFFFFFull)
+                throw UsageError(fmt::format("{}: {} particles is more than the 2^31 - 1 supported", o.in, n));
+            const std::size_t P = static_cast<std::size_t>(comm.size()), r = static_cast<std::size_t>(comm.rank());
+            plan.first_row_ = r * n / P;
+            plan.input_ = read_snapshot(o.in, &meta, true, nullptr, Rows{r * n / P, (r + 1) * n / P - r * n / P});
+            // A rank whose rows hold no collisionless type says yes.
+            meta.has_softening = !comm.any(!meta.has_softening);
+        } else {
+            plan.input_ = initial_conditions(o, &meta);
+        }
         if (request.eps_from_file) {
-            o.eps = softening_from_file(*plan.input_, meta, o.in, "run");
+            o.eps = softening_from_file(meta, o.in, "run", common_softening(*plan.input_, comm));
             o.check(request.style); // the file's softening, judged as a given one would be
         }
     }
     if (plan.input_) {
         const Snapshot& ic = *plan.input_;
+        if (!plan.first_row_)
+            plan.whole_ = FileCounts{ic.n_gas, ic.n_dark, ic.n_star, ic.n_type2, ic.n_type3, ic.n_type5};
         adopt_units(o, ic);
         plan.particles_ = to_particles(ic); // the one conversion of the input into the device's layout
-        check_initial_conditions(ic, plan.particles_.pos, o);
-        if (comm.parallel() && (ic.n_gas || ic.n_star))
+        if (plan.first_row_)
+            check_input_rows(ic, plan.particles_.pos, *plan.first_row_, plan.whole_.size(), o, comm);
+        else
+            check_initial_conditions(ic, plan.particles_.pos, o);
+        if (comm.parallel() && (plan.whole_.n_gas || plan.whole_.n_star))
             throw UsageError(fmt::format("run: over several ranks, initial conditions of dark-matter particles only "
                                          "(the input has {} gas and {} star particles, whose fields are not yet "
                                          "carried between ranks); run it on one rank",
-                                         ic.n_gas, ic.n_star));
+                                         plan.whole_.n_gas, plan.whole_.n_star));
     }
     if (request.outputs == RunOutputs::files) prepare_output_dir(o.out, true);
     plan.options_ = std::move(o);
@@ -160,7 +228,9 @@ Run::Run(Backend& be, RunPlan plan, RunHooks hooks, const Comm& comm)
     // Generated particles over several ranks: each rank makes only its share, the same bits as those particles of
     // the whole (generated_share), and holds no other.
     const bool share = !plan.input_ && comm_.parallel();
-    std::size_t n = 0, first = 0;
+    const bool rows = plan.first_row_.has_value(); // the input file's rows of this rank only
+    const FileCounts whole = plan.whole_;
+    std::size_t n = 0, first = plan.first_row();
     if (plan.input_) {
         ic = std::move(*plan.input_);
         particles = std::move(plan.particles_);
@@ -183,8 +253,8 @@ Run::Run(Backend& be, RunPlan plan, RunHooks hooks, const Comm& comm)
         particles = to_particles(ic);
         check_initial_conditions(ic, particles.pos, opt_);
     }
-    if (!share) n = ic.size();
-    snapshot_eps_ = share ? static_cast<float>(opt_.eps) : common_softening(ic).value_or(opt_.eps);
+    if (!share) n = rows ? whole.size() : ic.size();
+    snapshot_eps_ = share ? static_cast<float>(opt_.eps) : common_softening(ic, comm_).value_or(opt_.eps);
     // A run numbers its particles 0 .. N-1 in the input's order, as its checkpoints do (they hold no file ids).
     ic.ids.clear();
     ic.acc.clear();
@@ -193,17 +263,20 @@ Run::Run(Backend& be, RunPlan plan, RunHooks hooks, const Comm& comm)
     end_step_ = steps_between(template_.time, opt_.t_end, opt_.dt);
     sim_ = std::make_unique<Simulation>(be_, opt_.simulation(), comm_);
     if (comm_.parallel()) {
-        // Each rank keeps its slice (the first decomposition sorts them out): made alone, or cut from the file's
-        // particles every rank read.
+        // Each rank keeps its slice (the first decomposition sorts them out): made alone, read alone from the
+        // file, or cut from particles every rank was given.
         const std::size_t P = static_cast<std::size_t>(comm_.size()), r = static_cast<std::size_t>(comm_.rank());
-        const std::size_t a = share ? first : r * n / P, b = share ? first + particles.size() : (r + 1) * n / P;
+        const bool own = share || rows;
+        const std::size_t a = own ? first : r * n / P, b = own ? first + particles.size() : (r + 1) * n / P;
         const std::span<const bn_f4> pos(particles.pos), vel(particles.vel);
-        const auto mine_pos = share ? pos : pos.subspan(a, b - a), mine_vel = share ? vel : vel.subspan(a, b - a);
+        const auto mine_pos = own ? pos : pos.subspan(a, b - a), mine_vel = own ? vel : vel.subspan(a, b - a);
         const InternalUnits units = system_units(mine_pos, comm_);
         Snapshot kept = Snapshot::dark(0); // snapshots over ranks take their fields from the particles (dark only)
         kept.time = template_.time;
         kept.units = template_.units;
-        kept.n_type2 = template_.n_type2, kept.n_type3 = template_.n_type3, kept.n_type5 = template_.n_type5;
+        kept.n_type2 = rows ? whole.n_type2 : template_.n_type2;
+        kept.n_type3 = rows ? whole.n_type3 : template_.n_type3;
+        kept.n_type5 = rows ? whole.n_type5 : template_.n_type5;
         template_ = std::move(kept);
         sim_->start_slice(mine_pos, mine_vel, template_.time, a, units);
     } else {

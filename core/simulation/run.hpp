@@ -73,10 +73,12 @@ class RunPlan {
 public:
     const RunOptions& options() const noexcept { return options_; }
     /// Particles in all ranks together.
-    std::size_t size() const noexcept { return input_ ? input_->size() : options_.n; }
+    std::size_t size() const noexcept { return input_ ? whole_.size() : options_.n; }
     /// The input file's or the front end's particles; nothing for generated ones, which Run makes when it starts
-    /// (after the caller had the chance to judge the device memory they need).
+    /// (after the caller had the chance to judge the device memory they need). Over several ranks, an input file's
+    /// particles [first_row(), first_row() + input()->size()) only: each rank reads its own rows.
     const std::optional<Snapshot>& input() const noexcept { return input_; }
+    std::size_t first_row() const noexcept { return first_row_.value_or(0); }
     RunOutputs outputs() const noexcept { return outputs_; }
 
 private:
@@ -84,7 +86,9 @@ private:
     friend class Run;
     RunOptions options_;
     std::optional<Snapshot> input_;
-    Particles particles_; // input_ in the device's layout (converted once)
+    Particles particles_;                  // input_ in the device's layout (converted once)
+    std::optional<std::size_t> first_row_; // over ranks: input_ holds this rank's rows of the file, from here
+    FileCounts whole_;                     // the counts of the whole input
     RunOutputs outputs_ = RunOutputs::files;
 };
 
