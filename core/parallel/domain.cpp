@@ -24,6 +24,12 @@ struct Sample {
     double weight;
 };
 
+/// Frees @p v's memory now (clear() keeps it).
+template <class T> void release(std::vector<T>& v)
+{
+    std::vector<T>().swap(v);
+}
+
 } // namespace
 
 Decomposition::Decomposition(Backend& be, const Comm& comm) : be_(be), comm_(comm)
@@ -168,28 +174,36 @@ BalanceStats Decomposition::balance(Octree& tree, double work)
         if (with_vel) std::memcpy(r + sizeof(bn_f4), &leaver_vel[i], sizeof(bn_f4));
         std::memcpy(r + rec - sizeof(bn_u32), &leaver_ids[i], sizeof(bn_u32));
     }
+    // Host memory is what limits a start: the first balance moves most particles (a rank's initial slice lies all
+    // over the system), so every copy goes as soon as the next is made.
+    release(leaver_keys), release(leaver_pos), release(leaver_vel), release(leaver_ids), release(dest);
     for (auto& o : offsets)
         o *= rec;
     std::vector<std::size_t> recv_offsets;
-    const auto recv = comm_.exchange(send, offsets, recv_offsets);
+    std::vector<std::byte> recv = comm_.exchange(send, offsets, recv_offsets);
     const std::size_t arrive = recv.size() / rec;
     st.sent = leave;
     st.received = arrive;
     st.bytes += send.size();
+    release(send);
 
     tree.resize_keep(stays + arrive);
-    if (arrive) {
-        std::vector<bn_f4> p(arrive), v(with_vel ? arrive : 0);
-        std::vector<bn_u32> id(arrive);
-        for (std::size_t i = 0; i < arrive; ++i) {
-            const std::byte* r = recv.data() + i * rec;
+    // Unpacked and uploaded in pieces, so that no second copy of all arrivals is ever held.
+    constexpr std::size_t piece = std::size_t{1} << 20;
+    std::vector<bn_f4> p, v;
+    std::vector<bn_u32> id;
+    for (std::size_t at = 0; at < arrive; at += piece) {
+        const std::size_t m = std::min(piece, arrive - at);
+        p.resize(m), v.resize(with_vel ? m : 0), id.resize(m);
+        for (std::size_t i = 0; i < m; ++i) {
+            const std::byte* r = recv.data() + (at + i) * rec;
             std::memcpy(&p[i], r, sizeof(bn_f4));
             if (with_vel) std::memcpy(&v[i], r + sizeof(bn_f4), sizeof(bn_f4));
             std::memcpy(&id[i], r + rec - sizeof(bn_u32), sizeof(bn_u32));
         }
-        tree.pos().upload(std::span<const bn_f4>(p), stays);
-        if (with_vel) tree.vel().upload(std::span<const bn_f4>(v), stays);
-        tree.ids().upload(std::span<const bn_u32>(id), stays);
+        tree.pos().upload(std::span<const bn_f4>(p), stays + at);
+        if (with_vel) tree.vel().upload(std::span<const bn_f4>(v), stays + at);
+        tree.ids().upload(std::span<const bn_u32>(id), stays + at);
     }
     st.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return st;

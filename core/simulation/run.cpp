@@ -266,11 +266,15 @@ Run::Run(Backend& be, RunPlan plan, RunHooks hooks, const Comm& comm)
         // Each rank keeps its slice (the first decomposition sorts them out): made alone, read alone from the
         // file, or cut from particles every rank was given.
         const std::size_t P = static_cast<std::size_t>(comm_.size()), r = static_cast<std::size_t>(comm_.rank());
-        const bool own = share || rows;
-        const std::size_t a = own ? first : r * n / P, b = own ? first + particles.size() : (r + 1) * n / P;
-        const std::span<const bn_f4> pos(particles.pos), vel(particles.vel);
-        const auto mine_pos = own ? pos : pos.subspan(a, b - a), mine_vel = own ? vel : vel.subspan(a, b - a);
-        const InternalUnits units = system_units(mine_pos, comm_);
+        const std::size_t a = share || rows ? first : r * n / P;
+        if (!share && !rows) { // given whole to every rank: this rank's part
+            const std::size_t b = (r + 1) * n / P;
+            particles.pos = std::vector<bn_f4>(particles.pos.begin() + static_cast<std::ptrdiff_t>(a),
+                                               particles.pos.begin() + static_cast<std::ptrdiff_t>(b));
+            particles.vel = std::vector<bn_f4>(particles.vel.begin() + static_cast<std::ptrdiff_t>(a),
+                                               particles.vel.begin() + static_cast<std::ptrdiff_t>(b));
+        }
+        const InternalUnits units = system_units(particles.pos, comm_);
         Snapshot kept = Snapshot::dark(0); // snapshots over ranks take their fields from the particles (dark only)
         kept.time = template_.time;
         kept.units = template_.units;
@@ -278,9 +282,10 @@ Run::Run(Backend& be, RunPlan plan, RunHooks hooks, const Comm& comm)
         kept.n_type3 = rows ? whole.n_type3 : template_.n_type3;
         kept.n_type5 = rows ? whole.n_type5 : template_.n_type5;
         template_ = std::move(kept);
-        sim_->start_slice(mine_pos, mine_vel, template_.time, a, units);
+        sim_->start_slice(std::move(particles), template_.time, a, units); // frees them before the first forces
     } else {
-        sim_->start(particles.pos, particles.vel, template_.time);
+        const InternalUnits units = InternalUnits::for_system(particles.pos);
+        sim_->start_slice(std::move(particles), template_.time, 0, units);
     }
 
     // Step 0: a fresh log, the first snapshot and a checkpoint, so that a kill from now on loses nothing.

@@ -71,11 +71,19 @@ void Simulation::start(std::span<const bn_f4> pos, std::span<const bn_f4> vel, d
 {
     if (pos.empty()) throw UsageError("simulation: no particles");
     if (comm_.parallel()) throw std::logic_error("Simulation::start on several ranks: use start_slice");
-    start_slice(pos, vel, t_begin, 0, InternalUnits::for_system(pos));
+    load(pos, vel, t_begin, 0, InternalUnits::for_system(pos));
+    begin();
 }
 
-void Simulation::start_slice(std::span<const bn_f4> pos, std::span<const bn_f4> vel, double t_begin,
-                             std::size_t first_id, const InternalUnits& units)
+void Simulation::start_slice(Particles mine, double t_begin, std::size_t first_id, const InternalUnits& units)
+{
+    load(mine.pos, mine.vel, t_begin, first_id, units);
+    mine = Particles();
+    begin();
+}
+
+void Simulation::load(std::span<const bn_f4> pos, std::span<const bn_f4> vel, double t_begin, std::size_t first_id,
+                      const InternalUnits& units)
 {
     if (vel.size() != pos.size())
         throw UsageError(fmt::format("simulation: {} positions but {} velocities", pos.size(), vel.size()));
@@ -114,6 +122,10 @@ void Simulation::start_slice(std::span<const bn_f4> pos, std::span<const bn_f4> 
             ids[i] = static_cast<bn_u32>(first_id + i);
         tree_.ids().upload(std::span<const bn_u32>(ids));
     }
+}
+
+void Simulation::begin()
+{
     compute_forces(false);
     if (!options_.direct)
         if (auto warning = check_tree_depth(tree_, units_, "the particles")) notice("warning: " + *warning);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "core/device/backend.hpp"
+#include "core/files/particles.hpp"
 #include "core/gravity/forces.hpp"
 #include "core/gravity/precision.hpp"
 #include "core/parallel/comm.hpp"
@@ -111,9 +112,10 @@ public:
     /// for the whole run; every result below is given in the input's units.
     void start(std::span<const bn_f4> pos, std::span<const bn_f4> vel, double t_begin);
     /// Several ranks: starts from this rank's slice of the input, particles @p first_id .. first_id + size - 1 of
-    /// it (a slice may be empty), in the internal @p units chosen for the whole input.
-    void start_slice(std::span<const bn_f4> pos, std::span<const bn_f4> vel, double t_begin, std::size_t first_id,
-                     const InternalUnits& units);
+    /// it (a slice may be empty), in the internal @p units chosen for the whole input. Takes @p mine and frees its
+    /// host memory once it is on the device, before the first forces: host memory sets how many particles a rank
+    /// can start.
+    void start_slice(Particles mine, double t_begin, std::size_t first_id, const InternalUnits& units);
     /// Continues from a saved state exactly (no force evaluation: the saved accelerations are used).
     void restore(const SimulationState& state);
     /// Downloads the exact device state.
@@ -160,6 +162,11 @@ public:
     const TreeForces& forces() const noexcept { return forces_.forces(); }
 
 private:
+    /// start()'s and start_slice()'s first half: the particles onto the device, in internal @p units.
+    void load(std::span<const bn_f4> pos, std::span<const bn_f4> vel, double t_begin, std::size_t first_id,
+              const InternalUnits& units);
+    /// Their second half: the first forces (and the first rungs).
+    void begin();
     /// Builds the tree and walks it; @p relative: with the relative criterion when options().alpha > 0 (every
     /// evaluation but the first, which has no accelerations of a step before).
     void compute_forces(bool relative);
