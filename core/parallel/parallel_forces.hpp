@@ -1,7 +1,7 @@
 /**
  * @file parallel_forces.hpp
  * @brief Tree forces over all ranks: the domain decomposition, the local tree, the local essential trees of the
- *        other ranks and the walks over both, in the order that lets the exchange overlap the local walk.
+ *        other ranks, and one walk over the local tree with the received ones grafted on.
  *
  * One compute():
  *   balance (domain.hpp)  ->  build the local tree  ->  boxes and trees for the other ranks (let.hpp, on the
