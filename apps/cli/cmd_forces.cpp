@@ -2,8 +2,8 @@
  * @file cmd_forces.cpp
  * @brief `banyan forces`: one force evaluation of the particles of a snapshot file (HDF5 or tipsy), by the tree
  *        walk or by direct summation, written as a float32 .npy array (N, 4) = (ax, ay, az, potential) in the file's
- * particle order; under mpirun over all ranks (each takes a slice of the particles, the file is written by all
- * together).
+ * particle order; under mpirun over all ranks (each takes a slice of the particles, the tree walk's ranks read only
+ * their rows of the input, the file is written by all together).
  */
 #include "apps/cli/cli.hpp"
 #include "core/error.hpp"
@@ -52,28 +52,50 @@ int run_forces(const std::vector<std::string>& args)
         throw UsageError(fmt::format("forces: --theta must be in [0, 1], got {}", theta));
     const bool direct = opt.has("direct");
 
-    // Under mpirun every rank reads the file and takes its slice of the particles; the tree walk moves them between
-    // ranks (ParallelForces), the direct sum takes all as sources. One rank is the same code with one slice.
+    // Under mpirun each rank takes its slice of the particles [r N / P, (r + 1) N / P); the tree walk moves them
+    // between ranks (ParallelForces). The tree walk's ranks read only their rows of the file; the direct sum takes
+    // all particles as sources, so its ranks read the whole. One rank is the same code with one slice.
     const Comm& comm = Comm::world();
     const bool root = comm.rank() == 0;
     const std::string in = opt.str("in");
+    const std::size_t P = static_cast<std::size_t>(comm.size()), r = static_cast<std::size_t>(comm.rank());
+    const bool rows = comm.parallel() && !direct;
     SnapshotMeta meta;
-    const Snapshot s = read_snapshot(in, &meta, false); // positions and masses are enough: no velocities needed
-    check_particles(s, in);
-    const double eps = opt.has("eps") ? opt.number("eps") : softening_from_file(s, meta, in, "forces");
+    Snapshot s;
+    std::size_t n = 0, first = 0, count = 0;
+    if (rows) {
+        FileCounts whole;
+        read_snapshot(in, nullptr, false, nullptr, Rows{0, 0}, &whole);
+        n = whole.size();
+        if (n == 0) throw UsageError(fmt::format("{}: no particles (N = 0); at least one is needed", in));
+        first = r * n / P, count = (r + 1) * n / P - first;
+        s = read_snapshot(in, &meta, false, nullptr, Rows{first, count}); // positions and masses are enough
+        meta.has_softening = !comm.any(!meta.has_softening);              // a rank without collisionless rows says yes
+        check_particle_values(s, in, first);
+    } else {
+        s = read_snapshot(in, &meta, false); // positions and masses are enough: no velocities needed
+        check_particles(s, in);
+        n = s.size(), first = r * n / P, count = (r + 1) * n / P - first;
+    }
+    const double eps =
+        opt.has("eps") ? opt.number("eps") : softening_from_file(meta, in, "forces", common_softening(s, comm));
     if (!opt.has("eps") && root) fmt::print("softening eps = {} (the particles' own, from {})\n", eps, in);
     if (!(eps >= 0.0)) throw UsageError(fmt::format("forces: --eps must be >= 0, got {}", eps));
-    const std::size_t n = s.size();
-    std::vector<bn_f4> pos(n);
-    for (std::size_t i = 0; i < n; ++i)
+    std::vector<bn_f4> pos(s.size());
+    for (std::size_t i = 0; i < pos.size(); ++i)
         pos[i] = {s.pos[3 * i], s.pos[3 * i + 1], s.pos[3 * i + 2], s.mass[i]};
-    check_precision_range(pos, eps, in);
+    s = Snapshot();
     // In internal units (precision.hpp), the same on every rank: they come from all particles.
-    const InternalUnits units = InternalUnits::for_system(pos);
+    InternalUnits units;
+    if (rows) {
+        check_precision_range(pos, first, n, eps, in, comm);
+        units = system_units(pos, comm);
+    } else {
+        check_precision_range(pos, eps, in);
+        units = InternalUnits::for_system(pos);
+    }
     units.to_internal(pos);
     const float eps_internal = static_cast<float>(units.length_to_internal(eps));
-    const std::size_t P = static_cast<std::size_t>(comm.size()), r = static_cast<std::size_t>(comm.rank());
-    const std::size_t first = r * n / P, count = (r + 1) * n / P - first;
 
     auto be = open_device(rank_device(opt.device_request(), comm));
     comm.barrier();
@@ -92,7 +114,8 @@ int run_forces(const std::vector<std::string>& args)
         std::vector<bn_u32> slice_ids(count);
         std::iota(slice_ids.begin(), slice_ids.end(), static_cast<bn_u32>(first));
         Octree tree(*be);
-        tree.set_particles(std::span<const bn_f4>(pos).subspan(first, count), {}, slice_ids);
+        tree.set_particles(rows ? std::span<const bn_f4>(pos) : std::span<const bn_f4>(pos).subspan(first, count), {},
+                           slice_ids);
         ParallelForces pf(*be, comm);
         pf.compute(tree, static_cast<float>(theta), eps_internal);
         if (auto warning = check_tree_depth(tree, units, in)) notice("warning: " + *warning);

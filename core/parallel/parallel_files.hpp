@@ -1,9 +1,11 @@
 /**
  * @file parallel_files.hpp
- * @brief Files written by all ranks together, in the order of the input: no rank ever holds more than its share.
- *        Snapshots of a run (standard big-endian tipsy or HDF5, collisionless particles) and the (N, 4) arrays of
- *        `banyan forces` (.npy).
+ * @brief Files read and written by all ranks together, in the order of the input: no rank ever holds more than its
+ *        share. Reading: each rank reads its own rows of an input (read_snapshot with Rows), and what needs the
+ *        whole input is formed by reductions over the ranks (below). Writing: snapshots of a run (standard
+ *        big-endian tipsy or HDF5, collisionless particles) and the (N, 4) arrays of `banyan forces` (.npy).
  *
+ * Writing:
  * All go the same way: every particle's record goes to the rank that writes its block of the file (rank q writes
  * ids [q N / P, (q + 1) N / P)). Tipsy and .npy: every rank writes its block at its offset into a temporary name
  * through MPI-IO, and rank 0 renames it when all are done. HDF5 (serial HDF5, no MPI-IO): rank 0 creates the
@@ -14,15 +16,34 @@
 
 #include "core/device_shared.h"
 #include "core/files/hdf5_snapshot.hpp"
+#include "core/gravity/precision.hpp"
 #include "core/parallel/comm.hpp"
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 namespace banyan {
+
+// ---- An input read by rows: what needs all of it, over the ranks (collective) ---------------------------------
+
+/// The softening every collisionless particle of every rank's @p mine carries, when they all carry the same one
+/// (common_softening of all ranks' particles).
+std::optional<float> common_softening(const Snapshot& mine, const Comm& comm);
+
+/// InternalUnits::for_system of the particles of every rank, from each rank's @p mine: the bounding box's largest
+/// side and the total mass.
+InternalUnits system_units(std::span<const bn_f4> mine, const Comm& comm);
+
+/// check_precision_range (precision.hpp) of the particles of every rank, from each rank's @p pos_mass, particles
+/// [first, first + pos_mass.size()) of @p total: the lightest particle is named by its index in the input.
+void check_precision_range(std::span<const bn_f4> pos_mass, std::size_t first, std::size_t total, double eps,
+                           const std::string& what, const Comm& comm);
+
+// ---- Files written by all ranks ---------------------------------------------------------------------------------
 
 /// This rank's particles: ids (0 .. N - 1 over all ranks, each once), x y z mass, vx vy vz, and the potential.
 struct RankParticles {
