@@ -121,6 +121,51 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letSelect(_
     send[c] = opened[c] && bn_tree_is_leaf(cnt) ? bn_tree_count(cnt) : 0u;
 }
 
+/* The top tree this rank sends with its boxes (let.hpp), for the cells [first_cell, end_cell) of one level,
+ * launched level by level from the root: opened[c] = 1 when c's parent is opened (the root has none) and c holds
+ * more than `limit` particles or its opening radius (as bn_let_opens: q1.w inv_theta + q1.z) exceeds r_max, for
+ * letSelect and letGather. Work-group BANYAN_WG. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letTopOpened(
+    __global const bn_u32* cell_pcount, __global const bn_f4* cell_quad1, __global const bn_u32* cell_parent,
+    bn_u32 first_cell, bn_u32 end_cell, bn_u32 limit, float inv_theta, float r_max, __global bn_u32* opened)
+{
+    const uint c = first_cell + get_global_id(0);
+    if (c >= end_cell) return;
+    const bn_u32 p = cell_parent[c];
+    const bn_f4 q1 = cell_quad1[c];
+    opened[c] = (p == BANYAN_TREE_NO_PARENT || opened[p]) && (cell_pcount[c] > limit || q1.w * inv_theta + q1.z > r_max)
+                    ? 1u
+                    : 0u;
+}
+
+/* Which groups may walk before the other ranks' trees arrive (let.hpp): box b in [first_box, end_box) of this
+ * rank's boxes (boxes[2b], boxes[2b + 1], the lower corner's w the smallest previous |a|) is far when no group in
+ * it may open (bn_let_opens, as letOpened tests) any cell in [top_begin, top_end) of the grafted arrays that was
+ * sent as a leaf without particles (count == the leaf bit alone): the top trees' cells whose children stayed
+ * home. Its groups [runs[2b], runs[2b + 1]) get far = 1 and near = 0 when it is far, else far = 0 and near = 1.
+ * Work-group BANYAN_WG. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letFarGroups(
+    __global const bn_f4* boxes, __global const bn_u32* runs, bn_u32 first_box, bn_u32 end_box,
+    __global const bn_f4* cell_com, __global const bn_f4* cell_quad1, __global const bn_u32* cell_count,
+    bn_u32 top_begin, bn_u32 top_end, float inv_theta, float alpha, __global bn_u32* far, __global bn_u32* near)
+{
+    const uint b = first_box + get_global_id(0);
+    if (b >= end_box) return;
+    const bn_f4 lo = boxes[2 * b], hi = boxes[2 * b + 1];
+    bn_u32 is_far = 1u;
+    for (uint c = top_begin; c < top_end && is_far; ++c) {
+        if (cell_count[c] != BANYAN_TREE_LEAF_BIT) continue;
+        const bn_f4 com = cell_com[c];
+        const bn_f4 q1 = cell_quad1[c];
+        const float rel = alpha > 0.0f ? bn_rel_cell(com.w, q1.w) : 0.0f;
+        if (bn_let_opens(com, q1, inv_theta, rel, alpha, lo, hi)) is_far = 0u;
+    }
+    for (uint g = runs[2 * b]; g < runs[2 * b + 1]; ++g) {
+        far[g] = is_far;
+        near[g] = 1u - is_far;
+    }
+}
+
 /* The local essential tree: kept cell c goes to index cell_index[c] (exclusive scan of keep) with its multipoles;
  * its link becomes (cell_index[first child], children) for an opened node, (particle_index[c], LEAF | count) for
  * an opened leaf, whose particles go to out_pos from particle_index[c] on (exclusive scan of send), and

@@ -133,6 +133,53 @@ __global__ void __launch_bounds__(BANYAN_WG) letSelect(const bn_u32* cell_parent
 }
 BANYAN_CUDA_KERNEL(letSelect);
 
+/* The top tree this rank sends with its boxes (let.hpp), for the cells [first_cell, end_cell) of one level,
+ * launched level by level from the root: opened[c] = 1 when c's parent is opened (the root has none) and c holds
+ * more than `limit` particles or its opening radius (as bn_let_opens: q1.w inv_theta + q1.z) exceeds r_max, for
+ * letSelect and letGather. Block BANYAN_WG. */
+__global__ void __launch_bounds__(BANYAN_WG)
+    letTopOpened(const bn_u32* cell_pcount, const bn_f4* cell_quad1, const bn_u32* cell_parent, bn_u32 first_cell,
+                 bn_u32 end_cell, bn_u32 limit, float inv_theta, float r_max, bn_u32* opened)
+{
+    const bn_u32 c = first_cell + blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= end_cell) return;
+    const bn_u32 p = cell_parent[c];
+    const bn_f4 q1 = cell_quad1[c];
+    opened[c] = (p == BANYAN_TREE_NO_PARENT || opened[p]) && (cell_pcount[c] > limit || q1.w * inv_theta + q1.z > r_max)
+                    ? 1u
+                    : 0u;
+}
+BANYAN_CUDA_KERNEL(letTopOpened);
+
+/* Which groups may walk before the other ranks' trees arrive (let.hpp): box b in [first_box, end_box) of this
+ * rank's boxes (boxes[2b], boxes[2b + 1], the lower corner's w the smallest previous |a|) is far when no group in
+ * it may open (bn_let_opens, as letOpened tests) any cell in [top_begin, top_end) of the grafted arrays that was
+ * sent as a leaf without particles (count == the leaf bit alone): the top trees' cells whose children stayed
+ * home. Its groups [runs[2b], runs[2b + 1]) get far = 1 and near = 0 when it is far, else far = 0 and near = 1.
+ * Block BANYAN_WG. */
+__global__ void __launch_bounds__(BANYAN_WG)
+    letFarGroups(const bn_f4* boxes, const bn_u32* runs, bn_u32 first_box, bn_u32 end_box, const bn_f4* cell_com,
+                 const bn_f4* cell_quad1, const bn_u32* cell_count, bn_u32 top_begin, bn_u32 top_end, float inv_theta,
+                 float alpha, bn_u32* far, bn_u32* near)
+{
+    const bn_u32 b = first_box + blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= end_box) return;
+    const bn_f4 lo = boxes[2 * b], hi = boxes[2 * b + 1];
+    bn_u32 is_far = 1u;
+    for (bn_u32 c = top_begin; c < top_end && is_far; ++c) {
+        if (cell_count[c] != BANYAN_TREE_LEAF_BIT) continue;
+        const bn_f4 com = cell_com[c];
+        const bn_f4 q1 = cell_quad1[c];
+        const float rel = alpha > 0.0f ? bn_rel_cell(com.w, q1.w) : 0.0f;
+        if (bn_let_opens(com, q1, inv_theta, rel, alpha, lo, hi)) is_far = 0u;
+    }
+    for (bn_u32 g = runs[2 * b]; g < runs[2 * b + 1]; ++g) {
+        far[g] = is_far;
+        near[g] = 1u - is_far;
+    }
+}
+BANYAN_CUDA_KERNEL(letFarGroups);
+
 /* The local essential tree: kept cell c goes to index cell_index[c] (exclusive scan of keep) with its multipoles;
  * its link becomes (cell_index[first child], children) for an opened node, (particle_index[c], LEAF | count) for
  * an opened leaf, whose particles go to out_pos from particle_index[c] on (exclusive scan of send), and

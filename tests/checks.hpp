@@ -37,8 +37,9 @@ void check_walk_against_cpu(Octree& tree, TreeForces& forces, float theta, float
 void check_one_step(Backend& be, std::size_t n, bool direct, std::uint64_t seed);
 
 /// Two halves of a Plummer sphere of @p n particles (@p all, a = those with x < 0.1 first, na of them), each in its
-/// own built tree, and in @p let the local essential tree of b for a's boxes, received (what two ranks do, in one
-/// process; defined in test_parallel.cpp). Returns na.
+/// own built tree, and in @p let b's top tree (top_per_rank 256) grafted behind a's tree with a's groups flagged far or
+/// near, then the local essential tree of b for a's boxes received (what two ranks do, in one process; defined in
+/// test_parallel.cpp). Returns na.
 std::size_t let_of_halves(Backend& be, std::size_t n, std::uint64_t seed, float theta, std::vector<bn_f4>& all,
                           Octree& ta, Octree& tb, LetExchange& let);
 

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 namespace banyan {
@@ -63,9 +64,15 @@ std::size_t test::let_of_halves(Backend& be, std::size_t n, std::uint64_t seed, 
     ta.build();
     tb.build();
     (void)be;
-    const auto boxes_a = let.boxes_message(ta);
+    let.set_top_per_rank(256);
+    auto boxes_b = let.boxes_message(tb, theta);       // for its top tree
+    const auto boxes_a = let.boxes_message(ta, theta); // last: a's boxes stay on the device for graft_tops
     HostBytes tree_b;
     let.tree_for(tb, theta, boxes_a, tree_b);
+    std::uint64_t head[2]; // the size of the tree to come, as build() exchanges it
+    std::memcpy(head, tree_b.data(), sizeof head);
+    const std::size_t box_offsets[2] = {0, boxes_b.size()};
+    let.graft_tops(ta, theta, boxes_b, box_offsets, 1, head[0], head[1]);
     const std::size_t offsets[2] = {0, tree_b.size()};
     let.receive(tree_b, offsets, ta.cells(), ta.size());
     return na;
@@ -82,22 +89,62 @@ TEST_CASE("a local essential tree of one half, walked for the other half, gives 
         const std::size_t na = test::let_of_halves(backend(), n, 31, theta, all, ta, tb, let);
         const std::size_t nb = n - na;
         RemoteTrees& r = let.remote();
-        // Pruned: part of b's cells and particles, not all of them.
-        CHECK(r.cells > 0);
-        CHECK(r.cells < tb.cells());
-        CHECK(r.particles < nb);
+        // Pruned: part of b's cells and particles, not all of them (received, behind b's top tree).
+        CHECK(r.cells > r.top_cells);
+        CHECK(r.cells - r.top_cells < tb.cells());
+        CHECK(r.particles - r.top_particles < nb);
+        REQUIRE(r.split);
         CHECK(r.cell_base == ta.cells());
         CHECK(r.particle_base == na);
         TreeForces f(backend());
         f.set_count_each(true);
         f.compute(ta, theta, 0.01f);
         const auto local_pc = f.pc_counts().download(na);
+        // The far groups walk a's root and b's top root first, the near ones a's root and the received root after
+        // (walk_received, which end() calls): the results of every group walking the latter, to the bit.
         f.begin(ta, theta, 0.01f, &r);
         f.end(ta);
-        // Results in a's input order, for the particles of a.
+        const auto pc = f.pc_counts().download(na);
+        const InteractionTotals split_totals = f.totals();
         auto out = backend().alloc<bn_f4>(na, "test.acc");
         f.to_input_order(ta, out);
+        const auto split_acc = out.download(na);
+        const auto far = r.far.download(ta.groups());
+        const auto nfar = static_cast<std::size_t>(std::count(far.begin(), far.end(), 1u));
+        INFO(fmt::format("theta {}: {} of {} groups far", theta, nfar, ta.groups()));
+        CHECK(nfar > 0);
+        CHECK(nfar < ta.groups());
+        {
+            // letTopOpened and letFarGroups against the CPU: b's top tree opens at least every cell of b with more
+            // than max(N_CRIT, n_b / 256) particles (top_per_rank 256), and no far group may open a cell
+            // it left home (bn_let_opens on the group's own box, inside the fine box the kernel tested).
+            const std::size_t c0 = r.cell_base, c1 = c0 + r.top_cells, ng = ta.groups();
+            const auto com = r.com.download(c1), q1 = r.quad1.download(c1);
+            const auto count = r.count.download(c1);
+            const auto pcount = tb.cell_pcount().download(tb.cells());
+            const auto big = std::count_if(pcount.begin(), pcount.end(), [&](bn_u32 k) {
+                return k > std::max<std::size_t>(BANYAN_N_CRIT, nb / 256);
+            });
+            const auto opened = std::count_if(count.begin() + static_cast<long>(c0), count.end(),
+                                              [](bn_u32 k) { return k != BANYAN_TREE_LEAF_BIT; });
+            CHECK(opened >= big);
+            const auto lo = ta.group_lo().download(ng), hi = ta.group_hi().download(ng);
+            std::size_t wrong = 0;
+            for (std::size_t g = 0; g < ng; ++g)
+                for (std::size_t c = c0; c < c1 && far[g]; ++c)
+                    wrong += count[c] == BANYAN_TREE_LEAF_BIT &&
+                             bn_let_opens(com[c], q1[c], 1.0f / theta, 0.0f, 0.0f, lo[g], hi[g]);
+            CHECK(wrong == 0);
+        }
+        r.split = false;
+        f.begin(ta, theta, 0.01f, &r);
+        f.end(ta);
+        CHECK(f.totals().pp == split_totals.pp);
+        CHECK(f.totals().pc == split_totals.pc);
+        // Results in a's input order, for the particles of a.
+        f.to_input_order(ta, out);
         const auto acc = out.download(na);
+        CHECK(std::memcmp(acc.data(), split_acc.data(), na * sizeof(bn_f4)) == 0);
         const auto mine = errors_against_direct(all, 0, acc, 0.01);
         const auto whole = tree_forces(backend(), all, theta, 0.01f);
         const std::vector<bn_f4> one(whole.acc.begin(), whole.acc.begin() + static_cast<long>(na));
@@ -110,7 +157,6 @@ TEST_CASE("a local essential tree of one half, walked for the other half, gives 
         CHECK(mine[mine.size() * 99 / 100] <= 1.5 * ref[ref.size() * 99 / 100]);
         CHECK(mine.back() <= 2.5 * ref.back());
         // Interactions: every particle meets at least the received root besides what the local tree gave it.
-        const auto pc = f.pc_counts().download(na);
         std::size_t fewer = 0;
         for (std::size_t i = 0; i < na; ++i)
             fewer += pc[i] <= local_pc[i];

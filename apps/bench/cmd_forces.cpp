@@ -109,6 +109,8 @@ struct ParallelRow {
     /// Inside the phases, slowest rank: boxes, downloads of the trees, messages, upload of what arrived (host
     /// clock); the walk alone (device events).
     double boxes = 0, download = 0, mpi = 0, upload = 0, walk_device = 0;
+    double far = 0;       ///< of all ranks' groups, the share walked before the trees arrived (last evaluation)
+    double top_cells = 0; ///< top-tree cells received, summed over ranks (last evaluation)
 };
 
 /// `bench forces` under mpirun: each rank holds N / P particles (its own Plummer sphere of that many, seed + rank,
@@ -116,7 +118,7 @@ struct ParallelRow {
 /// evaluation is one ParallelForces::compute from a barrier: balance, build, trees for the others, their exchange,
 /// one walk over the local and the grafted trees; wall time on each rank, the largest reported.
 ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::uint64_t seed, double theta,
-                           Opening opening, float eps, int warmup, int reps)
+                           Opening opening, float eps, int warmup, int reps, std::size_t top_per_rank)
 {
     const std::size_t P = static_cast<std::size_t>(comm.size()), r = static_cast<std::size_t>(comm.rank());
     const std::size_t mine = (r + 1) * n / P - r * n / P;
@@ -132,7 +134,9 @@ ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::ui
     tree.set_particles(p.pos, {}, ids);
     p = Particles();
     ParallelForces pf(be, comm);
+    pf.let().set_top_per_rank(top_per_rank);
     std::vector<double> cols[12];
+    double split[3] = {0, 0, 0}; // far groups, groups, top cells of the last evaluation
     double moved = 0, let_bytes = 0, let_cells = 0, let_parts = 0;
     for (int i = 0; i < warmup + reps; ++i) {
         comm.barrier();
@@ -155,7 +159,10 @@ ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::ui
                              static_cast<double>(t.let.cells_sent), static_cast<double>(t.let.particles_sent)};
         comm.sum(std::span<double>(traffic, 4));
         moved += traffic[0], let_bytes += traffic[1], let_cells += traffic[2], let_parts += traffic[3];
+        split[0] = static_cast<double>(t.let.far_groups), split[1] = static_cast<double>(t.let.groups);
+        split[2] = static_cast<double>(t.let.top_cells);
     }
+    comm.sum(std::span<double>(split, 3));
     ParallelRow row;
     row.n = n;
     row.theta = theta;
@@ -165,6 +172,7 @@ ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::ui
         *out[k] = bench::median(cols[k]);
     row.moved = moved / reps, row.let_mb = let_bytes / reps / 1e6, row.let_cells = let_cells / reps;
     row.let_particles = let_parts / reps;
+    row.far = split[1] > 0 ? split[0] / split[1] : 0.0, row.top_cells = split[2];
     double inter[2] = {static_cast<double>(pf.forces().totals().pp), static_cast<double>(pf.forces().totals().pc)};
     comm.sum(std::span<double>(inter, 2));
     row.pp = inter[0] / static_cast<double>(n), row.pc = inter[1] / static_cast<double>(n);
@@ -179,6 +187,7 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
 {
     const bool gpu = be.info().gpu;
     const bool per_rank = opt.has("per-rank");
+    const auto top_per_rank = static_cast<std::size_t>(opt.integer_in("top-per-rank", 0, 1 << 20));
     const int min_log2 = opt.has("min-log2") ? opt.integer_in("min-log2", 1, 31) : (gpu ? 22 : 12);
     const int max_log2 =
         opt.has("max-log2") ? opt.integer_in("max-log2", min_log2, 31) : std::max(min_log2, gpu ? 24 : 14);
@@ -235,7 +244,7 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
         const std::size_t n = (std::size_t{1} << log2) * (per_rank ? P : 1);
         for (double theta : thetas) {
             const ParallelRow r = bench_parallel(be, comm, n, seed + static_cast<std::uint64_t>(log2), theta, opening,
-                                                 static_cast<float>(eps), warmup, reps);
+                                                 static_cast<float>(eps), warmup, reps, top_per_rank);
             auto ms = [](double v) { return fmt::format("{:.2f}", v); };
             if (root)
                 table.print_row({fmt::format("2^{}", log2), fmt::format("{}", P), fmt::format("{:.2f}", theta),
@@ -268,6 +277,8 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
             j.key("mpi_ms").number(r.mpi);
             j.key("tree_upload_ms").number(r.upload);
             j.key("walk_device_ms").number(r.walk_device);
+            j.key("far_group_share").number(r.far);
+            j.key("top_cells").number(r.top_cells);
             j.end_object();
         }
     }
@@ -281,24 +292,29 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
                              {"download", 9, true},
                              {"MPI", 7, true},
                              {"upload", 7, true},
-                             {"walk dev", 0}});
+                             {"walk dev", 9, true},
+                             {"far %", 6, true},
+                             {"top cells", 0}});
         fmt::print("\n");
         inside.print_header();
         for (const auto& [label, r] : done)
             inside.print_row({label, fmt::format("{:.2f}", r.theta), fmt::format("{:.2f}", r.boxes),
                               fmt::format("{:.2f}", r.download), fmt::format("{:.2f}", r.mpi),
-                              fmt::format("{:.2f}", r.upload), fmt::format("{:.2f}", r.walk_device)});
+                              fmt::format("{:.2f}", r.upload), fmt::format("{:.2f}", r.walk_device),
+                              fmt::format("{:.1f}", 100 * r.far), fmt::format("{:.0f}", r.top_cells)});
         fmt::print(
             "\nN: {}; balance = decomposition and particle exchange; LET = boxes and trees for the other ranks "
-            "(device, then host); exchange = the trees' messages and their upload behind the local tree; walk = one "
-            "walk per group over the local and the received trees; pp, pc = interactions per particle over all ranks' "
+            "(device, then host); exchange = the trees' messages and their upload behind the local tree, while the "
+            "far groups walk; walk = the near groups' walk after it (every group walks once, over the local tree "
+            "and the others' top trees or received trees); pp, pc = interactions per particle over all ranks' "
             "walks (the trees of other ranks split cells that one tree would take whole: more than on one rank); "
             "spread = slowest rank's walk / mean; moved = particles "
             "that changed rank, LET MB = trees and boxes sent, per evaluation over all ranks; B/part = peak "
             "device memory of the largest rank x P / N. Second table, inside those phases: boxes = this "
             "rank's boxes and their all-gather, download = the trees into host memory (both in LET), MPI = "
-            "the messages, upload = the trees received onto the device (both in exchange); walk dev = the walk alone "
-            "by device events\n",
+            "the messages, upload = the trees received onto the device (both in exchange); walk dev = the walks alone "
+            "by device events; far % = the groups walked during the exchange; top cells = the other ranks' top "
+            "trees received, summed over ranks\n",
             per_rank ? "per rank" : "in all");
         if (opt.has("json")) {
             write_file_atomically(opt.str("json"), [&](std::ostream& f) { f << j.text(); });
@@ -336,6 +352,11 @@ int run_bench_forces(const std::vector<std::string>& args)
     opt.value("in", "FILE", "the particles of a snapshot (HDF5 or tipsy) instead of a model: one size, the file's N");
     opt.value("json", "FILE", "also write the results as JSON to FILE (temporary name, then renamed)");
     opt.flag("per-rank", "under mpirun: 2^K particles per rank (weak scaling) instead of in all");
+    opt.value("top-per-rank", "T",
+              "under mpirun: the top trees sent with the boxes hold the cells of more than 1/T of a rank's "
+              "particles (let.hpp), and the groups far from them walk while the trees travel; 0: none, every "
+              "group walks after the exchange",
+              "0");
     if (!opt.parse(args)) return 0;
 
     const Comm& comm = Comm::world();

@@ -54,6 +54,9 @@
     X(letOpened, In<bn_f4>, In<bn_f4>, In<bn_u32>, bn_u32, bn_u32, float, float, In<bn_f4>, bn_u32, In<bn_f4>,       \
       In<bn_u32>, Out<bn_u32>)                                                                                      \
     X(letSelect, In<bn_u32>, In<bn_u32>, In<bn_u32>, bn_u32, Out<bn_u32>, Out<bn_u32>)                               \
+    X(letTopOpened, In<bn_u32>, In<bn_f4>, In<bn_u32>, bn_u32, bn_u32, bn_u32, float, float, Out<bn_u32>)          \
+    X(letFarGroups, In<bn_f4>, In<bn_u32>, bn_u32, bn_u32, In<bn_f4>, In<bn_f4>, In<bn_u32>, bn_u32, bn_u32, float,   \
+      float, Out<bn_u32>, Out<bn_u32>)                                                                            \
     X(letGather, In<bn_f4>, In<bn_f4>, In<bn_f4>, In<bn_u32>, In<bn_u32>, In<bn_f4>, In<bn_u32>, In<bn_u32>,         \
       In<bn_u32>, In<bn_u32>, bn_u32, Out<bn_f4>, Out<bn_f4>, Out<bn_f4>, Out<bn_u32>, Out<bn_u32>, Out<bn_f4>)      \
     /* radix_sort */                                                                                                \

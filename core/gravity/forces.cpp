@@ -33,6 +33,7 @@ TreeForces::TreeForces(Backend& be) : be_(be), groups_per_unit_(be.info().gpu ? 
     active_total_ = outputs_.view_as<bn_u32>(2 * align, 1);
     roots_ = be_.alloc<bn_u32>(1, "walk.roots");
     roots_.fill(0u);
+    near_roots_ = be_.alloc<bn_u32>(1, "walk.near_roots");
 }
 
 void TreeForces::clear_outputs()
@@ -116,10 +117,20 @@ void TreeForces::begin(Octree& tree, const OpeningCriterion& criterion, float ep
         throw std::logic_error("tree forces: fewer previous accelerations than particles (set_previous_accelerations)");
     if (rungs_ && rungs_->size() < n_) throw std::logic_error("tree forces: fewer rungs than particles (set_active)");
     walked_groups_ = tree.groups();
-    launch_local(tree);
+    // Block time steps are not run over ranks (run.cpp refuses them): with active groups the walk is not split.
+    split_ = remote_ && remote_->split && !rungs_;
+    near_pending_ = split_;
+    launch_local(tree, split_ ? Part::far : Part::all);
 }
 
-void TreeForces::launch_local(Octree& tree)
+void TreeForces::walk_received(Octree& tree)
+{
+    if (!near_pending_) return;
+    near_pending_ = false;
+    launch_local(tree, Part::near);
+}
+
+void TreeForces::lay_out(Octree& tree)
 {
     // Over ranks the received trees lie behind the local tree's cells and particles (RemoteTrees): the walk runs
     // over all cells at once, from the local root and the received roots.
@@ -145,9 +156,9 @@ void TreeForces::launch_local(Octree& tree)
     const auto spill_at = layout.next<bn_u32>("spill", spill_entries);
     const auto pp_at = layout.next<bn_u32>("pp counts", count_each_ ? n_ : 1);
     const auto pc_at = layout.next<bn_u32>("pc counts", count_each_ ? n_ : 1);
-    // Block time steps: the groups' flags, indices and compacted list, and the walk's copies of the active groups'
-    // data (one-element stand-ins when every group is walked).
-    const std::size_t na = rungs_ ? ngroups : 1;
+    // Block time steps, or the far and near groups over ranks: the groups' flags, indices and compacted list, and
+    // the walk's copies of the walked groups' data (one-element stand-ins when every group is walked).
+    const std::size_t na = rungs_ || split_ ? ngroups : 1;
     const auto flags_at = layout.next<bn_u32>("active flags", na);
     const auto iota_at = layout.next<bn_u32>("group indices", na);
     const auto list_at = layout.next<bn_u32>("active groups", na);
@@ -168,40 +179,62 @@ void TreeForces::launch_local(Octree& tree)
     active_flags_ = layout.view(ws, flags_at), active_iota_ = layout.view(ws, iota_at);
     active_list_ = layout.view(ws, list_at), active_first_ = layout.view(ws, first_at);
     active_count_ = layout.view(ws, count_at), active_lo_ = layout.view(ws, lo_at), active_hi_ = layout.view(ws, hi_at);
+}
+
+void TreeForces::launch_local(Octree& tree, Part part)
+{
+    const std::size_t ngroups = tree.groups();
+    if (part != Part::near) {
+        lay_out(tree);
+        clear_outputs();
+    }
     counter_.fill(0u);
-    clear_outputs();
-    start_ = be_.record();
+    (part == Part::near ? near_start_ : start_) = be_.record();
+    // The groups walked, unless all: their flags, compacted on the device (the count stays there, for the walk).
+    const Buffer<bn_u32>* flags = nullptr;
     if (rungs_) {
-        // The active groups, found and compacted on the device (their count stays there, for the walk).
         be_.launch(kernels::walkGroupFlags, grid_for(be_, ngroups), tree.group_first(), tree.group_count(), *rungs_,
                    to_u32(ngroups), level_, active_flags_);
+        flags = &active_flags_;
+    } else if (part != Part::all) {
+        flags = part == Part::far ? &remote_->far : &remote_->near;
+    }
+    if (flags) {
         be_.launch(kernels::treeIota, grid_for(be_, ngroups), active_iota_, to_u32(ngroups));
-        be_.compact(active_iota_, active_flags_, ngroups, active_list_, active_total_);
+        be_.compact(active_iota_, *flags, ngroups, active_list_, active_total_);
         be_.launch(kernels::walkGroupGather, grid_for(be_, ngroups), active_list_, active_total_, tree.group_first(),
                    tree.group_count(), tree.group_lo(), tree.group_hi(), to_u32(ngroups), active_first_, active_count_,
                    active_lo_, active_hi_);
     }
-    const auto& group_first = rungs_ ? active_first_ : tree.group_first();
-    const auto& group_count = rungs_ ? active_count_ : tree.group_count();
-    const auto& group_lo = rungs_ ? active_lo_ : tree.group_lo();
-    const auto& group_hi = rungs_ ? active_hi_ : tree.group_hi();
-    const auto& group_total = rungs_ ? active_total_ : tree.group_total();
-    std::size_t nroots = 1;
+    const auto& group_first = flags ? active_first_ : tree.group_first();
+    const auto& group_count = flags ? active_count_ : tree.group_count();
+    const auto& group_lo = flags ? active_lo_ : tree.group_lo();
+    const auto& group_hi = flags ? active_hi_ : tree.group_hi();
+    const auto& group_total = flags ? active_total_ : tree.group_total();
+    // The cells walked: the local tree, and over ranks what is grafted behind it (the far groups reach only the
+    // top trees, which lie first: the received trees may still be on their way).
+    std::size_t nc = tree.cells(), nroots = 1;
+    Buffer<bn_u32>& roots_dev = part == Part::near ? near_roots_ : roots_;
     if (remote_) {
-        // The graft: the local tree into the front of the received arrays (device copies, about 16 bytes per
-        // particle and 56 per cell), and the roots uploaded (few: one per rank).
-        const std::size_t ncl = tree.cells();
-        remote_->com.copy_from(tree.cell_com(), ncl);
-        remote_->quad0.copy_from(tree.cell_quad0(), ncl);
-        remote_->quad1.copy_from(tree.cell_quad1(), ncl);
-        remote_->first.copy_from(tree.cell_first(), ncl);
-        remote_->count.copy_from(tree.cell_count(), ncl);
-        remote_->pos.copy_from(tree.pos(), n_);
+        if (part != Part::near) {
+            // The graft: the local tree into the front of the received arrays (device copies, about 16 bytes per
+            // particle and 56 per cell).
+            const std::size_t ncl = tree.cells();
+            remote_->com.copy_from(tree.cell_com(), ncl);
+            remote_->quad0.copy_from(tree.cell_quad0(), ncl);
+            remote_->quad1.copy_from(tree.cell_quad1(), ncl);
+            remote_->first.copy_from(tree.cell_first(), ncl);
+            remote_->count.copy_from(tree.cell_count(), ncl);
+            remote_->pos.copy_from(tree.pos(), n_);
+        }
+        // The roots (few: one per rank).
+        const auto& grafted = part == Part::far ? remote_->top_roots : remote_->roots;
         std::vector<bn_u32> roots{0};
-        roots.insert(roots.end(), remote_->roots.begin(), remote_->roots.end());
+        roots.insert(roots.end(), grafted.begin(), grafted.end());
         nroots = roots.size();
-        ensure_size(be_, roots_, nroots, "walk.roots");
-        roots_.upload(std::span<const bn_u32>(roots));
+        ensure_size(be_, roots_dev, nroots, "walk.roots");
+        roots_dev.upload(std::span<const bn_u32>(roots));
+        nc += part == Part::far ? remote_->top_cells : remote_->cells;
     }
     const auto& com = remote_ ? remote_->com : tree.cell_com();
     const auto& quad0 = remote_ ? remote_->quad0 : tree.cell_quad0();
@@ -214,9 +247,9 @@ void TreeForces::launch_local(Octree& tree)
     // Without the relative criterion the kernel reads neither rel_ (a stand-in) nor the previous accelerations.
     be_.launch(kernels::walkForces, Grid{wgs_, BANYAN_WALK_WG}, tree.pos(), src, mac_, link_, com, quad0, quad1,
                group_first, group_count, group_lo, group_hi, group_total, eps_ * eps_, counter_, spill_,
-               to_u32(spill_cap_), status_, totals_dev_, acc_, pp_, pc_, bn_u32{count_each_ ? 1u : 0u}, roots_,
+               to_u32(spill_cap_), status_, totals_dev_, acc_, pp_, pc_, bn_u32{count_each_ ? 1u : 0u}, roots_dev,
                to_u32(nroots), rel_, criterion_.alpha > 0.0f ? *acc_old_ : acc_, criterion_.alpha);
-    stop_ = be_.record();
+    (part == Part::near ? near_stop_ : stop_) = be_.record();
 }
 
 bool TreeForces::spill_overflowed(bn_u32 needed)
@@ -234,11 +267,13 @@ void TreeForces::end(Octree& tree, double* walk_ms)
 {
     if (walk_ms) *walk_ms = 0;
     if (n_ == 0) return;
+    walk_received(tree);
     for (int attempt = 0; spill_overflowed(read_outputs(totals_)); ++attempt) {
         if (attempt >= 16) throw std::runtime_error("tree forces: level lists keep outgrowing the spill buffer");
+        split_ = false; // the received trees are there now: every group walks the graft at once
         launch_local(tree);
     }
-    if (walk_ms) *walk_ms = be_.elapsed_ms(start_, stop_);
+    if (walk_ms) *walk_ms = be_.elapsed_ms(start_, stop_) + (split_ ? be_.elapsed_ms(near_start_, near_stop_) : 0.0);
     counted_ = count_each_;
 }
 

@@ -37,7 +37,14 @@ struct RemoteTrees {
     Buffer<bn_f4> pos;               ///< the local particles, then those of the received trees' opened leaves
     std::vector<bn_u32> roots;       ///< the root cell of each received tree (cell_base and beyond)
     std::size_t cell_base = 0, particle_base = 0; ///< the local tree's cells and particles, in front
-    std::size_t cells = 0, particles = 0;         ///< the received ones, behind them
+    std::size_t cells = 0, particles = 0;         ///< all behind them: the top trees (if any), then the received
+    // The walk in two parts over ranks (let.hpp): the top trees of the other ranks, sent with their boxes, lie
+    // first behind the local tree; the groups flagged in far (1 per local group) walk the local root and the top
+    // roots while the received trees travel, the groups flagged in near walk the local and received roots after.
+    std::vector<bn_u32> top_roots;                ///< the root cell of each top tree
+    std::size_t top_cells = 0, top_particles = 0; ///< of cells and particles: the top trees'
+    Buffer<bn_u32> far, near;                     ///< per local group, 0 or 1; near = 1 - far
+    bool split = false;                           ///< whether far and near hold for the local tree
 };
 
 /// Accelerations and potentials by the tree walk, optionally with per-particle interaction counts. Keeps no
@@ -67,7 +74,12 @@ public:
     /// @param remote when given (over ranks), the other ranks' trees grafted behind @p tree (its cell_base and
     ///        particle_base are @p tree's cells and particles): the local tree is copied into its front and every
     ///        group walks the local root and the received roots at once, so the results are the forces of all ranks.
+    ///        With remote->split, begin() walks only the far groups, over the local root and the top roots, and
+    ///        walk_received() the near ones over the local and received roots, once the received trees are there.
     void begin(Octree& tree, const OpeningCriterion& criterion, float eps, RemoteTrees* remote = nullptr);
+    /// After begin() with a split remote: launches the near groups' walk (nothing otherwise; end() calls it when
+    /// the caller did not). The received trees must be in place.
+    void walk_received(Octree& tree);
     void end(Octree& tree, double* walk_ms = nullptr);
 
     /// Accelerations and potentials (tree order; slots 0-3 of the tree's workspace) of the last compute().
@@ -126,8 +138,14 @@ public:
 private:
     /// Releases the views of the tree's workspace (before it may grow, so that the old allocation goes at once).
     void drop_views() noexcept;
-    /// Lays the walk out in the tree's workspace and launches walkPrepare and walkForces over the local tree.
-    void launch_local(Octree& tree);
+    /// Which groups a launch walks: all (or the active ones of set_active), or over ranks with a split remote the
+    /// far ones (from the top roots) or the near ones (from the received roots).
+    enum class Part { all, far, near };
+    /// Lays the walk out in the tree's workspace (for Part::all and far) and launches walkPrepare and walkForces
+    /// over the local tree and what is grafted behind it.
+    void launch_local(Octree& tree, Part part = Part::all);
+    /// Fills the views of the tree's workspace for the walk's layout.
+    void lay_out(Octree& tree);
     /// Whether the last launch, whose status read_outputs() gave as @p needed, outgrew the spill buffer (which
     /// then grows).
     bool spill_overflowed(bn_u32 needed);
@@ -142,10 +160,13 @@ private:
     const Buffer<bn_f4>* acc_old_ = nullptr; // the previous accelerations the relative criterion reads
     const Buffer<bn_u32>* rungs_ = nullptr;  // block time steps: walk the groups with a rung >= level_ only
     RemoteTrees* remote_ = nullptr;          // of the last begin(): the trees grafted behind the local one
+    bool split_ = false;                     // the last begin() walked the far groups; the near ones follow
+    bool near_pending_ = false;              // walk_received() has not run yet
     bn_u32 level_ = 0;
     std::size_t walked_groups_ = 0;
-    std::size_t wgs_ = 1; // work-groups of the last launch
-    Event start_, stop_;  // around the last local walk
+    std::size_t wgs_ = 1;          // work-groups of the last launch
+    Event start_, stop_;           // around the last local walk (the far groups' when split)
+    Event near_start_, near_stop_; // around the near groups' walk when split
     bool count_each_ = false;
     bool counted_ = false; // whether the last compute() kept counts
     InteractionTotals totals_;
@@ -163,7 +184,7 @@ private:
     Buffer<unsigned char> outputs_;
     Buffer<bn_u64> totals_dev_;
     Buffer<bn_u32> counter_, status_, active_total_;
-    Buffer<bn_u32> roots_; // the walk's first level: the local root (0), then the grafted roots
+    Buffer<bn_u32> roots_, near_roots_; // the walks' first levels: the local root (0), then the grafted roots
 
     /// Zeroes the outputs, to be summed by the next launches.
     void clear_outputs();

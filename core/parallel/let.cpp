@@ -70,6 +70,37 @@ BoxRuns box_runs(const Octree& tree, const std::vector<std::pair<bn_u32, bn_u32>
     return r;
 }
 
+/// The top tree opens every cell whose opening radius exceeds this many times the smallest of the cells it leaves
+/// home (measured: docs/benchmarks.md, "Many GPUs, part 2").
+constexpr float top_reach = 8.0f;
+
+/// The bytes of a boxes message before its top tree: the header, the boxes and fine_begin.
+std::size_t box_bytes(std::span<const std::byte> m)
+{
+    bn_u32 h[2] = {0, 0};
+    if (m.size() >= sizeof h) std::memcpy(h, m.data(), sizeof h);
+    if (h[0] == 0) return std::min(m.size(), sizeof h);
+    return sizeof h + 2 * (std::size_t{h[0]} + h[1]) * sizeof(bn_f4) + (std::size_t{h[0]} + 1) * sizeof(bn_u32);
+}
+
+/// A tree on the wire (this file's header has the layout): its cells, particles and first array (its pos).
+struct WireTree {
+    std::size_t cells = 0, parts = 0;
+    std::byte* at = nullptr;
+};
+
+/// The tree in @p m (all of it: one tree), checked against its size.
+WireTree wire_tree(std::span<std::byte> m)
+{
+    std::uint64_t header[2];
+    if (m.size() < sizeof header) throw std::runtime_error("local essential tree: a damaged message");
+    std::memcpy(header, m.data(), sizeof header);
+    const std::size_t cells = header[0], parts = header[1];
+    if (sizeof header + parts * sizeof(bn_f4) + cells * (3 * sizeof(bn_f4) + 2 * sizeof(bn_u32)) != m.size())
+        throw std::runtime_error("local essential tree: a damaged message");
+    return {cells, parts, m.data() + sizeof header};
+}
+
 } // namespace
 
 LetExchange::LetExchange(Backend& be, const Comm& comm) : be_(be), comm_(comm) {}
@@ -103,7 +134,8 @@ std::vector<std::pair<bn_u32, bn_u32>> LetExchange::chosen_cells(const Octree& t
     return cells;
 }
 
-std::vector<std::byte> LetExchange::boxes_message(const Octree& tree, const Buffer<bn_f4>* acc_old)
+std::vector<std::byte> LetExchange::boxes_message(const Octree& tree, const OpeningCriterion& criterion,
+                                                  const Buffer<bn_f4>* acc_old)
 {
     const std::size_t n = tree.size(), wg = be_.work_group_size();
     const auto coarse = chosen_cells(tree, std::max<std::size_t>(BANYAN_N_CRIT, n / 64));
@@ -122,7 +154,45 @@ std::vector<std::byte> LetExchange::boxes_message(const Octree& tree, const Buff
                    bn_u32{acc_old ? 1u : 0u}, boxes_);
         boxes_.download(std::span<bn_f4>(boxes));
     }
-    std::vector<std::byte> msg(8 + boxes.size() * sizeof(bn_f4) + runs.fine_begin.size() * sizeof(bn_u32));
+    coarse_boxes_ = nc_box, fine_boxes_ = nf_box;
+    // The top tree (let.hpp): the cells with more than `limit` particles opened, their children kept; then also
+    // every cell whose opening radius exceeds top_reach times the smallest of the cells left home (as sent, a
+    // sparse cell would reach every group and leave none far; opened, it costs little: it holds few particles).
+    HostBytes top;
+    const std::size_t nc = tree.cells();
+    if (top_per_rank_ && nc) {
+        const std::size_t limit = std::max<std::size_t>(BANYAN_N_CRIT, n / top_per_rank_);
+        const float inv_theta = criterion.inv_theta();
+        float r_max = std::numeric_limits<float>::infinity();
+        ensure_size(be_, opened_, nc, "let.opened");
+        const auto& lb = tree.level_begin();
+        for (int pass = 0; pass < 2; ++pass) {
+            for (int level = 0; level < BANYAN_TREE_LEVELS && lb[static_cast<std::size_t>(level)] < nc; ++level) {
+                const std::size_t a = lb[static_cast<std::size_t>(level)], b = lb[static_cast<std::size_t>(level) + 1];
+                if (a == b) break;
+                be_.launch(kernels::letTopOpened, grid_for(be_, b - a), tree.cell_pcount(), tree.cell_quad1(),
+                           tree.cell_parent(), to_u32(a), to_u32(b), to_u32(limit), inv_theta, r_max, opened_);
+            }
+            top.clear();
+            gather_tree(tree, top);
+            if (pass == 1) break;
+            const WireTree t = wire_tree(top);
+            const std::byte* q1 = t.at + (t.parts + 2 * t.cells) * sizeof(bn_f4);
+            const std::byte* count = t.at + (t.parts + 3 * t.cells) * sizeof(bn_f4) + t.cells * sizeof(bn_u32);
+            float r0 = std::numeric_limits<float>::infinity();
+            for (std::size_t c = 0; c < t.cells; ++c) {
+                bn_u32 k;
+                bn_f4 q;
+                std::memcpy(&k, count + 4 * c, 4);
+                std::memcpy(&q, q1 + sizeof(bn_f4) * c, sizeof q);
+                if (k == BANYAN_TREE_LEAF_BIT) r0 = std::min(r0, q.w * inv_theta + q.z);
+            }
+            if (!(r0 < r_max)) break; // nothing left home
+            r_max = top_reach * r0;
+        }
+    }
+    std::vector<std::byte> msg(8 + boxes.size() * sizeof(bn_f4) + runs.fine_begin.size() * sizeof(bn_u32) + top.size());
+    if (!top.empty()) std::memcpy(msg.data() + msg.size() - top.size(), top.data(), top.size());
     const bn_u32 head[2] = {to_u32(nc_box), to_u32(nf_box)};
     std::memcpy(msg.data(), head, 8);
     if (!boxes.empty()) std::memcpy(msg.data() + 8, boxes.data(), boxes.size() * sizeof(bn_f4));
@@ -140,9 +210,9 @@ void LetExchange::tree_for(const Octree& tree, const OpeningCriterion& criterion
     if (boxes.size() >= 8) std::memcpy(h, boxes.data(), 8);
     const std::size_t ncq = h[0], nfq = h[1];
     if (ncq == 0 || nc == 0) return; // a rank without particles needs nothing; a rank without them sends nothing
-    if (boxes.size() != 8 + 2 * (ncq + nfq) * sizeof(bn_f4) + (ncq + 1) * sizeof(bn_u32))
+    if (boxes.size() < box_bytes(boxes) ||
+        box_bytes(boxes) != 8 + 2 * (ncq + nfq) * sizeof(bn_f4) + (ncq + 1) * sizeof(bn_u32))
         throw std::runtime_error("local essential tree: a damaged message of boxes");
-    const Grid cells_grid = grid_for(be_, nc);
     const float inv_theta = criterion.inv_theta();
     const std::byte* m = boxes.data();
     std::vector<bn_f4> b(2 * (ncq + nfq));
@@ -156,10 +226,6 @@ void LetExchange::tree_for(const Octree& tree, const OpeningCriterion& criterion
     if (nfq) fine_.upload(std::span<const bn_f4>(b.data() + 2 * ncq, 2 * nfq));
     fine_begin_.upload(std::span<const bn_u32>(fb));
     ensure_size(be_, opened_, nc, "let.opened");
-    ensure_size(be_, keep_, nc, "let.keep");
-    ensure_size(be_, send_count_, nc, "let.send_count");
-    ensure_size(be_, cell_index_, nc, "let.cell_index");
-    ensure_size(be_, particle_index_, nc, "let.particle_index");
     // Level by level from the root: a cell is tested only when its parent was opened.
     const auto& lb = tree.level_begin();
     for (int level = 0; level < BANYAN_TREE_LEVELS && lb[static_cast<std::size_t>(level)] < nc; ++level) {
@@ -168,7 +234,19 @@ void LetExchange::tree_for(const Octree& tree, const OpeningCriterion& criterion
         be_.launch(kernels::letOpened, grid_for(be_, b - a), tree.cell_com(), tree.cell_quad1(), tree.cell_parent(),
                    to_u32(a), to_u32(b), inv_theta, criterion.alpha, coarse_, to_u32(ncq), fine_, fine_begin_, opened_);
     }
-    be_.launch(kernels::letSelect, cells_grid, tree.cell_parent(), tree.cell_count(), opened_, to_u32(nc), keep_,
+    const auto [cells, parts] = gather_tree(tree, out);
+    stats_.cells_sent += cells;
+    stats_.particles_sent += parts;
+}
+
+std::pair<std::size_t, std::size_t> LetExchange::gather_tree(const Octree& tree, HostBytes& out)
+{
+    const std::size_t nc = tree.cells();
+    ensure_size(be_, keep_, nc, "let.keep");
+    ensure_size(be_, send_count_, nc, "let.send_count");
+    ensure_size(be_, cell_index_, nc, "let.cell_index");
+    ensure_size(be_, particle_index_, nc, "let.particle_index");
+    be_.launch(kernels::letSelect, grid_for(be_, nc), tree.cell_parent(), tree.cell_count(), opened_, to_u32(nc), keep_,
                send_count_);
     be_.exclusive_scan(keep_, cell_index_, nc);
     be_.exclusive_scan(send_count_, particle_index_, nc);
@@ -180,9 +258,9 @@ void LetExchange::tree_for(const Octree& tree, const OpeningCriterion& criterion
     ensure_size(be_, out_first_, cells, "let.first");
     ensure_size(be_, out_count_, cells, "let.count");
     ensure_size(be_, out_pos_, parts, "let.pos");
-    be_.launch(kernels::letGather, cells_grid, tree.cell_com(), tree.cell_quad0(), tree.cell_quad1(), tree.cell_first(),
-               tree.cell_count(), tree.pos(), opened_, keep_, cell_index_, particle_index_, to_u32(nc), out_com_,
-               out_quad0_, out_quad1_, out_first_, out_count_, out_pos_);
+    be_.launch(kernels::letGather, grid_for(be_, nc), tree.cell_com(), tree.cell_quad0(), tree.cell_quad1(),
+               tree.cell_first(), tree.cell_count(), tree.pos(), opened_, keep_, cell_index_, particle_index_,
+               to_u32(nc), out_com_, out_quad0_, out_quad1_, out_first_, out_count_, out_pos_);
     const std::uint64_t header[2] = {cells, parts};
     const std::size_t at = out.size();
     out.resize(at + sizeof header);
@@ -195,8 +273,7 @@ void LetExchange::tree_for(const Octree& tree, const OpeningCriterion& criterion
     append(out, out_first_, cells);
     append(out, out_count_, cells);
     stats_.download_ms += ms_since(t0);
-    stats_.cells_sent += cells;
-    stats_.particles_sent += parts;
+    return {cells, parts};
 }
 
 void LetExchange::build(const Octree& tree, const OpeningCriterion& criterion, const Buffer<bn_f4>* acc_old)
@@ -209,23 +286,41 @@ void LetExchange::build(const Octree& tree, const OpeningCriterion& criterion, c
     local_particles_ = tree.size();
     const std::size_t P = static_cast<std::size_t>(comm_.size());
     const std::size_t me = static_cast<std::size_t>(comm_.rank());
-    const auto msg = boxes_message(tree, criterion.alpha > 0.0f ? acc_old : nullptr);
+    const auto msg = boxes_message(tree, criterion, criterion.alpha > 0.0f ? acc_old : nullptr);
     std::vector<std::size_t> counts;
-    const auto boxes = comm_.all_gather(msg, &counts);
+    auto boxes = comm_.all_gather(msg, &counts);
     stats_.boxes_ms = ms_since(t0);
     stats_.bytes_sent += msg.size() * (P - 1);
     stats_.bytes_received += boxes.size() - msg.size();
+    std::vector<std::size_t> box_offsets(P + 1, 0);
+    for (std::size_t q = 0; q < P; ++q)
+        box_offsets[q + 1] = box_offsets[q] + counts[q];
     send_.clear();
     send_offsets_.assign(P + 1, 0);
-    std::size_t at = 0;
     for (std::size_t q = 0; q < P; ++q) {
         send_offsets_[q] = send_.size();
-        const std::span<const std::byte> theirs(boxes.data() + at, counts[q]);
-        at += counts[q];
-        if (q != me) tree_for(tree, criterion, theirs, send_);
+        const std::span<const std::byte> theirs(boxes.data() + box_offsets[q], counts[q]);
+        if (q != me) tree_for(tree, criterion, theirs.first(box_bytes(theirs)), send_);
     }
     send_offsets_[P] = send_.size();
     stats_.bytes_sent += send_.size();
+    // The sizes of the trees to come (their headers), so that the graft and the walk's layout are made once, before
+    // the far groups walk.
+    std::vector<std::byte> heads(16 * P);
+    std::vector<std::size_t> head_offsets(P + 1, 0), recv_head_offsets;
+    for (std::size_t q = 0; q < P; ++q) {
+        head_offsets[q + 1] = 16 * (q + 1);
+        if (send_offsets_[q + 1] > send_offsets_[q])
+            std::memcpy(heads.data() + 16 * q, send_.data() + send_offsets_[q], 16);
+    }
+    const auto their_heads = comm_.exchange(heads, head_offsets, recv_head_offsets);
+    std::size_t let_cells = 0, let_particles = 0;
+    for (std::size_t q = 0; q < P; ++q) {
+        std::uint64_t h[2];
+        std::memcpy(h, their_heads.data() + recv_head_offsets[q], sizeof h);
+        let_cells += h[0], let_particles += h[1];
+    }
+    graft_tops(tree, criterion, boxes, box_offsets, me, let_cells, let_particles);
     stats_.build_ms = ms_since(t0);
 }
 
@@ -239,71 +334,128 @@ void LetExchange::exchange()
     stats_.exchange_ms = ms_since(t0);
 }
 
+void LetExchange::upload_tree(std::byte* p, std::size_t cells, std::size_t parts, std::size_t c0, std::size_t p0)
+{
+    auto put = [&](auto& b, std::size_t n, std::size_t offset) {
+        using T = typename std::remove_reference_t<decltype(b)>::value_type;
+        // The message is a byte stream: its arrays need not be aligned for T, so they go up as bytes.
+        if (n) b.raw().upload(p, n * sizeof(T), offset * sizeof(T));
+        p += n * sizeof(T);
+    };
+    // A leaf's first is a particle index, a cell's its first child's: both shift to the graft.
+    std::byte* first = p + parts * sizeof(bn_f4) + 3 * cells * sizeof(bn_f4);
+    const std::byte* count = first + cells * sizeof(bn_u32);
+    for (std::size_t c = 0; c < cells; ++c) {
+        bn_u32 f, n;
+        std::memcpy(&f, first + 4 * c, 4);
+        std::memcpy(&n, count + 4 * c, 4);
+        f += to_u32(bn_tree_is_leaf(n) ? p0 : c0);
+        std::memcpy(first + 4 * c, &f, 4);
+    }
+    put(remote_.pos, parts, p0);
+    put(remote_.com, cells, c0);
+    put(remote_.quad0, cells, c0);
+    put(remote_.quad1, cells, c0);
+    put(remote_.first, cells, c0);
+    put(remote_.count, cells, c0);
+}
+
+void LetExchange::graft_tops(const Octree& tree, const OpeningCriterion& criterion, std::span<std::byte> messages,
+                             std::span<const std::size_t> offsets, std::size_t self, std::size_t let_cells,
+                             std::size_t let_particles)
+{
+    const std::size_t P = offsets.size() - 1, lc = tree.cells(), lp = tree.size();
+    std::vector<WireTree> tops;
+    bool every = true; // every other rank with particles sent its top tree
+    for (std::size_t q = 0; q < P; ++q) {
+        if (q == self) continue;
+        const auto m = messages.subspan(offsets[q], offsets[q + 1] - offsets[q]);
+        const std::size_t at = box_bytes(m);
+        if (at == m.size())
+            every = every && at <= 8; // without a top tree: fine only for a rank without particles
+        else
+            tops.push_back(wire_tree(m.subspan(at)));
+    }
+    RemoteTrees& r = remote_;
+    r.top_roots.clear();
+    r.roots.clear();
+    r.cell_base = lc, r.particle_base = lp;
+    std::size_t c = lc, p = lp;
+    for (const WireTree& t : tops) {
+        r.top_roots.push_back(to_u32(c));
+        c += t.cells, p += t.parts;
+    }
+    r.top_cells = c - lc, r.top_particles = p - lp;
+    r.cells = r.top_cells + let_cells, r.particles = r.top_particles + let_particles;
+    // The graft's arrays, made once for the tops and the trees to come (receive() fills them in place).
+    ensure_size(be_, r.pos, lp + r.particles, "let.remote_pos");
+    ensure_size(be_, r.com, lc + r.cells, "let.remote_com");
+    ensure_size(be_, r.quad0, lc + r.cells, "let.remote_quad0");
+    ensure_size(be_, r.quad1, lc + r.cells, "let.remote_quad1");
+    ensure_size(be_, r.first, lc + r.cells, "let.remote_first");
+    ensure_size(be_, r.count, lc + r.cells, "let.remote_count");
+    c = lc, p = lp;
+    for (const WireTree& t : tops) {
+        upload_tree(t.at, t.cells, t.parts, c, p);
+        c += t.cells, p += t.parts;
+    }
+    stats_.top_cells = r.top_cells;
+    // Far or near: from this rank's fine boxes (a box whose groups may open no top leaf left home is far).
+    const std::size_t ng = tree.groups();
+    r.split = every && ng > 0 && fine_boxes_ > 0;
+    stats_.groups = ng;
+    stats_.far_groups = 0;
+    if (!r.split) return;
+    ensure_size(be_, r.far, ng, "let.far");
+    ensure_size(be_, r.near, ng, "let.near");
+    r.far.fill(0u, 0, ng);
+    r.near.fill(1u, 0, ng);
+    be_.launch(kernels::letFarGroups, grid_for(be_, fine_boxes_), boxes_, runs_, to_u32(coarse_boxes_),
+               to_u32(coarse_boxes_ + fine_boxes_), r.com, r.quad1, r.count, to_u32(lc), to_u32(lc + r.top_cells),
+               criterion.inv_theta(), criterion.alpha, r.far, r.near);
+    ensure_size(be_, far_index_, ng, "let.far_index");
+    be_.exclusive_scan(r.far, far_index_, ng);
+    stats_.far_groups = std::size_t{far_index_.at(ng - 1)} + r.far.at(ng - 1);
+}
+
 void LetExchange::receive(std::span<std::byte> recv, std::span<const std::size_t> offsets, std::size_t local_cells,
                           std::size_t local_particles)
 {
     const std::size_t P = offsets.size() - 1;
-    // Where each tree's arrays lie in recv, and where they go in the graft: the indices of each tree shift by the
-    // local tree's cells and particles and those of the trees before it.
-    struct Piece {
-        std::size_t cells, parts, c0, p0;
-        std::byte* at; // its pos array
-    };
-    std::vector<Piece> pieces;
-    remote_.roots.clear();
-    std::size_t cells_total = local_cells, parts_total = local_particles;
+    RemoteTrees& r = remote_;
+    // Each tree's indices shift by the local tree's cells and particles, the top trees' and the trees before it.
+    std::vector<WireTree> pieces;
+    r.roots.clear();
+    const std::size_t c0 = local_cells + r.top_cells, p0 = local_particles + r.top_particles;
+    std::size_t c = c0, p = p0;
     for (std::size_t q = 0; q < P; ++q) {
         if (offsets[q + 1] == offsets[q]) continue;
-        std::byte* p = recv.data() + offsets[q];
-        std::uint64_t header[2];
-        if (offsets[q + 1] - offsets[q] < sizeof header)
-            throw std::runtime_error("local essential tree: a damaged message");
-        std::memcpy(header, p, sizeof header);
-        const std::size_t cells = header[0], parts = header[1];
-        if (sizeof header + parts * sizeof(bn_f4) + cells * (3 * sizeof(bn_f4) + 2 * sizeof(bn_u32)) !=
-            offsets[q + 1] - offsets[q])
-            throw std::runtime_error("local essential tree: a damaged message");
-        pieces.push_back({cells, parts, cells_total, parts_total, p + sizeof header});
-        remote_.roots.push_back(to_u32(cells_total));
-        cells_total += cells, parts_total += parts;
+        pieces.push_back(wire_tree(recv.subspan(offsets[q], offsets[q + 1] - offsets[q])));
+        r.roots.push_back(to_u32(c));
+        c += pieces.back().cells, p += pieces.back().parts;
     }
-    remote_.cell_base = local_cells;
-    remote_.particle_base = local_particles;
-    remote_.cells = cells_total - local_cells;
-    remote_.particles = parts_total - local_particles;
-    stats_.cells_received = remote_.cells;
-    stats_.particles_received = remote_.particles;
-    ensure_size(be_, remote_.pos, parts_total, "let.remote_pos");
-    ensure_size(be_, remote_.com, cells_total, "let.remote_com");
-    ensure_size(be_, remote_.quad0, cells_total, "let.remote_quad0");
-    ensure_size(be_, remote_.quad1, cells_total, "let.remote_quad1");
-    ensure_size(be_, remote_.first, cells_total, "let.remote_first");
-    ensure_size(be_, remote_.count, cells_total, "let.remote_count");
+    stats_.cells_received = c - c0;
+    stats_.particles_received = p - p0;
+    if (r.split) {
+        // graft_tops made the arrays for the sizes announced, and the walk may run over their front already.
+        if (c - local_cells != r.cells || p - local_particles != r.particles || r.cell_base != local_cells ||
+            r.particle_base != local_particles)
+            throw std::logic_error("local essential tree: the trees received are not those announced");
+    } else {
+        r.cell_base = local_cells, r.particle_base = local_particles;
+        r.cells = c - local_cells, r.particles = p - local_particles;
+        ensure_size(be_, r.pos, p, "let.remote_pos");
+        ensure_size(be_, r.com, c, "let.remote_com");
+        ensure_size(be_, r.quad0, c, "let.remote_quad0");
+        ensure_size(be_, r.quad1, c, "let.remote_quad1");
+        ensure_size(be_, r.first, c, "let.remote_first");
+        ensure_size(be_, r.count, c, "let.remote_count");
+    }
     const auto t0 = std::chrono::steady_clock::now();
-    for (const Piece& k : pieces) {
-        std::byte* p = k.at;
-        auto put = [&](auto& b, std::size_t n, std::size_t offset) {
-            using T = typename std::remove_reference_t<decltype(b)>::value_type;
-            // The message is a byte stream: its arrays need not be aligned for T, so they go up as bytes.
-            if (n) b.raw().upload(p, n * sizeof(T), offset * sizeof(T));
-            p += n * sizeof(T);
-        };
-        // A leaf's first is a particle index, a cell's its first child's: both shift to the graft.
-        std::byte* first = p + k.parts * sizeof(bn_f4) + 3 * k.cells * sizeof(bn_f4);
-        const std::byte* count = first + k.cells * sizeof(bn_u32);
-        for (std::size_t c = 0; c < k.cells; ++c) {
-            bn_u32 f, n;
-            std::memcpy(&f, first + 4 * c, 4);
-            std::memcpy(&n, count + 4 * c, 4);
-            f += to_u32(bn_tree_is_leaf(n) ? k.p0 : k.c0);
-            std::memcpy(first + 4 * c, &f, 4);
-        }
-        put(remote_.pos, k.parts, k.p0);
-        put(remote_.com, k.cells, k.c0);
-        put(remote_.quad0, k.cells, k.c0);
-        put(remote_.quad1, k.cells, k.c0);
-        put(remote_.first, k.cells, k.c0);
-        put(remote_.count, k.cells, k.c0);
+    c = c0, p = p0;
+    for (const WireTree& k : pieces) {
+        upload_tree(k.at, k.cells, k.parts, c, p);
+        c += k.cells, p += k.parts;
     }
     stats_.upload_ms = ms_since(t0);
 }

@@ -13,6 +13,13 @@
  * test); the tree sent holds every cell whose ancestors are all opened, in the octree's order, so children stay
  * consecutive and the root is cell 0. Built on the device (kernels letOpened, letSelect, letGather and two scans),
  * moved through host memory, which works with any MPI and either backend.
+ *
+ * The walk waits for the trees only where it must: with its boxes every rank sends its top tree (the cells holding
+ * more than 1/top_per_rank of its particles and their children, as a pruned tree whose leaves without particles
+ * stand for what stayed home). A group whose fine box opens none of those leaves of any other rank (letFarGroups)
+ * is far: the top trees give it exactly the cells the received trees would, so it walks the local root and the
+ * top roots while the trees travel, and only the near groups walk the graft after them (TreeForces::begin and
+ * walk_received).
  */
 #pragma once
 
@@ -33,39 +40,55 @@ struct LetStats {
     std::uint64_t cells_sent = 0, particles_sent = 0;         ///< summed over the trees this rank sent
     std::uint64_t cells_received = 0, particles_received = 0; ///< summed over the trees that arrived
     std::uint64_t bytes_sent = 0, bytes_received = 0;         ///< trees and boxes
-    double build_ms = 0;    ///< boxes, the trees on the device and their download (wall time)
-    double boxes_ms = 0;    ///< of build_ms: this rank's boxes and their all-gather
-    double download_ms = 0; ///< of build_ms: the downloads of the trees into host memory
-    double exchange_ms = 0; ///< the exchange and the upload of what arrived (wall time)
-    double mpi_ms = 0;      ///< of exchange_ms: the messages
-    double upload_ms = 0;   ///< of exchange_ms: the upload (it waits for the walk the device runs when it starts)
+    double build_ms = 0;         ///< boxes, the trees on the device and their download (wall time)
+    double boxes_ms = 0;         ///< of build_ms: this rank's boxes and their all-gather
+    double download_ms = 0;      ///< of build_ms: the downloads of the trees into host memory
+    double exchange_ms = 0;      ///< the exchange and the upload of what arrived (wall time)
+    double mpi_ms = 0;           ///< of exchange_ms: the messages
+    double upload_ms = 0;        ///< of exchange_ms: the upload (it waits for the walk the device runs when it starts)
+    std::uint64_t top_cells = 0; ///< of the other ranks' top trees, grafted before the exchange
+    std::uint64_t groups = 0, far_groups = 0; ///< this rank's groups, and those walked before the trees arrived
 };
 
 class LetExchange {
 public:
     LetExchange(Backend& be, const Comm& comm);
 
-    /// After @p tree was built: shares the boxes of its groups with every rank (collective), then builds this
-    /// rank's tree for every other rank, under opening @p criterion (its 1 / theta and alpha, as the walk's), on the
-    /// device and into host memory. With alpha > 0 every box carries the smallest previous |a| of its particles,
-    /// read from @p acc_old (.w, tree order, as TreeForces::set_previous_accelerations), so that each tree sent
-    /// opens what the receiving groups' relative test opens.
+    /// After @p tree was built: shares the boxes of its groups and its top tree with every rank (collective), then
+    /// builds this rank's tree for every other rank, under opening @p criterion (its 1 / theta and alpha, as the
+    /// walk's), on the device and into host memory. With alpha > 0 every box carries the smallest previous |a| of
+    /// its particles, read from @p acc_old (.w, tree order, as TreeForces::set_previous_accelerations), so that
+    /// each tree sent opens what the receiving groups' relative test opens. Then the sizes of the trees to come are
+    /// exchanged (collective), and the others' top trees are grafted with room for them (graft_tops): remote() is
+    /// ready for the far groups' walk before exchange().
     void build(const Octree& tree, const OpeningCriterion& criterion, const Buffer<bn_f4>* acc_old = nullptr);
     /// Sends the trees and receives the others' (collective; host memory only, so that it overlaps a walk running
     /// on the device), and uploads what arrived into remote().
     void exchange();
 
     // The pieces of build() and exchange(), for one process too (tests):
-    /// This rank's boxes (coarse and fine, let.cpp has the layout), as sent to every rank; with @p acc_old, each
-    /// lower corner's w is the smallest previous |a| in the box (for the relative criterion), else 0.
-    std::vector<std::byte> boxes_message(const Octree& tree, const Buffer<bn_f4>* acc_old = nullptr);
+    /// This rank's boxes (coarse and fine, let.cpp has the layout) and its top tree, as sent to every rank; with
+    /// @p acc_old, each lower corner's w is the smallest previous |a| in the box (for the relative criterion),
+    /// else 0. The boxes stay on the device for graft_tops.
+    std::vector<std::byte> boxes_message(const Octree& tree, const OpeningCriterion& criterion,
+                                         const Buffer<bn_f4>* acc_old = nullptr);
     /// Appends to @p out the local essential tree of @p tree for the rank whose boxes_message() is @p boxes (nothing
     /// when either has no particles).
     void tree_for(const Octree& tree, const OpeningCriterion& criterion, std::span<const std::byte> boxes,
                   HostBytes& out);
+    /// Grafts the top trees of the other ranks' boxes_message()s in @p messages (rank q's in [offsets[q],
+    /// offsets[q + 1]); rank @p self's is skipped) into remote() behind room for @p tree, with room behind them for
+    /// received trees of @p let_cells cells and @p let_particles particles; then flags each of @p tree's groups far
+    /// or near (remote().far, near) from this rank's boxes of the last boxes_message(@p tree), under @p criterion.
+    /// remote().split tells whether every other rank with particles sent a top tree (else every group walks after
+    /// the exchange). The links of the top trees are shifted in place in @p messages.
+    void graft_tops(const Octree& tree, const OpeningCriterion& criterion, std::span<std::byte> messages,
+                    std::span<const std::size_t> offsets, std::size_t self, std::size_t let_cells,
+                    std::size_t let_particles);
     /// Grafts the trees in @p recv (rank q's in [offsets[q], offsets[q + 1])) into remote() behind room for a local
-    /// tree of @p local_cells cells and @p local_particles particles, on the device: each array uploaded where it
-    /// lies (the cells' first indices shifted in place in @p recv). exchange() gives the tree of the last build().
+    /// tree of @p local_cells cells and @p local_particles particles and the top trees of the last graft_tops(), on
+    /// the device: each array uploaded where it lies (the cells' first indices shifted in place in @p recv).
+    /// exchange() gives the tree of the last build().
     void receive(std::span<std::byte> recv, std::span<const std::size_t> offsets, std::size_t local_cells,
                  std::size_t local_particles);
 
@@ -76,14 +99,28 @@ public:
     /// The finest boxes of a rank hold about 1 / fine_per_rank of its particles (default 4096; at least N_crit).
     /// Finer boxes prune the trees closer and cost more tests.
     void set_fine_per_rank(std::size_t f) noexcept { fine_per_rank_ = f ? f : 1; }
+    /// The top tree sent with the boxes holds the cells with more than 1 / top_per_rank of a rank's particles and
+    /// their children. Larger: more groups are far (walked while the trees travel), more bytes in every box
+    /// message and more tests in letFarGroups. 0 (the default): no top trees; every group walks after the
+    /// exchange. Off by default: for a Plummer sphere on two GPUs the far groups are the cheap ones of the outskirts
+    /// and the split costs more than it hides (docs/benchmarks.md, "Many GPUs, part 2").
+    void set_top_per_rank(std::size_t t) noexcept { top_per_rank_ = t; }
 
 private:
     /// The cells chosen as boxes for @p limit (letBoxCells, level by level), as (first particle, particles), sorted.
     std::vector<std::pair<bn_u32, bn_u32>> chosen_cells(const Octree& tree, std::size_t limit);
+    /// Appends to @p out the pruned tree of the cells kept under opened_ (letSelect, scans, letGather, download);
+    /// returns its cells and particles.
+    std::pair<std::size_t, std::size_t> gather_tree(const Octree& tree, HostBytes& out);
+    /// Uploads the tree on the wire at @p at (@p cells cells, @p parts particles) into remote() at cell @p c0 and
+    /// particle @p p0, its links shifted there (in place in the message).
+    void upload_tree(std::byte* at, std::size_t cells, std::size_t parts, std::size_t c0, std::size_t p0);
 
     Backend& be_;
     const Comm& comm_;
     std::size_t fine_per_rank_ = 4096;
+    std::size_t top_per_rank_ = 0;
+    std::size_t coarse_boxes_ = 0, fine_boxes_ = 0; // of the last boxes_message(), in boxes_ and runs_
     LetStats stats_;
     std::size_t local_cells_ = 0, local_particles_ = 0; // of the tree of the last build()
     HostBytes send_, recv_;                             // kept from one evaluation to the next
@@ -91,7 +128,7 @@ private:
     RemoteTrees remote_;
     Buffer<bn_f4> boxes_, coarse_, fine_;
     Buffer<bn_u32> runs_, fine_begin_, box_list_, box_count_;
-    Buffer<bn_u32> opened_, keep_, send_count_, cell_index_, particle_index_;
+    Buffer<bn_u32> opened_, keep_, send_count_, cell_index_, particle_index_, far_index_;
     Buffer<bn_f4> out_com_, out_quad0_, out_quad1_, out_pos_;
     Buffer<bn_u32> out_first_, out_count_;
 };

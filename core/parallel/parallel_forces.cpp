@@ -35,9 +35,16 @@ void ParallelForces::compute(Octree& tree, const OpeningCriterion& criterion, fl
     const auto t2 = Clock::now();
     if (many) let_.build(tree, criterion, forces_.previous_accelerations());
     const auto t3 = Clock::now();
+    // With the top trees grafted (let.hpp) the far groups walk while the trees travel, the near ones after.
+    RemoteTrees* remote = many ? &let_.remote() : nullptr;
+    const bool split = remote && remote->split;
+    if (split) forces_.begin(tree, criterion, eps, remote);
     if (many) let_.exchange();
     const auto t4 = Clock::now();
-    forces_.begin(tree, criterion, eps, many ? &let_.remote() : nullptr);
+    if (split)
+        forces_.walk_received(tree);
+    else
+        forces_.begin(tree, criterion, eps, remote);
     forces_.end(tree, &t.walk_device);
     const auto t5 = Clock::now();
     const auto& tot = forces_.totals();

@@ -5,8 +5,10 @@
  *
  * One compute():
  *   balance (domain.hpp)  ->  build the local tree  ->  boxes and trees for the other ranks (let.hpp, on the
- *   device)  ->  exchange the trees (host) and graft what arrived behind the local tree  ->  one walk per group over
- *   the local root and the received roots (TreeForces::begin with RemoteTrees).
+ *   device, with the top trees grafted and the groups far from every other rank flagged)  ->  the far groups walk
+ *   the local root and the top roots while the trees travel (host) and are grafted behind the local tree and the
+ *   top trees  ->  the near groups walk the local root and the received roots (TreeForces::begin, walk_received).
+ *   Every group walks once.
  * On one rank it is the tree build and walk of one GPU, nothing more.
  */
 #pragma once
@@ -25,10 +27,10 @@ struct ParallelTimings {
     double balance = 0;      ///< decomposition and particle exchange
     double build = 0;        ///< the local octree
     double let_build = 0;    ///< boxes and the trees for the other ranks
-    double let_exchange = 0; ///< the exchange of the trees and their upload behind the local tree
-    double walk = 0;         ///< the walk over the local and the grafted trees
+    double let_exchange = 0; ///< the exchange of the trees and their upload (the far groups walk meanwhile)
+    double walk = 0;         ///< after the exchange: the near groups' walk (and the rest of the far groups')
     double total = 0;
-    double walk_device = 0; ///< the walk alone (device events)
+    double walk_device = 0; ///< the walks alone (device events, far and near groups summed)
     BalanceStats balance_stats;
     LetStats let;
 };
