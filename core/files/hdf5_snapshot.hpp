@@ -77,19 +77,21 @@ void write_hdf5(const std::string& path, const Snapshot& s, const SnapshotMeta& 
 std::array<std::uint64_t, 6> gadget_type_counts(const Snapshot& s);
 
 /// For writers over several ranks (core/parallel/parallel_files.hpp), which fill one file in turns: creates @p path
-/// (truncating it) with the header, the metadata and every dataset of collisionless particles of types 1, 2, 3, 5
-/// (@p counts; types 0 and 4 must be 0) at its full size, Acceleration among them; write_hdf5_rows fills them.
-void create_hdf5_collisionless(const std::string& path, double time, const std::array<std::uint64_t, 6>& counts,
-                               const Units& units, const SnapshotMeta& meta);
+/// (truncating it) with the header, the metadata and every dataset of the particles of types 0 .. 5 (@p counts) at
+/// its full size, Acceleration among them; write_hdf5_rows fills them.
+void create_hdf5_for_rows(const std::string& path, double time, const std::array<std::uint64_t, 6>& counts,
+                          const Units& units, const SnapshotMeta& meta);
 
-/// Rows [first, first + n) of the particles (in the order 0, 1, 2, 3, 5, 4 of the types) of collisionless fields.
+/// Rows [first, first + n) of the particles (in the order 0, 1, 2, 3, 5, 4 of the types: gas first, stars last).
 struct Hdf5Rows {
     std::uint64_t first = 0;
-    std::span<const float> pos, vel, acc;  ///< 3n each
-    std::span<const float> mass, eps, phi; ///< n each
+    std::span<const float> pos, vel, acc;                 ///< 3n each
+    std::span<const float> mass, eps, phi;                ///< n each (eps: a gas particle's smoothing length)
+    std::span<const float> gas_rho, gas_temp, gas_metals; ///< one each per gas particle among the rows
+    std::span<const float> star_metals, star_tform;       ///< one each per star particle among the rows
 };
 
-/// Writes @p rows into the file that create_hdf5_collisionless made (opened, written, closed). ParticleIDs are the
+/// Writes @p rows into the file that create_hdf5_for_rows made (opened, written, closed). ParticleIDs are the
 /// rows' indices. Throws std::runtime_error naming the file.
 void write_hdf5_rows(const std::string& path, const Hdf5Rows& rows);
 

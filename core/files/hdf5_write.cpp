@@ -96,11 +96,36 @@ void create_layout(hid_t file, double time, const std::array<std::uint64_t, ntyp
     }
 }
 
-/// The fields every particle has, rows [rows.first, rows.first + n) of the snapshot's order, split over the types.
-void write_common_rows(hid_t file, const std::array<std::uint64_t, ntypes>& counts, const Hdf5Rows& rows,
-                       std::span<const std::uint64_t> ids)
+/// Rows [rows.first, rows.first + n) of the snapshot's order, split over the types: the fields every particle has,
+/// and those of gas and stars among them.
+void write_rows(hid_t file, const std::array<std::uint64_t, ntypes>& counts, const Hdf5Rows& rows,
+                std::span<const std::uint64_t> ids)
 {
     const std::uint64_t n = rows.mass.size();
+    // Gas rows come first in the snapshot's order, stars last.
+    std::uint64_t total = 0;
+    for (const auto c : counts)
+        total += c;
+    const std::uint64_t gas_end = std::min(rows.first + n, counts[0]), star_begin = total - counts[4];
+    const std::uint64_t ngas = gas_end > rows.first ? gas_end - rows.first : 0;
+    const std::uint64_t star_first = std::max(rows.first, star_begin);
+    const std::uint64_t nstar = rows.first + n > star_first ? rows.first + n - star_first : 0;
+    if (rows.gas_rho.size() != ngas || rows.gas_temp.size() != ngas || rows.gas_metals.size() != ngas ||
+        rows.star_metals.size() != nstar || rows.star_tform.size() != nstar)
+        throw std::invalid_argument("HDF5 snapshot rows: gas or star fields disagree with the rows");
+    if (ngas) {
+        const Id g(must(H5Gopen2(file, "PartType0", H5P_DEFAULT), "open PartType0"), H5Gclose);
+        write_slab(g.get(), "PartType0", "Density", H5T_NATIVE_FLOAT, rows.first, ngas, 1, rows.gas_rho.data());
+        write_slab(g.get(), "PartType0", "Temperature", H5T_NATIVE_FLOAT, rows.first, ngas, 1, rows.gas_temp.data());
+        write_slab(g.get(), "PartType0", "Metallicity", H5T_NATIVE_FLOAT, rows.first, ngas, 1, rows.gas_metals.data());
+    }
+    if (nstar) {
+        const Id g(must(H5Gopen2(file, "PartType4", H5P_DEFAULT), "open PartType4"), H5Gclose);
+        const std::uint64_t row = star_first - star_begin;
+        write_slab(g.get(), "PartType4", "Metallicity", H5T_NATIVE_FLOAT, row, nstar, 1, rows.star_metals.data());
+        write_slab(g.get(), "PartType4", "StellarFormationTime", H5T_NATIVE_FLOAT, row, nstar, 1,
+                   rows.star_tform.data());
+    }
     const auto off = type_offsets(counts);
     for (const int t : type_order) {
         const std::uint64_t a = off[static_cast<std::size_t>(t)], b = a + counts[static_cast<std::size_t>(t)];
@@ -158,19 +183,9 @@ void write_hdf5(const std::string& path, const Snapshot& s, const SnapshotMeta& 
         create_layout(f.get(), s.time, counts, !s.acc.empty(), s.units, meta);
         Hdf5Rows rows;
         rows.pos = s.pos, rows.vel = s.vel, rows.acc = s.acc, rows.mass = s.mass, rows.eps = s.eps, rows.phi = s.phi;
-        write_common_rows(f.get(), counts, rows, s.ids);
-        if (s.n_gas) {
-            const Id g(must(H5Gopen2(f.get(), "PartType0", H5P_DEFAULT), "open PartType0"), H5Gclose);
-            write_slab(g.get(), "PartType0", "Density", H5T_NATIVE_FLOAT, 0, s.n_gas, 1, s.gas_rho.data());
-            write_slab(g.get(), "PartType0", "Temperature", H5T_NATIVE_FLOAT, 0, s.n_gas, 1, s.gas_temp.data());
-            write_slab(g.get(), "PartType0", "Metallicity", H5T_NATIVE_FLOAT, 0, s.n_gas, 1, s.gas_metals.data());
-        }
-        if (s.n_star) {
-            const Id g(must(H5Gopen2(f.get(), "PartType4", H5P_DEFAULT), "open PartType4"), H5Gclose);
-            write_slab(g.get(), "PartType4", "Metallicity", H5T_NATIVE_FLOAT, 0, s.n_star, 1, s.star_metals.data());
-            write_slab(g.get(), "PartType4", "StellarFormationTime", H5T_NATIVE_FLOAT, 0, s.n_star, 1,
-                       s.star_tform.data());
-        }
+        rows.gas_rho = s.gas_rho, rows.gas_temp = s.gas_temp, rows.gas_metals = s.gas_metals;
+        rows.star_metals = s.star_metals, rows.star_tform = s.star_tform;
+        write_rows(f.get(), counts, rows, s.ids);
         close_file(f);
         commit(tmp, path);
     } catch (const WriteFailure& e) {
@@ -182,12 +197,10 @@ void write_hdf5(const std::string& path, const Snapshot& s, const SnapshotMeta& 
     }
 }
 
-void create_hdf5_collisionless(const std::string& path, double time, const std::array<std::uint64_t, 6>& counts,
-                               const Units& units, const SnapshotMeta& meta)
+void create_hdf5_for_rows(const std::string& path, double time, const std::array<std::uint64_t, 6>& counts,
+                          const Units& units, const SnapshotMeta& meta)
 {
     silence_hdf5();
-    if (counts[0] || counts[4])
-        throw std::invalid_argument("create_hdf5_collisionless: gas or star particles (types 0 and 4)");
     std::uint64_t n = 0;
     for (const auto c : counts)
         n += c;
@@ -221,7 +234,7 @@ void write_hdf5_rows(const std::string& path, const Hdf5Rows& rows)
         if (rows.first + n > total)
             throw std::invalid_argument(fmt::format("write_hdf5_rows: rows {} .. {} of a file of {} particles",
                                                     rows.first, rows.first + n, total));
-        write_common_rows(f.get(), counts, rows, {});
+        write_rows(f.get(), counts, rows, {});
         close_file(f);
     } catch (const WriteFailure& e) {
         throw std::runtime_error(fmt::format("writing the HDF5 snapshot {} failed: {}", path, e.what()));

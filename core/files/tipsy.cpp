@@ -24,6 +24,14 @@ namespace {
 constexpr std::size_t header_bytes = 32;
 constexpr std::size_t gas_floats = 12, dark_floats = 9, star_floats = 11;
 
+/// The floats of the records before record @p i of a file of counts @p c (gas, then dark, then stars).
+std::uint64_t floats_before(const FileCounts& c, std::uint64_t i)
+{
+    const std::uint64_t g = c.n_gas, gd = c.n_gas + c.n_dark;
+    return gas_floats * std::min(i, g) + dark_floats * (std::min(i, gd) - std::min(i, g)) +
+           star_floats * (i - std::min(i, gd));
+}
+
 std::uint32_t swap32(std::uint32_t v)
 {
     return __builtin_bswap32(v);
@@ -90,6 +98,34 @@ Snapshot Snapshot::dark(std::size_t n)
     return s;
 }
 
+Snapshot rows_of(const Snapshot& s, Rows rows)
+{
+    const std::size_t n = s.size(), a = std::min(rows.first, n), b = a + std::min(rows.count, n - a);
+    auto overlap = [&](std::size_t lo, std::size_t hi) {
+        const std::size_t l = std::max(a, lo), h = std::min(b, hi);
+        return h > l ? h - l : 0;
+    };
+    const std::size_t d0 = s.n_gas, d1 = d0 + s.n_dark; // the dark rows; types 2, 3, 5 are the last of them
+    const std::size_t t2 = d1 - s.n_type2 - s.n_type3 - s.n_type5, t3 = t2 + s.n_type2, t5 = t3 + s.n_type3;
+    Snapshot r;
+    r.time = s.time;
+    r.units = s.units;
+    r.n_gas = overlap(0, d0), r.n_dark = overlap(d0, d1), r.n_star = overlap(d1, n);
+    r.n_type2 = overlap(t2, t3), r.n_type3 = overlap(t3, t5), r.n_type5 = overlap(t5, d1);
+    auto cut = [](const auto& v, std::size_t lo, std::size_t hi, std::size_t per) {
+        using V = std::remove_cvref_t<decltype(v)>;
+        if (v.empty() || hi <= lo) return V{};
+        return V(v.begin() + static_cast<std::ptrdiff_t>(lo * per), v.begin() + static_cast<std::ptrdiff_t>(hi * per));
+    };
+    r.mass = cut(s.mass, a, b, 1), r.pos = cut(s.pos, a, b, 3), r.vel = cut(s.vel, a, b, 3);
+    r.eps = cut(s.eps, a, b, 1), r.phi = cut(s.phi, a, b, 1), r.acc = cut(s.acc, a, b, 3), r.ids = cut(s.ids, a, b, 1);
+    r.gas_rho = cut(s.gas_rho, a, a + r.n_gas, 1), r.gas_temp = cut(s.gas_temp, a, a + r.n_gas, 1);
+    r.gas_metals = cut(s.gas_metals, a, a + r.n_gas, 1);
+    const std::size_t s0 = std::max(a, d1) - d1; // the first star among the rows
+    r.star_metals = cut(s.star_metals, s0, s0 + r.n_star, 1), r.star_tform = cut(s.star_tform, s0, s0 + r.n_star, 1);
+    return r;
+}
+
 Snapshot read_tipsy(const std::string& path, Endian* detected, Rows rows, FileCounts* whole)
 {
     // Regular files only: a pipe without a writer would block for ever, a device such as /dev/zero never ends.
@@ -136,11 +172,8 @@ Snapshot read_tipsy(const std::string& path, Endian* detected, Rows rows, FileCo
     // The rows asked for: whole records, from their offset (records of the three kinds differ in length).
     const std::size_t total = ngas + ndark + nstar;
     const std::size_t first = std::min(rows.first, total), end = first + std::min(rows.count, total - first);
-    auto floats_before = [&](std::size_t i) {
-        return gas_floats * std::min(i, ngas) + dark_floats * (std::min(i, ngas + ndark) - std::min(i, ngas)) +
-               star_floats * (i - std::min(i, ngas + ndark));
-    };
-    const std::size_t f0 = floats_before(first), nfloat = floats_before(end) - f0;
+    const FileCounts c{ngas, ndark, nstar};
+    const std::size_t f0 = floats_before(c, first), nfloat = floats_before(c, end) - f0;
     std::vector<float> f(nfloat);
     if (nfloat) { // no particles: f.data() is null
         in.seekg(static_cast<std::streamoff>(header_bytes + 4 * f0));
@@ -200,15 +233,18 @@ Snapshot read_tipsy(const std::string& path, Endian* detected, Rows rows, FileCo
     return s;
 }
 
-void write_tipsy(const std::string& path, const Snapshot& s, Endian order)
+std::uint64_t tipsy_offset(const FileCounts& counts, std::uint64_t i)
+{
+    return header_bytes + 4 * floats_before(counts, i);
+}
+
+std::vector<float> tipsy_records(const Snapshot& s, Endian order)
 {
     const std::size_t n = s.size();
     if (s.mass.size() != n || s.pos.size() != 3 * n || s.vel.size() != 3 * n || s.eps.size() != n ||
         s.phi.size() != n || s.gas_rho.size() != s.n_gas || s.gas_temp.size() != s.n_gas ||
         s.gas_metals.size() != s.n_gas || s.star_metals.size() != s.n_star || s.star_tform.size() != s.n_star)
         throw std::invalid_argument("write_tipsy: snapshot arrays disagree with its particle counts");
-    if (n > 0x7fffffffu) throw UsageError(fmt::format("{}: tipsy cannot hold {} particles", path, n));
-
     std::vector<float> f;
     f.reserve(gas_floats * s.n_gas + dark_floats * s.n_dark + star_floats * s.n_star);
     std::size_t i = 0;
@@ -231,6 +267,17 @@ void write_tipsy(const std::string& path, const Snapshot& s, Endian order)
         common();
         f.insert(f.end(), {s.star_metals[t], s.star_tform[t], s.eps[i], s.phi[i]});
     }
+    if (!native_is(order))
+        for (auto& x : f)
+            x = std::bit_cast<float>(swap32(std::bit_cast<std::uint32_t>(x)));
+    return f;
+}
+
+void write_tipsy(const std::string& path, const Snapshot& s, Endian order)
+{
+    const std::size_t n = s.size();
+    if (n > 0x7fffffffu) throw UsageError(fmt::format("{}: tipsy cannot hold {} particles", path, n));
+    const std::vector<float> f = tipsy_records(s, order);
     std::uint64_t time_bits = std::bit_cast<std::uint64_t>(s.time);
     std::uint32_t head[6] = {static_cast<std::uint32_t>(n),        3u,
                              static_cast<std::uint32_t>(s.n_gas),  static_cast<std::uint32_t>(s.n_dark),
@@ -239,8 +286,6 @@ void write_tipsy(const std::string& path, const Snapshot& s, Endian order)
         time_bits = swap64(time_bits);
         for (auto& x : head)
             x = swap32(x);
-        for (auto& x : f)
-            x = std::bit_cast<float>(swap32(std::bit_cast<std::uint32_t>(x)));
     }
     write_file_atomically(path, [&](std::ostream& out) {
         out.write(reinterpret_cast<const char*>(&time_bits), 8);

@@ -57,6 +57,10 @@ struct FileCounts {
     std::size_t size() const noexcept { return n_gas + n_dark + n_star; }
 };
 
+/// The particles @p rows of @p s (as read_snapshot would read them from a file of @p s): every array cut, the counts
+/// of each kind (and of types 2, 3, 5) those of the rows.
+Snapshot rows_of(const Snapshot& s, Rows rows);
+
 /// Reads a tipsy file, or only its particles @p rows (read from their offset: the rest of the file is never
 /// loaded), with the whole file's counts in @p whole. Throws UsageError naming the file and the problem for a
 /// missing, foreign or truncated file, or one whose header counts disagree with its size. Does not judge the values
@@ -65,6 +69,13 @@ Snapshot read_tipsy(const std::string& path, Endian* detected = nullptr, Rows ro
 
 /// Writes a tipsy file (standard big-endian by default) through a temporary name and a rename.
 void write_tipsy(const std::string& path, const Snapshot& s, Endian order = Endian::big);
+
+/// The records of @p s as a tipsy file holds them (gas, dark, stars; in @p order's byte order), without the header:
+/// what write_tipsy writes after it, and writers over ranks write a slice of a file from.
+/// @throws std::invalid_argument when the snapshot's arrays disagree with its counts.
+std::vector<float> tipsy_records(const Snapshot& s, Endian order = Endian::big);
+/// The byte offset of record @p i in a tipsy file of @p counts (header included).
+std::uint64_t tipsy_offset(const FileCounts& counts, std::uint64_t i);
 
 /// The softening that every dark and star particle of @p s carries, when they all carry the same one; nothing when
 /// they differ or there are none (gas records carry a smoothing length, not a softening).

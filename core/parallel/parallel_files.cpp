@@ -1,8 +1,8 @@
 /**
  * @file parallel_files.cpp
  * @brief Files written by all ranks together (parallel_files.hpp). Tipsy as core/files/tipsy.cpp writes it:
- *        big-endian, a 32-byte header (double time, int N, 3, ngas, ndark, nstar, pad), then 9 floats per dark
- *        particle; .npy with the header of core/files/npy.cpp.
+ *        big-endian, a 32-byte header (double time, int N, 3, ngas, ndark, nstar, pad), then the records
+ *        (tipsy_records); .npy with the header of core/files/npy.cpp.
  */
 #include "core/parallel/parallel_files.hpp"
 
@@ -83,16 +83,11 @@ void check_precision_range(std::span<const bn_f4> pos_mass, std::size_t first, s
 namespace {
 
 constexpr std::size_t tipsy_header_bytes = 32;
-constexpr std::size_t tipsy_record_bytes = 36; // mass, x, y, z, vx, vy, vz, eps, phi
 
 void put_be32(std::byte* p, std::uint32_t v)
 {
     if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap32(v);
     std::memcpy(p, &v, 4);
-}
-void put_float(std::byte* p, float f)
-{
-    put_be32(p, std::bit_cast<std::uint32_t>(f));
 }
 
 /// Writes @p block at @p offset of a file of @p total bytes, together, into a temporary name that rank 0 renames
@@ -164,51 +159,95 @@ std::vector<std::byte> records_of_my_block(const Comm& comm, std::size_t n_total
     return block;
 }
 
-void write_tipsy_parallel(const Comm& comm, const std::string& path, double time, std::size_t n_total,
-                          const RankParticles& mine, float eps)
+namespace {
+
+/// The static fields of the rows [first, last) of a file of @p whole's counts: @p fields, which must hold those rows
+/// (eps, gas and star fields), or, empty, a softening @p eps for every particle (then none may be gas or a star).
+/// Mass, positions, velocities and potentials zero, for the caller to fill.
+Snapshot block_of(const FileCounts& whole, std::size_t first, std::size_t last, const Snapshot& fields, float eps)
 {
+    Snapshot all; // the counts of the whole, for rows_of
+    all.n_gas = whole.n_gas, all.n_dark = whole.n_dark, all.n_star = whole.n_star;
+    all.n_type2 = whole.n_type2, all.n_type3 = whole.n_type3, all.n_type5 = whole.n_type5;
+    Snapshot b = rows_of(all, Rows{first, last - first});
+    const std::size_t m = b.size();
+    if (fields.size() == 0 && fields.eps.empty()) {
+        if (b.n_gas || b.n_star) throw std::logic_error("parallel file: gas or star particles without their fields");
+        b.eps.assign(m, eps);
+    } else {
+        if (fields.size() != m || fields.n_gas != b.n_gas || fields.n_star != b.n_star || fields.eps.size() != m)
+            throw std::logic_error("parallel file: the fields given are not those of this rank's rows");
+        b.eps = fields.eps;
+        b.gas_rho = fields.gas_rho, b.gas_temp = fields.gas_temp, b.gas_metals = fields.gas_metals;
+        b.star_metals = fields.star_metals, b.star_tform = fields.star_tform;
+    }
+    b.mass.assign(m, 0.f), b.pos.assign(3 * m, 0.f), b.vel.assign(3 * m, 0.f), b.phi.assign(m, 0.f);
+    return b;
+}
+
+} // namespace
+
+void write_tipsy_parallel(const Comm& comm, const std::string& path, double time, const FileCounts& whole,
+                          const RankParticles& mine, const Snapshot& fields, float eps)
+{
+    const std::size_t n_total = whole.size();
     if (n_total >= (std::size_t{1} << 31)) throw std::runtime_error("tipsy: more than 2^31 - 1 particles");
+    // What moves between ranks: mass, position, velocity, potential (native floats); the rest is the writer's.
+    constexpr std::size_t floats = 8, record_bytes = floats * sizeof(float);
     const std::size_t n = mine.ids.size();
-    std::vector<std::byte> records(n * tipsy_record_bytes);
+    std::vector<float> records(n * floats);
     for (std::size_t i = 0; i < n; ++i) {
-        const float f[9] = {mine.pos[i].w, mine.pos[i].x, mine.pos[i].y, mine.pos[i].z, mine.vel[i].x,
-                            mine.vel[i].y, mine.vel[i].z, eps,           mine.phi[i]};
-        for (int k = 0; k < 9; ++k)
-            put_float(records.data() + i * tipsy_record_bytes + 4 * k, f[k]);
+        const float f[floats] = {mine.pos[i].w, mine.pos[i].x, mine.pos[i].y, mine.pos[i].z,
+                                 mine.vel[i].x, mine.vel[i].y, mine.vel[i].z, mine.phi[i]};
+        std::memcpy(records.data() + i * floats, f, sizeof f);
     }
     std::size_t first = 0, last = 0;
     std::vector<std::byte> block;
     try {
-        block = records_of_my_block(comm, n_total, mine.ids, records, tipsy_record_bytes, first, last);
+        block =
+            records_of_my_block(comm, n_total, mine.ids, std::as_bytes(std::span(records)), record_bytes, first, last);
     } catch (const std::runtime_error& e) {
         throw std::runtime_error(fmt::format("tipsy: {}: {}", path, e.what()));
     }
+    Snapshot b = block_of(whole, first, last, fields, eps);
+    for (std::size_t i = 0; i < b.size(); ++i) {
+        float f[floats];
+        std::memcpy(f, block.data() + i * record_bytes, record_bytes);
+        b.mass[i] = f[0], b.phi[i] = f[7];
+        for (int k = 0; k < 3; ++k)
+            b.pos[3 * i + k] = f[1 + k], b.vel[3 * i + k] = f[4 + k];
+    }
+    const std::vector<float> out = tipsy_records(b);
+    const auto bytes = std::as_bytes(std::span(out));
+    std::vector<std::byte> data;
     // Rank 0 writes the header before its records.
     if (comm.rank() == 0) {
-        std::vector<std::byte> head(tipsy_header_bytes);
+        data.resize(tipsy_header_bytes);
         std::uint64_t t = std::bit_cast<std::uint64_t>(time);
         if constexpr (std::endian::native == std::endian::little) t = __builtin_bswap64(t);
-        std::memcpy(head.data(), &t, 8);
-        const std::uint32_t h[6] = {static_cast<std::uint32_t>(n_total), 3u, 0u,
-                                    static_cast<std::uint32_t>(n_total), 0u, 0u};
+        std::memcpy(data.data(), &t, 8);
+        const std::uint32_t h[6] = {static_cast<std::uint32_t>(n_total),      3u,
+                                    static_cast<std::uint32_t>(whole.n_gas),  static_cast<std::uint32_t>(whole.n_dark),
+                                    static_cast<std::uint32_t>(whole.n_star), 0u};
         for (int k = 0; k < 6; ++k)
-            put_be32(head.data() + 8 + 4 * k, h[k]);
-        block.insert(block.begin(), head.begin(), head.end());
+            put_be32(data.data() + 8 + 4 * k, h[k]);
     }
-    write_blocks(comm, path, tipsy_header_bytes + n_total * tipsy_record_bytes,
-                 comm.rank() == 0 ? 0 : tipsy_header_bytes + first * tipsy_record_bytes, block);
+    data.insert(data.end(), bytes.begin(), bytes.end());
+    write_blocks(comm, path, tipsy_offset(whole, n_total), comm.rank() == 0 ? 0 : tipsy_offset(whole, first), data);
 }
 
-void write_hdf5_parallel(const Comm& comm, const std::string& path, double time,
-                         const std::array<std::uint64_t, 6>& counts, const RankParticles& mine, float eps,
-                         const Units& units, const SnapshotMeta& meta)
+void write_hdf5_parallel(const Comm& comm, const std::string& path, double time, const FileCounts& whole,
+                         const RankParticles& mine, const Snapshot& fields, float eps, const Units& units,
+                         const SnapshotMeta& meta)
 {
     const std::size_t n = mine.ids.size();
     if (mine.pos.size() != n || mine.vel.size() != n || mine.acc.size() != n)
         throw std::invalid_argument("write_hdf5_parallel: sizes disagree");
-    std::uint64_t n_total = 0;
-    for (const auto c : counts)
-        n_total += c;
+    const std::uint64_t extra = whole.n_type2 + whole.n_type3 + whole.n_type5;
+    if (extra > whole.n_dark) throw std::invalid_argument("write_hdf5_parallel: more types 2, 3, 5 than dark");
+    const std::array<std::uint64_t, 6> counts = {whole.n_gas,   whole.n_dark - extra, whole.n_type2,
+                                                 whole.n_type3, whole.n_star,         whole.n_type5};
+    const std::uint64_t n_total = whole.size();
     // One record per particle: x y z, vx vy vz, mass, potential, ax ay az.
     constexpr std::size_t floats = 11, record_bytes = floats * sizeof(float);
     std::vector<float> records(n * floats);
@@ -225,18 +264,19 @@ void write_hdf5_parallel(const Comm& comm, const std::string& path, double time,
     } catch (const std::runtime_error& e) {
         throw std::runtime_error(fmt::format("{}: {}", path, e.what()));
     }
+    Snapshot b = block_of(whole, first, last, fields, eps);
     const std::size_t m = last - first;
-    std::vector<float> pos(3 * m), vel(3 * m), acc(3 * m), mass(m), phi(m), soft(m, eps);
+    b.acc.resize(3 * m);
     for (std::size_t i = 0; i < m; ++i) {
         float f[floats];
         std::memcpy(f, block.data() + i * record_bytes, record_bytes);
         for (int k = 0; k < 3; ++k) {
-            pos[3 * i + k] = f[k];
-            vel[3 * i + k] = f[3 + k];
-            acc[3 * i + k] = f[8 + k];
+            b.pos[3 * i + k] = f[k];
+            b.vel[3 * i + k] = f[3 + k];
+            b.acc[3 * i + k] = f[8 + k];
         }
-        mass[i] = f[6];
-        phi[i] = f[7];
+        b.mass[i] = f[6];
+        b.phi[i] = f[7];
     }
 
     // Serial HDF5: one rank at a time holds the file open. Each turn ends in a collective that tells every rank
@@ -254,10 +294,12 @@ void write_hdf5_parallel(const Comm& comm, const std::string& path, double time,
             throw std::runtime_error(error.empty() ? fmt::format("{}: another rank failed to write it", path) : error);
         }
     };
-    turn(comm.rank() == 0, [&] { create_hdf5_collisionless(tmp, time, counts, units, meta); });
+    turn(comm.rank() == 0, [&] { create_hdf5_for_rows(tmp, time, counts, units, meta); });
     Hdf5Rows rows;
     rows.first = first;
-    rows.pos = pos, rows.vel = vel, rows.acc = acc, rows.mass = mass, rows.eps = soft, rows.phi = phi;
+    rows.pos = b.pos, rows.vel = b.vel, rows.acc = b.acc, rows.mass = b.mass, rows.eps = b.eps, rows.phi = b.phi;
+    rows.gas_rho = b.gas_rho, rows.gas_temp = b.gas_temp, rows.gas_metals = b.gas_metals;
+    rows.star_metals = b.star_metals, rows.star_tform = b.star_tform;
     for (int q = 0; q < comm.size(); ++q)
         turn(comm.rank() == q, [&] { write_hdf5_rows(tmp, rows); });
     turn(comm.rank() == comm.size() - 1, [&] { rename_durably(tmp, path); });

@@ -3,7 +3,8 @@
  * @brief Files read and written by all ranks together, in the order of the input: no rank ever holds more than its
  *        share. Reading: each rank reads its own rows of an input (read_snapshot with Rows), and what needs the
  *        whole input is formed by reductions over the ranks (below). Writing: snapshots of a run (standard
- *        big-endian tipsy or HDF5, collisionless particles) and the (N, 4) arrays of `banyan forces` (.npy).
+ *        big-endian tipsy or HDF5; gas and star fields from the rank whose rows they are) and the (N, 4) arrays of
+ *        `banyan forces` (.npy).
  *
  * Writing:
  * All go the same way: every particle's record goes to the rank that writes its block of the file (rank q writes
@@ -53,18 +54,21 @@ struct RankParticles {
     std::vector<bn_f4> acc; ///< ax, ay, az, potential: what an HDF5 snapshot holds (tipsy needs only phi)
 };
 
-/// Writes @p path: a tipsy header (time, N dark particles) and particle id i as record i (mass, position, velocity,
-/// @p eps, potential). Collective.
-void write_tipsy_parallel(const Comm& comm, const std::string& path, double time, std::size_t n_total,
-                          const RankParticles& mine, float eps);
+/// Writes @p path: a tipsy header (time, @p whole's gas, dark and star counts) and particle id i as record i (mass,
+/// position, velocity, potential from the rank that holds it; the static fields from @p fields). Rank q writes the
+/// records of ids [q N / P, (q + 1) N / P) and gives their static fields: @p fields holds those rows (eps, gas and
+/// star fields, as rows_of cuts them; the rows each rank of a run read of its input), or is empty and @p eps the
+/// softening of every particle (none gas nor star). Collective; the same bytes as write_tipsy of the whole.
+void write_tipsy_parallel(const Comm& comm, const std::string& path, double time, const FileCounts& whole,
+                          const RankParticles& mine, const Snapshot& fields, float eps);
 
-/// Writes @p path as an HDF5 snapshot (core/files/hdf5_snapshot.hpp) of collisionless particles: particle id i is
-/// row i of the types 1, 2, 3, 5 in that order, @p counts of each (counts[0] and counts[4] must be 0), with mass,
-/// position, velocity, @p eps as softening, and mine.acc's accelerations and potentials. Collective; the same bytes
-/// whatever the number of ranks.
-void write_hdf5_parallel(const Comm& comm, const std::string& path, double time,
-                         const std::array<std::uint64_t, 6>& counts, const RankParticles& mine, float eps,
-                         const Units& units, const SnapshotMeta& meta);
+/// Writes @p path as an HDF5 snapshot (core/files/hdf5_snapshot.hpp): particle id i is row i of the types 0, 1, 2,
+/// 3, 5, 4 in that order, @p whole's counts of each, with mass, position, velocity, mine.acc's accelerations and
+/// potentials, and the static fields as write_tipsy_parallel takes them. Collective; the same bytes whatever the
+/// number of ranks.
+void write_hdf5_parallel(const Comm& comm, const std::string& path, double time, const FileCounts& whole,
+                         const RankParticles& mine, const Snapshot& fields, float eps, const Units& units,
+                         const SnapshotMeta& meta);
 
 /// Writes @p path as a float32 .npy array of shape (n_total, 4) whose row ids[i] is @p rows[i] (x, y, z, w of this
 /// rank's particle i). Collective; on one rank the same bytes as write_npy.

@@ -158,7 +158,9 @@ Checkpoint read_checkpoint(const std::string& path)
     const std::size_t n = u("particles");
     Snapshot& f = c.fields;
     f.n_gas = u("n_gas"), f.n_dark = u("n_dark"), f.n_star = u("n_star");
-    if (f.size() != n) rd.fail();
+    // The fields are of the particles, or over ranks (rank_rows) of the rows of the input that the rank writes.
+    const std::size_t nf = f.size();
+    if (nf != n && !c.header.count("rank_rows")) rd.fail();
     SimulationState& st = c.state;
     // Internal units (absent from checkpoints written before they existed: the identity then).
     auto exponent = [&](const char* k) {
@@ -173,7 +175,7 @@ Checkpoint read_checkpoint(const std::string& path)
     st.ids = rd.array<bn_u32>(n);
     // Block time steps' rungs (absent from checkpoints of shared steps, and of versions before them).
     if (c.header.count("rungs") && u("rungs") != 0) st.rungs = rd.array<bn_u32>(n);
-    f.eps = rd.array<float>(n);
+    f.eps = rd.array<float>(nf);
     f.gas_rho = rd.array<float>(f.n_gas), f.gas_temp = rd.array<float>(f.n_gas);
     f.gas_metals = rd.array<float>(f.n_gas);
     f.star_metals = rd.array<float>(f.n_star), f.star_tform = rd.array<float>(f.n_star);
@@ -184,7 +186,7 @@ Checkpoint read_checkpoint(const std::string& path)
         if (const std::size_t i = first_non_finite(*v); i < n)
             throw UsageError(fmt::format("{}: particle {} has a non-finite {}: the state cannot be continued", path,
                                          st.ids[i], name));
-    f.mass.assign(n, 0.f), f.pos.assign(3 * n, 0.f), f.vel.assign(3 * n, 0.f), f.phi.assign(n, 0.f);
+    f.mass.assign(nf, 0.f), f.pos.assign(3 * nf, 0.f), f.vel.assign(3 * nf, 0.f), f.phi.assign(nf, 0.f);
     return c;
 }
 

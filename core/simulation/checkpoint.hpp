@@ -7,7 +7,8 @@
  * u64 length of a text block of key=value lines (the options and the bookkeeping, doubles in shortest round-trip
  * form), the text, then the arrays pos, vel, acc (N float4 each), ids (N u32) in device order, with block time
  * steps (rungs=1) the rungs (N u32), then the fields of the input that never change (eps for N, gas
- * rho/temp/metals, star metals/tform), and last an FNV-1a 64-bit checksum of everything before it.
+ * rho/temp/metals, star metals/tform; over several ranks, rank_rows=1, those of the rows of the input the rank
+ * writes: eps for n_gas + n_dark + n_star of them), and last an FNV-1a 64-bit checksum of everything before it.
  */
 #pragma once
 

@@ -149,11 +149,6 @@ RunPlan plan_run(RunRequest request, const Comm& comm)
             check_input_rows(ic, plan.particles_.pos, *plan.first_row_, plan.whole_.size(), o, comm);
         else
             check_initial_conditions(ic, plan.particles_.pos, o);
-        if (comm.parallel() && (plan.whole_.n_gas || plan.whole_.n_star))
-            throw UsageError(fmt::format("run: over several ranks, initial conditions of dark-matter particles only "
-                                         "(the input has {} gas and {} star particles, whose fields are not yet "
-                                         "carried between ranks); run it on one rank",
-                                         plan.whole_.n_gas, plan.whole_.n_star));
     }
     if (request.outputs == RunOutputs::files) prepare_output_dir(o.out, true);
     plan.options_ = std::move(o);
@@ -223,15 +218,21 @@ Run::Run(Backend& be, RunPlan plan, RunHooks hooks, const Comm& comm)
                                                particles.vel.begin() + static_cast<std::ptrdiff_t>(b));
         }
         const InternalUnits units = system_units(particles.pos, comm_);
-        Snapshot kept = Snapshot::dark(0); // snapshots over ranks take their fields from the particles (dark only)
+        // The fields that never change of this rank's rows [a, b), the block it writes of every snapshot
+        // (parallel_files.hpp): read alone, or cut from the whole; none for generated particles (snapshot_eps_).
+        const Snapshot& t = template_;
+        whole_ = rows    ? whole
+                 : share ? FileCounts{0, n, 0, t.n_type2, t.n_type3, t.n_type5}
+                         : FileCounts{t.n_gas, t.n_dark, t.n_star, t.n_type2, t.n_type3, t.n_type5};
+        Snapshot kept = rows ? std::move(template_) : share ? Snapshot{} : rows_of(t, Rows{a, (r + 1) * n / P - a});
+        kept.mass.clear(), kept.pos.clear(), kept.vel.clear(), kept.phi.clear(); // the particles' own
         kept.time = template_.time;
         kept.units = template_.units;
-        kept.n_type2 = rows ? whole.n_type2 : template_.n_type2;
-        kept.n_type3 = rows ? whole.n_type3 : template_.n_type3;
-        kept.n_type5 = rows ? whole.n_type5 : template_.n_type5;
         template_ = std::move(kept);
         sim_->start_slice(std::move(particles), template_.time, a, units); // frees them before the first forces
     } else {
+        whole_ = FileCounts{template_.n_gas,   template_.n_dark,  template_.n_star,
+                            template_.n_type2, template_.n_type3, template_.n_type5};
         const InternalUnits units = InternalUnits::for_system(particles.pos);
         sim_->start_slice(std::move(particles), template_.time, 0, units);
     }
@@ -398,15 +399,11 @@ void Run::write_snapshot()
         for (std::size_t i = 0; i < acc.size(); ++i)
             acc[i] = bn_f4{0, 0, 0, mine.phi[i]};
         check_state(mine.pos, mine.vel, hdf5 ? mine.acc : acc, mine.ids);
-        if (hdf5) {
-            const Snapshot& t = template_;
-            const std::uint64_t extra = t.n_type2 + t.n_type3 + t.n_type5;
-            const std::array<std::uint64_t, 6> counts = {0,        sim_->total_size() - extra, t.n_type2, t.n_type3, 0,
-                                                         t.n_type5};
-            write_hdf5_parallel(comm, path, sim_->time(), counts, mine, snapshot_eps_, template_.units, meta);
-        } else {
-            write_tipsy_parallel(comm, path, sim_->time(), sim_->total_size(), mine, snapshot_eps_);
-        }
+        if (hdf5)
+            write_hdf5_parallel(comm, path, sim_->time(), whole_, mine, template_, snapshot_eps_, template_.units,
+                                meta);
+        else
+            write_tipsy_parallel(comm, path, sim_->time(), whole_, mine, template_, snapshot_eps_);
         ++snapshots_written_;
         output_seconds_ += seconds_since(t0);
         if (hooks_.on_file) hooks_.on_file(path);
@@ -432,11 +429,13 @@ std::string Run::checkpoint_text_now(const SimulationState& st) const
     // Over several ranks each writes its own file (rank 0: checkpoint.bin, rank r: checkpoint.bin.rankR); a
     // restart checks that all are of one step.
     const std::string ranks = comm_.parallel()
-                                  ? fmt::format("ranks={}\nrank={}\nwork={}\nparticles_total={}\nsnapshot_eps={}\n",
-                                                comm_.size(), comm_.rank(), st.work, sim_->total_size(), snapshot_eps_)
+                                  ? fmt::format("ranks={}\nrank={}\nwork={}\nparticles_total={}\nsnapshot_eps={}\n"
+                                                "n_gas_total={}\nn_star_total={}\nrank_rows=1\n",
+                                                comm_.size(), comm_.rank(), st.work, sim_->total_size(), snapshot_eps_,
+                                                whole_.n_gas, whole_.n_star)
                                   : std::string();
     const RunProgress progress{e0_, max_de_, next_snapshot_, snapshots_written_, next_checkpoint_, log_bytes_, last_};
-    return checkpoint_text(opt_, st, progress, be_, template_) + ranks;
+    return checkpoint_text(opt_, st, progress, be_, whole_) + ranks;
 }
 
 void Run::write_checkpoint()
@@ -446,12 +445,10 @@ void Run::write_checkpoint()
     const SimulationState st = sim_->save();
     check_state(st.pos, st.vel, st.acc, st.ids);
     const std::string text = checkpoint_text_now(st);
-    // Each rank's file through a temporary name.
+    // Each rank's file through a temporary name, with the fields of its rows (rank_rows=1).
     if (comm_.parallel()) {
-        Snapshot fields = Snapshot::dark(st.pos.size());
-        std::fill(fields.eps.begin(), fields.eps.end(), snapshot_eps_);
         comm_.barrier();
-        banyan::write_checkpoint(rank_checkpoint_path(), text, st, fields);
+        banyan::write_checkpoint(rank_checkpoint_path(), text, st, template_);
         comm_.barrier();
     } else {
         banyan::write_checkpoint(checkpoint_path(), text, st, template_);
@@ -476,7 +473,7 @@ void Run::set_end(double t_end)
 }
 
 std::string checkpoint_text(const RunOptions& options, const SimulationState& state, const RunProgress& progress,
-                            const Backend& be, const Snapshot& types)
+                            const Backend& be, const FileCounts& types)
 {
     const RunProgress& p = progress;
     return options.to_text() +
@@ -546,15 +543,29 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& where, std::opt
     r.last_checkpoint_step_ = st.step;
     r.log_bytes_ = u("log_bytes");
     const std::size_t wg = u("work_group_size");
-    r.template_ = comm.parallel() ? Snapshot::dark(0) : std::move(c.fields);
+    // Over ranks each file holds the fields of its rank's rows (rank_rows; before it, those of no rows: the run had
+    // dark-matter particles only and snapshot_eps_ gave their softening).
+    auto count_of = [&](const char* k) -> std::size_t { return kv.count(k) ? u(k) : 0; };
+    if (comm.parallel()) {
+        r.template_ = kv.count("rank_rows") ? std::move(c.fields) : Snapshot{};
+        r.template_.mass.clear(), r.template_.pos.clear(), r.template_.vel.clear(), r.template_.phi.clear();
+        const std::size_t total = u("particles_total"), gas = count_of("n_gas_total"), star = count_of("n_star_total");
+        if (gas + star > total)
+            throw UsageError(fmt::format("{}: n_gas_total and n_star_total add up to more than the particles", path));
+        r.whole_ = FileCounts{gas, total - gas - star, star};
+    } else {
+        r.template_ = std::move(c.fields);
+        r.whole_ = FileCounts{r.template_.n_gas, r.template_.n_dark, r.template_.n_star};
+    }
     r.template_.time = st.t_begin;
     r.template_.units = parse_units(opt.units, path + ": units");
     // GADGET types 2, 3, 5 of an HDF5 input (checkpoints before them: none).
-    auto count_of = [&](const char* k) -> std::size_t { return kv.count(k) ? u(k) : 0; };
-    r.template_.n_type2 = count_of("n_type2"), r.template_.n_type3 = count_of("n_type3");
-    r.template_.n_type5 = count_of("n_type5");
-    const std::size_t dark = comm.parallel() ? u("particles_total") : r.template_.n_dark;
-    if (r.template_.n_type2 + r.template_.n_type3 + r.template_.n_type5 > dark)
+    r.whole_.n_type2 = count_of("n_type2"), r.whole_.n_type3 = count_of("n_type3");
+    r.whole_.n_type5 = count_of("n_type5");
+    if (!comm.parallel())
+        r.template_.n_type2 = r.whole_.n_type2, r.template_.n_type3 = r.whole_.n_type3,
+        r.template_.n_type5 = r.whole_.n_type5;
+    if (r.whole_.n_type2 + r.whole_.n_type3 + r.whole_.n_type5 > r.whole_.n_dark)
         throw UsageError(fmt::format("{}: n_type2, n_type3 and n_type5 add up to more than the dark particles", path));
 
     opt.check();

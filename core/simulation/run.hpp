@@ -170,7 +170,11 @@ private:
     RunHooks hooks_;
     RunOutputs outputs_;
     std::unique_ptr<Simulation> sim_;
-    Snapshot template_;      // the fields of the input that the simulation does not change (one rank)
+    // The fields of the input that the simulation does not change: all of them on one rank; over several, those of
+    // this rank's rows [r N / P, (r + 1) N / P), the block it writes of every snapshot (none for generated
+    // particles, whose softening is snapshot_eps_).
+    Snapshot template_;
+    FileCounts whole_;       // the particles of each kind of the whole input
     float snapshot_eps_ = 0; // the softening snapshots give every particle over several ranks
     std::uint64_t end_step_ = 0;
     double e0_ = 0, max_de_ = 0;
@@ -195,10 +199,10 @@ struct RunProgress {
 
 /// The text block of a checkpoint (checkpoint.hpp) of a run with @p options at @p state: what Run writes and
 /// Run::resume reads back, and what the Python module's Simulation.save writes so that `banyan run --restart`
-/// continues it. @p types gives the counts of GADGET types 2, 3, 5 (Snapshot::n_type2 ...). Over several ranks Run
-/// adds the ranks' lines.
+/// continues it. @p types gives the counts of GADGET types 2, 3, 5 of the whole input (n_type2 ...). Over several
+/// ranks Run adds the ranks' lines.
 std::string checkpoint_text(const RunOptions& options, const SimulationState& state, const RunProgress& progress,
-                            const Backend& be, const Snapshot& types);
+                            const Backend& be, const FileCounts& types);
 
 /// Creates @p dir if needed and checks that it is writable; with @p fresh, refuses a folder that holds a
 /// checkpoint (a run to continue with --restart, not to overwrite). Throws UsageError.

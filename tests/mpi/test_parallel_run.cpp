@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/files/hdf5_snapshot.hpp"
 #include "core/files/snapshot_file.hpp"
+#include "core/files/tipsy.hpp"
 #include "core/parallel/comm.hpp"
 #include "core/simulation/run.hpp"
 #include "core/simulation/run_options.hpp"
@@ -135,6 +136,80 @@ TEST_CASE("a run over P ranks from a file: each rank reads its rows, and runs as
     const Snapshot s0 = read_tipsy((dir / "three" / "snapshot_00000.tipsy").string());
     CHECK(s0.pos == read_tipsy(few.string()).pos);
     comm.barrier();
+    if (comm.rank() == 0) fs::remove_all(dir);
+}
+
+TEST_CASE("a run over P ranks from a gas, dark and star file keeps every particle's fields and restarts bit for bit")
+{
+    // The particles of a Plummer run, the first 300 made gas and the last 200 stars, with fields of their own: each
+    // rank reads its rows, keeps their fields and writes them into its block of every snapshot, while the particles
+    // move between ranks. Gravity treats every kind alike, so the motion is that of the all-dark run.
+    const Comm& comm = Comm::world();
+    const fs::path dir = test::shared_temp_folder(comm);
+    REQUIRE(!dir.empty());
+    const RunOptions made = options(dir / "made", 0.375);
+    run_to_end(made);
+    Snapshot in = initial_conditions(made);
+    const std::size_t n = in.size();
+    in.n_gas = 300, in.n_star = 200, in.n_dark = n - 500;
+    for (std::size_t i = 0; i < in.n_gas; ++i) {
+        in.gas_rho.push_back(1.0f + 0.001f * static_cast<float>(i));
+        in.gas_temp.push_back(1e4f + static_cast<float>(i));
+        in.gas_metals.push_back(0.02f - 1e-5f * static_cast<float>(i));
+        in.eps[i] = 0.01f + 1e-4f * static_cast<float>(i); // a smoothing length, not a softening
+    }
+    for (std::size_t i = 0; i < in.n_star; ++i) {
+        in.star_metals.push_back(0.01f + 1e-5f * static_cast<float>(i));
+        in.star_tform.push_back(-0.5f + 1e-3f * static_cast<float>(i));
+    }
+    for (std::size_t i = in.n_gas; i < n; ++i)
+        in.eps[i] = static_cast<float>(made.eps);
+    auto check_fields = [&](const Snapshot& s, const char* what) {
+        CAPTURE(what);
+        CHECK(s.n_gas == in.n_gas);
+        CHECK(s.n_dark == in.n_dark);
+        CHECK(s.n_star == in.n_star);
+        CHECK(s.eps == in.eps);
+        CHECK(s.gas_rho == in.gas_rho);
+        CHECK(s.gas_temp == in.gas_temp);
+        CHECK(s.gas_metals == in.gas_metals);
+        CHECK(s.star_metals == in.star_metals);
+        CHECK(s.star_tform == in.star_tform);
+    };
+    const Snapshot dark_end = read_tipsy((dir / "made" / "snapshot_00003.tipsy").string());
+    for (const SnapshotFormat format : {SnapshotFormat::tipsy, SnapshotFormat::hdf5}) {
+        CAPTURE(to_string(format));
+        const fs::path file = dir / fmt::format("in.{}", to_string(format));
+        if (comm.rank() == 0) write_snapshot(file.string(), in, format, {});
+        comm.barrier();
+        auto from_file = [&](const char* name, double t_end) {
+            RunOptions o = options(dir / name, t_end);
+            o.ic = "file";
+            o.in = file.string();
+            o.format = format;
+            return o;
+        };
+        const RunRecord r = run_to_end(from_file("straight", 0.375));
+        run_to_end(from_file("split", 0.125));
+        Run::resume(test::backend(), (dir / "split").string(), 0.375)->run();
+        comm.barrier();
+        const std::string ext = to_string(format);
+        const Snapshot s0 = read_snapshot((dir / "straight" / fmt::format("snapshot_00000.{}", ext)).string());
+        check_fields(s0, "the first snapshot");
+        check_same_particles(s0, in);
+        const Snapshot s3 = read_snapshot((dir / "straight" / fmt::format("snapshot_00003.{}", ext)).string());
+        check_fields(s3, "the last snapshot");
+        CHECK(s3.pos == dark_end.pos);
+        CHECK(s3.vel == dark_end.vel);
+        CHECK(std::fabs(r.max_de) < 1e-4);
+        CHECK(test::file_bytes(dir / "straight" / "energy.csv") == test::file_bytes(dir / "split" / "energy.csv"));
+        CHECK(!test::file_bytes(dir / "split" / fmt::format("snapshot_00003.{}", ext)).empty());
+        CHECK(test::file_bytes(dir / "straight" / fmt::format("snapshot_00003.{}", ext)) ==
+              test::file_bytes(dir / "split" / fmt::format("snapshot_00003.{}", ext)));
+        comm.barrier();
+        if (comm.rank() == 0) fs::remove_all(dir / "straight"), fs::remove_all(dir / "split");
+        comm.barrier();
+    }
     if (comm.rank() == 0) fs::remove_all(dir);
 }
 
