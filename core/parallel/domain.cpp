@@ -47,6 +47,7 @@ BalanceStats Decomposition::balance(Octree& tree, double work)
     const std::size_t me = static_cast<std::size_t>(comm_.rank());
     const std::size_t n = tree.size();
     const bool with_vel = static_cast<bool>(tree.vel());
+    const bool with_rungs = static_cast<bool>(tree.rungs()); // block time steps: each particle's rung travels too
     const Grid grid = grid_for(be_, n);
 
     // 1. The frame common to all ranks, from the global bounding box; every particle's key in it.
@@ -70,7 +71,7 @@ BalanceStats Decomposition::balance(Octree& tree, double work)
     std::size_t stays = n;
     std::vector<bn_u64> leaver_keys;
     std::vector<bn_f4> leaver_pos, leaver_vel;
-    std::vector<bn_u32> leaver_ids;
+    std::vector<bn_u32> leaver_ids, leaver_rungs;
     {
         auto& ws = tree.workspace(0);
         const std::size_t m = std::max<std::size_t>(n, 1);
@@ -151,12 +152,15 @@ BalanceStats Decomposition::balance(Octree& tree, double work)
                 through(tree.pos(), leaver_pos);
                 if (with_vel) through(tree.vel(), leaver_vel);
                 through(tree.ids(), leaver_ids);
+                if (with_rungs) through(tree.rungs(), leaver_rungs);
             }
         }
     }
 
     // 4. Leavers to their ranks, packed by destination in their order; arrivals in rank order behind the stayers.
-    const std::size_t rec = sizeof(bn_f4) * (with_vel ? 2 : 1) + sizeof(bn_u32);
+    // A record: position, velocity (when kept), rung (when kept), id.
+    const std::size_t rec = sizeof(bn_f4) * (with_vel ? 2 : 1) + sizeof(bn_u32) * (with_rungs ? 2 : 1);
+    const std::size_t rung_at = sizeof(bn_f4) * (with_vel ? 2 : 1);
     const std::size_t leave = leaver_keys.size();
     std::vector<std::size_t> dest(leave), offsets(P + 1, 0);
     for (std::size_t i = 0; i < leave; ++i) {
@@ -172,11 +176,13 @@ BalanceStats Decomposition::balance(Octree& tree, double work)
         std::byte* r = send.data() + fill[dest[i]]++ * rec;
         std::memcpy(r, &leaver_pos[i], sizeof(bn_f4));
         if (with_vel) std::memcpy(r + sizeof(bn_f4), &leaver_vel[i], sizeof(bn_f4));
+        if (with_rungs) std::memcpy(r + rung_at, &leaver_rungs[i], sizeof(bn_u32));
         std::memcpy(r + rec - sizeof(bn_u32), &leaver_ids[i], sizeof(bn_u32));
     }
     // Host memory is what limits a start: the first balance moves most particles (a rank's initial slice lies all
     // over the system), so every copy goes as soon as the next is made.
-    release(leaver_keys), release(leaver_pos), release(leaver_vel), release(leaver_ids), release(dest);
+    release(leaver_keys), release(leaver_pos), release(leaver_vel), release(leaver_ids), release(leaver_rungs);
+    release(dest);
     for (auto& o : offsets)
         o *= rec;
     std::vector<std::size_t> recv_offsets;
@@ -191,18 +197,20 @@ BalanceStats Decomposition::balance(Octree& tree, double work)
     // Unpacked and uploaded in pieces, so that no second copy of all arrivals is ever held.
     constexpr std::size_t piece = std::size_t{1} << 20;
     std::vector<bn_f4> p, v;
-    std::vector<bn_u32> id;
+    std::vector<bn_u32> id, rung;
     for (std::size_t at = 0; at < arrive; at += piece) {
         const std::size_t m = std::min(piece, arrive - at);
-        p.resize(m), v.resize(with_vel ? m : 0), id.resize(m);
+        p.resize(m), v.resize(with_vel ? m : 0), id.resize(m), rung.resize(with_rungs ? m : 0);
         for (std::size_t i = 0; i < m; ++i) {
             const std::byte* r = recv.data() + (at + i) * rec;
             std::memcpy(&p[i], r, sizeof(bn_f4));
             if (with_vel) std::memcpy(&v[i], r + sizeof(bn_f4), sizeof(bn_f4));
+            if (with_rungs) std::memcpy(&rung[i], r + rung_at, sizeof(bn_u32));
             std::memcpy(&id[i], r + rec - sizeof(bn_u32), sizeof(bn_u32));
         }
         tree.pos().upload(std::span<const bn_f4>(p), stays + at);
         if (with_vel) tree.vel().upload(std::span<const bn_f4>(v), stays + at);
+        if (with_rungs) tree.rungs().upload(std::span<const bn_u32>(rung), stays + at);
         tree.ids().upload(std::span<const bn_u32>(id), stays + at);
     }
     st.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -23,12 +23,14 @@ ParallelForces::ParallelForces(Backend& be, const Comm& comm)
 {
 }
 
-void ParallelForces::compute(Octree& tree, const OpeningCriterion& criterion, float eps, ParallelTimings* timings)
+void ParallelForces::compute(Octree& tree, const OpeningCriterion& criterion, float eps, ParallelTimings* timings,
+                             bool rebalance)
 {
     ParallelTimings t;
     const bool many = comm_.parallel();
     const auto t0 = Clock::now();
-    if (many) t.balance_stats = domain_.balance(tree, work_);
+    if (many && rebalance) t.balance_stats = domain_.balance(tree, work_);
+    if (rebalance) work_ = 0;
     const auto t1 = Clock::now();
     tree.build();
     be_.synchronize();
@@ -48,7 +50,7 @@ void ParallelForces::compute(Octree& tree, const OpeningCriterion& criterion, fl
     forces_.end(tree, &t.walk_device);
     const auto t5 = Clock::now();
     const auto& tot = forces_.totals();
-    work_ = 23.0 * static_cast<double>(tot.pp) + 65.0 * static_cast<double>(tot.pc);
+    work_ += 23.0 * static_cast<double>(tot.pp) + 65.0 * static_cast<double>(tot.pc);
     if (timings) {
         t.balance = ms_between(t0, t1);
         t.build = ms_between(t1, t2);

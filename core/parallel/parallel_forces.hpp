@@ -39,16 +39,20 @@ class ParallelForces {
 public:
     ParallelForces(Backend& be, const Comm& comm);
 
-    /// Moves particles between ranks, builds @p tree and computes the forces on this rank's particles from all
-    /// ranks' particles; results in forces().acc() (tree order), valid until the tree is built again. Collective.
-    void compute(Octree& tree, const OpeningCriterion& criterion, float eps, ParallelTimings* timings = nullptr);
+    /// Moves particles between ranks (unless @p rebalance is false: then each rank keeps its particles), builds
+    /// @p tree and computes the forces on this rank's particles (the active groups', with forces().set_active)
+    /// from all ranks' particles; results in forces().acc() (tree order), valid until the tree is built again.
+    /// Collective.
+    void compute(Octree& tree, const OpeningCriterion& criterion, float eps, ParallelTimings* timings = nullptr,
+                 bool rebalance = true);
 
     TreeForces& forces() noexcept { return forces_; }
     const TreeForces& forces() const noexcept { return forces_; }
     Decomposition& decomposition() noexcept { return domain_; }
     LetExchange& let() noexcept { return let_; }
-    /// The measured work of this rank's last walk (23 flops per particle, 65 per cell interaction), which weighs
-    /// the next balance; a restart restores it so that the continuation decomposes as the straight run did.
+    /// The measured work of this rank's walks since the last balance (23 flops per particle, 65 per cell
+    /// interaction; with block time steps the substeps of a step, whose active groups differ), which weighs the
+    /// next balance; a restart restores it so that the continuation decomposes as the straight run did.
     double work() const noexcept { return work_; }
     void set_work(double w) noexcept { work_ = w; }
 

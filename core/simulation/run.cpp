@@ -109,10 +109,6 @@ RunPlan plan_run(RunRequest request, const Comm& comm)
 {
     RunOptions& o = request.options;
     o.check(request.style);
-    if (o.steps == "block" && comm.parallel())
-        throw UsageError(fmt::format(
-            "{}block time steps ({} block) run on one rank, not over {} (README, \"Time steps\")",
-            request.style == OptionStyle::cli ? "run: " : "", option_name("steps", request.style), comm.size()));
     RunPlan plan;
     if (request.particles) {
         plan.input_ = std::move(request.particles);

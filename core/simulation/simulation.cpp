@@ -49,7 +49,6 @@ Simulation::Simulation(Backend& be, const SimulationOptions& options, const Comm
     // the second force evaluation, the first with the relative criterion.
     options.opening.check("simulation");
     if (options.block) {
-        if (comm.parallel()) throw UsageError("simulation: block time steps run on one rank only (README, \"Limits\")");
         if (!(options.eta > 0.0 && std::isfinite(options.eta)))
             throw UsageError(fmt::format("simulation: eta must be > 0 and finite, got {}", options.eta));
         if (options.max_rung > BANYAN_MAX_RUNG)
@@ -200,7 +199,7 @@ SimulationState Simulation::save()
     return s;
 }
 
-void Simulation::compute_forces(bool relative)
+void Simulation::compute_forces(bool relative, bool rebalance)
 {
     if (options_.direct) {
         const Event a = be_.record();
@@ -217,7 +216,7 @@ void Simulation::compute_forces(bool relative)
     if (comm_.parallel()) {
         // Particles move between ranks here: this rank's count changes.
         ParallelTimings t;
-        forces_.compute(tree_, criterion, eps_, &t);
+        forces_.compute(tree_, criterion, eps_, &t, rebalance);
         n_ = tree_.size();
         times_.build += t.build;
         times_.forces += t.walk;
@@ -279,18 +278,20 @@ void Simulation::block_step()
         const float drift = static_cast<float>(dt_ * (static_cast<double>(next - t) / static_cast<double>(ticks)));
         const PhaseTimes before = times_;
         const Event e0 = be_.record();
-        be_.launch(kernels::integrateBlockKickDrift, grid_for(be_, n_), tree_.pos(), tree_.vel(), acc(), tree_.rungs(),
-                   to_u32(n_), sync_level(t, top), half_max, drift);
+        if (n_) // over ranks a rank may hold none
+            be_.launch(kernels::integrateBlockKickDrift, grid_for(be_, n_), tree_.pos(), tree_.vel(), acc(),
+                       tree_.rungs(), to_u32(n_), sync_level(t, top), half_max, drift);
         const Event e1 = be_.record();
         t = next;
         const bn_u32 level = sync_level(t, top);
         std::uint64_t active = 0;
         for (unsigned k = level; k <= top; ++k)
             active += block_.rungs[k];
-        // At the end of the step every group is active: the whole walk, without finding the active groups.
+        // At the end of the step every group is active: the whole walk, without finding the active groups. Over
+        // ranks the particles move between them only then, weighed by the work of the whole step's substeps.
         forces_.forces().set_active(level > 0 ? &tree_.rungs() : nullptr, level);
         try {
-            compute_forces(true);
+            compute_forces(true, level == 0);
         } catch (...) {
             forces_.forces().set_active(nullptr, 0);
             throw;
@@ -316,11 +317,16 @@ double Simulation::block_kick(bn_u32 level, bool kick)
     const double c = 2.0 * options_.eta * static_cast<double>(eps_);
     rung_hist_.fill(0u);
     const Event a = be_.record();
-    be_.launch(kernels::integrateBlockKick, grid_for(be_, n_), tree_.vel(), acc(), tree_.rungs(), to_u32(n_), level,
-               static_cast<float>(0.5 * dt_), bn_u32{kick ? 1u : 0u}, dt_ * dt_, c * c, bn_u32{top}, rung_hist_);
+    if (n_)
+        be_.launch(kernels::integrateBlockKick, grid_for(be_, n_), tree_.vel(), acc(), tree_.rungs(), to_u32(n_), level,
+                   static_cast<float>(0.5 * dt_), bn_u32{kick ? 1u : 0u}, dt_ * dt_, c * c, bn_u32{top}, rung_hist_);
     const Event b = be_.record();
-    std::array<bn_u32, BANYAN_RUNG_BINS> h{};
-    rung_hist_.download(std::span<bn_u32>(h));
+    std::array<bn_u32, BANYAN_RUNG_BINS> mine{};
+    rung_hist_.download(std::span<bn_u32>(mine));
+    // Over ranks the histogram of all particles: every rank then runs the same substeps.
+    std::array<std::uint64_t, BANYAN_RUNG_BINS> h{};
+    std::copy(mine.begin(), mine.end(), h.begin());
+    comm_.sum(std::span<std::uint64_t>(h));
     if (h[top + 1]) refuse_rung();
     for (unsigned k = 0; k <= BANYAN_MAX_RUNG; ++k) {
         block_.rungs[k] = k <= top ? h[k] : 0;
@@ -331,7 +337,8 @@ double Simulation::block_kick(bn_u32 level, bool kick)
 
 void Simulation::refuse_rung()
 {
-    // The slow path of a run that stops: of the particles beyond the limit, the one with the largest acceleration.
+    // The slow path of a run that stops: of the particles beyond the limit, the one with the largest acceleration
+    // (over ranks the largest of all ranks', so that every rank names the same one).
     const auto rungs = tree_.rungs().download(n_);
     const auto all = acc().download(n_);
     std::size_t i = n_;
@@ -340,9 +347,27 @@ void Simulation::refuse_rung()
         const double x = all[j].x, y = all[j].y, z = all[j].z;
         if (rungs[j] > options_.max_rung && x * x + y * y + z * z > g2) i = j, g2 = x * x + y * y + z * z;
     }
-    if (i == n_) throw std::logic_error("Simulation: the rung histogram and the rungs disagree");
-    std::vector<bn_f4> a{all[i]};
-    const bn_u32 id = tree_.ids().download(n_)[i];
+    double best = g2;
+    comm_.max(std::span<double>(&best, 1));
+    // The owner's acceleration and id (the lowest rank among equals), summed over ranks where the others give 0.
+    const bool owner = i < n_ && g2 == best;
+    int first_owner = owner ? comm_.rank() : comm_.size();
+    {
+        std::uint64_t r = static_cast<std::uint64_t>(comm_.size() - first_owner);
+        comm_.max(std::span<std::uint64_t>(&r, 1));
+        first_owner = comm_.size() - static_cast<int>(r);
+    }
+    if (first_owner >= comm_.size()) throw std::logic_error("Simulation: the rung histogram and the rungs disagree");
+    const bool named = owner && first_owner == comm_.rank();
+    double shared[4] = {0, 0, 0, 0};
+    if (named) {
+        shared[0] = all[i].x, shared[1] = all[i].y, shared[2] = all[i].z;
+        shared[3] = tree_.ids().download(n_)[i];
+    }
+    comm_.sum(std::span<double>(shared));
+    std::vector<bn_f4> a{
+        bn_f4{static_cast<float>(shared[0]), static_cast<float>(shared[1]), static_cast<float>(shared[2]), 0.0f}};
+    const auto id = static_cast<std::uint64_t>(shared[3]);
     units_.forces_from_internal(a);
     const double g = std::sqrt(double(a[0].x) * a[0].x + double(a[0].y) * a[0].y + double(a[0].z) * a[0].z);
     const double wanted = std::sqrt(2.0 * options_.eta * options_.eps / g);

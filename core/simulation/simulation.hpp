@@ -168,8 +168,9 @@ private:
     /// Their second half: the first forces (and the first rungs).
     void begin();
     /// Builds the tree and walks it; @p relative: with the relative criterion when options().alpha > 0 (every
-    /// evaluation but the first, which has no accelerations of a step before).
-    void compute_forces(bool relative);
+    /// evaluation but the first, which has no accelerations of a step before); @p rebalance: over ranks, particles
+    /// move between ranks first (with block time steps only at the end of a step).
+    void compute_forces(bool relative, bool rebalance = true);
     Buffer<bn_f4>& acc_mut() { return options_.direct ? direct_acc_ : forces_.forces().bind_acc(tree_); }
 
     /// Sets the units and the softening and time step in them.
