@@ -6,16 +6,20 @@
  *        name. Device-free (test suite "static").
  */
 #include "core/error.hpp"
+#include "core/simulation/counter_rng.hpp"
 #include "core/simulation/initial_conditions.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <barrier>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 #include <numbers>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace banyan;
@@ -290,8 +294,9 @@ TEST_SUITE("static")
 
     TEST_CASE("models: any share of a model is those particles of the whole, bit for bit (a rank's share)")
     {
-        // What each MPI rank makes of generated initial conditions: [first, first + count) alone, centred by sums
-        // over every particle, so the same bits as the whole model's for any number of ranks.
+        // What each MPI rank makes of generated initial conditions: [first, first + count), each particle from its
+        // own stream, centred by exact sums over every particle, so the same bits as the whole model's for any
+        // number of ranks. Here without sums over ranks (the share draws all for them); below with them.
         const std::size_t n = 1001;
         auto check = [&](const char* what, const auto& make) {
             const Particles whole = make(Share{});
@@ -304,7 +309,7 @@ TEST_SUITE("static")
                                         {1001, 0},
                                         {500, 0},
                                         {990, 100}}) {
-                const Particles part = make(Share{first, count});
+                const Particles part = make(Share{first, count, {}});
                 INFO(what << ": share [" << first << ", +" << count << ")");
                 const std::size_t kept = first >= n ? 0 : std::min(count, n - first);
                 REQUIRE(part.size() == kept);
@@ -319,16 +324,79 @@ TEST_SUITE("static")
         check("uniform", [&](Share s) { return uniform_sphere(n, 7, true, s); });
         check("uniform-cold", [&](Share s) { return uniform_sphere(n, 7, false, s); });
         check("merger", [&](Share s) { return galaxy_merger(n, 7, {}, s).particles; });
-        // plummer_each gives plummer()'s particles, in order.
-        const Particles p = plummer(n, 9);
-        std::size_t seen = 0, equal = 0;
-        plummer_each(n, 9, {}, [&](std::size_t i, const bn_f4& x, const bn_f4& v) {
-            equal +=
-                i == seen && std::memcmp(&x, &p.pos[i], sizeof x) == 0 && std::memcmp(&v, &p.vel[i], sizeof v) == 0;
-            ++seen;
-        });
-        CHECK(seen == n);
-        CHECK(equal == n);
+    }
+
+    TEST_CASE("models: shares drawn alone by P ranks, their centring sums added up over them, are the whole's bits")
+    {
+        // P threads stand for P ranks: each draws only its share [r n / P, (r + 1) n / P), and sum_over_ranks adds
+        // their integers together (every thread calls it at the same points, as ranks call a collective).
+        const std::size_t n = 1001;
+        auto over = [&](std::size_t P, const auto& make) {
+            std::vector<Particles> parts(P);
+            std::vector<std::uint64_t> total;
+            std::mutex lock;
+            std::barrier sync(static_cast<std::ptrdiff_t>(P));
+            std::vector<std::thread> ranks;
+            for (std::size_t r = 0; r < P; ++r)
+                ranks.emplace_back([&, r] {
+                    auto sum = [&](std::span<std::uint64_t> v) {
+                        {
+                            const std::lock_guard<std::mutex> hold(lock);
+                            if (total.size() != v.size()) total.assign(v.size(), 0);
+                            for (std::size_t k = 0; k < v.size(); ++k)
+                                total[k] += v[k];
+                        }
+                        sync.arrive_and_wait();
+                        std::copy(total.begin(), total.end(), v.begin());
+                        sync.arrive_and_wait();
+                        if (r == 0) total.clear();
+                        sync.arrive_and_wait();
+                    };
+                    parts[r] = make(Share{r * n / P, (r + 1) * n / P - r * n / P, sum});
+                });
+            for (auto& t : ranks)
+                t.join();
+            Particles all;
+            for (const auto& p : parts) {
+                all.pos.insert(all.pos.end(), p.pos.begin(), p.pos.end());
+                all.vel.insert(all.vel.end(), p.vel.begin(), p.vel.end());
+            }
+            return all;
+        };
+        auto check = [&](const char* what, const auto& make) {
+            const Particles whole = make(Share{});
+            for (const std::size_t P : {1, 2, 3, 7}) {
+                INFO(what << " over " << P << " ranks");
+                CHECK(same_bits(over(P, make), whole));
+            }
+        };
+        check("plummer", [&](Share s) { return plummer(n, 7, {}, std::move(s)); });
+        check("hernquist", [&](Share s) { return hernquist_sphere(n, 7, std::move(s)); });
+        check("uniform", [&](Share s) { return uniform_sphere(n, 7, true, std::move(s)); });
+        check("merger", [&](Share s) { return galaxy_merger(n, 7, {}, std::move(s)).particles; });
+    }
+
+    TEST_CASE("models: each particle's stream is Philox4x32-10, Random123's known answers")
+    {
+        // Random123's tests/kat_vectors, the three philox4x32 10 lines: counter, key, result.
+        const std::uint32_t kat[3][10] = {{0, 0, 0, 0, 0, 0, 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8},
+                                          {0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff,
+                                           0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd},
+                                          {0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0,
+                                           0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}};
+        for (const auto& v : kat) {
+            std::uint32_t c[4] = {v[0], v[1], v[2], v[3]};
+            CounterRng::philox(c, v + 4);
+            CHECK(c[0] == v[6]);
+            CHECK(c[1] == v[7]);
+            CHECK(c[2] == v[8]);
+            CHECK(c[3] == v[9]);
+        }
+        // The stream (seed 0, particle 0) is the first vector's words, two to a draw.
+        CounterRng rng(0, 0);
+        const std::uint64_t a = rng(), b = rng();
+        CHECK(a == ((std::uint64_t{0x9b00dbd8} << 32) | 0xbc57ac4c));
+        CHECK(b == ((std::uint64_t{0xe169c58d} << 32) | 0x6627e8d5));
     }
 
     TEST_CASE("models: make_model by name, and an unknown name refused by name")

@@ -6,6 +6,8 @@
 #include "core/simulation/initial_conditions.hpp"
 
 #include "core/error.hpp"
+#include "core/simulation/centring.hpp"
+#include "core/simulation/counter_rng.hpp"
 
 #include <fmt/format.h>
 
@@ -24,54 +26,11 @@ using draw::isotropic;
 using draw::uniform;
 
 /// A standard normal deviate by Box-Muller (our own, for the same values on every standard library).
-double normal(std::mt19937_64& rng)
+template <class Rng> double normal(Rng& rng)
 {
     const double u = uniform(rng), v = uniform(rng);
     return std::sqrt(-2.0 * std::log(u)) * std::cos(2.0 * std::numbers::pi * v);
 }
-
-/// Centres particles drawn one by one: sums every particle's mass-weighted position and velocity (in double
-/// precision, in draw order), keeps those of the share, and removes the mean from them as they are rounded to float.
-class Centring {
-public:
-    Centring(std::size_t n, Share share) : share_(share), m_(share.size(n)), x_(3 * m_.size()), v_(3 * m_.size()) {}
-    void add(std::size_t i, double m, const double x[3], const double v[3])
-    {
-        mt_ += m;
-        for (int k = 0; k < 3; ++k) {
-            cx_[k] += m * x[k];
-            cv_[k] += m * v[k];
-        }
-        if (!share_.holds(i)) return;
-        const std::size_t j = i - share_.first;
-        m_[j] = m;
-        for (int k = 0; k < 3; ++k)
-            x_[3 * j + k] = x[k], v_[3 * j + k] = v[k];
-    }
-    Particles finish() const
-    {
-        double cx[3], cv[3];
-        for (int k = 0; k < 3; ++k) {
-            cx[k] = cx_[k] / mt_;
-            cv[k] = cv_[k] / mt_;
-        }
-        Particles p;
-        p.pos.resize(m_.size());
-        p.vel.resize(m_.size());
-        for (std::size_t i = 0; i < m_.size(); ++i) {
-            p.pos[i] = bn_f4{static_cast<float>(x_[3 * i] - cx[0]), static_cast<float>(x_[3 * i + 1] - cx[1]),
-                             static_cast<float>(x_[3 * i + 2] - cx[2]), static_cast<float>(m_[i])};
-            p.vel[i] = bn_f4{static_cast<float>(v_[3 * i] - cv[0]), static_cast<float>(v_[3 * i + 1] - cv[1]),
-                             static_cast<float>(v_[3 * i + 2] - cv[2]), 0.0f};
-        }
-        return p;
-    }
-
-private:
-    Share share_;
-    std::vector<double> m_, x_, v_;
-    double mt_ = 0, cx_[3] = {0, 0, 0}, cv_[3] = {0, 0, 0};
-};
 
 /// The share of particles the whole of which is @p whole (a model that needs all its particles at once).
 Particles slice(Particles whole, Share share)
@@ -109,12 +68,12 @@ double hernquist_df(double q2, double s)
 Particles uniform_sphere(std::size_t n, std::uint64_t seed, bool virialised, Share share)
 {
     if (n == 0) throw UsageError("uniform sphere: no particles (N = 0)");
-    std::mt19937_64 rng(seed);
     const double radius = virialised ? 1.2 : 2.4;
     const double sigma = virialised ? std::sqrt(1.0 / (5.0 * radius)) : 0.0;
     const double m = 1.0 / static_cast<double>(n);
-    Centring out(n, share);
-    for (std::size_t i = 0; i < n; ++i) {
+    Centring out(n, std::move(share));
+    for (std::size_t i = out.begin(); i < out.end(); ++i) {
+        CounterRng rng(seed, i);
         double p[3], r2, x[3], v[3] = {0, 0, 0};
         do {
             for (double& c : p)
@@ -167,7 +126,7 @@ Merger galaxy_merger(std::size_t n, std::uint64_t seed, const MergerOptions& o, 
     const double side[2] = {-mass[1], mass[0]};
 
     Centring out(n, share);
-    std::size_t at = 0;
+    std::size_t at = 0; // the index of the galaxy's first particle, its central one
     for (int g = 0; g < 2; ++g) {
         const double M = mass[g];
         const double R = std::cbrt(M);
@@ -178,18 +137,31 @@ Merger galaxy_merger(std::size_t n, std::uint64_t seed, const MergerOptions& o, 
         double x[3], v[3];
         for (int k = 0; k < 3; ++k)
             x[k] = side[g] * rel_x[k], v[k] = side[g] * rel_v[k];
-        out.add(at++, m_bh, x, v);
-        // Each galaxy's Plummer sphere, centred on its own first, particle by particle (none held beyond the share).
-        plummer_each(np, seed + static_cast<std::uint64_t>(g) * 0x9E3779B97F4A7C15ull, {},
-                     [&](std::size_t, const bn_f4& p, const bn_f4& q) {
-                         const double px[3] = {p.x, p.y, p.z}, pv[3] = {q.x, q.y, q.z};
-                         double xs[3], vs[3];
-                         for (int k = 0; k < 3; ++k) {
-                             xs[k] = side[g] * rel_x[k] + R * px[k];
-                             vs[k] = side[g] * rel_v[k] + V * pv[k];
-                         }
-                         out.add(at++, m_star, xs, vs);
-                     });
+        if (at >= out.begin() && at < out.end()) out.add(at, m_bh, x, v);
+        // Each galaxy's Plummer sphere, centred on its own first (particle j of it is particle at + 1 + j of all),
+        // then placed on the orbit.
+        const std::uint64_t seed_g = seed + static_cast<std::uint64_t>(g) * 0x9E3779B97F4A7C15ull;
+        const std::size_t first = at + 1;
+        const std::size_t lo = std::max(out.begin(), first), hi = std::min(out.end(), first + np);
+        Share own{lo > first ? lo - first : 0, hi > lo ? hi - lo : 0, share.sum_over_ranks};
+        Centring sphere(np, own);
+        const double w = 1.0 / static_cast<double>(np);
+        for (std::size_t j = sphere.begin(); j < sphere.end(); ++j) {
+            plummer_particle(seed_g, j, {}, x, v);
+            sphere.add(j, w, x, v);
+        }
+        double cx[3], cv[3];
+        sphere.centre(cx, cv);
+        for (std::size_t i = lo; i < hi; ++i) {
+            plummer_particle(seed_g, i - first, {}, x, v);
+            double xs[3], vs[3];
+            for (int k = 0; k < 3; ++k) {
+                xs[k] = side[g] * rel_x[k] + R * (x[k] - cx[k]);
+                vs[k] = side[g] * rel_v[k] + V * (v[k] - cv[k]);
+            }
+            out.add(i, m_star, xs, vs);
+        }
+        at += n_gal[g];
     }
     Merger result;
     result.particles = out.finish();
@@ -201,11 +173,11 @@ Merger galaxy_merger(std::size_t n, std::uint64_t seed, const MergerOptions& o, 
 Particles hernquist_sphere(std::size_t n, std::uint64_t seed, Share share)
 {
     if (n == 0) throw UsageError("hernquist sphere: no particles (N = 0)");
-    std::mt19937_64 rng(seed);
     const double a = hernquist_scale_radius;
     const double m = 1.0 / static_cast<double>(n);
-    Centring out(n, share);
-    for (std::size_t i = 0; i < n; ++i) {
+    Centring out(n, std::move(share));
+    for (std::size_t i = out.begin(); i < out.end(); ++i) {
+        CounterRng rng(seed, i);
         // Radius: M(<r) = r^2 / (r + a)^2 = X, so r = a sqrt(X) / (1 - sqrt(X)); X < 0.999 is the truncation.
         const double sx = std::sqrt(hernquist_mass_fraction * uniform(rng));
         const double r = a * sx / (1.0 - sx);

@@ -177,7 +177,9 @@ Run::Run(Backend& be, RunPlan plan, RunHooks hooks, const Comm& comm)
         n = opt_.n;
         const std::size_t P = static_cast<std::size_t>(comm_.size()), r = static_cast<std::size_t>(comm_.rank());
         first = r * n / P;
-        particles = generated_share(opt_, Share{first, (r + 1) * n / P - first});
+        // Each particle from its own random stream; the sums that centre the model added up over the ranks.
+        particles = generated_share(
+            opt_, Share{first, (r + 1) * n / P - first, [this](std::span<std::uint64_t> v) { comm_.sum(v); }});
         ic = Snapshot::dark(0);
         if (galaxy_ic(opt_.ic)) {
             const auto t = GalaxyGenerator(galaxy_setup(opt_)).type_counts();

@@ -1,0 +1,105 @@
+/**
+ * @file centring.cpp
+ * @brief Exact sums and the centring of a model's share (centring.hpp).
+ */
+#include "core/simulation/centring.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace banyan {
+
+namespace {
+
+constexpr int fraction_bits = 100;
+
+__int128 fixed(double d)
+{
+    const double scaled = std::ldexp(d, fraction_bits);
+    // |d| < 2^26: the sum of a model's N terms stays below 2^126 (its total is at most 2^26 too).
+    if (!(std::fabs(scaled) < 0x1.0p126)) throw std::logic_error("ExactSums: a value out of range");
+    return static_cast<__int128>(scaled); // drops the bits below 2^-100: the same for every particle order
+}
+
+} // namespace
+
+void ExactSums::add(double m, const double x[3], const double v[3])
+{
+    s_[0] += fixed(m);
+    for (int k = 0; k < 3; ++k) {
+        s_[1 + k] += fixed(m * x[k]);
+        s_[4 + k] += fixed(m * v[k]);
+    }
+}
+
+void ExactSums::reduce(const std::function<void(std::span<std::uint64_t>)>& sum_over_ranks)
+{
+    // Each sum as four 32-bit limbs of its two's complement, each limb in a 64-bit integer: summed over ranks they
+    // cannot overflow, and put together again modulo 2^128 they give the exact total.
+    std::array<std::uint64_t, 4 * values> limbs{};
+    for (int j = 0; j < values; ++j) {
+        const auto u = static_cast<unsigned __int128>(s_[j]);
+        for (int l = 0; l < 4; ++l)
+            limbs[static_cast<std::size_t>(4 * j + l)] = static_cast<std::uint64_t>(u >> (32 * l)) & 0xFFFFFFFFu;
+    }
+    sum_over_ranks(std::span<std::uint64_t>(limbs));
+    for (int j = 0; j < values; ++j) {
+        unsigned __int128 u = 0;
+        for (int l = 0; l < 4; ++l)
+            u += static_cast<unsigned __int128>(limbs[static_cast<std::size_t>(4 * j + l)]) << (32 * l);
+        s_[j] = static_cast<__int128>(u);
+    }
+}
+
+void ExactSums::centre(double cx[3], double cv[3]) const
+{
+    const double m = std::ldexp(static_cast<double>(s_[0]), -fraction_bits);
+    for (int k = 0; k < 3; ++k) {
+        cx[k] = m > 0 ? std::ldexp(static_cast<double>(s_[1 + k]), -fraction_bits) / m : 0.0;
+        cv[k] = m > 0 ? std::ldexp(static_cast<double>(s_[4 + k]), -fraction_bits) / m : 0.0;
+    }
+}
+
+Centring::Centring(std::size_t n, Share share) : share_(std::move(share))
+{
+    const std::size_t kept = share_.size(n);
+    const bool alone = share_.sum_over_ranks || (share_.first == 0 && kept == n);
+    begin_ = alone ? std::min(share_.first, n) : 0;
+    end_ = alone ? begin_ + kept : n;
+    m_.resize(kept), x_.resize(3 * kept), v_.resize(3 * kept);
+}
+
+void Centring::add(std::size_t i, double m, const double x[3], const double v[3])
+{
+    sums_.add(m, x, v);
+    if (!share_.holds(i)) return;
+    const std::size_t j = i - share_.first;
+    m_[j] = m;
+    for (int k = 0; k < 3; ++k)
+        x_[3 * j + k] = x[k], v_[3 * j + k] = v[k];
+}
+
+void Centring::centre(double cx[3], double cv[3])
+{
+    if (share_.sum_over_ranks && !reduced_) sums_.reduce(share_.sum_over_ranks);
+    reduced_ = true;
+    sums_.centre(cx, cv);
+}
+
+Particles Centring::finish()
+{
+    double cx[3], cv[3];
+    centre(cx, cv);
+    Particles p;
+    p.pos.resize(m_.size());
+    p.vel.resize(m_.size());
+    for (std::size_t i = 0; i < m_.size(); ++i) {
+        p.pos[i] = bn_f4{static_cast<float>(x_[3 * i] - cx[0]), static_cast<float>(x_[3 * i + 1] - cx[1]),
+                         static_cast<float>(x_[3 * i + 2] - cx[2]), static_cast<float>(m_[i])};
+        p.vel[i] = bn_f4{static_cast<float>(v_[3 * i] - cv[0]), static_cast<float>(v_[3 * i + 1] - cv[1]),
+                         static_cast<float>(v_[3 * i + 2] - cv[2]), 0.0f};
+    }
+    return p;
+}
+
+} // namespace banyan
