@@ -4,6 +4,7 @@
  */
 #include "core/simulation/centring.hpp"
 
+#include <bit>
 #include <cmath>
 #include <stdexcept>
 
@@ -13,12 +14,21 @@ namespace {
 
 constexpr int fraction_bits = 100;
 
+/// @p d in units of 2^-100, truncated toward zero (the bits below dropped: the same for every particle order), as
+/// static_cast<__int128> of d 2^100 would give, without the library's slow conversion.
 __int128 fixed(double d)
 {
-    const double scaled = std::ldexp(d, fraction_bits);
+    const double scaled = d * 0x1.0p100;
     // |d| < 2^26: the sum of a model's N terms stays below 2^126 (its total is at most 2^26 too).
     if (!(std::fabs(scaled) < 0x1.0p126)) throw std::logic_error("ExactSums: a value out of range");
-    return static_cast<__int128>(scaled); // drops the bits below 2^-100: the same for every particle order
+    const auto bits = std::bit_cast<std::uint64_t>(scaled);
+    const int exponent = static_cast<int>((bits >> 52) & 0x7FF);
+    if (exponent < 1023) return 0; // below one unit
+    const std::uint64_t mantissa = (bits & ((std::uint64_t{1} << 52) - 1)) | (std::uint64_t{1} << 52);
+    const int shift = exponent - 1075; // scaled = mantissa 2^shift
+    const unsigned __int128 magnitude = shift >= 0 ? static_cast<unsigned __int128>(mantissa) << shift
+                                                   : static_cast<unsigned __int128>(mantissa >> -shift);
+    return bits >> 63 ? -static_cast<__int128>(magnitude) : static_cast<__int128>(magnitude);
 }
 
 } // namespace
