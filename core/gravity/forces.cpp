@@ -117,7 +117,8 @@ void TreeForces::begin(Octree& tree, const OpeningCriterion& criterion, float ep
         throw std::logic_error("tree forces: fewer previous accelerations than particles (set_previous_accelerations)");
     if (rungs_ && rungs_->size() < n_) throw std::logic_error("tree forces: fewer rungs than particles (set_active)");
     walked_groups_ = tree.groups();
-    // Block time steps are not run over ranks (run.cpp refuses them): with active groups the walk is not split.
+    // With active groups (block time steps) the walk is not split: its flags would have to meet the far and near
+    // ones.
     split_ = remote_ && remote_->split && !rungs_;
     near_pending_ = split_;
     launch_local(tree, split_ ? Part::far : Part::all);

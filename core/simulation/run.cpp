@@ -222,10 +222,9 @@ Run::Run(Backend& be, RunPlan plan, RunHooks hooks, const Comm& comm)
         whole_ = rows    ? whole
                  : share ? FileCounts{0, n, 0, t.n_type2, t.n_type3, t.n_type5}
                          : FileCounts{t.n_gas, t.n_dark, t.n_star, t.n_type2, t.n_type3, t.n_type5};
-        Snapshot kept = rows ? std::move(template_) : share ? Snapshot{} : rows_of(t, Rows{a, (r + 1) * n / P - a});
+        Snapshot kept = share ? Snapshot{} : rows ? std::move(template_) : rows_of(t, Rows{a, (r + 1) * n / P - a});
         kept.mass.clear(), kept.pos.clear(), kept.vel.clear(), kept.phi.clear(); // the particles' own
-        kept.time = template_.time;
-        kept.units = template_.units;
+        if (share) kept.time = template_.time, kept.units = template_.units;
         template_ = std::move(kept);
         sim_->start_slice(std::move(particles), template_.time, a, units); // frees them before the first forces
     } else {
