@@ -111,6 +111,8 @@ struct ParallelRow {
     double boxes = 0, download = 0, mpi = 0, upload = 0, walk_device = 0;
     double far = 0;       ///< of all ranks' groups, the share walked before the trees arrived (last evaluation)
     double top_cells = 0; ///< top-tree cells received, summed over ranks (last evaluation)
+    double spill =
+        0; ///< the walk's spill room per work-group and list (entries), largest rank (the level lists' length)
 };
 
 /// `bench forces` under mpirun: each rank holds N / P particles (its own Plummer sphere of that many, seed + rank,
@@ -179,6 +181,9 @@ ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::ui
     std::uint64_t b = peak.bytes();
     comm.max(std::span<std::uint64_t>(&b, 1));
     row.bytes = b;
+    double spill = static_cast<double>(pf.forces().spill_capacity());
+    comm.max(std::span<double>(&spill, 1));
+    row.spill = spill;
     return row;
 }
 
@@ -279,6 +284,7 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
             j.key("walk_device_ms").number(r.walk_device);
             j.key("far_group_share").number(r.far);
             j.key("top_cells").number(r.top_cells);
+            j.key("spill_entries_max_rank").number(r.spill);
             j.end_object();
         }
     }
@@ -294,14 +300,16 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
                              {"upload", 7, true},
                              {"walk dev", 9, true},
                              {"far %", 6, true},
-                             {"top cells", 0}});
+                             {"top cells", 10, true},
+                             {"spill", 0}});
         fmt::print("\n");
         inside.print_header();
         for (const auto& [label, r] : done)
             inside.print_row({label, fmt::format("{:.2f}", r.theta), fmt::format("{:.2f}", r.boxes),
                               fmt::format("{:.2f}", r.download), fmt::format("{:.2f}", r.mpi),
                               fmt::format("{:.2f}", r.upload), fmt::format("{:.2f}", r.walk_device),
-                              fmt::format("{:.1f}", 100 * r.far), fmt::format("{:.0f}", r.top_cells)});
+                              fmt::format("{:.1f}", 100 * r.far), fmt::format("{:.0f}", r.top_cells),
+                              fmt::format("{:.0f}", r.spill)});
         fmt::print(
             "\nN: {}; balance = decomposition and particle exchange; LET = boxes and trees for the other ranks "
             "(device, then host); exchange = the trees' messages and their upload behind the local tree, while the "
@@ -314,7 +322,8 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
             "rank's boxes and their all-gather, download = the trees into host memory (both in LET), MPI = "
             "the messages, upload = the trees received onto the device (both in exchange); walk dev = the walks alone "
             "by device events; far % = the groups walked during the exchange; top cells = the other ranks' top "
-            "trees received, summed over ranks\n",
+            "trees received, summed over ranks; spill = the walk's spill room per work-group and level list (entries, "
+            "largest rank: it grows when level lists outgrow local memory)\n",
             per_rank ? "per rank" : "in all");
         if (opt.has("json")) {
             write_file_atomically(opt.str("json"), [&](std::ostream& f) { f << j.text(); });
