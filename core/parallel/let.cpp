@@ -360,6 +360,17 @@ void LetExchange::upload_tree(std::byte* p, std::size_t cells, std::size_t parts
     put(remote_.count, cells, c0);
 }
 
+void LetExchange::size_graft(std::size_t cells, std::size_t particles)
+{
+    RemoteTrees& r = remote_;
+    ensure_size(be_, r.pos, particles, "let.remote_pos");
+    ensure_size(be_, r.com, cells, "let.remote_com");
+    ensure_size(be_, r.quad0, cells, "let.remote_quad0");
+    ensure_size(be_, r.quad1, cells, "let.remote_quad1");
+    ensure_size(be_, r.first, cells, "let.remote_first");
+    ensure_size(be_, r.count, cells, "let.remote_count");
+}
+
 void LetExchange::graft_tops(const Octree& tree, const OpeningCriterion& criterion, std::span<std::byte> messages,
                              std::span<const std::size_t> offsets, std::size_t self, std::size_t let_cells,
                              std::size_t let_particles)
@@ -388,12 +399,7 @@ void LetExchange::graft_tops(const Octree& tree, const OpeningCriterion& criteri
     r.top_cells = c - lc, r.top_particles = p - lp;
     r.cells = r.top_cells + let_cells, r.particles = r.top_particles + let_particles;
     // The graft's arrays, made once for the tops and the trees to come (receive() fills them in place).
-    ensure_size(be_, r.pos, lp + r.particles, "let.remote_pos");
-    ensure_size(be_, r.com, lc + r.cells, "let.remote_com");
-    ensure_size(be_, r.quad0, lc + r.cells, "let.remote_quad0");
-    ensure_size(be_, r.quad1, lc + r.cells, "let.remote_quad1");
-    ensure_size(be_, r.first, lc + r.cells, "let.remote_first");
-    ensure_size(be_, r.count, lc + r.cells, "let.remote_count");
+    size_graft(lc + r.cells, lp + r.particles);
     c = lc, p = lp;
     for (const WireTree& t : tops) {
         upload_tree(t.at, t.cells, t.parts, c, p);
@@ -444,12 +450,7 @@ void LetExchange::receive(std::span<std::byte> recv, std::span<const std::size_t
     } else {
         r.cell_base = local_cells, r.particle_base = local_particles;
         r.cells = c - local_cells, r.particles = p - local_particles;
-        ensure_size(be_, r.pos, p, "let.remote_pos");
-        ensure_size(be_, r.com, c, "let.remote_com");
-        ensure_size(be_, r.quad0, c, "let.remote_quad0");
-        ensure_size(be_, r.quad1, c, "let.remote_quad1");
-        ensure_size(be_, r.first, c, "let.remote_first");
-        ensure_size(be_, r.count, c, "let.remote_count");
+        size_graft(c, p);
     }
     const auto t0 = std::chrono::steady_clock::now();
     c = c0, p = p0;

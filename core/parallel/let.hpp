@@ -112,6 +112,8 @@ private:
     /// Appends to @p out the pruned tree of the cells kept under opened_ (letSelect, scans, letGather, download);
     /// returns its cells and particles.
     std::pair<std::size_t, std::size_t> gather_tree(const Octree& tree, HostBytes& out);
+    /// The graft's arrays in remote() for at least @p cells cells and @p particles particles (local tree included).
+    void size_graft(std::size_t cells, std::size_t particles);
     /// Uploads the tree on the wire at @p at (@p cells cells, @p parts particles) into remote() at cell @p c0 and
     /// particle @p p0, its links shifted there (in place in the message).
     void upload_tree(std::byte* at, std::size_t cells, std::size_t parts, std::size_t c0, std::size_t p0);
