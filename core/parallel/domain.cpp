@@ -39,6 +39,37 @@ Decomposition::Decomposition(Backend& be, const Comm& comm) : be_(be), comm_(com
     count_ = be_.alloc<bn_u32>(1, "domain.count");
 }
 
+std::array<bn_f4, 2> common_frame_box(const std::array<float, 3>& lo, const std::array<float, 3>& hi)
+{
+    // The tree is built in this frame until the next balance, and the particles drift in the substeps of a block
+    // step before that: a margin keeps them inside.
+    const float margin = std::max({hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2], 0.0f}) / 16.0f;
+    return {bn_f4{lo[0] - margin, lo[1] - margin, lo[2] - margin, 0.0f},
+            bn_f4{hi[0] + margin, hi[1] + margin, hi[2] + margin, 0.0f}};
+}
+
+void Decomposition::global_bounds(Octree& tree, std::array<float, 3>& lo, std::array<float, 3>& hi)
+{
+    const float inf = std::numeric_limits<float>::infinity();
+    lo = {inf, inf, inf};
+    hi = {-inf, -inf, -inf};
+    if (const std::size_t n = tree.size()) {
+        be_.reduce_bounds(tree.pos(), n, box_);
+        const auto b = box_.download(2);
+        lo = {b[0].x, b[0].y, b[0].z};
+        hi = {b[1].x, b[1].y, b[1].z};
+    }
+    comm_.min(lo);
+    comm_.max(hi);
+}
+
+void Decomposition::adopt_frame(Octree& tree)
+{
+    std::array<float, 3> lo, hi;
+    global_bounds(tree, lo, hi);
+    if (lo[0] <= hi[0]) tree.set_frame_box(common_frame_box(lo, hi));
+}
+
 BalanceStats Decomposition::balance(Octree& tree, double work)
 {
     const auto t0 = std::chrono::steady_clock::now();
@@ -51,22 +82,15 @@ BalanceStats Decomposition::balance(Octree& tree, double work)
     const Grid grid = grid_for(be_, n);
 
     // 1. The frame common to all ranks, from the global bounding box; every particle's key in it.
-    const float inf = std::numeric_limits<float>::infinity();
-    std::array<float, 3> lo{inf, inf, inf}, hi{-inf, -inf, -inf};
-    if (n) {
-        be_.reduce_bounds(tree.pos(), n, box_);
-        const auto b = box_.download(2);
-        lo = {b[0].x, b[0].y, b[0].z};
-        hi = {b[1].x, b[1].y, b[1].z};
-    }
-    comm_.min(lo);
-    comm_.max(hi);
+    std::array<float, 3> lo, hi;
+    global_bounds(tree, lo, hi);
     splitters_.assign(P - 1, key_end);
     std::uint64_t total = n;
     comm_.sum(std::span<std::uint64_t>(&total, 1));
     if (total == 0) return st;
-    const std::array<bn_f4, 2> box{bn_f4{lo[0], lo[1], lo[2], 0.0f}, bn_f4{hi[0], hi[1], hi[2], 0.0f}};
+    const auto box = common_frame_box(lo, hi);
     box_.upload(std::span<const bn_f4>(box));
+    tree.set_frame_box(box);
 
     std::size_t stays = n;
     std::vector<bn_u64> leaver_keys;

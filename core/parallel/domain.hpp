@@ -6,8 +6,9 @@
  *        Bédorf et al. 2014, section 3.1).
  *
  * One balance() per force evaluation, before the tree is built:
- *   1. the global bounding box (a min / max over ranks) gives the frame of tree_shared.h, and every particle its
- *      key in it (kernel treeKeys, into the tree's workspace);
+ *   1. the global bounding box (a min / max over ranks, with a margin) gives the frame of tree_shared.h, and every
+ *      particle its key in it (kernel treeKeys, into the tree's workspace); the tree is built in the same frame until
+ *      the next balance (Octree::set_frame_box), so its cells are cells of that frame, never astride a rank's range;
  *   2. each rank sends up to samples_per_rank keys taken at even spacing through its particles, each weighted with
  *      an equal share of the rank's work (the interactions of its last walk, or its particle count); all ranks
  *      sort the same samples the same way and cut the curve where the cumulative weight passes k / P of the total;
@@ -21,6 +22,7 @@
 #include "core/parallel/comm.hpp"
 #include "core/tree/octree.hpp"
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -34,6 +36,11 @@ struct BalanceStats {
     double ms = 0;              ///< wall time of the whole balance
 };
 
+/// The box of the frame common to all ranks (tree_shared.h: the frame is (lo, 2^e) with 2^e above the box's largest
+/// extent) for particles within [@p lo, @p hi] on all ranks: that box with a margin of 1/16 of its largest extent
+/// on every side.
+std::array<bn_f4, 2> common_frame_box(const std::array<float, 3>& lo, const std::array<float, 3>& hi);
+
 class Decomposition {
 public:
     Decomposition(Backend& be, const Comm& comm);
@@ -44,6 +51,11 @@ public:
     /// Collective. Leaves the tree unbuilt, its workspace overwritten.
     BalanceStats balance(Octree& tree, double work);
 
+    /// Gives @p tree the frame a balance of its particles as they are would give it, without moving any: a restart
+    /// from a state saved right after a balance (the end of a step) builds its trees in the frame of the straight
+    /// run. Collective.
+    void adopt_frame(Octree& tree);
+
     /// The P - 1 keys where the ranks' ranges meet (rank r holds [s[r - 1], s[r]), s[-1] = 0, s[P - 1] = 2^63).
     const std::vector<bn_u64>& splitters() const noexcept { return splitters_; }
 
@@ -51,6 +63,9 @@ public:
     void set_samples_per_rank(std::size_t s) noexcept { samples_ = s ? s : 1; }
 
 private:
+    /// The bounding box of all ranks' particles (collective); lo > hi without particles.
+    void global_bounds(Octree& tree, std::array<float, 3>& lo, std::array<float, 3>& hi);
+
     Backend& be_;
     const Comm& comm_;
     std::size_t samples_ = 2048;

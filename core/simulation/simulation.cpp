@@ -167,6 +167,9 @@ void Simulation::restore(const SimulationState& s)
     set_units(s.units);
     if (options_.direct) ensure_size(be_, direct_acc_, n_, "sim.direct_acc");
     tree_.set_particles(s.pos, s.vel, s.ids);
+    // A state is saved at the end of a step, right after a balance: the trees until the next one are built in its
+    // frame, as in the straight run.
+    if (comm_.parallel()) forces_.decomposition().adopt_frame(tree_);
     acc_mut().upload(s.acc);
     if (options_.block) {
         if (s.rungs.size() != n)

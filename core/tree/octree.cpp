@@ -70,6 +70,18 @@ private:
     std::vector<Event> marks_;
 };
 
+/// Whether every point of [lo, hi] gets a grid coordinate inside the frame of @p box (tree_shared.h: none clamped
+/// to the frame's edge), in the float arithmetic of bn_tree_grid_coord. NaN bounds give false.
+bool frame_holds(const std::array<bn_f4, 2>& box, bn_f4 lo, bn_f4 hi)
+{
+    const bn_f4 o = box[0];
+    const float inv = bn_tree_pow2(BANYAN_MAX_DEPTH - bn_tree_frame_exponent(box[0], box[1]));
+    const auto in = [inv](float a, float b, float origin) {
+        return (a - origin) * inv >= 0.0f && (b - origin) * inv < static_cast<float>(BANYAN_TREE_GRID);
+    };
+    return in(lo.x, hi.x, o.x) && in(lo.y, hi.y, o.y) && in(lo.z, hi.z, o.z);
+}
+
 } // namespace
 
 Octree::Octree(Backend& be) : be_(be)
@@ -259,8 +271,16 @@ void Octree::build(TreeTimings* timings)
 
 void Octree::compute_keys()
 {
+    in_frame_box_ = false;
     if (n_ == 0) return;
     be_.reduce_bounds(pos_, n_, box_);
+    if (frame_box_) {
+        const auto b = box_.download(2);
+        if (frame_holds(*frame_box_, b[0], b[1])) {
+            box_.upload(std::span<const bn_f4>(*frame_box_));
+            in_frame_box_ = true;
+        }
+    }
     // Pair A of the sort (sort_keys).
     WorkspaceLayout layout = workspace_layout("the keys");
     const auto keys_at = layout.slots<bn_u64>("keys", 0, n_);

@@ -16,6 +16,7 @@
 
 #include <array>
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -70,6 +71,16 @@ public:
     /// Overwrites the workspace (and so the results of the last walk).
     /// @param[out] timings when given, the device time of each phase (adds device events; no other cost).
     void build(TreeTimings* timings = nullptr);
+
+    /// The box whose frame (tree_shared.h) the builds that follow use instead of the particles' own bounding box,
+    /// whenever every particle lies inside that frame (else a build falls back to its own box); nullopt: always
+    /// the particles' own box (the default). Over ranks the decomposition sets it (domain.hpp): every cell of the
+    /// local tree is then a cell of the frame common to all ranks, whose key ranges the ranks hold, so no cell
+    /// holds a thin slice of this rank's particles beside another rank's domain (such a slice is a group of a few
+    /// particles spread across a large cell, whose walk opens every cell near that wide box).
+    void set_frame_box(std::optional<std::array<bn_f4, 2>> box) noexcept { frame_box_ = box; }
+    /// Whether the last build used the box of set_frame_box.
+    bool built_in_frame_box() const noexcept { return in_frame_box_; }
 
     /// The opening criterion of the builds that follow (the default: the paper's).
     void set_opening(Opening o) noexcept { opening_ = o; }
@@ -160,6 +171,8 @@ private:
     bool keep_rungs_ = false;
     Buffer<unsigned char> workspace_;
     Buffer<bn_f4> box_, frame_;
+    std::optional<std::array<bn_f4, 2>> frame_box_;
+    bool in_frame_box_ = false;
     Buffer<bn_u32> level_count_;
     // Cells.
     std::size_t cell_capacity_ = 0;
