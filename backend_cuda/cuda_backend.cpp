@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <new>
 #include <string>
 
 namespace banyan::cuda {
@@ -162,6 +163,22 @@ std::unique_ptr<RawBuffer> CudaBackend::wrap_device_memory(void* ptr, std::size_
                                      "device {}",
                                      a.device, device_));
     return std::make_unique<CudaBuffer>(ptr, bytes, stream_, false);
+}
+
+void* CudaBackend::alloc_host(std::size_t bytes)
+{
+    // Portable: page-locked for every device of the process, whichever is current.
+    void* p = nullptr;
+    if (cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable) != cudaSuccess) {
+        cudaGetLastError(); // not sticky
+        throw std::bad_alloc();
+    }
+    return p;
+}
+
+void CudaBackend::free_host(void* p) noexcept
+{
+    if (p) cudaFreeHost(p);
 }
 
 std::unique_ptr<RawBuffer> CudaBackend::alloc_raw(std::size_t bytes, std::string_view what)

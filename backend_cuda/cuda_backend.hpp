@@ -18,6 +18,8 @@ public:
     const DeviceInfo& info() const override { return info_; }
     std::unique_ptr<RawBuffer> alloc_raw(std::size_t bytes, std::string_view what) override;
     std::unique_ptr<RawBuffer> wrap_device_memory(void* ptr, std::size_t bytes) override;
+    void* alloc_host(std::size_t bytes) override;
+    void free_host(void* p) noexcept override;
     void set_work_group_size(std::size_t wg) override;
     void synchronize() override;
     Event record() override;

@@ -5,10 +5,12 @@
 #include "tests/harness.hpp"
 
 #include "core/device/devices.hpp"
+#include "core/parallel/comm.hpp"
 #include "core/error.hpp"
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <numeric>
 
@@ -45,6 +47,35 @@ TEST_CASE("buffers round-trip, fill and copy")
     auto empty = be.alloc<bn_u64>(0, "empty");
     CHECK(empty.size() == 0);
     CHECK(empty.download().empty());
+}
+
+TEST_CASE("staging memory of the backend carries uploads and downloads, and grows in a vector keeping its bytes")
+{
+    // The CUDA backend's is page-locked (cudaHostAlloc), the others' plain: the same bytes either way.
+    auto& be = test::backend();
+    const std::size_t n = 1 << 16;
+    auto* p = static_cast<bn_u32*>(be.alloc_host(n * sizeof(bn_u32)));
+    for (std::size_t i = 0; i < n; ++i)
+        p[i] = static_cast<bn_u32>(i * 2654435761u);
+    auto d = be.alloc<bn_u32>(n, "d");
+    d.raw().upload(p, n * sizeof(bn_u32), 0);
+    std::fill(p, p + n, 0u);
+    d.raw().download(p + 1, (n - 1) * sizeof(bn_u32), 0);
+    bool same = true;
+    for (std::size_t i = 1; i < n; ++i)
+        same = same && p[i] == static_cast<bn_u32>((i - 1) * 2654435761u);
+    CHECK(same);
+    be.free_host(p);
+
+    HostBytes v{StagingAllocator<std::byte>(&be)};
+    for (std::size_t k = 0; k < 20; ++k)
+        v.push_back(static_cast<std::byte>(k));
+    v.resize(1 << 20); // reallocates through the backend
+    bool kept = true;
+    for (std::size_t k = 0; k < 20; ++k)
+        kept = kept && v[k] == static_cast<std::byte>(k);
+    CHECK(kept);
+    CHECK(v.get_allocator().backend == &be);
 }
 
 TEST_CASE("row copies interleave (N, 3) and (N,) arrays into records and split them again")

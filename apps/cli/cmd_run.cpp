@@ -15,6 +15,7 @@
 #include "core/render/render.hpp"
 #include "core/files/snapshot_file.hpp"
 #include "core/parallel/comm.hpp"
+#include "core/parallel/let.hpp"
 #include "core/parallel/rank_device.hpp"
 
 #include "core/simulation/run.hpp"
@@ -622,6 +623,8 @@ int run_run(const std::vector<std::string>& raw_args)
             if (!quiet) print_start(*plan, dev_text);
             run = std::make_unique<Run>(*be, std::move(*plan), hooks, comm);
         }
+        if (!quiet && comm.parallel())
+            fmt::print("ranks: {} ({}); {}\n", comm.size(), Comm::library(), let_transport(*be));
     } catch (const DeviceError& e) {
         if (!out_of_device_memory(e)) throw;
         discard_empty_out();

@@ -10,11 +10,13 @@
 #include <fmt/format.h>
 
 #include <mutex>
+#include <new>
 
 namespace banyan {
 
 namespace {
 std::mutex notice_mutex;
+constexpr std::align_val_t host_align{64};
 std::function<void(const std::string&)> notice_handler;
 } // namespace
 
@@ -57,6 +59,16 @@ void Backend::require_kernel(std::string_view name)
                           __FILE__, __LINE__,
                           fmt::format("no kernel named '{}' is declared in core/device/kernel_list.hpp", name));
     resolve_kernel(*id);
+}
+
+void* Backend::alloc_host(std::size_t bytes)
+{
+    return ::operator new(bytes, host_align);
+}
+
+void Backend::free_host(void* p) noexcept
+{
+    ::operator delete(p, host_align);
 }
 
 std::unique_ptr<RawBuffer> Backend::wrap_device_memory(void*, std::size_t)

@@ -106,6 +106,12 @@ public:
     /// Throws UsageError on a backend without device pointers (OpenCL 1.2).
     virtual std::unique_ptr<RawBuffer> wrap_device_memory(void* ptr, std::size_t bytes);
 
+    /// @p bytes of host memory that the device copies to and from at full speed, for staging buffers kept between
+    /// uses (CUDA: page-locked, cudaHostAlloc; locking takes time, so allocate rarely); plain memory where the
+    /// backend has nothing better. Release with free_host. Throws std::bad_alloc when none is left.
+    virtual void* alloc_host(std::size_t bytes);
+    virtual void free_host(void* p) noexcept;
+
     /// Allocates @p n elements, counted by memory() until the buffer is destroyed.
     template <class T> Buffer<T> alloc(std::size_t n, std::string_view what)
     {

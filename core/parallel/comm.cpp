@@ -4,6 +4,7 @@
  */
 #include "core/parallel/comm.hpp"
 
+#include "core/device/backend.hpp"
 #include "core/error.hpp"
 
 #include <fmt/format.h>
@@ -23,6 +24,19 @@
 #endif
 
 namespace banyan {
+
+void* staging_alloc(Backend* be, std::size_t bytes)
+{
+    return be ? be->alloc_host(bytes) : ::operator new(bytes);
+}
+
+void staging_free(Backend* be, void* p) noexcept
+{
+    if (be)
+        be->free_host(p);
+    else
+        ::operator delete(p);
+}
 
 namespace {
 

@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <new>
+#include <type_traits>
 #include <span>
 #include <string>
 #include <utility>
@@ -22,23 +24,37 @@
 
 namespace banyan {
 
-/// An allocator whose resize() leaves new elements uninitialised: host staging buffers of hundreds of megabytes that
-/// are written over at once (downloads, received messages) are not zero-filled first.
-template <class T> struct UninitializedAllocator : std::allocator<T> {
-    template <class U> struct rebind {
-        using other = UninitializedAllocator<U>;
-    };
-    UninitializedAllocator() = default;
-    template <class U> UninitializedAllocator(const UninitializedAllocator<U>&) noexcept {}
+class Backend;
+
+/// Memory for HostBytes: from @p be's alloc_host (page-locked under CUDA), or plain when @p be is null.
+void* staging_alloc(Backend* be, std::size_t bytes);
+void staging_free(Backend* be, void* p) noexcept;
+
+/// The allocator of HostBytes. Its resize() leaves new elements uninitialised: host staging buffers of hundreds of
+/// megabytes that are written over at once (downloads, received messages) are not zero-filled first. With a
+/// backend, the memory is the backend's staging memory (Backend::alloc_host), which the device copies to and from
+/// at the bus's speed.
+template <class T> struct StagingAllocator {
+    using value_type = T;
+    using propagate_on_container_move_assignment = std::true_type;
+    using propagate_on_container_swap = std::true_type;
+    Backend* backend = nullptr;
+
+    StagingAllocator() = default;
+    explicit StagingAllocator(Backend* be) noexcept : backend(be) {}
+    template <class U> StagingAllocator(const StagingAllocator<U>& o) noexcept : backend(o.backend) {}
+    T* allocate(std::size_t n) { return static_cast<T*>(staging_alloc(backend, n * sizeof(T))); }
+    void deallocate(T* p, std::size_t) noexcept { staging_free(backend, p); }
     template <class U> void construct(U* p) noexcept { ::new (static_cast<void*>(p)) U; }
     template <class U, class... A> void construct(U* p, A&&... a)
     {
         ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
     }
+    template <class U> bool operator==(const StagingAllocator<U>& o) const noexcept { return backend == o.backend; }
 };
 
 /// Bytes staged on the host for the ranks' exchanges; kept between evaluations, so that pages are touched once.
-using HostBytes = std::vector<std::byte, UninitializedAllocator<std::byte>>;
+using HostBytes = std::vector<std::byte, StagingAllocator<std::byte>>;
 
 class Comm {
 public:

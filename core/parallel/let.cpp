@@ -103,7 +103,19 @@ WireTree wire_tree(std::span<std::byte> m)
 
 } // namespace
 
-LetExchange::LetExchange(Backend& be, const Comm& comm) : be_(be), comm_(comm) {}
+std::string let_transport(const Backend& be)
+{
+    if (be.info().backend != BackendKind::cuda) return "trees between ranks through host memory";
+    return Comm::cuda_aware() ? "trees between ranks through page-locked host memory (the MPI library is CUDA-aware, "
+                                "but banyan has no device path yet)"
+                              : "trees between ranks through page-locked host memory (the MPI library is not "
+                                "CUDA-aware)";
+}
+
+LetExchange::LetExchange(Backend& be, const Comm& comm)
+    : be_(be), comm_(comm), send_(StagingAllocator<std::byte>(&be)), recv_(StagingAllocator<std::byte>(&be))
+{
+}
 
 std::vector<std::pair<bn_u32, bn_u32>> LetExchange::chosen_cells(const Octree& tree, std::size_t limit)
 {
