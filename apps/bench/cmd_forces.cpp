@@ -206,6 +206,7 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
         fmt::print("{} rank{} ({}); Plummer, eps {}, {}; wall time per evaluation, slowest rank\n", P,
                    P == 1 ? "" : "s", Comm::library(), eps,
                    per_rank ? "N per rank (weak scaling)" : "N in all (strong scaling)");
+        if (P > 1) fmt::print("{}\n", let_transport(be));
         std::size_t at = 0;
         for (std::size_t q = 0; q < P; ++q) {
             fmt::print("  rank {}: {}\n", q, std::string(labels.data() + at, lengths[q]));
@@ -392,8 +393,8 @@ int run_bench_forces(const std::vector<std::string>& args)
         const std::vector<double> thetas = theta_list(opt.str("theta"));
         const double eps = opt.number("eps");
         if (!(eps >= 0)) throw UsageError(fmt::format("bench forces: --eps must be >= 0, got {}", eps));
-        return run_parallel(opt, comm, *be, thetas, opening, eps, opt.integer_in("reps", 1, 100000),
-                            opt.integer_in("warmup", 1, 100000), static_cast<std::uint64_t>(opt.integer("seed")));
+        return run_parallel(opt, comm, *be, thetas, opening, eps, opt.integer_in("warmup", 1, 100000),
+                            opt.integer_in("reps", 1, 100000), static_cast<std::uint64_t>(opt.integer("seed")));
     }
     const bool gpu = be->info().gpu;
     // Up to 2^31 - 1 particles fit one tree; a size the device cannot hold is reported as such in its row.

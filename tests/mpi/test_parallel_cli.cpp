@@ -106,4 +106,23 @@ TEST_CASE("banyan forces over P ranks: one file in the input's order, direct bit
     if (comm.rank() == 0) fs::remove_all(dir);
 }
 
+TEST_CASE("banyan bench forces over P ranks times --reps evaluations after --warmup untimed ones")
+{
+    // The two counts were once passed the wrong way round: --reps 5 timed one evaluation after five.
+    const Comm& comm = Comm::world();
+    const fs::path dir = test::shared_temp_folder(comm);
+    REQUIRE(!dir.empty());
+    const DeviceInfo& d = backend().info();
+    const fs::path json = dir / "bench.json";
+    CHECK(cli::run_bench_forces({"--backend", std::string(to_string(d.backend)), "--device", std::to_string(d.index),
+                                 "--per-rank", "--min-log2", "10", "--max-log2", "10", "--theta", "0.75", "--reps", "3",
+                                 "--warmup", "2", "--json", json.string()}) == 0);
+    comm.barrier();
+    const std::string text = test::file_bytes(json);
+    CHECK(text.find("\"warmup\": 2,") != std::string::npos);
+    CHECK(text.find("\"reps\": 3,") != std::string::npos);
+    comm.barrier();
+    if (comm.rank() == 0) fs::remove_all(dir);
+}
+
 } // namespace banyan
