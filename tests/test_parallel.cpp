@@ -74,7 +74,7 @@ std::size_t test::let_of_halves(Backend& be, std::size_t n, std::uint64_t seed, 
     const std::size_t box_offsets[2] = {0, boxes_b.size()};
     let.graft_tops(ta, theta, boxes_b, box_offsets, 1, head[0], head[1]);
     const std::size_t offsets[2] = {0, tree_b.size()};
-    let.receive(tree_b, offsets, ta.cells(), ta.size());
+    let.receive(ta, tree_b, offsets);
     return na;
 }
 
@@ -119,8 +119,8 @@ TEST_CASE("a local essential tree of one half, walked for the other half, gives 
             // than max(N_CRIT, n_b / 256) particles (top_per_rank 256), and no far group may open a cell
             // it left home (bn_let_opens on the group's own box, inside the fine box the kernel tested).
             const std::size_t c0 = r.cell_base, c1 = c0 + r.top_cells, ng = ta.groups();
-            const auto com = r.com.download(c1), q1 = r.quad1.download(c1);
-            const auto count = r.count.download(c1);
+            const auto com = ta.cell_com().download(c1), q1 = ta.cell_quad1().download(c1);
+            const auto count = ta.cell_count().download(c1);
             const auto pcount = tb.cell_pcount().download(tb.cells());
             const auto big = std::count_if(pcount.begin(), pcount.end(), [&](bn_u32 k) {
                 return k > std::max<std::size_t>(BANYAN_N_CRIT, nb / 256);

@@ -323,16 +323,16 @@ TEST_CASE("race check: local essential tree and the decomposition on one rank")
     const RemoteTrees& r = let.remote();
     REQUIRE(r.cells > 0);
     REQUIRE(r.roots.size() == 1);
-    // Grafted behind a's cells and particles: the root is b's root, with b's mass; every particle sent is one of
-    // b's; links stay inside the received tree.
+    // Grafted behind a's cells and particles, in a's arrays: the root is b's root, with b's mass; every particle sent
+    // is one of b's; links stay inside the received tree.
     const std::size_t c0 = r.cell_base, p0 = r.particle_base, ce = c0 + r.cells, pe = p0 + r.particles;
     CHECK(c0 == ta.cells());
     CHECK(p0 == na);
     CHECK(r.roots[0] == c0 + r.top_cells); // behind b's top tree, whose root is b's too
-    const auto com = r.com.download(ce), b_root = tb.cell_com().download(1);
+    const auto com = ta.cell_com().download(ce), b_root = tb.cell_com().download(1);
     CHECK(com[c0].w == b_root[0].w);
-    const auto first = r.first.download(ce), count = r.count.download(ce);
-    const auto pos = r.pos.download(std::max<std::size_t>(pe, 1));
+    const auto first = ta.cell_first().download(ce), count = ta.cell_count().download(ce);
+    const auto pos = ta.pos().download(std::max<std::size_t>(pe, 1));
     std::size_t bad = 0, sent = 0;
     for (std::size_t c = c0; c < ce; ++c) {
         const bn_u32 k = bn_tree_count(count[c]);

@@ -217,17 +217,6 @@ void TreeForces::launch_local(Octree& tree, Part part)
     std::size_t nc = tree.cells(), nroots = 1;
     Buffer<bn_u32>& roots_dev = part == Part::near ? near_roots_ : roots_;
     if (remote_) {
-        if (part != Part::near) {
-            // The graft: the local tree into the front of the received arrays (device copies, about 16 bytes per
-            // particle and 56 per cell).
-            const std::size_t ncl = tree.cells();
-            remote_->com.copy_from(tree.cell_com(), ncl);
-            remote_->quad0.copy_from(tree.cell_quad0(), ncl);
-            remote_->quad1.copy_from(tree.cell_quad1(), ncl);
-            remote_->first.copy_from(tree.cell_first(), ncl);
-            remote_->count.copy_from(tree.cell_count(), ncl);
-            remote_->pos.copy_from(tree.pos(), n_);
-        }
         // The roots (few: one per rank).
         const auto& grafted = part == Part::far ? remote_->top_roots : remote_->roots;
         std::vector<bn_u32> roots{0};
@@ -237,12 +226,14 @@ void TreeForces::launch_local(Octree& tree, Part part)
         roots_dev.upload(std::span<const bn_u32>(roots));
         nc += part == Part::far ? remote_->top_cells : remote_->cells;
     }
-    const auto& com = remote_ ? remote_->com : tree.cell_com();
-    const auto& quad0 = remote_ ? remote_->quad0 : tree.cell_quad0();
-    const auto& quad1 = remote_ ? remote_->quad1 : tree.cell_quad1();
-    const auto& src = remote_ ? remote_->pos : tree.pos();
-    be_.launch(kernels::walkPrepare, grid_for(be_, nc), com, quad1, remote_ ? remote_->first : tree.cell_first(),
-               remote_ ? remote_->count : tree.cell_count(), to_u32(nc), criterion_.inv_theta(), mac_, link_);
+    // Over ranks the tree's arrays hold the grafted trees behind the local one; the positions are the targets in
+    // [0, n_) and the sources (the received particles behind them) at once.
+    const auto& com = tree.cell_com();
+    const auto& quad0 = tree.cell_quad0();
+    const auto& quad1 = tree.cell_quad1();
+    const auto& src = tree.pos();
+    be_.launch(kernels::walkPrepare, grid_for(be_, nc), com, quad1, tree.cell_first(), tree.cell_count(), to_u32(nc),
+               criterion_.inv_theta(), mac_, link_);
     if (criterion_.alpha > 0.0f)
         be_.launch(kernels::walkPrepareRelative, grid_for(be_, nc), com, quad1, to_u32(nc), rel_);
     // Without the relative criterion the kernel reads neither rel_ (a stand-in) nor the previous accelerations.

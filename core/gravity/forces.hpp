@@ -26,16 +26,13 @@ struct InteractionTotals {
 };
 
 /// The trees other ranks sent (their local essential trees, core/parallel/let.hpp), grafted behind the local tree
-/// so that each group walks once over all of them: the arrays hold the local tree's cells in [0, cell_base) and its
-/// particles in [0, particle_base) (copied in by TreeForces::begin before the walk) and the received trees after
-/// them, in the octree's layout (tree_shared.h: a node's children are consecutive, a leaf's particles too) with
-/// their links shifted to index these arrays. A cell that its sender accepted for all of this rank's groups is a
-/// leaf without particles; the sender's test guarantees that the walk here accepts it too.
+/// in the tree's own arrays (Octree::make_room_behind, graft()), so that each group walks once over all of them:
+/// the local tree's cells in [0, cell_base) and its particles in [0, particle_base), the received trees after them,
+/// in the octree's layout (tree_shared.h: a node's children are consecutive, a leaf's particles too) with their
+/// links shifted to index these arrays. A cell that its sender accepted for all of this rank's groups is a leaf
+/// without particles; the sender's test guarantees that the walk here accepts it too.
 struct RemoteTrees {
-    Buffer<bn_f4> com, quad0, quad1; ///< as cell_com, cell_quad0, cell_quad1
-    Buffer<bn_u32> first, count;     ///< as cell_first, cell_count
-    Buffer<bn_f4> pos;               ///< the local particles, then those of the received trees' opened leaves
-    std::vector<bn_u32> roots;       ///< the root cell of each received tree (cell_base and beyond)
+    std::vector<bn_u32> roots;                    ///< the root cell of each received tree (cell_base and beyond)
     std::size_t cell_base = 0, particle_base = 0; ///< the local tree's cells and particles, in front
     std::size_t cells = 0, particles = 0;         ///< all behind them: the top trees (if any), then the received
     // The walk in two parts over ranks (let.hpp): the top trees of the other ranks, sent with their boxes, lie
@@ -72,8 +69,8 @@ public:
     /// and launches the walk (it returns at once), end() waits for it and walks again if the spill buffer was too
     /// small. Between them neither the tree nor @p remote may change.
     /// @param remote when given (over ranks), the other ranks' trees grafted behind @p tree (its cell_base and
-    ///        particle_base are @p tree's cells and particles): the local tree is copied into its front and every
-    ///        group walks the local root and the received roots at once, so the results are the forces of all ranks.
+    ///        particle_base are @p tree's cells and particles), in its arrays: every group walks the local root
+    ///        and the received roots at once, so the results are the forces of all ranks.
     ///        With remote->split, begin() walks only the far groups, over the local root and the top roots, and
     ///        walk_received() the near ones over the local and received roots, once the received trees are there.
     void begin(Octree& tree, const OpeningCriterion& criterion, float eps, RemoteTrees* remote = nullptr);

@@ -288,7 +288,7 @@ std::pair<std::size_t, std::size_t> LetExchange::gather_tree(const Octree& tree,
     return {cells, parts};
 }
 
-void LetExchange::build(const Octree& tree, const OpeningCriterion& criterion, const Buffer<bn_f4>* acc_old)
+void LetExchange::build(Octree& tree, const OpeningCriterion& criterion, const Buffer<bn_f4>* acc_old)
 {
     if (criterion.alpha > 0.0f && (acc_old == nullptr || acc_old->size() < tree.size()))
         throw std::logic_error("local essential tree: the relative criterion needs the previous accelerations");
@@ -336,17 +336,20 @@ void LetExchange::build(const Octree& tree, const OpeningCriterion& criterion, c
     stats_.build_ms = ms_since(t0);
 }
 
-void LetExchange::exchange()
+void LetExchange::exchange(Octree& tree)
 {
+    if (tree.cells() != local_cells_ || tree.size() != local_particles_)
+        throw std::logic_error("local essential tree: exchange() for another tree than build()'s");
     const auto t0 = std::chrono::steady_clock::now();
     comm_.exchange(send_, send_offsets_, recv_, recv_offsets_);
     stats_.mpi_ms = ms_since(t0);
     stats_.bytes_received += recv_.size();
-    receive(recv_, recv_offsets_, local_cells_, local_particles_);
+    receive(tree, recv_, recv_offsets_);
     stats_.exchange_ms = ms_since(t0);
 }
 
-void LetExchange::upload_tree(std::byte* p, std::size_t cells, std::size_t parts, std::size_t c0, std::size_t p0)
+void LetExchange::upload_tree(Octree::Graft g, std::byte* p, std::size_t cells, std::size_t parts, std::size_t c0,
+                              std::size_t p0)
 {
     auto put = [&](auto& b, std::size_t n, std::size_t offset) {
         using T = typename std::remove_reference_t<decltype(b)>::value_type;
@@ -364,26 +367,15 @@ void LetExchange::upload_tree(std::byte* p, std::size_t cells, std::size_t parts
         f += to_u32(bn_tree_is_leaf(n) ? p0 : c0);
         std::memcpy(first + 4 * c, &f, 4);
     }
-    put(remote_.pos, parts, p0);
-    put(remote_.com, cells, c0);
-    put(remote_.quad0, cells, c0);
-    put(remote_.quad1, cells, c0);
-    put(remote_.first, cells, c0);
-    put(remote_.count, cells, c0);
+    put(g.pos, parts, p0);
+    put(g.com, cells, c0);
+    put(g.quad0, cells, c0);
+    put(g.quad1, cells, c0);
+    put(g.first, cells, c0);
+    put(g.count, cells, c0);
 }
 
-void LetExchange::size_graft(std::size_t cells, std::size_t particles)
-{
-    RemoteTrees& r = remote_;
-    ensure_size(be_, r.pos, particles, "let.remote_pos");
-    ensure_size(be_, r.com, cells, "let.remote_com");
-    ensure_size(be_, r.quad0, cells, "let.remote_quad0");
-    ensure_size(be_, r.quad1, cells, "let.remote_quad1");
-    ensure_size(be_, r.first, cells, "let.remote_first");
-    ensure_size(be_, r.count, cells, "let.remote_count");
-}
-
-void LetExchange::graft_tops(const Octree& tree, const OpeningCriterion& criterion, std::span<std::byte> messages,
+void LetExchange::graft_tops(Octree& tree, const OpeningCriterion& criterion, std::span<std::byte> messages,
                              std::span<const std::size_t> offsets, std::size_t self, std::size_t let_cells,
                              std::size_t let_particles)
 {
@@ -410,11 +402,11 @@ void LetExchange::graft_tops(const Octree& tree, const OpeningCriterion& criteri
     }
     r.top_cells = c - lc, r.top_particles = p - lp;
     r.cells = r.top_cells + let_cells, r.particles = r.top_particles + let_particles;
-    // The graft's arrays, made once for the tops and the trees to come (receive() fills them in place).
-    size_graft(lc + r.cells, lp + r.particles);
+    // Room behind the tree, made once for the tops and the trees to come (receive() fills it in place).
+    tree.make_room_behind(r.cells, r.particles);
     c = lc, p = lp;
     for (const WireTree& t : tops) {
-        upload_tree(t.at, t.cells, t.parts, c, p);
+        upload_tree(tree.graft(), t.at, t.cells, t.parts, c, p);
         c += t.cells, p += t.parts;
     }
     stats_.top_cells = r.top_cells;
@@ -429,17 +421,17 @@ void LetExchange::graft_tops(const Octree& tree, const OpeningCriterion& criteri
     r.far.fill(0u, 0, ng);
     r.near.fill(1u, 0, ng);
     be_.launch(kernels::letFarGroups, grid_for(be_, fine_boxes_), boxes_, runs_, to_u32(coarse_boxes_),
-               to_u32(coarse_boxes_ + fine_boxes_), r.com, r.quad1, r.count, to_u32(lc), to_u32(lc + r.top_cells),
-               criterion.inv_theta(), criterion.alpha, r.far, r.near);
+               to_u32(coarse_boxes_ + fine_boxes_), tree.cell_com(), tree.cell_quad1(), tree.cell_count(), to_u32(lc),
+               to_u32(lc + r.top_cells), criterion.inv_theta(), criterion.alpha, r.far, r.near);
     ensure_size(be_, far_index_, ng, "let.far_index");
     be_.exclusive_scan(r.far, far_index_, ng);
     stats_.far_groups = std::size_t{far_index_.at(ng - 1)} + r.far.at(ng - 1);
 }
 
-void LetExchange::receive(std::span<std::byte> recv, std::span<const std::size_t> offsets, std::size_t local_cells,
-                          std::size_t local_particles)
+void LetExchange::receive(Octree& tree, std::span<std::byte> recv, std::span<const std::size_t> offsets)
 {
     const std::size_t P = offsets.size() - 1;
+    const std::size_t local_cells = tree.cells(), local_particles = tree.size();
     RemoteTrees& r = remote_;
     // Each tree's indices shift by the local tree's cells and particles, the top trees' and the trees before it.
     std::vector<WireTree> pieces;
@@ -462,12 +454,12 @@ void LetExchange::receive(std::span<std::byte> recv, std::span<const std::size_t
     } else {
         r.cell_base = local_cells, r.particle_base = local_particles;
         r.cells = c - local_cells, r.particles = p - local_particles;
-        size_graft(c, p);
+        tree.make_room_behind(r.cells, r.particles);
     }
     const auto t0 = std::chrono::steady_clock::now();
     c = c0, p = p0;
     for (const WireTree& k : pieces) {
-        upload_tree(k.at, k.cells, k.parts, c, p);
+        upload_tree(tree.graft(), k.at, k.cells, k.parts, c, p);
         c += k.cells, p += k.parts;
     }
     stats_.upload_ms = ms_since(t0);

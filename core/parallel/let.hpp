@@ -66,10 +66,10 @@ public:
     /// each tree sent opens what the receiving groups' relative test opens. Then the sizes of the trees to come are
     /// exchanged (collective), and the others' top trees are grafted with room for them (graft_tops): remote() is
     /// ready for the far groups' walk before exchange().
-    void build(const Octree& tree, const OpeningCriterion& criterion, const Buffer<bn_f4>* acc_old = nullptr);
+    void build(Octree& tree, const OpeningCriterion& criterion, const Buffer<bn_f4>* acc_old = nullptr);
     /// Sends the trees and receives the others' (collective; host memory only, so that it overlaps a walk running
-    /// on the device), and uploads what arrived into remote().
-    void exchange();
+    /// on the device), and grafts what arrived behind @p tree, the tree of the last build() (receive()).
+    void exchange(Octree& tree);
 
     // The pieces of build() and exchange(), for one process too (tests):
     /// This rank's boxes (coarse and fine, let.cpp has the layout) and its top tree, as sent to every rank; with
@@ -82,20 +82,19 @@ public:
     void tree_for(const Octree& tree, const OpeningCriterion& criterion, std::span<const std::byte> boxes,
                   HostBytes& out);
     /// Grafts the top trees of the other ranks' boxes_message()s in @p messages (rank q's in [offsets[q],
-    /// offsets[q + 1]); rank @p self's is skipped) into remote() behind room for @p tree, with room behind them for
-    /// received trees of @p let_cells cells and @p let_particles particles; then flags each of @p tree's groups far
+    /// offsets[q + 1]); rank @p self's is skipped) behind @p tree, in its arrays (Octree::make_room_behind; their
+    /// roots and sizes in remote()), with room behind them for received trees of @p let_cells cells and
+    /// @p let_particles particles; then flags each of @p tree's groups far
     /// or near (remote().far, near) from this rank's boxes of the last boxes_message(@p tree), under @p criterion.
     /// remote().split tells whether every other rank with particles sent a top tree (else every group walks after
     /// the exchange). The links of the top trees are shifted in place in @p messages.
-    void graft_tops(const Octree& tree, const OpeningCriterion& criterion, std::span<std::byte> messages,
+    void graft_tops(Octree& tree, const OpeningCriterion& criterion, std::span<std::byte> messages,
                     std::span<const std::size_t> offsets, std::size_t self, std::size_t let_cells,
                     std::size_t let_particles);
-    /// Grafts the trees in @p recv (rank q's in [offsets[q], offsets[q + 1])) into remote() behind room for a local
-    /// tree of @p local_cells cells and @p local_particles particles and the top trees of the last graft_tops(), on
-    /// the device: each array uploaded where it lies (the cells' first indices shifted in place in @p recv).
-    /// exchange() gives the tree of the last build().
-    void receive(std::span<std::byte> recv, std::span<const std::size_t> offsets, std::size_t local_cells,
-                 std::size_t local_particles);
+    /// Grafts the trees in @p recv (rank q's in [offsets[q], offsets[q + 1])) behind @p tree and the top trees of
+    /// the last graft_tops(), in the tree's arrays (their roots and sizes in remote()), on the device: each array
+    /// uploaded where it lies (the cells' first indices shifted in place in @p recv).
+    void receive(Octree& tree, std::span<std::byte> recv, std::span<const std::size_t> offsets);
 
     RemoteTrees& remote() noexcept { return remote_; }
     const RemoteTrees& remote() const noexcept { return remote_; }
@@ -117,11 +116,10 @@ private:
     /// Appends to @p out the pruned tree of the cells kept under opened_ (letSelect, scans, letGather, download);
     /// returns its cells and particles.
     std::pair<std::size_t, std::size_t> gather_tree(const Octree& tree, HostBytes& out);
-    /// The graft's arrays in remote() for at least @p cells cells and @p particles particles (local tree included).
-    void size_graft(std::size_t cells, std::size_t particles);
-    /// Uploads the tree on the wire at @p at (@p cells cells, @p parts particles) into remote() at cell @p c0 and
-    /// particle @p p0, its links shifted there (in place in the message).
-    void upload_tree(std::byte* at, std::size_t cells, std::size_t parts, std::size_t c0, std::size_t p0);
+    /// Uploads the tree on the wire at @p at (@p cells cells, @p parts particles) into the arrays @p g at cell @p c0
+    /// and particle @p p0, its links shifted there (in place in the message).
+    void upload_tree(Octree::Graft g, std::byte* at, std::size_t cells, std::size_t parts, std::size_t c0,
+                     std::size_t p0);
 
     Backend& be_;
     const Comm& comm_;

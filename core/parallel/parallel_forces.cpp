@@ -41,7 +41,7 @@ void ParallelForces::compute(Octree& tree, const OpeningCriterion& criterion, fl
     RemoteTrees* remote = many ? &let_.remote() : nullptr;
     const bool split = remote && remote->split;
     if (split) forces_.begin(tree, criterion, eps, remote);
-    if (many) let_.exchange();
+    if (many) let_.exchange(tree);
     const auto t4 = Clock::now();
     if (split)
         forces_.walk_received(tree);

@@ -114,7 +114,7 @@ void Octree::reserve_particles(std::size_t n, bool with_vel)
     const std::size_t m = std::max<std::size_t>(n, 1);
     const std::size_t align = view_align(be_);
     slot_ = ceil_div(4 * m, align) * align;
-    if (!pos_ || pos_.size() < m) {
+    if (!id_ || id_.size() < m) {
         pos_ = Buffer<bn_f4>(), id_ = Buffer<bn_u32>();
         pos_ = be_.alloc<bn_f4>(m, "tree.pos");
         id_ = be_.alloc<bn_u32>(m, "tree.id");
@@ -150,6 +150,17 @@ void Octree::grow_cells(std::size_t n, std::size_t keep)
     grow(be_, cell_quad0_, n, 0, "tree.cell_quad0");
     grow(be_, cell_quad1_, n, 0, "tree.cell_quad1");
     cell_capacity_ = n;
+}
+
+void Octree::make_room_behind(std::size_t cells, std::size_t particles)
+{
+    const std::size_t nc = this->cells();
+    grow(be_, cell_com_, nc + cells, nc, "tree.cell_com");
+    grow(be_, cell_quad0_, nc + cells, nc, "tree.cell_quad0");
+    grow(be_, cell_quad1_, nc + cells, nc, "tree.cell_quad1");
+    grow(be_, cell_first_, nc + cells, nc, "tree.cell_first");
+    grow(be_, cell_count_, nc + cells, nc, "tree.cell_count");
+    grow(be_, pos_, n_ + particles, n_, "tree.pos");
 }
 
 Buffer<bn_u64> Octree::keys() const
@@ -193,7 +204,8 @@ void Octree::resize_keep(std::size_t n)
 {
     const std::size_t keep = std::min(n_, n);
     const bool with_vel = static_cast<bool>(vel_);
-    if (n > pos_.size()) {
+    // The ids' size is the particle capacity: pos() may be longer (make_room_behind).
+    if (n > id_.size()) {
         // Room for an eighth more, so that the next steps' exchanges rarely grow the arrays again.
         const std::size_t m = std::min<std::size_t>(n + n / 8, 0x7FFFFFFFu);
         if (n > 0x7FFFFFFFu) throw UsageError(fmt::format("tree: {} particles is more than the 2^31 - 1 supported", n));
@@ -208,7 +220,7 @@ void Octree::resize_keep(std::size_t n)
         if (with_vel) regrow(vel_, "tree.vel");
         if (keep_rungs_) regrow(rung_, "tree.rung");
     }
-    const std::size_t cap = pos_.size();
+    const std::size_t cap = id_.size();
     const std::size_t align = view_align(be_);
     slot_ = ceil_div(4 * std::max<std::size_t>(cap, 1), align) * align;
     workspace(0);
@@ -224,8 +236,8 @@ void Octree::keep_rungs(bool on)
     keep_rungs_ = on;
     if (!on)
         rung_ = Buffer<bn_u32>();
-    else if (pos_ && (!rung_ || rung_.size() < pos_.size()))
-        rung_ = be_.alloc<bn_u32>(pos_.size(), "tree.rung");
+    else if (id_ && (!rung_ || rung_.size() < id_.size()))
+        rung_ = be_.alloc<bn_u32>(id_.size(), "tree.rung");
 }
 
 void Octree::set_particles(std::span<const bn_f4> pos, std::span<const bn_f4> vel)

@@ -82,6 +82,23 @@ public:
     /// Whether the last build used the box of set_frame_box.
     bool built_in_frame_box() const noexcept { return in_frame_box_; }
 
+    /// Over ranks (core/parallel/let.hpp): room behind the built tree for @p cells more cells in the five arrays
+    /// the walk reads (cell_com, cell_quad0, cell_quad1, cell_first, cell_count) and for @p particles more positions
+    /// in pos(), the tree kept. The other ranks' trees are written there (graft()), and one walk runs over all of
+    /// them without a copy of the local tree (16 bytes a particle and 56 a cell). The room stays for the builds
+    /// that follow, whose grafts are about as large.
+    void make_room_behind(std::size_t cells, std::size_t particles);
+    /// The arrays of make_room_behind, writable: the local tree in front, what is grafted behind it.
+    struct Graft {
+        Buffer<bn_f4>& com;
+        Buffer<bn_f4>& quad0;
+        Buffer<bn_f4>& quad1;
+        Buffer<bn_u32>& first;
+        Buffer<bn_u32>& count;
+        Buffer<bn_f4>& pos;
+    };
+    Graft graft() noexcept { return {cell_com_, cell_quad0_, cell_quad1_, cell_first_, cell_count_, pos_}; }
+
     /// The opening criterion of the builds that follow (the default: the paper's).
     void set_opening(Opening o) noexcept { opening_ = o; }
     Opening opening() const noexcept { return opening_; }
