@@ -6,6 +6,7 @@
  *        name. Device-free (test suite "static").
  */
 #include "core/error.hpp"
+#include "core/simulation/centring.hpp"
 #include "core/simulation/counter_rng.hpp"
 #include "core/simulation/initial_conditions.hpp"
 
@@ -18,6 +19,7 @@
 #include <cstring>
 #include <mutex>
 #include <numbers>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -324,6 +326,42 @@ TEST_SUITE("static")
         check("uniform", [&](Share s) { return uniform_sphere(n, 7, true, s); });
         check("uniform-cold", [&](Share s) { return uniform_sphere(n, 7, false, s); });
         check("merger", [&](Share s) { return galaxy_merger(n, 7, {}, s).particles; });
+    }
+
+    TEST_CASE("models: a model drawn on threads in two passes has the bits of one drawn once, its doubles kept")
+    {
+        // Centring::make draws every particle twice (the sums, then the share about the centre) on several
+        // threads and keeps no doubles; add() and finish() keep the share's doubles from one pass.
+        const std::size_t n = 50000; // 12 pieces of 4096 at most
+        for (const Share& base : {Share{}, Share{20000, 7000, {}}}) {
+            Centring once(n, base);
+            for (std::size_t i = once.begin(); i < once.end(); ++i) {
+                double x[3], v[3];
+                plummer_particle(11, i, {}, x, v);
+                once.add(i, 1.0 / n, x, v);
+            }
+            const Particles want = once.finish();
+            for (const unsigned threads : {1u, 3u, 8u}) {
+                Share s = base;
+                s.threads = threads;
+                const Particles got = Centring(n, s).make([&](std::size_t i, double& m, double* x, double* v) {
+                    plummer_particle(11, i, {}, x, v);
+                    m = 1.0 / n;
+                });
+                INFO("share [" << base.first << ", +" << std::min(base.count, n) << "), " << threads << " threads");
+                REQUIRE(got.size() == want.size());
+                CHECK(std::memcmp(got.pos.data(), want.pos.data(), want.size() * sizeof(bn_f4)) == 0);
+                CHECK(std::memcmp(got.vel.data(), want.vel.data(), want.size() * sizeof(bn_f4)) == 0);
+            }
+        }
+        // An exception on a thread reaches the caller.
+        Share s;
+        s.threads = 4;
+        CHECK_THROWS_AS(Centring(n, s).make([](std::size_t i, double& m, double* x, double* v) {
+            if (i == 30000) throw std::runtime_error("no particle 30000");
+            m = 1.0, x[0] = x[1] = x[2] = v[0] = v[1] = v[2] = 0.0;
+        }),
+                        std::runtime_error);
     }
 
     TEST_CASE("models: shares drawn alone by P ranks, their centring sums added up over them, are the whole's bits")

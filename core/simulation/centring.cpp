@@ -4,9 +4,12 @@
  */
 #include "core/simulation/centring.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
+#include <exception>
 #include <stdexcept>
+#include <thread>
 
 namespace banyan {
 
@@ -42,6 +45,12 @@ void ExactSums::add(double m, const double x[3], const double v[3])
     }
 }
 
+void ExactSums::merge(const ExactSums& o) noexcept
+{
+    for (int j = 0; j < values; ++j)
+        s_[j] += o.s_[j];
+}
+
 void ExactSums::reduce(const std::function<void(std::span<std::uint64_t>)>& sum_over_ranks)
 {
     // Each sum as four 32-bit limbs of its two's complement, each limb in a 64-bit integer: summed over ranks they
@@ -72,17 +81,48 @@ void ExactSums::centre(double cx[3], double cv[3]) const
 
 Centring::Centring(std::size_t n, Share share) : share_(std::move(share))
 {
-    const std::size_t kept = share_.size(n);
-    const bool alone = share_.sum_over_ranks || (share_.first == 0 && kept == n);
+    kept_ = share_.size(n);
+    const bool alone = share_.sum_over_ranks || (share_.first == 0 && kept_ == n);
     begin_ = alone ? std::min(share_.first, n) : 0;
-    end_ = alone ? begin_ + kept : n;
-    m_.resize(kept), x_.resize(3 * kept), v_.resize(3 * kept);
+    end_ = alone ? begin_ + kept_ : n;
+}
+
+unsigned Centring::threads_for(std::size_t n) const
+{
+    const unsigned most = share_.threads ? share_.threads : std::max(1u, std::thread::hardware_concurrency());
+    return static_cast<unsigned>(std::clamp<std::size_t>(n / 4096, 1, most));
+}
+
+void Centring::for_ranges(std::size_t begin, std::size_t end,
+                          const std::function<void(std::size_t, std::size_t, unsigned)>& f) const
+{
+    const std::size_t n = end - begin;
+    const unsigned t = threads_for(n);
+    if (t == 1) {
+        f(begin, end, 0);
+        return;
+    }
+    std::vector<std::exception_ptr> errors(t);
+    {
+        std::vector<std::jthread> pool;
+        for (unsigned k = 0; k < t; ++k)
+            pool.emplace_back([&, k] {
+                try {
+                    f(begin + n * k / t, begin + n * (k + 1) / t, k);
+                } catch (...) {
+                    errors[k] = std::current_exception();
+                }
+            });
+    } // joined here
+    for (const auto& e : errors)
+        if (e) std::rethrow_exception(e);
 }
 
 void Centring::add(std::size_t i, double m, const double x[3], const double v[3])
 {
     sums_.add(m, x, v);
     if (!share_.holds(i)) return;
+    if (m_.size() != kept_) m_.resize(kept_), x_.resize(3 * kept_), v_.resize(3 * kept_); // the first kept
     const std::size_t j = i - share_.first;
     m_[j] = m;
     for (int k = 0; k < 3; ++k)

@@ -71,23 +71,21 @@ Particles uniform_sphere(std::size_t n, std::uint64_t seed, bool virialised, Sha
     const double radius = virialised ? 1.2 : 2.4;
     const double sigma = virialised ? std::sqrt(1.0 / (5.0 * radius)) : 0.0;
     const double m = 1.0 / static_cast<double>(n);
-    Centring out(n, std::move(share));
-    for (std::size_t i = out.begin(); i < out.end(); ++i) {
+    return Centring(n, std::move(share)).make([&](std::size_t i, double& mi, double* x, double* v) {
         CounterRng rng(seed, i);
-        double p[3], r2, x[3], v[3] = {0, 0, 0};
+        double p[3], r2;
         do {
             for (double& c : p)
                 c = 2.0 * uniform(rng) - 1.0;
             r2 = p[0] * p[0] + p[1] * p[1] + p[2] * p[2];
         } while (r2 > 1.0);
         for (int k = 0; k < 3; ++k)
-            x[k] = radius * p[k];
+            x[k] = radius * p[k], v[k] = 0.0;
         if (virialised)
-            for (double& c : v)
-                c = sigma * normal(rng);
-        out.add(i, m, x, v);
-    }
-    return out.finish();
+            for (int k = 0; k < 3; ++k)
+                v[k] = sigma * normal(rng);
+        mi = m;
+    });
 }
 
 void check_merger_options(const MergerOptions& o)
@@ -175,8 +173,7 @@ Particles hernquist_sphere(std::size_t n, std::uint64_t seed, Share share)
     if (n == 0) throw UsageError("hernquist sphere: no particles (N = 0)");
     const double a = hernquist_scale_radius;
     const double m = 1.0 / static_cast<double>(n);
-    Centring out(n, std::move(share));
-    for (std::size_t i = out.begin(); i < out.end(); ++i) {
+    return Centring(n, std::move(share)).make([&](std::size_t i, double& mi, double* x, double* v) {
         CounterRng rng(seed, i);
         // Radius: M(<r) = r^2 / (r + a)^2 = X, so r = a sqrt(X) / (1 - sqrt(X)); X < 0.999 is the truncation.
         const double sx = std::sqrt(hernquist_mass_fraction * uniform(rng));
@@ -194,12 +191,10 @@ Particles hernquist_sphere(std::size_t n, std::uint64_t seed, Share share)
             const double g = v2 * hernquist_df(a * (psi - 0.5 * v2), s0 + 0.5 * a * v2);
             if (uniform(rng) * bound < g) break;
         }
-        double x[3], v[3];
         isotropic(rng, r, x);
         isotropic(rng, speed, v);
-        out.add(i, m, x, v);
-    }
-    return out.finish();
+        mi = m;
+    });
 }
 
 Particles exponential_disc(std::size_t n, std::uint64_t seed)

@@ -58,13 +58,10 @@ Particles plummer(std::size_t n, std::uint64_t seed, const PlummerOptions& optio
 {
     check_cutoff(options);
     const double m = n ? 1.0 / static_cast<double>(n) : 0.0;
-    Centring out(n, std::move(share));
-    for (std::size_t i = out.begin(); i < out.end(); ++i) {
-        double x[3], v[3];
+    return Centring(n, std::move(share)).make([&](std::size_t i, double& mi, double* x, double* v) {
         plummer_particle(seed, i, options, x, v);
-        out.add(i, m, x, v);
-    }
-    return out.finish();
+        mi = m;
+    });
 }
 
 } // namespace banyan

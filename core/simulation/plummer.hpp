@@ -30,6 +30,8 @@ struct Share {
     std::size_t first = 0;
     std::size_t count = std::numeric_limits<std::size_t>::max();
     std::function<void(std::span<std::uint64_t>)> sum_over_ranks;
+    /// Threads that draw the particles (0: one per hardware thread; under MPI the ranks of a node share them).
+    unsigned threads = 0;
     bool holds(std::size_t i) const noexcept { return i >= first && i - first < count; }
     /// How many of @p n particles it holds.
     std::size_t size(std::size_t n) const noexcept { return first >= n ? 0 : std::min(count, n - first); }

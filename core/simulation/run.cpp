@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <thread>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -177,9 +178,12 @@ Run::Run(Backend& be, RunPlan plan, RunHooks hooks, const Comm& comm)
         n = opt_.n;
         const std::size_t P = static_cast<std::size_t>(comm_.size()), r = static_cast<std::size_t>(comm_.rank());
         first = r * n / P;
-        // Each particle from its own random stream; the sums that centre the model added up over the ranks.
+        // Each particle from its own random stream; the sums that centre the model added up over the ranks; the
+        // ranks of a node share its hardware threads.
+        const unsigned threads =
+            std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(std::max(comm_.node_size(), 1)));
         particles = generated_share(
-            opt_, Share{first, (r + 1) * n / P - first, [this](std::span<std::uint64_t> v) { comm_.sum(v); }});
+            opt_, Share{first, (r + 1) * n / P - first, [this](std::span<std::uint64_t> v) { comm_.sum(v); }, threads});
         ic = Snapshot::dark(0);
         if (galaxy_ic(opt_.ic)) {
             const auto t = GalaxyGenerator(galaxy_setup(opt_)).type_counts();
