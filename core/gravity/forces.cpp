@@ -226,18 +226,17 @@ void TreeForces::launch_local(Octree& tree, Part part)
         roots_dev.upload(std::span<const bn_u32>(roots));
         nc += part == Part::far ? remote_->top_cells : remote_->cells;
     }
-    // Over ranks the tree's arrays hold the grafted trees behind the local one; the positions are the targets in
-    // [0, n_) and the sources (the received particles behind them) at once.
+    // Over ranks the tree's arrays hold the grafted trees behind the local one; its positions are the walk's
+    // targets in [0, n_) and its sources (the received particles behind them) at once.
     const auto& com = tree.cell_com();
     const auto& quad0 = tree.cell_quad0();
     const auto& quad1 = tree.cell_quad1();
-    const auto& src = tree.pos();
     be_.launch(kernels::walkPrepare, grid_for(be_, nc), com, quad1, tree.cell_first(), tree.cell_count(), to_u32(nc),
                criterion_.inv_theta(), mac_, link_);
     if (criterion_.alpha > 0.0f)
         be_.launch(kernels::walkPrepareRelative, grid_for(be_, nc), com, quad1, to_u32(nc), rel_);
     // Without the relative criterion the kernel reads neither rel_ (a stand-in) nor the previous accelerations.
-    be_.launch(kernels::walkForces, Grid{wgs_, BANYAN_WALK_WG}, tree.pos(), src, mac_, link_, com, quad0, quad1,
+    be_.launch(kernels::walkForces, Grid{wgs_, BANYAN_WALK_WG}, tree.pos(), tree.pos(), mac_, link_, com, quad0, quad1,
                group_first, group_count, group_lo, group_hi, group_total, eps_ * eps_, counter_, spill_,
                to_u32(spill_cap_), status_, totals_dev_, acc_, pp_, pc_, bn_u32{count_each_ ? 1u : 0u}, roots_dev,
                to_u32(nroots), rel_, criterion_.alpha > 0.0f ? *acc_old_ : acc_, criterion_.alpha);

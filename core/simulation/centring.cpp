@@ -122,7 +122,8 @@ void Centring::add(std::size_t i, double m, const double x[3], const double v[3]
 {
     sums_.add(m, x, v);
     if (!share_.holds(i)) return;
-    if (m_.size() != kept_) m_.resize(kept_), x_.resize(3 * kept_), v_.resize(3 * kept_); // the first kept
+    // The share's doubles, made at its first particle (make() never needs them).
+    if (m_.size() != kept_) m_.resize(kept_), x_.resize(3 * kept_), v_.resize(3 * kept_);
     const std::size_t j = i - share_.first;
     m_[j] = m;
     for (int k = 0; k < 3; ++k)
@@ -144,10 +145,8 @@ Particles Centring::finish()
     p.pos.resize(m_.size());
     p.vel.resize(m_.size());
     for (std::size_t i = 0; i < m_.size(); ++i) {
-        p.pos[i] = bn_f4{static_cast<float>(x_[3 * i] - cx[0]), static_cast<float>(x_[3 * i + 1] - cx[1]),
-                         static_cast<float>(x_[3 * i + 2] - cx[2]), static_cast<float>(m_[i])};
-        p.vel[i] = bn_f4{static_cast<float>(v_[3 * i] - cv[0]), static_cast<float>(v_[3 * i + 1] - cv[1]),
-                         static_cast<float>(v_[3 * i + 2] - cv[2]), 0.0f};
+        p.pos[i] = rounded(m_[i], &x_[3 * i], cx);
+        p.vel[i] = rounded(0.0, &v_[3 * i], cv);
     }
     return p;
 }
