@@ -675,6 +675,27 @@ TEST_CASE("tree on the device: particles moved on the device, then rebuilt")
         REQUIRE(got.pos[i].w == s.pos[ids_after[i]].w);
 }
 
+TEST_CASE("tree on the device: the workspace grows keeping what it is asked to keep")
+{
+    // The local essential trees' selection (let.cpp) grows the workspace for a large tree to send while its
+    // per-cell scratch, at the front, must survive.
+    auto& be = test::backend();
+    Octree tree(be);
+    tree.set_particles(plummer(4096, 3).pos);
+    tree.build();
+    auto& ws = tree.workspace(0);
+    const std::size_t before = ws.size(), keep = before / 2 + 3; // a size that is no multiple of anything
+    std::vector<unsigned char> pattern(before);
+    for (std::size_t i = 0; i < before; ++i)
+        pattern[i] = static_cast<unsigned char>(i * 7 + 1);
+    ws.upload(std::span<const unsigned char>(pattern));
+    CHECK(tree.workspace(before, keep).size() == before); // large enough: as it is
+    auto& grown = tree.workspace(3 * before, keep);
+    REQUIRE(grown.size() >= 3 * before);
+    const auto after = grown.download(keep);
+    CHECK(std::equal(after.begin(), after.end(), pattern.begin()));
+}
+
 TEST_SUITE("static")
 {
     TEST_CASE("workspace layouts refuse overlapping and unaligned regions")

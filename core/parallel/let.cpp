@@ -70,6 +70,32 @@ BoxRuns box_runs(const Octree& tree, const std::vector<std::pair<bn_u32, bn_u32>
     return r;
 }
 
+/// The per-cell scratch of choosing and gathering a tree, in @p tree's workspace (free from the end of a build to the
+/// walk, which starts after LetExchange::build), so that a rank holds no arrays of its cells' size for the trees
+/// beside the workspace: whether each cell is opened (for the boxes: covered), kept, the particles it sends, and the
+/// scans of both. The gathered tree follows behind (gather_tree).
+struct Scratch {
+    WorkspaceLayout layout;
+    WorkspaceRegion<bn_u32> opened, keep, send_count, cell_index, particle_index;
+
+    explicit Scratch(const Octree& tree) : layout(tree.workspace_layout("the local essential trees"))
+    {
+        const std::size_t nc = tree.cells();
+        opened = layout.next<bn_u32>("opened", nc);
+        keep = layout.next<bn_u32>("kept", nc);
+        send_count = layout.next<bn_u32>("particles sent", nc);
+        cell_index = layout.next<bn_u32>("cell index", nc);
+        particle_index = layout.next<bn_u32>("particle index", nc);
+    }
+};
+
+/// The opened flags of Scratch, in @p tree's workspace (grown to hold the scratch when it must).
+Buffer<bn_u32> opened_flags(Octree& tree)
+{
+    const Scratch s(tree);
+    return s.layout.view(tree.workspace(s.layout.end()), s.opened);
+}
+
 /// The top tree opens every cell whose opening radius exceeds this many times the smallest of the cells it leaves
 /// home (measured: docs/benchmarks.md, "Many GPUs, part 2").
 constexpr float top_reach = 8.0f;
@@ -117,14 +143,14 @@ LetExchange::LetExchange(Backend& be, const Comm& comm)
 {
 }
 
-std::vector<std::pair<bn_u32, bn_u32>> LetExchange::chosen_cells(const Octree& tree, std::size_t limit)
+std::vector<std::pair<bn_u32, bn_u32>> LetExchange::chosen_cells(Octree& tree, std::size_t limit)
 {
     const std::size_t nc = tree.cells(), n = tree.size();
     if (nc == 0) return {};
     // Every chosen cell is a distinct cell; and per level the cells left uncovered hold more than `limit` particles
     // each (at most n / limit of them), each with at most 8 children chosen.
     const std::size_t cap = std::min(nc, 8 * BANYAN_TREE_LEVELS * (n / std::max<std::size_t>(limit, 1) + 1));
-    ensure_size(be_, opened_, nc, "let.opened"); // here: covered
+    auto covered = opened_flags(tree);
     ensure_size(be_, box_list_, 2 * cap, "let.box_list");
     ensure_size(be_, box_count_, 1, "let.box_count");
     box_count_.fill(0u);
@@ -133,7 +159,7 @@ std::vector<std::pair<bn_u32, bn_u32>> LetExchange::chosen_cells(const Octree& t
         const std::size_t a = lb[static_cast<std::size_t>(level)], b = lb[static_cast<std::size_t>(level) + 1];
         if (a == b) break;
         be_.launch(kernels::letBoxCells, grid_for(be_, b - a), tree.cell_pbegin(), tree.cell_pcount(),
-                   tree.cell_count(), tree.cell_parent(), to_u32(a), to_u32(b), to_u32(limit), opened_, box_count_,
+                   tree.cell_count(), tree.cell_parent(), to_u32(a), to_u32(b), to_u32(limit), covered, box_count_,
                    box_list_, to_u32(cap));
     }
     const std::size_t chosen = box_count_.at(0);
@@ -146,7 +172,7 @@ std::vector<std::pair<bn_u32, bn_u32>> LetExchange::chosen_cells(const Octree& t
     return cells;
 }
 
-std::vector<std::byte> LetExchange::boxes_message(const Octree& tree, const OpeningCriterion& criterion,
+std::vector<std::byte> LetExchange::boxes_message(Octree& tree, const OpeningCriterion& criterion,
                                                   const Buffer<bn_f4>* acc_old)
 {
     const std::size_t n = tree.size(), wg = be_.work_group_size();
@@ -176,14 +202,14 @@ std::vector<std::byte> LetExchange::boxes_message(const Octree& tree, const Open
         const std::size_t limit = std::max<std::size_t>(BANYAN_N_CRIT, n / top_per_rank_);
         const float inv_theta = criterion.inv_theta();
         float r_max = std::numeric_limits<float>::infinity();
-        ensure_size(be_, opened_, nc, "let.opened");
         const auto& lb = tree.level_begin();
         for (int pass = 0; pass < 2; ++pass) {
+            auto opened = opened_flags(tree);
             for (int level = 0; level < BANYAN_TREE_LEVELS && lb[static_cast<std::size_t>(level)] < nc; ++level) {
                 const std::size_t a = lb[static_cast<std::size_t>(level)], b = lb[static_cast<std::size_t>(level) + 1];
                 if (a == b) break;
                 be_.launch(kernels::letTopOpened, grid_for(be_, b - a), tree.cell_pcount(), tree.cell_quad1(),
-                           tree.cell_parent(), to_u32(a), to_u32(b), to_u32(limit), inv_theta, r_max, opened_);
+                           tree.cell_parent(), to_u32(a), to_u32(b), to_u32(limit), inv_theta, r_max, opened);
             }
             top.clear();
             gather_tree(tree, top);
@@ -214,7 +240,7 @@ std::vector<std::byte> LetExchange::boxes_message(const Octree& tree, const Open
     return msg;
 }
 
-void LetExchange::tree_for(const Octree& tree, const OpeningCriterion& criterion, std::span<const std::byte> boxes,
+void LetExchange::tree_for(Octree& tree, const OpeningCriterion& criterion, std::span<const std::byte> boxes,
                            HostBytes& out)
 {
     const std::size_t nc = tree.cells();
@@ -237,53 +263,64 @@ void LetExchange::tree_for(const Octree& tree, const OpeningCriterion& criterion
     coarse_.upload(std::span<const bn_f4>(b.data(), 2 * ncq));
     if (nfq) fine_.upload(std::span<const bn_f4>(b.data() + 2 * ncq, 2 * nfq));
     fine_begin_.upload(std::span<const bn_u32>(fb));
-    ensure_size(be_, opened_, nc, "let.opened");
+    auto opened = opened_flags(tree);
     // Level by level from the root: a cell is tested only when its parent was opened.
     const auto& lb = tree.level_begin();
     for (int level = 0; level < BANYAN_TREE_LEVELS && lb[static_cast<std::size_t>(level)] < nc; ++level) {
         const std::size_t a = lb[static_cast<std::size_t>(level)], b = lb[static_cast<std::size_t>(level) + 1];
         if (a == b) break;
         be_.launch(kernels::letOpened, grid_for(be_, b - a), tree.cell_com(), tree.cell_quad1(), tree.cell_parent(),
-                   to_u32(a), to_u32(b), inv_theta, criterion.alpha, coarse_, to_u32(ncq), fine_, fine_begin_, opened_);
+                   to_u32(a), to_u32(b), inv_theta, criterion.alpha, coarse_, to_u32(ncq), fine_, fine_begin_, opened);
     }
     const auto [cells, parts] = gather_tree(tree, out);
     stats_.cells_sent += cells;
     stats_.particles_sent += parts;
 }
 
-std::pair<std::size_t, std::size_t> LetExchange::gather_tree(const Octree& tree, HostBytes& out)
+std::pair<std::size_t, std::size_t> LetExchange::gather_tree(Octree& tree, HostBytes& out)
 {
     const std::size_t nc = tree.cells();
-    ensure_size(be_, keep_, nc, "let.keep");
-    ensure_size(be_, send_count_, nc, "let.send_count");
-    ensure_size(be_, cell_index_, nc, "let.cell_index");
-    ensure_size(be_, particle_index_, nc, "let.particle_index");
-    be_.launch(kernels::letSelect, grid_for(be_, nc), tree.cell_parent(), tree.cell_count(), opened_, to_u32(nc), keep_,
-               send_count_);
-    be_.exclusive_scan(keep_, cell_index_, nc);
-    be_.exclusive_scan(send_count_, particle_index_, nc);
-    const std::size_t cells = std::size_t{cell_index_.at(nc - 1)} + keep_.at(nc - 1);
-    const std::size_t parts = std::size_t{particle_index_.at(nc - 1)} + send_count_.at(nc - 1);
-    ensure_size(be_, out_com_, cells, "let.com");
-    ensure_size(be_, out_quad0_, cells, "let.quad0");
-    ensure_size(be_, out_quad1_, cells, "let.quad1");
-    ensure_size(be_, out_first_, cells, "let.first");
-    ensure_size(be_, out_count_, cells, "let.count");
-    ensure_size(be_, out_pos_, parts, "let.pos");
+    Scratch s(tree);
+    const std::size_t scratch_end = s.layout.end();
+    std::size_t cells = 0, parts = 0;
+    {
+        auto& ws = tree.workspace(scratch_end);
+        auto keep = s.layout.view(ws, s.keep), send_count = s.layout.view(ws, s.send_count);
+        auto cell_index = s.layout.view(ws, s.cell_index), particle_index = s.layout.view(ws, s.particle_index);
+        be_.launch(kernels::letSelect, grid_for(be_, nc), tree.cell_parent(), tree.cell_count(),
+                   s.layout.view(ws, s.opened), to_u32(nc), keep, send_count);
+        be_.exclusive_scan(keep, cell_index, nc);
+        be_.exclusive_scan(send_count, particle_index, nc);
+        cells = std::size_t{cell_index.at(nc - 1)} + keep.at(nc - 1);
+        parts = std::size_t{particle_index.at(nc - 1)} + send_count.at(nc - 1);
+    }
+    // The tree gathered behind the scratch: the workspace grows (keeping the scratch) only for a tree larger than
+    // what is left of it, which is most of the workspace.
+    const auto com_at = s.layout.next<bn_f4>("com sent", cells);
+    const auto quad0_at = s.layout.next<bn_f4>("quad0 sent", cells);
+    const auto quad1_at = s.layout.next<bn_f4>("quad1 sent", cells);
+    const auto first_at = s.layout.next<bn_u32>("first sent", cells);
+    const auto count_at = s.layout.next<bn_u32>("count sent", cells);
+    const auto pos_at = s.layout.next<bn_f4>("particles sent", parts);
+    auto& ws = tree.workspace(s.layout.end(), scratch_end);
+    auto com = s.layout.view(ws, com_at), quad0 = s.layout.view(ws, quad0_at), quad1 = s.layout.view(ws, quad1_at);
+    auto first = s.layout.view(ws, first_at), count = s.layout.view(ws, count_at);
+    auto pos = s.layout.view(ws, pos_at);
     be_.launch(kernels::letGather, grid_for(be_, nc), tree.cell_com(), tree.cell_quad0(), tree.cell_quad1(),
-               tree.cell_first(), tree.cell_count(), tree.pos(), opened_, keep_, cell_index_, particle_index_,
-               to_u32(nc), out_com_, out_quad0_, out_quad1_, out_first_, out_count_, out_pos_);
+               tree.cell_first(), tree.cell_count(), tree.pos(), s.layout.view(ws, s.opened), s.layout.view(ws, s.keep),
+               s.layout.view(ws, s.cell_index), s.layout.view(ws, s.particle_index), to_u32(nc), com, quad0, quad1,
+               first, count, pos);
     const std::uint64_t header[2] = {cells, parts};
     const std::size_t at = out.size();
     out.resize(at + sizeof header);
     std::memcpy(out.data() + at, header, sizeof header);
     const auto t0 = std::chrono::steady_clock::now();
-    append(out, out_pos_, parts);
-    append(out, out_com_, cells);
-    append(out, out_quad0_, cells);
-    append(out, out_quad1_, cells);
-    append(out, out_first_, cells);
-    append(out, out_count_, cells);
+    append(out, pos, parts);
+    append(out, com, cells);
+    append(out, quad0, cells);
+    append(out, quad1, cells);
+    append(out, first, cells);
+    append(out, count, cells);
     stats_.download_ms += ms_since(t0);
     return {cells, parts};
 }

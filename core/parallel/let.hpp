@@ -75,12 +75,11 @@ public:
     /// This rank's boxes (coarse and fine, let.cpp has the layout) and its top tree, as sent to every rank; with
     /// @p acc_old, each lower corner's w is the smallest previous |a| in the box (for the relative criterion),
     /// else 0. The boxes stay on the device for graft_tops.
-    std::vector<std::byte> boxes_message(const Octree& tree, const OpeningCriterion& criterion,
+    std::vector<std::byte> boxes_message(Octree& tree, const OpeningCriterion& criterion,
                                          const Buffer<bn_f4>* acc_old = nullptr);
     /// Appends to @p out the local essential tree of @p tree for the rank whose boxes_message() is @p boxes (nothing
     /// when either has no particles).
-    void tree_for(const Octree& tree, const OpeningCriterion& criterion, std::span<const std::byte> boxes,
-                  HostBytes& out);
+    void tree_for(Octree& tree, const OpeningCriterion& criterion, std::span<const std::byte> boxes, HostBytes& out);
     /// Grafts the top trees of the other ranks' boxes_message()s in @p messages (rank q's in [offsets[q],
     /// offsets[q + 1]); rank @p self's is skipped) behind @p tree, in its arrays (Octree::make_room_behind; their
     /// roots and sizes in remote()), with room behind them for received trees of @p let_cells cells and
@@ -112,10 +111,10 @@ public:
 
 private:
     /// The cells chosen as boxes for @p limit (letBoxCells, level by level), as (first particle, particles), sorted.
-    std::vector<std::pair<bn_u32, bn_u32>> chosen_cells(const Octree& tree, std::size_t limit);
-    /// Appends to @p out the pruned tree of the cells kept under opened_ (letSelect, scans, letGather, download);
-    /// returns its cells and particles.
-    std::pair<std::size_t, std::size_t> gather_tree(const Octree& tree, HostBytes& out);
+    std::vector<std::pair<bn_u32, bn_u32>> chosen_cells(Octree& tree, std::size_t limit);
+    /// Appends to @p out the pruned tree of the cells kept under the opened flags in @p tree's workspace (let.cpp,
+    /// Scratch; letSelect, scans, letGather, download); returns its cells and particles.
+    std::pair<std::size_t, std::size_t> gather_tree(Octree& tree, HostBytes& out);
     /// Uploads the tree on the wire at @p at (@p cells cells, @p parts particles) into the arrays @p g at cell @p c0
     /// and particle @p p0, its links shifted there (in place in the message).
     void upload_tree(Octree::Graft g, std::byte* at, std::size_t cells, std::size_t parts, std::size_t c0,
@@ -133,9 +132,7 @@ private:
     RemoteTrees remote_;
     Buffer<bn_f4> boxes_, coarse_, fine_;
     Buffer<bn_u32> runs_, fine_begin_, box_list_, box_count_;
-    Buffer<bn_u32> opened_, keep_, send_count_, cell_index_, particle_index_, far_index_;
-    Buffer<bn_f4> out_com_, out_quad0_, out_quad1_, out_pos_;
-    Buffer<bn_u32> out_first_, out_count_;
+    Buffer<bn_u32> far_index_;
 };
 
 } // namespace banyan

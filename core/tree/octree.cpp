@@ -92,12 +92,18 @@ Octree::Octree(Backend& be) : be_(be)
     group_total_ = be_.alloc<bn_u32>(1, "tree.group_total");
 }
 
-Buffer<unsigned char>& Octree::workspace(std::size_t bytes)
+Buffer<unsigned char>& Octree::workspace(std::size_t bytes, std::size_t keep)
 {
     const std::size_t want = std::max(bytes, workspace_slots * slot_);
     if (!workspace_ || workspace_.size() < want) {
-        workspace_ = Buffer<unsigned char>(); // free first, so growing does not need both at once
-        workspace_ = be_.alloc<unsigned char>(want, "tree.workspace");
+        if (keep && workspace_) {
+            auto fresh = be_.alloc<unsigned char>(want, "tree.workspace");
+            fresh.copy_from(workspace_, std::min(keep, workspace_.size()));
+            workspace_ = std::move(fresh);
+        } else {
+            workspace_ = Buffer<unsigned char>(); // free first, so growing does not need both at once
+            workspace_ = be_.alloc<unsigned char>(want, "tree.workspace");
+        }
     }
     return workspace_;
 }

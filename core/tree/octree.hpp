@@ -115,9 +115,10 @@ public:
     std::size_t slot_bytes() const noexcept { return slot_; }
     /// An empty layout of the workspace for @p phase: slots of slot_bytes(), regions aligned for the device's views.
     WorkspaceLayout workspace_layout(std::string phase) const;
-    /// The workspace, grown to at least @p bytes (and 7 slots); growing loses its contents. Between the end of one
-    /// build() and the start of the next the walk may use all of it. Views of it come from a layout's view().
-    Buffer<unsigned char>& workspace(std::size_t bytes);
+    /// The workspace, grown to at least @p bytes (and 7 slots); growing keeps its first @p keep bytes and loses the
+    /// rest. Between the end of one build() and the start of the next the walk (and before it, over ranks, the
+    /// selection of the local essential trees) may use all of it. Views of it come from a layout's view().
+    Buffer<unsigned char>& workspace(std::size_t bytes, std::size_t keep = 0);
 
     // Particles (size() elements valid), in key order after build().
     Buffer<bn_f4>& pos() noexcept { return pos_; }
