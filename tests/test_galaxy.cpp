@@ -354,7 +354,7 @@ TEST_SUITE("static")
         o.galaxy.star_fraction = 0.25;
         CHECK(RunOptions::from_text(parse_key_values(o.to_text())).galaxy.star_fraction == 0.25);
         CHECK_THROWS_WITH_AS(set_galaxy_option(o.galaxy, o.orbit, "toomre_q", "high", "--toomre-q"),
-                             "--toomre-q expects a number, got 'high'", UsageError);
+                             "--toomre-q expects a finite decimal number, got 'high'", UsageError);
         CHECK_THROWS_AS(set_galaxy_option(o.galaxy, o.orbit, "orientation", "1,2,3", "--orientation"), UsageError);
         o.galaxy.disc_scale_height = 10; // thicker than long
         CHECK_THROWS_AS(o.check(), UsageError);

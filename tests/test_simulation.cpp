@@ -858,13 +858,40 @@ TEST_SUITE("static")
         };
         bad([](RunOptions& x) { x.dt = -1.0 / 64; });
         {
-            RunOptions never; // "never" is the one negative value allowed, and it survives the checkpoint's text
+            // "never" is no number (a negative interval once stood for it), and it survives the checkpoint's text.
+            RunOptions never;
             never.snapshot_every = never.checkpoint_every = RunOptions::never;
             CHECK_NOTHROW(never.check());
+            CHECK(never.to_text().find("snapshot_every=never\n") != std::string::npos);
             const RunOptions back = RunOptions::from_text(parse_key_values(never.to_text()));
             CHECK(back.snapshot_every == RunOptions::never);
             CHECK(back.checkpoint_every == RunOptions::never);
+            // Checkpoints written before it was spelt out hold -1.
+            KeyValues old = parse_key_values(never.to_text());
+            old["snapshot_every"] = old["checkpoint_every"] = "-1";
+            CHECK(RunOptions::from_text(old).snapshot_every == RunOptions::never);
+            CHECK(RunOptions::from_text(old).checkpoint_every == RunOptions::never);
         }
+        // Any negative interval is refused, -1 too (it used to mean never), with the range allowed.
+        for (const double every : {-1.0, -0.5, -1e-300}) {
+            RunOptions x;
+            x.snapshot_every = every;
+            CHECK_THROWS_WITH_AS(x.check(), doctest::Contains("must be >= 0 (0: start and end only) or never"),
+                                 UsageError);
+            RunOptions y;
+            y.checkpoint_every = every;
+            CHECK_THROWS_WITH_AS(y.check(), doctest::Contains("must be >= 0 (0: start, end and stops only) or never"),
+                                 UsageError);
+        }
+        // Numbers only in the decimal form people write.
+        CHECK(parse_time("1e-2", "--dt") == 0.01);
+        CHECK(parse_time(".5", "--dt") == 0.5);
+        for (const char* odd : {"0x10", "0x1p-6", "inf", "nan", " 1", "1 ", "1/0x40", "1e", "--1", "1..2"})
+            CHECK_THROWS_WITH_AS(parse_time(odd, "--dt"), doctest::Contains("expects a decimal number"), UsageError);
+        // An end no run can reach is refused, never a step count that wraps to nothing.
+        CHECK_THROWS_WITH_AS(steps_between(0, 1e20, 1.0 / 64), doctest::Contains("at most 10^15 steps"), UsageError);
+        CHECK_THROWS_AS(steps_between(0, std::numeric_limits<double>::infinity(), 1.0 / 64), UsageError);
+        CHECK_THROWS_AS(steps_between(0, std::nan(""), 1.0 / 64), UsageError);
         bad([](RunOptions& x) { x.dt = 0; });
         bad([](RunOptions& x) { x.theta = 0; });
         bad([](RunOptions& x) { x.theta = 1.5; });

@@ -18,6 +18,7 @@
 #include "core/gravity/forces.hpp"
 #include "core/simulation/initial_conditions.hpp"
 #include "core/simulation/plummer.hpp"
+#include "core/numbers.hpp"
 
 #include <fmt/format.h>
 
@@ -40,11 +41,9 @@ std::vector<double> number_list(const std::string& s, const std::string& what)
     while (pos <= s.size()) {
         const std::size_t comma = s.find(',', pos);
         const std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-        char* end = nullptr;
-        const double v = std::strtod(item.c_str(), &end);
-        if (item.empty() || *end != '\0' || !std::isfinite(v))
-            throw UsageError(fmt::format("accuracy: --{} expects comma-separated numbers, got '{}'", what, s));
-        out.push_back(v);
+        const auto v = parse_decimal(item);
+        if (!v) throw UsageError(fmt::format("accuracy: --{} expects comma-separated numbers, got '{}'", what, s));
+        out.push_back(*v);
         if (comma == std::string::npos) break;
         pos = comma + 1;
     }

@@ -24,6 +24,7 @@
 #include "core/tree/octree.hpp"
 #include "core/simulation/initial_conditions.hpp"
 #include "core/simulation/plummer.hpp"
+#include "core/numbers.hpp"
 
 #include <fmt/format.h>
 
@@ -41,12 +42,11 @@ std::vector<double> theta_list(const std::string& s)
     while (pos <= s.size()) {
         const std::size_t comma = s.find(',', pos);
         const std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-        char* end = nullptr;
-        const double v = std::strtod(item.c_str(), &end);
-        if (item.empty() || *end != '\0' || !(v >= 0 && v <= 1))
+        const auto v = parse_decimal(item);
+        if (!v || !(*v >= 0 && *v <= 1))
             throw UsageError(
                 fmt::format("bench forces: --theta expects comma-separated numbers in [0, 1], got '{}'", s));
-        out.push_back(v);
+        out.push_back(*v);
         if (comma == std::string::npos) break;
         pos = comma + 1;
     }

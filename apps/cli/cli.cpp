@@ -5,6 +5,7 @@
 #include "apps/cli/cli.hpp"
 
 #include "core/error.hpp"
+#include "core/numbers.hpp"
 
 #include <fmt/format.h>
 
@@ -83,11 +84,9 @@ std::string Options::str(const std::string& name) const
 long long Options::integer(const std::string& name) const
 {
     const std::string s = str(name);
-    char* end = nullptr;
-    const long long v = std::strtoll(s.c_str(), &end, 10);
-    if (s.empty() || *end != '\0')
-        throw UsageError(fmt::format("{}: --{} expects a whole number, got '{}'", command_, name, s));
-    return v;
+    const auto v = parse_whole(s);
+    if (!v) throw UsageError(fmt::format("{}: --{} expects a whole number, got '{}'", command_, name, s));
+    return *v;
 }
 
 int Options::integer_in(const std::string& name, long long lo, long long hi) const
@@ -101,11 +100,9 @@ int Options::integer_in(const std::string& name, long long lo, long long hi) con
 double Options::number(const std::string& name) const
 {
     const std::string s = str(name);
-    char* end = nullptr;
-    const double v = std::strtod(s.c_str(), &end);
-    if (s.empty() || *end != '\0' || !std::isfinite(v))
-        throw UsageError(fmt::format("{}: --{} expects a finite number, got '{}'", command_, name, s));
-    return v;
+    const auto v = parse_decimal(s);
+    if (!v) throw UsageError(fmt::format("{}: --{} expects a finite decimal number, got '{}'", command_, name, s));
+    return *v;
 }
 
 std::vector<long long> Options::integer_list(const std::string& name) const
@@ -116,12 +113,11 @@ std::vector<long long> Options::integer_list(const std::string& name) const
     while (pos <= s.size()) {
         const std::size_t comma = s.find(',', pos);
         const std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-        char* end = nullptr;
-        const long long v = std::strtoll(item.c_str(), &end, 10);
-        if (item.empty() || *end != '\0')
+        const auto v = parse_whole(item);
+        if (!v)
             throw UsageError(
                 fmt::format("{}: --{} expects comma-separated whole numbers, got '{}'", command_, name, s));
-        out.push_back(v);
+        out.push_back(*v);
         if (comma == std::string::npos) break;
         pos = comma + 1;
     }

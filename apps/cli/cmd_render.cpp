@@ -9,6 +9,7 @@
 #include "core/files/png_image.hpp"
 #include "core/render/render.hpp"
 #include "core/files/snapshot_file.hpp"
+#include "core/numbers.hpp"
 
 #include <fmt/format.h>
 
@@ -29,9 +30,9 @@ std::array<double, 3> parse_point(const std::string& text)
         const std::size_t comma = text.find(',', pos);
         if ((k < 2) != (comma != std::string::npos)) break;
         const std::string item = text.substr(pos, k < 2 ? comma - pos : std::string::npos);
-        char* end = nullptr;
-        p[k] = std::strtod(item.c_str(), &end);
-        if (item.empty() || *end != '\0' || !std::isfinite(p[k])) break;
+        const auto v = parse_decimal(item);
+        if (!v) break;
+        p[k] = *v;
         if (k == 2) return p;
         pos = comma + 1;
     }

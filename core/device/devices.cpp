@@ -6,6 +6,7 @@
 
 #include "core/device/backend_registry.hpp"
 #include "core/error.hpp"
+#include "core/numbers.hpp"
 
 #include <fmt/format.h>
 
@@ -38,10 +39,10 @@ DeviceRequest resolve_request(DeviceRequest req)
     }
     if (req.device < 0) {
         if (const char* env = std::getenv("BANYAN_DEVICE"); env && *env) {
-            char* end = nullptr;
-            const long v = std::strtol(env, &end, 10);
-            if (*end != '\0' || v < 0) throw UsageError(fmt::format("BANYAN_DEVICE='{}' is not a device index", env));
-            req.device = static_cast<int>(v);
+            const auto v = parse_whole(env);
+            if (!v || *v < 0 || *v > 1'000'000)
+                throw UsageError(fmt::format("BANYAN_DEVICE='{}' is not a device index", env));
+            req.device = static_cast<int>(*v);
         }
     }
     if (req.backend != "auto" && req.backend != "cuda" && req.backend != "opencl")

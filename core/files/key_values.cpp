@@ -5,6 +5,7 @@
 #include "core/files/key_values.hpp"
 
 #include "core/error.hpp"
+#include "core/numbers.hpp"
 
 #include <fmt/format.h>
 
@@ -36,20 +37,17 @@ const std::string& value_of(const KeyValues& kv, const std::string& key, const s
 double double_of(const KeyValues& kv, const std::string& key, const std::string& what)
 {
     const std::string& s = value_of(kv, key, what);
-    char* end = nullptr;
-    const double v = std::strtod(s.c_str(), &end);
-    if (s.empty() || *end != '\0') throw UsageError(fmt::format("{}: '{}' is not a number: '{}'", what, key, s));
-    return v;
+    const auto v = parse_decimal(s);
+    if (!v) throw UsageError(fmt::format("{}: '{}' is not a finite decimal number: '{}'", what, key, s));
+    return *v;
 }
 
 std::uint64_t u64_of(const KeyValues& kv, const std::string& key, const std::string& what)
 {
     const std::string& s = value_of(kv, key, what);
-    char* end = nullptr;
-    const unsigned long long v = std::strtoull(s.c_str(), &end, 10);
-    if (s.empty() || *end != '\0' || s[0] == '-')
-        throw UsageError(fmt::format("{}: '{}' is not a whole number: '{}'", what, key, s));
-    return v;
+    const auto v = parse_count(s);
+    if (!v) throw UsageError(fmt::format("{}: '{}' is not a whole number: '{}'", what, key, s));
+    return *v;
 }
 
 } // namespace banyan

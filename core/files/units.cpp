@@ -5,6 +5,7 @@
 #include "core/files/units.hpp"
 
 #include "core/error.hpp"
+#include "core/numbers.hpp"
 
 #include <fmt/format.h>
 
@@ -49,16 +50,14 @@ double parse_item(const std::string& item, const Named* table, std::size_t count
                                       "in kpc,1e10Msun)",
                                       what, item, kind, why, names));
     };
-    const char* begin = item.c_str();
-    char* end = nullptr;
-    double factor = std::strtod(begin, &end);
-    if (end == begin) factor = 1.0; // no number: the unit alone
-    const std::string unit = trim(std::string(end));
-    if (!(std::isfinite(factor) && factor > 0.0)) throw bad("the factor must be positive and finite");
+    const std::size_t digits = decimal_length(item);
+    const std::optional<double> factor = digits ? parse_decimal(std::string_view(item).substr(0, digits)) : 1.0;
+    const std::string unit = trim(item.substr(digits)); // no number: the unit alone
+    if (!factor || !(*factor > 0.0)) throw bad("the factor must be a positive, finite decimal number");
     if (unit.empty()) throw bad("no unit");
     for (std::size_t i = 0; i < count; ++i)
         if (unit == table[i].name) {
-            const double v = factor * table[i].cgs;
+            const double v = *factor * table[i].cgs;
             if (!(std::isfinite(v) && v > 0.0)) throw bad("out of range");
             return v;
         }

@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/simulation/legendre_potential.hpp"
+#include "core/numbers.hpp"
 
 #include <fmt/format.h>
 
@@ -253,11 +254,9 @@ double* galaxy_number(GalaxyModel& m, GalaxyOrbit& o, std::string_view key)
 
 double number_of(const std::string& text, const std::string& shown)
 {
-    char* end = nullptr;
-    const double v = std::strtod(text.c_str(), &end);
-    if (text.empty() || *end != '\0' || !std::isfinite(v))
-        throw UsageError(fmt::format("{} expects a number, got '{}'", shown, text));
-    return v;
+    const auto v = parse_decimal(text);
+    if (!v) throw UsageError(fmt::format("{} expects a finite decimal number, got '{}'", shown, text));
+    return *v;
 }
 } // namespace
 

@@ -46,7 +46,7 @@ double grid_time(double t0, std::uint64_t k, double every)
 /// Whether grid point @p k lies at or before the step at time @p t (half a step of slack against rounding).
 bool due(double t0, std::uint64_t k, double every, double t, double dt)
 {
-    return every > 0 && grid_time(t0, k, every) <= t + 0.5 * dt;
+    return every > 0 && every != RunOptions::never && grid_time(t0, k, every) <= t + 0.5 * dt;
 }
 
 /// Removes leftovers of atomic writes interrupted by a kill ("<name>.tmp.<pid>").

@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/gravity/precision.hpp"
+#include "core/numbers.hpp"
 
 #include <fmt/format.h>
 
@@ -68,10 +69,10 @@ void RunOptions::check(OptionStyle style) const
                                      name("max_rung"), max_rung));
     if (!std::isfinite(t_end)) throw bad("t_end", fmt::format("must be finite, got {}", t_end));
     if (log_every < 1) throw bad("log_every", "must be at least 1 step");
-    if (!((snapshot_every >= 0.0 && std::isfinite(snapshot_every)) || snapshot_every == never))
+    if (!(snapshot_every >= 0.0))
         throw bad("snapshot_every",
                   fmt::format("must be >= 0 (0: start and end only) or never, got {}", snapshot_every));
-    if (!((checkpoint_every >= 0.0 && std::isfinite(checkpoint_every)) || checkpoint_every == never))
+    if (!(checkpoint_every >= 0.0))
         throw bad("checkpoint_every",
                   fmt::format("must be >= 0 (0: start, end and stops only) or never, got {}", checkpoint_every));
     // A grid finer than the step would only repeat the same step's output.
@@ -102,8 +103,9 @@ std::string RunOptions::to_text() const
         line("alpha", alpha);
     line("eps", eps);
     line("dt", dt), line("steps", steps), line("eta", eta), line("max_rung", max_rung);
-    line("t_end", t_end), line("log_every", log_every), line("snapshot_every", snapshot_every);
-    line("checkpoint_every", checkpoint_every), line("pericentre", merger.pericentre);
+    auto every = [](double v) { return v == never ? std::string("never") : fmt::format("{}", v); };
+    line("t_end", t_end), line("log_every", log_every), line("snapshot_every", every(snapshot_every));
+    line("checkpoint_every", every(checkpoint_every)), line("pericentre", merger.pericentre);
     line("separation", merger.separation), line("eccentricity", merger.eccentricity);
     line("bh_fraction", merger.bh_fraction), line("direct", direct ? 1 : 0);
     line("snapshot_format", to_string(format)), line("units", units);
@@ -122,7 +124,13 @@ RunOptions RunOptions::from_text(const KeyValues& kv)
     o.ic = value_of(kv, "ic", "checkpoint");
     o.in = value_of(kv, "in", "checkpoint");
     o.n = u("n"), o.seed = u("seed"), o.theta = d("theta"), o.eps = d("eps"), o.dt = d("dt"), o.t_end = d("t_end");
-    o.log_every = u("log_every"), o.snapshot_every = d("snapshot_every"), o.checkpoint_every = d("checkpoint_every");
+    // "never", or -1 in checkpoints written before it was spelt out.
+    auto every = [&](const char* k) {
+        const std::string& v = value_of(kv, k, "checkpoint");
+        return v == "never" || v == "-1" ? never : d(k);
+    };
+    o.log_every = u("log_every"), o.snapshot_every = every("snapshot_every");
+    o.checkpoint_every = every("checkpoint_every");
     o.merger.pericentre = d("pericentre"), o.merger.separation = d("separation");
     o.merger.eccentricity = d("eccentricity"), o.merger.bh_fraction = d("bh_fraction");
     o.direct = u("direct") != 0;
@@ -170,12 +178,11 @@ SimulationOptions RunOptions::simulation() const
 double parse_time(const std::string& text, const std::string& option)
 {
     auto number = [&](const std::string& s) {
-        char* end = nullptr;
-        const double v = std::strtod(s.c_str(), &end);
-        if (s.empty() || *end != '\0' || !std::isfinite(v))
+        const auto v = parse_decimal(s);
+        if (!v)
             throw UsageError(
-                fmt::format("run: {} expects a number or a fraction such as 1/64, got '{}'", option, text));
-        return v;
+                fmt::format("run: {} expects a decimal number or a fraction such as 1/64, got '{}'", option, text));
+        return *v;
     };
     const auto slash = text.find('/');
     if (slash == std::string::npos) return number(text);
@@ -207,6 +214,12 @@ void check_start_time(double t, double dt, const std::string& what)
 
 std::uint64_t steps_between(double t_begin, double t_end, double dt)
 {
+    // Beyond this the step count leaves the 64-bit integers and a run of it would never end: refused, never a
+    // count that silently wraps to nothing.
+    if (!std::isfinite(t_end) || std::fabs(t_end - t_begin) / dt > 1e15)
+        throw UsageError(fmt::format("t_end {} cannot be reached: it must be finite and at most 10^15 steps of dt = "
+                                     "{} from the start t = {} (at most t = {})",
+                                     t_end, dt, t_begin, t_begin + 1e15 * dt));
     if (!(t_end > t_begin)) return 0;
     const double q = (t_end - t_begin) / dt;
     const double r = std::round(q);

@@ -15,6 +15,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -52,7 +53,8 @@ struct RunOptions {
     double checkpoint_every = 1;  ///< time between checkpoints (0: only at the start, the end and when stopped)
     /// The value of snapshot_every or checkpoint_every that writes none at all (`--snapshot-every never`): for
     /// benchmarks and for runs whose outputs would not fit the disk (a billion particles are 38 GB a snapshot).
-    static constexpr double never = -1;
+    /// An interval no time reaches, so that no finite number (a negative one least of all) stands for it.
+    static constexpr double never = std::numeric_limits<double>::infinity();
     MergerOptions merger;
     /// --ic galaxy and galaxy-merger: the (first) galaxy's model in kpc and Msun, and the merger's orbit.
     GalaxyModel galaxy;
@@ -112,7 +114,8 @@ void check_initial_conditions(const Snapshot& ic, std::span<const bn_f4> pos_mas
 /// run lose their resolution (t + dt / 2 rounds to t). Throws UsageError naming @p what.
 void check_start_time(double t, double dt, const std::string& what);
 
-/// Steps from @p t_begin to @p t_end at @p dt (rounded up; a ratio within 1e-9 of a whole number counts as it).
+/// Steps from @p t_begin to @p t_end at @p dt (rounded up; a ratio within 1e-9 of a whole number counts as it; 0 for
+/// an end before the start). A @p t_end that is not finite or more than 10^15 steps away is a UsageError.
 std::uint64_t steps_between(double t_begin, double t_end, double dt);
 
 } // namespace banyan

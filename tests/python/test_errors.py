@@ -77,6 +77,20 @@ def test_bad_parameters(sphere):
         banyan.gravity(pos, mass, device=-2)
 
 
+def test_unreachable_end_time_is_refused(sphere):
+    # A time 10^15 steps or more away used to return at once having done nothing.
+    pos, vel, mass = sphere
+    sim = banyan.Simulation(pos, vel, mass, dt=1 / 64)
+    for t in (1e20, 1e300):
+        with pytest.raises(banyan.UsageError, match="cannot be reached: it must be finite and at most 10.15 steps"):
+            sim.evolve(t)
+    with pytest.raises(banyan.UsageError, match="t_end must be finite"):
+        sim.evolve(float("inf"))
+    assert sim.steps == 0
+    sim.evolve(2 / 64)  # still usable
+    assert sim.steps == 2
+
+
 def test_absent_device_is_an_error_that_lists_what_is_there(sphere):
     pos, _, mass = sphere
     with pytest.raises(banyan.UsageError, match="device"):
