@@ -175,6 +175,29 @@ TEST_SUITE("static")
         Snapshot gas = Snapshot::dark(2);
         gas.n_gas = 2, gas.n_dark = 0;
         CHECK(!common_softening(gas));
+
+        // What a run takes from a file without --eps: one softening for all, never 0 unasked, never a NaN said to
+        // be "not all the same".
+        auto taken = [](const Snapshot& f) {
+            SnapshotMeta meta;
+            meta.has_softening = true;
+            try {
+                return fmt::format("{}", softening_from_file(f, meta, "in.std", "run"));
+            } catch (const UsageError& e) {
+                return std::string(e.what());
+            }
+        };
+        CHECK(taken(s) == "run: the particles of in.std do not all carry the same softening (banyan uses one for all): "
+                          "give --eps");
+        s.eps.assign(4, 0.05f);
+        CHECK(taken(s) == "0.05");
+        s.eps.assign(4, 0.0f); // what tools without a softening of their own write
+        CHECK(taken(s).find("all carry a softening of 0") != std::string::npos);
+        CHECK(taken(s).find("--eps 0 runs unsoftened") != std::string::npos);
+        s.eps[1] = std::numeric_limits<float>::quiet_NaN();
+        CHECK(taken(s) == "in.std: particle 1 has the softening nan; softenings must be finite and >= 0");
+        s.eps[1] = -0.5f;
+        CHECK(taken(s) == "in.std: particle 1 has the softening -0.5; softenings must be finite and >= 0");
     }
 
     TEST_CASE("what is not a regular file, or has an impossible time, is refused at once (no hang)")
@@ -647,6 +670,35 @@ TEST_SUITE("static")
             w.attr<std::int32_t>("Header", "NumFilesPerSnapshot", H5T_NATIVE_INT32, {4});
         }
         CHECK(contains(hdf5_error(path), "NumFilesPerSnapshot is 4"));
+
+        // Impossible units are refused, never read as N-body units or as a factor of zero: zero or negative values,
+        // and a length without a mass.
+        auto with_units = [&](std::vector<std::pair<const char*, double>> units) {
+            {
+                H5Writer w(path);
+                w.attr<std::int32_t>("Header", "NumPart_ThisFile", H5T_NATIVE_INT32, {0, 2, 0, 0, 0, 0});
+                w.data<float>("PartType1", "Coordinates", H5T_NATIVE_FLOAT, {1, 2, 3, 4, 5, 6}, 2, 3);
+                w.data<float>("PartType1", "Masses", H5T_NATIVE_FLOAT, {1, 2}, 2, 1);
+                for (const auto& [name, v] : units)
+                    w.attr<double>("Units", name, H5T_NATIVE_DOUBLE, {v});
+            }
+            return hdf5_error(path, false);
+        };
+        const double kpc = 3.0857e21, m10 = 1.989e43, kms = 1e5;
+        CHECK(with_units({{"UnitLength_in_cm", kpc}, {"UnitMass_in_g", m10}, {"UnitVelocity_in_cm_per_s", kms}}) ==
+              "no error");
+        CHECK(contains(with_units({{"UnitLength_in_cm", kpc}, {"UnitMass_in_g", m10}, {"UnitVelocity_in_cm_per_s", 0}}),
+                       "Units/UnitVelocity_in_cm_per_s is 0; a unit must be positive and finite"));
+        CHECK(contains(with_units({{"UnitLength_in_cm", 0}, {"UnitMass_in_g", m10}}),
+                       "Units/UnitLength_in_cm is 0; a unit must be positive and finite"));
+        CHECK(contains(with_units({{"UnitLength_in_cm", kpc}, {"UnitMass_in_g", -m10}}),
+                       "Units/UnitMass_in_g is -1.989e+43; a unit must be positive and finite"));
+        CHECK(contains(with_units({{"UnitLength_in_cm", kpc}}),
+                       "Units gives UnitLength_in_cm but not UnitMass_in_g: a file's units need both"));
+        CHECK(contains(
+            with_units(
+                {{"Unit length in cgs (U_L)", kpc}, {"Unit mass in cgs (U_M)", m10}, {"Unit time in cgs (U_t)", -1.0}}),
+            "Units/Unit time in cgs (U_t) is -1; a unit must be positive and finite"));
 
         // A truncated file (a copy cut short, a write that never finished) is refused, never read as garbage.
         Snapshot big = full_snapshot(0, 2000, 0, 5);

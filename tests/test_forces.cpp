@@ -702,6 +702,46 @@ TEST_CASE("tree forces at any absolute scale equal those of N-body units, scaled
     }
 }
 
+TEST_CASE("tree forces under a softening far beyond the system's extent: small accelerations, never all zero")
+{
+    // For eps >> r every pair pulls with m (x_j - x_i) / (r^2 + eps^2)^(3/2): accelerations of order M extent / eps^3.
+    // In units of the extent alone 1 / eps^3 left float's range below eps = 4e12 extents, and every acceleration came
+    // out 0; internal units of the softening's length keep them (precision.hpp).
+    auto& be = test::backend();
+    std::vector<bn_f4> p = plummer(2048, 8).pos; // extent about 25
+    const double total = 1e30;                   // a mass that keeps M extent / eps^3 well inside float's range
+    for (auto& q : p)
+        q.w = float(q.w * total);
+    for (const double eps : {1e3, 1e9, 1e13, 1e14}) {
+        INFO("eps ", eps);
+        REQUIRE_NOTHROW(check_precision_range(p, eps, "wide"));
+        const auto r = tree_forces(be, p, 0.75f, float(eps));
+        CHECK(r.out_of_range == 0);
+        // The double-precision sum over all pairs; with r << eps: (1 / eps^3) sum_j m_j (x_j - x_i).
+        std::size_t checked = 0;
+        for (std::size_t i = 0; i < p.size(); i += 97) {
+            double a[3] = {0, 0, 0};
+            for (std::size_t k = 0; k < p.size(); ++k) {
+                const double d[3] = {double(p[k].x) - p[i].x, double(p[k].y) - p[i].y, double(p[k].z) - p[i].z};
+                const double r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2] + eps * eps;
+                const double w = p[k].w / (r2 * std::sqrt(r2));
+                for (int c = 0; c < 3; ++c)
+                    a[c] += w * d[c];
+            }
+            const double got[3] = {r.acc[i].x, r.acc[i].y, r.acc[i].z};
+            const double norm = std::sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2]);
+            REQUIRE(norm > 0);
+            const double err = std::sqrt((got[0] - a[0]) * (got[0] - a[0]) + (got[1] - a[1]) * (got[1] - a[1]) +
+                                         (got[2] - a[2]) * (got[2] - a[2])) /
+                               norm;
+            CHECK(err < 1e-3);
+            CHECK(r.acc[i].w == doctest::Approx(-total / eps).epsilon(1e-3)); // the potential: about -M / eps
+            ++checked;
+        }
+        CHECK(checked > 20);
+    }
+}
+
 TEST_CASE("tree forces: particles closer than the tree resolves give a warning, and still the right forces")
 {
     auto& be = test::backend();
@@ -884,12 +924,12 @@ TEST_SUITE("static")
     TEST_CASE("internal units: powers of two that bring extent and mass near 1, identity near 1 already")
     {
         const std::vector<bn_f4> p = plummer(1000, 3).pos; // extent about 25, mass 1
-        CHECK(InternalUnits::for_system(p).identity());
+        CHECK(InternalUnits::for_system(p, 0.05).identity());
         for (const auto& [length, mass] : {std::pair{1e20, 1.0}, std::pair{1e-30, 1e-30}, std::pair{1.0, 1e30}}) {
             std::vector<bn_f4> q = p;
             for (auto& x : q)
                 x = {float(x.x * length), float(x.y * length), float(x.z * length), float(x.w * mass)};
-            const InternalUnits u = InternalUnits::for_system(q);
+            const InternalUnits u = InternalUnits::for_system(q, 0.05 * length);
             INFO(length, " ", mass, ": k ", u.k, ", j ", u.j);
             CHECK((3 * u.k - u.j) % 2 == 0); // G = 1 in both needs a time unit that is a power of two
             std::vector<bn_f4> r = q;

@@ -359,7 +359,7 @@ std::vector<bn_f4> file_particles(const std::string& path, double& eps)
     for (std::size_t i = 0; i < pos.size(); ++i)
         pos[i] = {s.pos[3 * i], s.pos[3 * i + 1], s.pos[3 * i + 2], s.mass[i]};
     check_precision_range(pos, eps, path);
-    const InternalUnits units = InternalUnits::for_system(pos);
+    const InternalUnits units = InternalUnits::for_system(pos, eps);
     units.to_internal(pos);
     eps = units.length_to_internal(eps);
     return pos;

@@ -89,10 +89,10 @@ int run_forces(const std::vector<std::string>& args)
     InternalUnits units;
     if (rows) {
         check_precision_range(pos, first, n, eps, in, comm);
-        units = system_units(pos, comm);
+        units = system_units(pos, eps, comm);
     } else {
         check_precision_range(pos, eps, in);
-        units = InternalUnits::for_system(pos);
+        units = InternalUnits::for_system(pos, eps);
     }
     units.to_internal(pos);
     const float eps_internal = static_cast<float>(units.length_to_internal(eps));

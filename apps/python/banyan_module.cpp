@@ -138,11 +138,11 @@ void check_theta_eps(double theta, double eps)
     if (!(eps >= 0.0 && std::isfinite(eps))) throw UsageError(fmt::format("eps must be >= 0 and finite, got {}", eps));
 }
 
-/// The internal units (precision.hpp) of a system of this extent and total mass, as exponents of two: (k, j,
-/// acceleration exponent, potential exponent). banyan/__init__.py scales by them (exactly: powers of two).
-nb::tuple internal_units(double extent, double mass)
+/// The internal units (precision.hpp) of a system of this extent, total mass and softening, as exponents of two:
+/// (k, j, acceleration exponent, potential exponent). banyan/__init__.py scales by them (exactly: powers of two).
+nb::tuple internal_units(double extent, double mass, double eps)
 {
-    const InternalUnits u = InternalUnits::for_extent_and_mass(extent, mass);
+    const InternalUnits u = InternalUnits::for_extent_and_mass(extent, mass, eps);
     return nb::make_tuple(u.k, u.j, u.acceleration_exp(), u.potential_exp());
 }
 
@@ -491,7 +491,7 @@ NB_MODULE(_banyan, m)
           "Opens a device: backend 'auto', 'cuda' or 'opencl'; index -1: the best.");
     m.def("checkpoint_device", &python::checkpoint_device, "path"_a,
           "(backend, index) of the device that wrote a checkpoint, when present here; else None.");
-    m.def("internal_units", &python::internal_units, "extent"_a, "mass"_a,
+    m.def("internal_units", &python::internal_units, "extent"_a, "mass"_a, "eps"_a,
           "(k, j, acceleration exponent, potential exponent) of the internal units of such a system.");
     m.def("host_summary", &python::host_summary, "pos"_a.noconvert(), "mass"_a.noconvert(),
           "(first bad position, first bad mass, extent, total mass, smallest mass, its particle) in one pass.");

@@ -62,21 +62,30 @@ Units read_units(const Reader& r, hid_t file, double& file_velocity)
         if (!r.exists(file, p.group)) continue;
         const Id g(r.check(H5Gopen2(file, p.group, H5P_DEFAULT), p.group), H5Gclose);
         const auto len = r.number(g.get(), p.group, p.length), mass = r.number(g.get(), p.group, p.mass);
-        if (!len || !mass) continue;
-        if (!(std::isfinite(*len) && *len > 0 && std::isfinite(*mass) && *mass > 0))
-            r.fail(fmt::format("{}/{} = {} and {}/{} = {}: units must be positive and finite", p.group, p.length, *len,
-                               p.group, p.mass, *mass));
+        if (!len && !mass) continue;
+        // One without the other is no system of units: the file is damaged or half written, not in N-body units.
+        if (!len || !mass)
+            r.fail(fmt::format("{} gives {} but not {}: a file's units need both", p.group, len ? p.length : p.mass,
+                               len ? p.mass : p.length));
+        auto check = [&](const char* name, double v) {
+            if (!(std::isfinite(v) && v > 0))
+                r.fail(fmt::format("{}/{} is {}; a unit must be positive and finite", p.group, name, v));
+        };
+        check(p.length, *len);
+        check(p.mass, *mass);
         Units u;
         u.length_cm = *len;
         u.mass_g = *mass;
         if (p.velocity) {
-            if (const auto v = r.number(g.get(), p.group, p.velocity)) file_velocity = *v;
+            if (const auto v = r.number(g.get(), p.group, p.velocity)) {
+                check(p.velocity, *v);
+                file_velocity = *v;
+            }
         } else if (const auto t = r.number(g.get(), p.group, p.time)) {
+            check(p.time, *t);
             file_velocity = *len / *t;
+            check("the length unit over the time unit", file_velocity);
         }
-        if (file_velocity != 0 && !(std::isfinite(file_velocity) && file_velocity > 0))
-            r.fail(fmt::format("the velocity unit in {} is {}; units must be positive and finite", p.group,
-                               file_velocity));
         return u;
     }
     return {};

@@ -66,6 +66,7 @@ void write_snapshot(const std::string& path, const Snapshot& s, SnapshotFormat f
 float softening_from_file(const Snapshot& s, const SnapshotMeta& meta, const std::string& path,
                           const std::string& command)
 {
+    check_softenings(s, path);
     return softening_from_file(meta, path, command, common_softening(s));
 }
 
@@ -79,6 +80,13 @@ float softening_from_file(const SnapshotMeta& meta, const std::string& path, con
     if (!eps)
         throw UsageError(fmt::format("{}: the particles of {} do not all carry the same softening (banyan uses one "
                                      "for all): give --eps",
+                                     command, path));
+    // Tools that have no softening of their own write 0 there; run unsoftened, close encounters make the energy
+    // error large. Zero is taken only when asked for.
+    if (*eps == 0.0f)
+        throw UsageError(fmt::format("{}: the particles of {} all carry a softening of 0, which files written by other "
+                                     "tools hold where none was set: give --eps (e.g. --eps 0.05 in N-body units; "
+                                     "--eps 0 runs unsoftened)",
                                      command, path));
     return *eps;
 }

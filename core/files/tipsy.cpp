@@ -303,6 +303,14 @@ std::optional<float> common_softening(const Snapshot& s)
     return first;
 }
 
+void check_softenings(const Snapshot& s, const std::string& what, std::size_t first)
+{
+    for (std::size_t i = 0; i < s.eps.size(); ++i)
+        if (!(std::isfinite(s.eps[i]) && s.eps[i] >= 0.0f))
+            throw UsageError(fmt::format("{}: particle {} has the softening {}; softenings must be finite and >= 0",
+                                         what, first + i, s.eps[i]));
+}
+
 void check_particles(const Snapshot& s, const std::string& what)
 {
     if (s.size() == 0) throw UsageError(fmt::format("{}: no particles (N = 0); at least one is needed", what));
@@ -312,6 +320,7 @@ void check_particles(const Snapshot& s, const std::string& what)
 void check_particle_values(const Snapshot& s, const std::string& what, std::size_t first)
 {
     const std::size_t n = s.size();
+    check_softenings(s, what, first);
     for (std::size_t i = 0; i < n; ++i) {
         if (!(std::isfinite(s.mass[i]) && s.mass[i] > 0.f))
             throw UsageError(fmt::format("{}: particle {} has mass {}; masses must be positive and finite", what,

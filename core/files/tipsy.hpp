@@ -87,5 +87,7 @@ void check_particles(const Snapshot& s, const std::string& what);
 /// check_particles' tests of the values alone (an empty slice passes), for rows read from @p first of the file on:
 /// a bad particle is named by its index in the file.
 void check_particle_values(const Snapshot& s, const std::string& what, std::size_t first = 0);
+/// Refuses softenings that are not finite or negative (the first named, as particle @p first + i of @p what).
+void check_softenings(const Snapshot& s, const std::string& what, std::size_t first = 0);
 
 } // namespace banyan

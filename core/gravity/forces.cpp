@@ -290,7 +290,7 @@ ForceResult tree_forces(Backend& be, std::span<const bn_f4> pos, float theta, fl
     const std::size_t n = pos.size();
     if (n == 0) return r;
     // In internal units (precision.hpp): any absolute scale of the input then fits single precision.
-    const InternalUnits units = InternalUnits::for_system(pos);
+    const InternalUnits units = InternalUnits::for_system(pos, eps);
     std::vector<bn_f4> internal(pos.begin(), pos.end());
     units.to_internal(internal);
     Octree tree(be);

@@ -36,16 +36,17 @@ void scale(std::span<bn_f4> v, int xyz, int w)
 
 } // namespace
 
-InternalUnits InternalUnits::for_system(std::span<const bn_f4> pos_mass)
+InternalUnits InternalUnits::for_system(std::span<const bn_f4> pos_mass, double eps)
 {
     const auto [extent, mass] = extent_and_mass(pos_mass);
-    return for_extent_and_mass(extent, mass);
+    return for_extent_and_mass(extent, mass, eps);
 }
 
-InternalUnits InternalUnits::for_extent_and_mass(double extent, double mass)
+InternalUnits InternalUnits::for_extent_and_mass(double extent, double mass, double eps)
 {
     InternalUnits u;
-    if (extent > 0 && !(extent >= 1.0 / 16 && extent <= 1024)) u.k = std::ilogb(extent);
+    const double length = std::isfinite(eps) ? std::max(extent, eps) : extent;
+    if (length > 0 && !(length >= 1.0 / 16 && length <= 1024)) u.k = std::ilogb(length);
     if (mass > 0 && !(mass >= std::ldexp(1.0, -20) && mass <= std::ldexp(1.0, 20))) u.j = std::ilogb(mass);
     if ((3 * u.k - u.j) % 2 != 0) u.j += 1; // G = 1 in both units needs a time unit that is a power of two
     return u;

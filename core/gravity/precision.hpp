@@ -29,11 +29,13 @@ struct InternalUnits {
     int k = 0; ///< length exponent
     int j = 0; ///< mass exponent
 
-    /// The units for particles (x, y, z, mass): the identity when their extent lies in [1/16, 1024] and their total
-    /// mass in [2^-20, 2^20], else extent and mass scaled to within a factor of 2 of 1.
-    static InternalUnits for_system(std::span<const bn_f4> pos_mass);
-    /// The same from the system's extent (the largest side of its bounding box) and total mass.
-    static InternalUnits for_extent_and_mass(double extent, double mass);
+    /// The units for particles (x, y, z, mass) under the softening @p eps: the identity when the larger of their
+    /// extent and @p eps lies in [1/16, 1024] and their total mass in [2^-20, 2^20], else that length and the mass
+    /// scaled to within a factor of 2 of 1. A softening far beyond the extent sets the length: 1 / eps^3 and the
+    /// accelerations, of order M extent / eps^3, then stay in float's range instead of vanishing.
+    static InternalUnits for_system(std::span<const bn_f4> pos_mass, double eps);
+    /// The same from the system's extent (the largest side of its bounding box), total mass and softening.
+    static InternalUnits for_extent_and_mass(double extent, double mass, double eps);
 
     bool identity() const noexcept { return k == 0 && j == 0; }
     int time_exp() const noexcept { return (3 * k - j) / 2; }

@@ -35,7 +35,7 @@ std::optional<float> common_softening(const Snapshot& mine, const Comm& comm)
     return static_cast<float>(bounds[1]);
 }
 
-InternalUnits system_units(std::span<const bn_f4> mine, const Comm& comm)
+InternalUnits system_units(std::span<const bn_f4> mine, double eps, const Comm& comm)
 {
     float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     double mass = 0;
@@ -51,7 +51,7 @@ InternalUnits system_units(std::span<const bn_f4> mine, const Comm& comm)
     double extent = 0;
     for (int k = 0; k < 3; ++k)
         extent = std::max(extent, static_cast<double>(hi[k]) - lo[k]);
-    return InternalUnits::for_extent_and_mass(extent, mass);
+    return InternalUnits::for_extent_and_mass(extent, mass, eps);
 }
 
 void check_precision_range(std::span<const bn_f4> pos_mass, std::size_t first, std::size_t total, double eps,

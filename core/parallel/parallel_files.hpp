@@ -37,7 +37,7 @@ std::optional<float> common_softening(const Snapshot& mine, const Comm& comm);
 
 /// InternalUnits::for_system of the particles of every rank, from each rank's @p mine: the bounding box's largest
 /// side and the total mass.
-InternalUnits system_units(std::span<const bn_f4> mine, const Comm& comm);
+InternalUnits system_units(std::span<const bn_f4> mine, double eps, const Comm& comm);
 
 /// check_precision_range (precision.hpp) of the particles of every rank, from each rank's @p pos_mass, particles
 /// [first, first + pos_mass.size()) of @p total: the lightest particle is named by its index in the input.

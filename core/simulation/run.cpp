@@ -132,6 +132,7 @@ RunPlan plan_run(RunRequest request, const Comm& comm)
             plan.input_ = initial_conditions(o, &meta);
         }
         if (request.eps_from_file) {
+            check_softenings(*plan.input_, o.in, plan.first_row());
             o.eps = softening_from_file(meta, o.in, "run", common_softening(*plan.input_, comm));
             o.check(request.style); // the file's softening, judged as a given one would be
         }
@@ -219,7 +220,7 @@ Run::Run(Backend& be, RunPlan plan, RunHooks hooks, const Comm& comm)
             particles.vel = std::vector<bn_f4>(particles.vel.begin() + static_cast<std::ptrdiff_t>(a),
                                                particles.vel.begin() + static_cast<std::ptrdiff_t>(b));
         }
-        const InternalUnits units = system_units(particles.pos, comm_);
+        const InternalUnits units = system_units(particles.pos, opt_.eps, comm_);
         // The fields that never change of this rank's rows [a, b), the block it writes of every snapshot
         // (parallel_files.hpp): read alone, or cut from the whole; none for generated particles (snapshot_eps_).
         const Snapshot& t = template_;
@@ -234,7 +235,7 @@ Run::Run(Backend& be, RunPlan plan, RunHooks hooks, const Comm& comm)
     } else {
         whole_ = FileCounts{template_.n_gas,   template_.n_dark,  template_.n_star,
                             template_.n_type2, template_.n_type3, template_.n_type5};
-        const InternalUnits units = InternalUnits::for_system(particles.pos);
+        const InternalUnits units = InternalUnits::for_system(particles.pos, opt_.eps);
         sim_->start_slice(std::move(particles), template_.time, 0, units);
     }
 

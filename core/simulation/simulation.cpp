@@ -70,7 +70,7 @@ void Simulation::start(std::span<const bn_f4> pos, std::span<const bn_f4> vel, d
 {
     if (pos.empty()) throw UsageError("simulation: no particles");
     if (comm_.parallel()) throw std::logic_error("Simulation::start on several ranks: use start_slice");
-    load(pos, vel, t_begin, 0, InternalUnits::for_system(pos));
+    load(pos, vel, t_begin, 0, InternalUnits::for_system(pos, options_.eps));
     begin();
 }
 

@@ -200,7 +200,7 @@ def _gravity(what: str, points: Any, pos: Any, mass: Any, theta: float, eps: flo
     extent, total, min_mass, lightest = arrays.summary(p, m)
     _banyan.check_precision(extent, total, min_mass, lightest, p.shape[0], float(eps), what)
     # Internal units (precision.hpp): exact powers of two, the identity for most systems; the same for every library.
-    k, j, acc_exp, pot_exp = _banyan.internal_units(extent, total)
+    k, j, acc_exp, pot_exp = _banyan.internal_units(extent, total, float(eps))
     if k or j:
         p, q, m = p * 2.0 ** -k, q * 2.0 ** -k, m * 2.0 ** -j
     out_n = q.shape[0] if points is not None else p.shape[0]
