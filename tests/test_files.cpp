@@ -6,6 +6,7 @@
  *        "static").
  */
 #include "core/error.hpp"
+#include "core/files/atomic_file.hpp"
 #include "core/files/hdf5_snapshot.hpp"
 #include "core/files/key_values.hpp"
 #include "core/files/npy.hpp"
@@ -17,8 +18,13 @@
 #include <hdf5.h>
 
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -26,6 +32,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <future>
 #include <limits>
 #include <random>
 
@@ -777,5 +785,255 @@ TEST_SUITE("static")
         CHECK(contains(error("kpc,1e10Mjup"), "unknown unit 'Mjup'"));
         CHECK(contains(error("Msun,kpc"), "'Msun' is not a length"));
         CHECK(contains(error("kpc"), "give LENGTH,MASS"));
+        // Factors only in decimal: the C library would read 0x10 as 16, 0x1p3 as 8 and inf as infinity.
+        CHECK(contains(error("kpc,0x10Msun"), "positive, finite decimal number"));
+        CHECK(contains(error("kpc,0x1p3Msun"), "positive, finite decimal number"));
+        CHECK(contains(error("kpc,infMsun"), "unknown unit 'infMsun'"));
+        CHECK(contains(error("kpc,1e400Msun"), "positive, finite decimal number"));
+        CHECK(parse_units("kpc,.5e10Msun").mass_g == doctest::Approx(0.5 * gal.mass_g).epsilon(1e-12));
+    }
+}
+
+TEST_SUITE("static")
+{
+    TEST_CASE("outputs that are not regular files: devices and FIFOs written through, links kept, the rest refused")
+    {
+        const fs::path dir = temp_path("outputs");
+        fs::remove_all(dir);
+        fs::create_directories(dir);
+        std::string bytes(1 << 20, '\0'); // more than a pipe holds: the writes to a FIFO are partial and wait
+        std::mt19937 g(7);
+        for (auto& c : bytes)
+            c = static_cast<char>(g());
+        auto write_bytes = [&](std::ostream& out) {
+            out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        };
+        auto write_text = [](const fs::path& p, const std::string& text) {
+            std::ofstream(p, std::ios::binary) << text;
+        };
+        auto text_of = [](const fs::path& p) {
+            std::ifstream in(p, std::ios::binary);
+            return std::string(std::istreambuf_iterator<char>(in), {});
+        };
+        auto usage_error = [](const std::function<void()>& f) {
+            try {
+                f();
+            } catch (const UsageError& e) {
+                return std::string(e.what());
+            } catch (const std::exception& e) {
+                return std::string("not a UsageError: ") + e.what();
+            }
+            return std::string("no error");
+        };
+        auto leftovers = [](const fs::path& folder) {
+            int n = 0;
+            for (const auto& e : fs::directory_iterator(folder))
+                n += e.path().filename().string().find(".tmp.") != std::string::npos;
+            return n;
+        };
+        // Reads a FIFO to its end on a thread of its own; gives up after 5 s without news (a writer that never came,
+        // as when the FIFO was replaced by a regular file).
+        auto read_fifo = [](const fs::path& fifo) {
+            return std::async(std::launch::async, [fifo] {
+                std::string got;
+                const int fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+                if (fd < 0) return got;
+                std::vector<char> buf(65536);
+                for (;;) {
+                    pollfd p{fd, POLLIN, 0};
+                    if (::poll(&p, 1, 5000) <= 0) break;
+                    const ssize_t r = ::read(fd, buf.data(), buf.size());
+                    if (r > 0)
+                        got.append(buf.data(), static_cast<std::size_t>(r));
+                    else if (r == 0 || errno != EAGAIN)
+                        break;
+                }
+                ::close(fd);
+                return got;
+            });
+        };
+        auto is_char_device = [](const char* p) {
+            struct stat st {};
+            return ::stat(p, &st) == 0 && S_ISCHR(st.st_mode);
+        };
+
+        SUBCASE("a FIFO is written through and stays a FIFO")
+        {
+            const fs::path fifo = dir / "pipe";
+            REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+            auto reader = read_fifo(fifo);
+            write_file_atomically(fifo.string(), write_bytes);
+            const std::string got = reader.get();
+            CHECK(got.size() == bytes.size());
+            CHECK((got == bytes));
+            CHECK(fs::is_fifo(fs::symlink_status(fifo)));
+            // A writer that filled its temporary file itself (HDF5): the bytes are copied through, the file removed.
+            const fs::path tmp = dir / "pipe.tmp.hdf5";
+            write_text(tmp, bytes);
+            auto reader2 = read_fifo(fifo);
+            rename_durably(tmp.string(), fifo.string());
+            CHECK((reader2.get() == bytes));
+            CHECK(fs::is_fifo(fs::symlink_status(fifo)));
+            CHECK(!fs::exists(tmp));
+            CHECK(leftovers(dir) == 0);
+        }
+
+        SUBCASE("character devices: /dev/null written through and kept, /dev/full's failure reported")
+        {
+            REQUIRE(is_char_device("/dev/null"));
+            const std::string tmp_of_null = fmt::format("/dev/null.tmp.{}", ::getpid());
+            write_file_atomically("/dev/null", write_bytes);
+            CHECK(is_char_device("/dev/null"));
+            CHECK(!fs::exists(tmp_of_null));
+            const fs::path tmp = dir / "null.tmp.hdf5";
+            write_text(tmp, "some bytes");
+            rename_durably(tmp.string(), "/dev/null");
+            CHECK(is_char_device("/dev/null"));
+            CHECK(!fs::exists(tmp));
+            // Through a link, too: the link stays a link.
+            const fs::path link = dir / "discard";
+            fs::create_symlink("/dev/null", link);
+            write_file_atomically(link.string(), write_bytes);
+            CHECK(fs::is_symlink(link));
+            CHECK(is_char_device("/dev/null"));
+            if (is_char_device("/dev/full")) { // every write fails with ENOSPC: an error, and the device stays
+                CHECK_THROWS_AS(write_file_atomically("/dev/full", write_bytes), std::runtime_error);
+                CHECK(is_char_device("/dev/full"));
+                CHECK(!fs::exists(fmt::format("/dev/full.tmp.{}", ::getpid())));
+            }
+            CHECK(leftovers(dir) == 0);
+        }
+
+        SUBCASE("an open descriptor (/dev/stdout > file): written at its offset, the file not replaced")
+        {
+            const fs::path file = dir / "stdout.txt";
+            const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            REQUIRE(fd >= 0);
+            REQUIRE(::write(fd, "printed first\n", 14) == 14);
+            struct stat before {};
+            ::fstat(fd, &before);
+            write_file_atomically(fmt::format("/dev/fd/{}", fd), [](std::ostream& out) { out << "the bytes\n"; });
+            REQUIRE(::write(fd, "printed after\n", 14) == 14); // the offset moved on: nothing overwritten
+            ::close(fd);
+            struct stat after {};
+            ::stat(file.c_str(), &after);
+            CHECK(after.st_ino == before.st_ino);
+            CHECK(text_of(file) == "printed first\nthe bytes\nprinted after\n");
+            CHECK(leftovers(dir) == 0);
+            // One open for reading only is refused.
+            const int in = ::open(file.c_str(), O_RDONLY);
+            REQUIRE(in >= 0);
+            const std::string read_only = fmt::format("/proc/self/fd/{}", in);
+            const std::string e = usage_error([&] { write_file_atomically(read_only, write_bytes); });
+            CHECK(contains(e, "open for reading only"));
+            ::close(in);
+            CHECK(text_of(file) == "printed first\nthe bytes\nprinted after\n");
+        }
+
+        SUBCASE("a link to a regular file: its target is replaced whole, the link stays")
+        {
+            fs::create_directories(dir / "run7");
+            const fs::path target = dir / "run7" / "frame.png", link = dir / "latest.png";
+            write_text(target, "old");
+            fs::create_symlink("run7/frame.png", link); // relative, as ln -s makes it
+            write_file_atomically(link.string(), [](std::ostream& out) { out << "new"; });
+            CHECK(fs::is_symlink(link));
+            CHECK(fs::read_symlink(link) == "run7/frame.png");
+            CHECK(text_of(target) == "new");
+            // A link to a link to the file, and a temporary file filled by its writer (in the link's folder).
+            const fs::path link2 = dir / "latest-of-all.png";
+            fs::create_symlink("latest.png", link2);
+            const fs::path tmp = dir / "latest-of-all.png.tmp.hdf5";
+            write_text(tmp, "newer");
+            rename_durably(tmp.string(), link2.string());
+            CHECK(fs::is_symlink(link2));
+            CHECK(fs::is_symlink(link));
+            CHECK(text_of(target) == "newer");
+            CHECK(!fs::exists(tmp));
+            CHECK(leftovers(dir) == 0);
+            CHECK(leftovers(dir / "run7") == 0);
+        }
+
+        SUBCASE("a dangling link is refused, naming the link and its target")
+        {
+            const fs::path link = dir / "gone.png";
+            fs::create_symlink("missing/frame.png", link);
+            const std::string e = usage_error([&] { write_file_atomically(link.string(), write_bytes); });
+            CHECK(contains(e, link.string()));
+            CHECK(contains(e, "missing/frame.png"));
+            CHECK(contains(e, "dangling"));
+            CHECK(fs::is_symlink(link));
+            const fs::path tmp = dir / "gone.png.tmp.hdf5";
+            write_text(tmp, "bytes");
+            CHECK(contains(usage_error([&] { rename_durably(tmp.string(), link.string()); }), "dangling"));
+            CHECK(fs::is_symlink(link));
+            fs::remove(tmp); // rename_durably's caller removes its temporary file
+            CHECK(leftovers(dir) == 0);
+        }
+
+        SUBCASE("a folder, a socket and a block device are refused, and left as they were")
+        {
+            const fs::path folder = dir / "frames";
+            fs::create_directories(folder);
+            const std::string e = usage_error([&] { write_file_atomically(folder.string(), write_bytes); });
+            CHECK(contains(e, folder.string()));
+            CHECK(contains(e, "a folder"));
+            CHECK(fs::is_directory(folder));
+            const fs::path link = dir / "frames-link";
+            fs::create_symlink("frames", link);
+            CHECK(contains(usage_error([&] { write_file_atomically(link.string(), write_bytes); }), "a folder"));
+            CHECK(fs::is_symlink(link));
+
+            const fs::path sock = dir / "sock";
+            const int s = ::socket(AF_UNIX, SOCK_STREAM, 0);
+            sockaddr_un addr{};
+            addr.sun_family = AF_UNIX;
+            std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", sock.c_str());
+            if (s >= 0 && ::bind(s, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) {
+                CHECK(contains(usage_error([&] { write_file_atomically(sock.string(), write_bytes); }), "a socket"));
+                CHECK(fs::is_socket(fs::symlink_status(sock)));
+            }
+            if (s >= 0) ::close(s);
+
+            const fs::path block = dir / "block";
+            if (::mknod(block.c_str(), S_IFBLK | 0600, ::makedev(7, 0)) == 0) { // needs CAP_MKNOD
+                CHECK(contains(usage_error([&] { write_file_atomically(block.string(), write_bytes); }),
+                               "a block device"));
+                CHECK(fs::is_block_file(fs::symlink_status(block)));
+            }
+            CHECK(leftovers(dir) == 0);
+        }
+
+        SUBCASE("an output that cannot be written is a usage error, and no temporary file is left")
+        {
+            const fs::path missing = dir / "no-such-folder" / "snap.tipsy";
+            const std::string e = usage_error([&] { write_file_atomically(missing.string(), write_bytes); });
+            CHECK(contains(e, missing.string()));
+            CHECK(contains(e, "not a UsageError") == false);
+            // A writer that fails half-way: no file, no temporary file.
+            const fs::path half = dir / "half.npy";
+            CHECK_THROWS_AS(write_file_atomically(half.string(),
+                                                  [&](std::ostream& out) {
+                                                      out.write(bytes.data(), 1000);
+                                                      throw std::runtime_error("the writer failed");
+                                                  }),
+                            std::runtime_error);
+            CHECK(!fs::exists(half));
+            if (::geteuid() == 0) {
+                MESSAGE("running as root, who may write anywhere: the unwritable folder is not checked");
+            } else {
+                const fs::path locked = dir / "locked";
+                fs::create_directories(locked);
+                fs::permissions(locked, fs::perms::owner_read | fs::perms::owner_exec);
+                const std::string e2 =
+                    usage_error([&] { write_file_atomically((locked / "snap.hdf5").string(), write_bytes); });
+                CHECK(contains(e2, (locked / "snap.hdf5").string()));
+                CHECK(contains(e2, "not a UsageError") == false);
+                CHECK(leftovers(locked) == 0);
+                fs::permissions(locked, fs::perms::owner_all);
+            }
+            CHECK(leftovers(dir) == 0);
+        }
+        fs::remove_all(dir);
     }
 }

@@ -155,6 +155,8 @@ void commit(const std::string& tmp, const std::string& path)
 {
     try {
         rename_durably(tmp, path);
+    } catch (const UsageError&) {
+        throw; // a path that cannot be an output: the user's to change (exit 2), not a failed write
     } catch (const std::runtime_error& e) {
         throw WriteFailure(e.what());
     }

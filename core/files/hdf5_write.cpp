@@ -7,6 +7,7 @@
 #include "core/files/hdf5_snapshot.hpp"
 
 #include "core/error.hpp"
+#include "core/files/atomic_file.hpp"
 #include "core/files/hdf5_access.hpp"
 #include "core/files/hdf5_units.hpp"
 #include "core/files/key_values.hpp"
@@ -177,7 +178,7 @@ void write_hdf5(const std::string& path, const Snapshot& s, const SnapshotMeta& 
         throw std::invalid_argument("write_hdf5: snapshot arrays disagree with its particle counts");
     if (n > 0x7fffffffu) throw UsageError(fmt::format("{}: {} particles is more than the 2^31 - 1 supported", path, n));
     const auto counts = gadget_type_counts(s);
-    const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
+    const std::string tmp = temporary_path(path, std::to_string(::getpid()));
     try {
         Id f = create_file(tmp);
         create_layout(f.get(), s.time, counts, !s.acc.empty(), s.units, meta);

@@ -95,10 +95,10 @@ void put_be32(std::byte* p, std::uint32_t v)
 void write_blocks(const Comm& comm, const std::string& path, std::uint64_t total, std::uint64_t offset,
                   std::span<const std::byte> block)
 {
-    const std::string tmp = path + ".tmp.parallel";
+    const std::string tmp = temporary_path(path, "parallel");
     comm.write_file(tmp, total, offset, block);
     comm.barrier();
-    if (comm.rank() == 0) std::filesystem::rename(tmp, path);
+    if (comm.rank() == 0) rename_durably(tmp, path); // a device or FIFO is written through, never replaced
     comm.barrier();
 }
 
@@ -281,7 +281,7 @@ void write_hdf5_parallel(const Comm& comm, const std::string& path, double time,
 
     // Serial HDF5: one rank at a time holds the file open. Each turn ends in a collective that tells every rank
     // whether any failed, so that none waits for ever and all stop with the failing rank's reason.
-    const std::string tmp = path + ".tmp.parallel";
+    const std::string tmp = temporary_path(path, "parallel");
     auto turn = [&](bool mine_to_do, const std::function<void()>& work) {
         std::string error;
         if (mine_to_do) try {
