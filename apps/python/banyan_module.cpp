@@ -59,21 +59,23 @@ using ScalarDevOut = nb::ndarray<float, nb::ndim<1>, nb::c_contig, nb::device::c
 
 /// An opened device: what banyan.devices() lists and every call below runs on. It keeps the tree, the walk and the
 /// result buffer between calls, so that repeated force evaluations reuse their device memory (it grows to the
-/// largest N seen) instead of allocating it anew each time.
+/// largest N seen) instead of allocating it anew each time. Every Python object on it (gravity's buffers here, each
+/// Simulation's run) shares its Backend, whose kernels, queue or stream and scratch serve one caller at a time:
+/// every call that touches the device holds a DeviceLock on it.
 struct Device {
     std::unique_ptr<Backend> backend; // first: destroyed last, after the buffers below
     Octree tree;
     TreeForces forces;
     Buffer<bn_f4> pos, acc; // direct summation's particles; results in input order
     Buffer<bn_f4> stage;    // host arrays on their way in and out, as rows: 16 bytes per particle or point
-    std::mutex busy;        // calls run with the GIL released: two threads must not share the tree at once
+    std::mutex busy;        // held by DeviceLock: one call at a time on the backend and the buffers above
 
     explicit Device(std::unique_ptr<Backend> be) : backend(std::move(be)), tree(*backend), forces(*backend) {}
     std::string label() const { return device_label(backend->info()); }
 
     /// Forces of @p n particles in internal units (@p units; eps in them too) that @p put writes into the array it
     /// is given, (x, y, z, m) each: accelerations and potentials in input order, in internal units. The caller
-    /// holds @ref busy until it has read them.
+    /// holds a DeviceLock until it has read them.
     Buffer<bn_f4>& evaluate(std::size_t n, const std::function<void(Buffer<bn_f4>&)>& put, const InternalUnits& units,
                             double theta, double eps, bool direct)
     {
@@ -89,6 +91,22 @@ struct Device {
         }
         return acc;
     }
+};
+
+/// The right of this thread to use @p dev: released GIL first, then the device's mutex, so that a thread waiting
+/// for the device holds no GIL (the one using the device may need it next: Ctrl-C, a result); the other way round
+/// on leaving, the device unlocked before the GIL is taken back. Python threads (two Simulations, a Simulation and
+/// gravity(), ...) thus take turns on one device, a call or a step at a time; separate devices run in parallel.
+/// Hold it only around C++ work: nothing Python, and no wait for the GIL, while it is held.
+class DeviceLock {
+public:
+    explicit DeviceLock(Device& dev) : lock_(dev.busy) {}
+    DeviceLock(const DeviceLock&) = delete;
+    DeviceLock& operator=(const DeviceLock&) = delete;
+
+private:
+    nb::gil_scoped_release unlocked_; // first: released before the wait, taken back after the unlock
+    std::unique_lock<std::mutex> lock_;
 };
 
 std::unique_ptr<Device> open(const std::string& backend, int index)
@@ -168,8 +186,7 @@ std::size_t gravity_arrays(Device& dev, const Arrays& a, double theta, double ep
     const std::size_t n = a.n, q = a.q, total = n + q;
     const std::size_t out_first = q ? n : 0, out_n = q ? q : n;
     if (n == 0 || out_n == 0) return out_n;
-    nb::gil_scoped_release unlocked;
-    const std::lock_guard<std::mutex> lock(dev.busy);
+    const DeviceLock lock(dev);
     // Where the input rows are: the caller's CUDA arrays, or the staging buffer (pos, mass, points one after another).
     auto wrap = [&](const void* p, std::size_t bytes) { return be.wrap_device_memory(const_cast<void*>(p), bytes); };
     std::unique_ptr<RawBuffer> pos_in, mass_in, points_in;
@@ -347,54 +364,88 @@ public:
     /// Starts the run of @p plan (plan_simulation) on @p dev.
     PySimulation(Device& dev, RunPlan& plan) : dev_(dev)
     {
-        nb::gil_scoped_release unlocked;
+        const DeviceLock lock(dev_);
         run_ = std::make_unique<Run>(*dev_.backend, std::move(plan));
     }
+
+    /// Frees the run's device memory while no other call uses the device.
+    ~PySimulation()
+    {
+        if (!run_) return;
+        const DeviceLock lock(dev_);
+        run_.reset();
+    }
+    PySimulation(const PySimulation&) = delete;
+    PySimulation& operator=(const PySimulation&) = delete;
 
     /// Continues the checkpoint at @p path (a file, or a run folder holding checkpoint.bin) exactly.
     static std::unique_ptr<PySimulation> load(Device& dev, const std::string& path)
     {
         auto s = std::unique_ptr<PySimulation>(new PySimulation(dev));
-        nb::gil_scoped_release unlocked;
+        const DeviceLock lock(dev);
         s->run_ = Run::resume(*dev.backend, path, std::nullopt, {}, RunOutputs::none);
         return s;
     }
 
-    /// @p n steps; Ctrl-C (SIGINT) raises KeyboardInterrupt between two steps.
+    /// @p n steps; Ctrl-C (SIGINT) raises KeyboardInterrupt between two steps. The device is held a step at a
+    /// time: other threads' calls on it fall between the steps, and the signal check (which needs the GIL) runs
+    /// with the device free.
     void step(std::uint64_t n)
     {
         for (std::uint64_t i = 0; i < n; ++i) {
             {
-                nb::gil_scoped_release unlocked;
+                const DeviceLock lock(dev_);
                 run_->step();
             }
             if (PyErr_CheckSignals() != 0) throw nb::python_error();
         }
-        nb::gil_scoped_release unlocked;
+        const DeviceLock lock(dev_);
         run_->record(); // dE/E and its largest magnitude, at the end of each call
     }
 
     /// Steps until @p t_end, on the time grid of the start (as `banyan run --t-end`).
     void evolve(double t_end)
     {
-        const Simulation& sim = run_->simulation();
-        const std::uint64_t end = steps_between(sim.t_begin(), t_end, run_->options().dt);
-        if (end > sim.steps()) step(end - sim.steps());
+        std::uint64_t end = 0, now = 0;
+        {
+            const DeviceLock lock(dev_);
+            const Simulation& sim = run_->simulation();
+            end = steps_between(sim.t_begin(), t_end, run_->options().dt), now = sim.steps();
+        }
+        if (end > now) step(end - now);
+        const DeviceLock lock(dev_);
         if (t_end > run_->options().t_end) run_->set_end(t_end);
     }
 
-    double time() const { return run_->simulation().time(); }
-    std::uint64_t steps() const { return run_->simulation().steps(); }
+    // The run's state changes during another thread's step() of this Simulation: read under the lock too.
+    double time()
+    {
+        const DeviceLock lock(dev_);
+        return run_->simulation().time();
+    }
+    std::uint64_t steps()
+    {
+        const DeviceLock lock(dev_);
+        return run_->simulation().steps();
+    }
     std::size_t size() const { return run_->simulation().size(); }
-    double e0() const { return run_->e0(); }
-    double max_de() const { return run_->max_de(); }
+    double e0()
+    {
+        const DeviceLock lock(dev_);
+        return run_->e0();
+    }
+    double max_de()
+    {
+        const DeviceLock lock(dev_);
+        return run_->max_de();
+    }
 
     /// Positions, velocities, accelerations and potentials, in input order, into the caller's arrays.
     void state(Vec3Out pos, Vec3Out vel, Vec3Out acc, ScalarOut pot)
     {
         std::vector<bn_f4> p, v, a;
         {
-            nb::gil_scoped_release unlocked;
+            const DeviceLock lock(dev_);
             if (const std::size_t lost = run_->simulation().input_order(p, v, a))
                 throw NumericalError(fmt::format("Simulation: {} accelerations or potentials left float's range in "
                                                  "the units of the input",
@@ -411,13 +462,16 @@ public:
     nb::dict energies()
     {
         Energies e;
+        std::uint64_t at_step = 0;
+        double at_time = 0;
         {
-            nb::gil_scoped_release unlocked;
+            const DeviceLock lock(dev_);
             e = run_->simulation().energies();
+            at_step = run_->simulation().steps(), at_time = run_->simulation().time();
         }
         if (!all_finite(e))
             throw NumericalError(
-                fmt::format("Simulation: the energies went non-finite at step {} (t = {})", steps(), time()));
+                fmt::format("Simulation: the energies went non-finite at step {} (t = {})", at_step, at_time));
         nb::dict d;
         d["kinetic"] = e.kinetic;
         d["potential"] = e.potential;
@@ -431,10 +485,10 @@ public:
     /// holding it as checkpoint.bin, and load() continues it here.
     void save(const std::string& path)
     {
+        const DeviceLock lock(dev_);
         // An end the CLI accepts (it must lie ahead of the checkpoint).
-        const double ahead = time() + run_->options().dt / 2;
+        const double ahead = run_->simulation().time() + run_->options().dt / 2;
         if (!(run_->options().t_end >= ahead)) run_->set_end(ahead);
-        nb::gil_scoped_release unlocked;
         run_->save(path);
     }
 
@@ -449,9 +503,13 @@ public:
     unsigned max_rung() const { return run_->options().max_rung; }
     /// Block time steps: {"rungs": particles per rung (to the deepest allowed), "deepest": the deepest rung used,
     /// "substeps", "active_updates", "steps", "saving": shared_step_ratio}.
-    nb::dict block_stats() const
+    nb::dict block_stats()
     {
-        const BlockStats& b = run_->simulation().block_stats();
+        BlockStats b;
+        {
+            const DeviceLock lock(dev_);
+            b = run_->simulation().block_stats();
+        }
         nb::dict d;
         nb::list rungs;
         for (unsigned k = 0; k <= run_->options().max_rung; ++k)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from typing import Any, NamedTuple, Optional, Tuple
 
 import numpy as np
@@ -40,6 +41,7 @@ __all__ = ["devices", "gravity", "gravity_at", "galaxy", "galaxy_merger", "Galax
            "NumericalError", "DeviceError"]
 
 _opened: dict = {}
+_opening = threading.Lock()  # threads that open the same device at once share one Device (and its lock)
 
 
 def devices() -> list:
@@ -54,9 +56,12 @@ def _device(backend: str, device: Optional[int]) -> Any:
     if device is not None and (not isinstance(device, (int, np.integer)) or isinstance(device, bool) or device < 0):
         raise UsageError(f"device must be None (the best) or an index >= 0, got {device!r}")
     key = (backend, -1 if device is None else int(device))
-    if key not in _opened:
-        _opened[key] = _banyan.open(*key)
-    return _opened[key]
+    with _opening:
+        if key not in _opened:
+            dev = _banyan.open(*key)
+            # "auto", a backend and an index can name the same device: one Device (one lock) for each device.
+            _opened[key] = next((d for d in _opened.values() if d.label == dev.label), dev)
+        return _opened[key]
 
 
 def _on_cuda(a: Any) -> bool:
