@@ -883,6 +883,15 @@ TEST_SUITE("static")
             CHECK_THROWS_WITH_AS(y.check(), doctest::Contains("must be >= 0 (0: start, end and stops only) or never"),
                                  UsageError);
         }
+        // A huge finite value is refused with the range allowed, never called "not finite".
+        {
+            RunOptions x;
+            x.eps = 1e300;
+            CHECK_THROWS_WITH_AS(x.check(), "run: --eps must be in [0, 1e30), got 1e+300", UsageError);
+            RunOptions y;
+            y.alpha = 1e39;
+            CHECK_THROWS_WITH_AS(y.check(), "run: --alpha must be in [0, 1e30), got 1e+39", UsageError);
+        }
         // Numbers only in the decimal form people write.
         CHECK(parse_time("1e-2", "--dt") == 0.01);
         CHECK(parse_time(".5", "--dt") == 0.5);

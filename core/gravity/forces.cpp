@@ -102,7 +102,9 @@ void TreeForces::begin(Octree& tree, const OpeningCriterion& criterion, float ep
         throw std::logic_error("tree forces: the grafted trees were received for another tree");
     criterion.check("tree forces");
     if (!(eps >= 0.0f && std::isfinite(eps)))
-        throw UsageError(fmt::format("tree forces: the softening eps must be finite and >= 0, got {}", eps));
+        throw UsageError(fmt::format("tree forces: the softening eps must be >= 0 and within single precision's "
+                                     "range (below 3.4e38), got {}",
+                                     eps));
     if (criterion.alpha > 0.0f && acc_old_ == nullptr)
         throw std::logic_error("tree forces: the relative criterion needs the previous accelerations "
                                "(set_previous_accelerations)");

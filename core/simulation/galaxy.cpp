@@ -154,11 +154,11 @@ void check_galaxy_model(const GalaxyModel& m, const std::string& what)
 {
     auto positive = [&](double v, const char* name) {
         if (!(v > 0.0 && v < 1e30))
-            throw UsageError(fmt::format("{}: --{} must be positive and finite, got {}", what, name, v));
+            throw UsageError(fmt::format("{}: --{} must be in (0, 1e30), got {}", what, name, v));
     };
     auto non_negative = [&](double v, const char* name) {
         if (!(v >= 0.0 && v < 1e30))
-            throw UsageError(fmt::format("{}: --{} must be >= 0 and finite, got {}", what, name, v));
+            throw UsageError(fmt::format("{}: --{} must be in [0, 1e30), got {}", what, name, v));
     };
     if (m.halo != "nfw" && m.halo != "hernquist")
         throw UsageError(fmt::format("{}: --halo must be 'nfw' or 'hernquist', got '{}'", what, m.halo));

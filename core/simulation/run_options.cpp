@@ -50,14 +50,15 @@ void RunOptions::check(OptionStyle style) const
     if (!(theta > 0.0 && theta <= 1.0)) throw bad("theta", fmt::format("must be in (0, 1], got {}", theta));
     if (opening != "paper" && opening != "bmax")
         throw bad("opening", fmt::format("must be 'paper' or 'bmax', got '{}'", opening));
-    if (!(alpha >= 0.0 && alpha < 1e30)) throw bad("alpha", fmt::format("must be >= 0 and finite, got {}", alpha));
-    if (!(eps >= 0.0 && eps < 1e30)) throw bad("eps", fmt::format("must be >= 0 and finite, got {}", eps));
-    if (!(dt > 0.0 && dt < 1e30)) throw bad("dt", fmt::format("must be > 0 and finite, got {}", dt));
+    // Each refusal names the range allowed: a huge finite value is no "not finite".
+    if (!(alpha >= 0.0 && alpha < 1e30)) throw bad("alpha", fmt::format("must be in [0, 1e30), got {}", alpha));
+    if (!(eps >= 0.0 && eps < 1e30)) throw bad("eps", fmt::format("must be in [0, 1e30), got {}", eps));
+    if (!(dt > 0.0 && dt < 1e30)) throw bad("dt", fmt::format("must be in (0, 1e30), got {}", dt));
     if (static_cast<float>(dt) == 0.0f || static_cast<float>(0.5 * dt) == 0.0f)
         throw UsageError(fmt::format("{}{} {} is too small for single precision", prefix, name("dt"), dt));
     if (steps != "shared" && steps != "block")
         throw bad("steps", fmt::format("must be 'shared' or 'block', got '{}'", steps));
-    if (!(eta > 0.0 && eta < 1e30)) throw bad("eta", fmt::format("must be > 0 and finite, got {}", eta));
+    if (!(eta > 0.0 && eta < 1e30)) throw bad("eta", fmt::format("must be in (0, 1e30), got {}", eta));
     if (max_rung > BANYAN_MAX_RUNG)
         throw bad("max_rung", fmt::format("must be at most {}, got {}", BANYAN_MAX_RUNG, max_rung));
     if (steps == "block" && !(eps > 0.0))

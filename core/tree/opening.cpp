@@ -36,7 +36,9 @@ void OpeningCriterion::check(std::string_view what) const
         throw UsageError(fmt::format("{}: the opening angle theta must be in [0, 1], got {}", what, theta));
     if (!(alpha >= 0.0f && std::isfinite(alpha)))
         throw UsageError(
-            fmt::format("{}: the relative criterion's alpha must be finite and >= 0, got {}", what, alpha));
+            fmt::format("{}: the relative criterion's alpha must be >= 0 and within single precision's range (below "
+                        "3.4e38), got {}",
+                        what, alpha));
 }
 
 } // namespace banyan

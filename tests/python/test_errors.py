@@ -63,13 +63,13 @@ def test_bad_parameters(sphere):
         banyan.gravity(pos, mass, theta=1.5)
     with pytest.raises(banyan.UsageError, match="eps must be >= 0"):
         banyan.gravity(pos, mass, eps=-1)
-    with pytest.raises(banyan.UsageError, match="dt must be > 0"):
+    with pytest.raises(banyan.UsageError, match=r"dt must be in \(0, 1e30\), got 0"):
         banyan.Simulation(pos, vel, mass, dt=0)
     with pytest.raises(banyan.UsageError, match="opening must be 'paper' or 'bmax', got 'gadget'"):
         banyan.Simulation(pos, vel, mass, opening="gadget")
-    with pytest.raises(banyan.UsageError, match="alpha must be >= 0 and finite, got -0.1"):
+    with pytest.raises(banyan.UsageError, match=r"alpha must be in \[0, 1e30\), got -0.1"):
         banyan.Simulation(pos, vel, mass, alpha=-0.1)
-    with pytest.raises(banyan.UsageError, match="alpha must be >= 0 and finite, got nan"):
+    with pytest.raises(banyan.UsageError, match=r"alpha must be in \[0, 1e30\), got nan"):
         banyan.Simulation(pos, vel, mass, alpha=float("nan"))
     with pytest.raises(banyan.UsageError, match="backend must be 'auto', 'cuda' or 'opencl', got 'metal'"):
         banyan.gravity(pos, mass, backend="metal")
