@@ -632,7 +632,7 @@ TEST_SUITE("static")
             w.data<float>("PartType1", "Coordinates", H5T_NATIVE_FLOAT, {1, 2, 3, 4, 5, 6}, 2, 3);
             w.data<float>("PartType1", "Masses", H5T_NATIVE_FLOAT, {1, 2}, 2, 1);
         }
-        CHECK(contains(hdf5_error(path), "PartType1/Velocities is missing"));
+        CHECK(contains(hdf5_error(path), "type 4 but there is no PartType4 group"));
         CHECK(contains(hdf5_error(path, false), "type 4 but there is no PartType4 group"));
         {
             H5Writer w(path);
@@ -640,6 +640,7 @@ TEST_SUITE("static")
             w.data<float>("PartType1", "Coordinates", H5T_NATIVE_FLOAT, {1, 2, 3, 4, 5, 6}, 2, 3);
             w.data<float>("PartType1", "Masses", H5T_NATIVE_FLOAT, {1, 2}, 2, 1);
         }
+        CHECK(contains(hdf5_error(path), "PartType1/Velocities is missing"));
         {
             // Forces need positions and masses only: no velocities is fine there (zero).
             const Snapshot s = read_snapshot(path, nullptr, false);
@@ -653,9 +654,21 @@ TEST_SUITE("static")
         }
         {
             const std::string e = hdf5_error(path, false);
-            CHECK(contains(e, "PartType1/Coordinates has shape (2, 3) but Header/NumPart_ThisFile[1] says 3"));
+            CHECK(contains(e, "PartType1/Coordinates holds 2 rows but Header/NumPart_ThisFile[1] says 3 particles: "
+                              "the header's counts and the datasets disagree"));
             CHECK(starts_with_path(e));
         }
+        {
+            // A header that promises far more than the file holds: said before anything of that size is allocated
+            // (it was reported as "out of host memory").
+            H5Writer w(path);
+            w.attr<std::int32_t>("Header", "NumPart_ThisFile", H5T_NATIVE_INT32, {0, 2000000000, 0, 0, 0, 0});
+            w.data<float>("PartType1", "Coordinates", H5T_NATIVE_FLOAT, {1, 2, 3, 4, 5, 6}, 2, 3);
+            w.data<float>("PartType1", "Velocities", H5T_NATIVE_FLOAT, {1, 2, 3, 4, 5, 6}, 2, 3);
+            w.data<float>("PartType1", "Masses", H5T_NATIVE_FLOAT, {1, 2}, 2, 1);
+        }
+        CHECK(contains(hdf5_error(path), "PartType1/Coordinates holds 2 rows but Header/NumPart_ThisFile[1] says "
+                                         "2000000000 particles"));
         {
             H5Writer w(path);
             w.attr<std::int32_t>("Header", "NumPart_ThisFile", H5T_NATIVE_INT32, {0, 2, 0, 0, 0, 0});

@@ -267,6 +267,30 @@ void read_type(const Reader& r, hid_t f, const Header& head, int t, std::size_t 
     }
 }
 
+/// The header's counts against the lengths of the position datasets, before anything of their size is allocated: a
+/// header that promises more particles than the file holds is a damaged file, not a lack of host memory.
+void check_counts(const Reader& r, hid_t f, const Header& head)
+{
+    for (int t = 0; t < static_cast<int>(ntypes); ++t) {
+        const std::uint64_t m = head.counts[static_cast<std::size_t>(t)];
+        if (m == 0) continue;
+        const std::string gname = group_name(t);
+        const std::string source = fmt::format("Header/{}[{}]", head.count_name, t);
+        if (!r.exists(f, gname))
+            r.fail(fmt::format("{} says {} particles of type {} but there is no {} group", source, m, t, gname));
+        const Id group(r.check(H5Gopen2(f, gname.c_str(), H5P_DEFAULT), gname), H5Gclose);
+        if (!r.exists(group.get(), "Coordinates"))
+            r.fail(fmt::format("{}/Coordinates is missing: no positions", gname));
+        const std::string what = gname + "/Coordinates";
+        const Id d(r.check(H5Dopen2(group.get(), "Coordinates", H5P_DEFAULT), what), H5Dclose);
+        const auto shape = r.shape(d.get(), what);
+        if (shape.rank >= 1 && shape.dims[0] != m)
+            r.fail(fmt::format("{} holds {} rows but {} says {} particles: the header's counts and the datasets "
+                               "disagree",
+                               what, shape.dims[0], source, m));
+    }
+}
+
 } // namespace
 
 Snapshot read_hdf5(const std::string& path, SnapshotMeta* meta_out, bool need_velocities, Rows rows, FileCounts* whole)
@@ -303,6 +327,7 @@ Snapshot read_hdf5(const std::string& path, SnapshotMeta* meta_out, bool need_ve
         windows[t] = Window{lo - off[t], hi > lo ? hi - lo : 0};
         mine[t] = windows[t].count;
     }
+    check_counts(r, f, head);
     Snapshot s = sized_snapshot(mine);
     s.time = head.time;
     s.units = units;
