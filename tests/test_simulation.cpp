@@ -75,6 +75,14 @@ Energies cpu_energies(const SimulationState& s)
         e.angular_momentum[1] += m * (z * vx - x * vz);
         e.angular_momentum[2] += m * (x * vy - y * vx);
     }
+    // The state is in internal units (precision.hpp; not the identity for a single particle, whose extent is 0 and
+    // whose softening sets the length): the sums in the caller's, exactly (powers of two).
+    const InternalUnits& u = s.units;
+    e.kinetic = std::ldexp(e.kinetic, u.energy_exp()), e.potential = std::ldexp(e.potential, u.energy_exp());
+    for (int k = 0; k < 3; ++k) {
+        e.momentum[k] = std::ldexp(e.momentum[k], u.momentum_exp());
+        e.angular_momentum[k] = std::ldexp(e.angular_momentum[k], u.angular_momentum_exp());
+    }
     return e;
 }
 
