@@ -457,6 +457,11 @@ TEST_SUITE("static")
                   o.centre = std::array<double, 3>{100, 0, 0};
                   o.extent = 1.0;
               }).find("no particle lies inside the field") != std::string::npos);
+        // A field so wide that a pixel's area leaves double's range: the particles are inside, and it says so.
+        CHECK(render_with([](RenderOptions& o) { o.extent = 1e200; }).find("particles lie inside the field") !=
+              std::string::npos);
+        CHECK(render_with([](RenderOptions& o) { o.extent = 1e200; }).find("give a smaller --extent") !=
+              std::string::npos);
         CHECK(usage_error([] { render_surface_density(Snapshot::dark(0), RenderOptions{}); }).find("no particles") !=
               std::string::npos);
         // Where the image cannot go.

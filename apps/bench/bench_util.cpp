@@ -267,7 +267,9 @@ std::string sanity(const TreeForces& f, std::size_t n)
     for (std::size_t i = 0; i < n; i += step) {
         const bn_f4 a = f.acc().at(i);
         if (!(std::isfinite(a.x) && std::isfinite(a.y) && std::isfinite(a.z) && std::isfinite(a.w) && a.w < 0))
-            return fmt::format("particle {}: ({}, {}, {}, {})", i, a.x, a.y, a.z, a.w);
+            return fmt::format("particle {} has the acceleration ({}, {}, {}) and the potential {}: every one must be "
+                               "finite and the potential negative",
+                               i, a.x, a.y, a.z, a.w);
     }
     return {};
 }
@@ -334,7 +336,7 @@ ForceRow time_forces(Backend& be, const std::vector<bn_f4>& pos, double theta, O
             }
             if (i == 0 || i == warmup + reps - 1)
                 if (std::string bad = sanity(forces, r.n); !bad.empty())
-                    throw std::runtime_error("wrong forces: " + bad);
+                    throw NumericalError("the timed force evaluation is not valid: " + bad);
         }
         r.tree_ms = bench::median(tree_ms);
         r.multipoles_ms = bench::median(mult_ms);

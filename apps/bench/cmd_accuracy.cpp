@@ -202,7 +202,7 @@ int run_accuracy(const std::vector<std::string>& args)
                             bench::time_forces(*be, p, theta, opening, static_cast<float>(alpha),
                                                alpha > 0 ? &acc_old : nullptr, static_cast<float>(eps_walk), 1, reps);
                         if (!r.error.empty())
-                            throw std::runtime_error(fmt::format("accuracy: timing failed: {}", r.error));
+                            throw NumericalError(fmt::format("accuracy: at theta {}: {}", theta, r.error));
                         ms = r.total_ms;
                     }
                     auto e = [](double v) { return fmt::format("{:.3e}", v); };

@@ -146,7 +146,7 @@ ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::ui
         pf.compute(tree, static_cast<float>(theta), eps, &t);
         if (i == 0 || i == warmup + reps - 1)
             if (std::string bad = bench::sanity(pf.forces(), tree.size()); !bad.empty())
-                throw std::runtime_error(fmt::format("rank {}: wrong forces: {}", r, bad));
+                throw NumericalError(fmt::format("rank {}: the forces are not valid: {}", r, bad));
         if (i < warmup) continue;
         double v[12] = {t.balance, t.build,        t.let_build,       t.let_exchange, t.walk,          t.total,
                         t.walk,    t.let.boxes_ms, t.let.download_ms, t.let.mpi_ms,   t.let.upload_ms, t.walk_device};

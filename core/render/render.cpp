@@ -477,7 +477,13 @@ Image render_surface_density(const Snapshot& s, const RenderOptions& o, RenderSu
     double peak = 0;
     for (double x : map.sigma)
         peak = std::max(peak, x);
-    if (map.n_inside == 0 || !(peak > 0))
+    if (map.n_inside > 0 && !(peak > 0))
+        throw UsageError(fmt::format(
+            "{} particles lie inside the field (half-width {}), but at {} pixels across it every pixel's surface "
+            "density is below double precision's range: the field is far larger than the particles; give a smaller "
+            "--extent",
+            map.n_inside, map.extent, n));
+    if (map.n_inside == 0)
         throw UsageError(fmt::format(
             "no particle lies inside the field (centre {} {} {}, half-width {}, along {}): the image would be empty; "
             "give another --centre or a larger --extent",
