@@ -692,6 +692,40 @@ TEST_SUITE("static")
         }
         CHECK(contains(hdf5_error(path), "NumFilesPerSnapshot is 4"));
 
+        // A damaged datatype (a float whose exponent and mantissa fields moved, an integer of odd precision) would be
+        // converted by HDF5 into other numbers; it is refused, as h5py refuses it.
+        auto with_type = [&](hid_t file_type, const char* dataset) {
+            {
+                H5Writer w(path);
+                w.attr<std::int32_t>("Header", "NumPart_ThisFile", H5T_NATIVE_INT32, {0, 2, 0, 0, 0, 0});
+                w.data<float>("PartType1", "Coordinates", H5T_NATIVE_FLOAT, {1, 2, 3, 4, 5, 6}, 2, 3);
+                w.data<float>("PartType1", "Velocities", H5T_NATIVE_FLOAT, {1, 2, 3, 4, 5, 6}, 2, 3);
+                if (std::string(dataset) != "Masses")
+                    w.data<float>("PartType1", "Masses", H5T_NATIVE_FLOAT, {1, 2}, 2, 1);
+                const hid_t g = w.group("PartType1");
+                const hsize_t n = 2;
+                const hid_t space = H5Screate_simple(1, &n, nullptr);
+                const hid_t d = H5Dcreate2(g, dataset, file_type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+                const std::uint64_t raw[2] = {0x3f800000'3f800000ull, 0x40000000'40000000ull}; // the bytes as written
+                REQUIRE(H5Dwrite(d, file_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw) >= 0);
+                H5Dclose(d), H5Sclose(space), H5Gclose(g);
+            }
+            return hdf5_error(path);
+        };
+        {
+            const hid_t odd = H5Tcopy(H5T_IEEE_F32LE);
+            REQUIRE(H5Tset_fields(odd, 31, 20, 11, 0, 20) >= 0); // sign, exponent at 20 (11 bits), mantissa 20 bits
+            CHECK(contains(with_type(odd, "Masses"),
+                           "PartType1/Masses has a floating-point type of 4 bytes that is not IEEE single or double"));
+            H5Tclose(odd);
+            const hid_t narrow = H5Tcopy(H5T_STD_U32LE);
+            REQUIRE(H5Tset_precision(narrow, 20) >= 0);
+            CHECK(contains(with_type(narrow, "ParticleIDs"), "PartType1/ParticleIDs has an integer type of 4 bytes "
+                                                             "with 20 bits of precision at offset 0"));
+            H5Tclose(narrow);
+            CHECK(with_type(H5T_IEEE_F32BE, "Masses") == "no error"); // big-endian IEEE is a standard type
+        }
+
         // Impossible units are refused, never read as N-body units or as a factor of zero: zero or negative values,
         // and a length without a mass.
         auto with_units = [&](std::vector<std::pair<const char*, double>> units) {

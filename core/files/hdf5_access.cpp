@@ -195,6 +195,31 @@ bool Reader::has_attr(hid_t obj, const char* name) const
     return e > 0;
 }
 
+void Reader::check_number_type(hid_t type, const std::string& what) const
+{
+    // HDF5 converts from any layout a file declares; a damaged type (a float of other exponent and mantissa bits,
+    // an integer of odd precision) would be read as other numbers. Only the standard ones are numbers here, as
+    // for h5py.
+    const H5T_class_t cls = H5Tget_class(type);
+    const std::size_t size = H5Tget_size(type);
+    if (cls == H5T_FLOAT) {
+        for (const hid_t ieee : {H5T_IEEE_F32LE, H5T_IEEE_F32BE, H5T_IEEE_F64LE, H5T_IEEE_F64BE})
+            if (H5Tequal(type, ieee) > 0) return;
+        fail(fmt::format("{} has a floating-point type of {} bytes that is not IEEE single or double precision (a "
+                         "damaged file?)",
+                         what, size));
+    }
+    if (cls == H5T_INTEGER) {
+        const std::size_t precision = H5Tget_precision(type);
+        const int offset = H5Tget_offset(type);
+        if ((size == 1 || size == 2 || size == 4 || size == 8) && precision == 8 * size && offset == 0) return;
+        fail(fmt::format("{} has an integer type of {} bytes with {} bits of precision at offset {}: not a standard "
+                         "integer (a damaged file?)",
+                         what, size, precision, offset));
+    }
+    fail(fmt::format("{} does not hold numbers", what));
+}
+
 std::vector<double> Reader::numbers(hid_t obj, const std::string& where, const char* name) const
 {
     const std::string what = fmt::format("{}/{}", where, name);
@@ -202,6 +227,7 @@ std::vector<double> Reader::numbers(hid_t obj, const std::string& where, const c
     const Id type(check(H5Aget_type(a.get()), what), H5Tclose);
     const H5T_class_t cls = H5Tget_class(type.get());
     if (cls != H5T_INTEGER && cls != H5T_FLOAT) fail(fmt::format("{} is not a number", what));
+    check_number_type(type.get(), what);
     const Id space(check(H5Aget_space(a.get()), what), H5Sclose);
     const hssize_t n = H5Sget_simple_extent_npoints(space.get());
     if (n < 0) fail(fmt::format("cannot read {}: {}", what, hdf5_reason()));
@@ -301,7 +327,7 @@ std::vector<float> Reader::floats(hid_t group, const std::string& gname, const c
     }
     const Id type(check(H5Dget_type(d.get()), what), H5Tclose);
     const H5T_class_t cls = H5Tget_class(type.get());
-    if (cls != H5T_FLOAT && cls != H5T_INTEGER) fail(fmt::format("{} does not hold numbers", what));
+    check_number_type(type.get(), what);
     const std::uint64_t first = std::min(window.first, n), rows = std::min(window.count, n - first);
     const std::size_t count = static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
     std::vector<float> out(count);
@@ -335,6 +361,7 @@ std::vector<std::uint64_t> Reader::integers(hid_t group, const std::string& gnam
                          s.rank ? s.dims[0] : 0, count_source, n));
     const Id type(check(H5Dget_type(d.get()), what), H5Tclose);
     if (H5Tget_class(type.get()) != H5T_INTEGER) fail(fmt::format("{} does not hold whole numbers", what));
+    check_number_type(type.get(), what);
     const std::uint64_t first = std::min(window.first, n), rows = std::min(window.count, n - first);
     std::vector<std::uint64_t> out(rows);
     if (rows == 0) return out;

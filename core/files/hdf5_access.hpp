@@ -157,6 +157,8 @@ struct Reader {
         hsize_t dims[2] = {0, 0};
     };
     Shape shape(hid_t d, const std::string& what) const;
+    /// Fails unless @p type is an IEEE single or double, or a standard integer of 1, 2, 4 or 8 bytes.
+    void check_number_type(hid_t type, const std::string& what) const;
 
     /// Dataset @p name of @p group, which must hold n x cols values, as floats (the rows of @p window only),
     /// converted from whatever real or integer type it has; a finite value beyond float's range is refused.
