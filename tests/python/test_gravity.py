@@ -98,3 +98,16 @@ def test_scaled_units_scale_results(backend):
     a, p = banyan.gravity(pos, mass, eps=0.01, backend=backend)
     a2, p2 = banyan.gravity(pos * 2.0**16, mass * 2.0**32, eps=0.01 * 2.0**16, backend=backend)
     assert np.array_equal(a2, a) and np.array_equal(p2, p * np.float32(2.0**16))
+
+
+def test_softening_far_beyond_the_extent(backend):
+    # eps of 1e13 extents: accelerations of order M extent / eps^3. In units of the extent alone 1 / eps^3 left
+    # float's range and every acceleration came out 0; internal units of the softening's length keep them.
+    pos, _, mass = plummer(1000, seed=4)
+    mass = mass * 1e30  # M extent / eps^3 well inside float32 in the caller's units
+    eps = 1e13
+    acc, pot = banyan.gravity(pos, mass, eps=eps, backend=backend)
+    ref_acc, ref_pot = direct_f64(pos, mass, eps)
+    assert np.all(np.linalg.norm(acc, axis=1) > 0)
+    assert np.max(rel_errors(acc, ref_acc)) < 1e-3
+    assert np.max(np.abs(pot - ref_pot) / np.abs(ref_pot)) < 1e-3
