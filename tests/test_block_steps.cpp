@@ -412,7 +412,7 @@ TEST_SUITE("static")
         bad.steps = "adaptive";
         CHECK(refused(bad, "--steps must be 'shared' or 'block'"));
         bad = o, bad.eta = 0;
-        CHECK(refused(bad, "--eta must be > 0"));
+        CHECK(refused(bad, "--eta must be in (0, 1e30), got 0"));
         bad = o, bad.max_rung = 31;
         CHECK(refused(bad, "--max-rung must be at most 30"));
         bad = o, bad.eps = 0;
