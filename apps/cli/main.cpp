@@ -165,7 +165,7 @@ int main(int argc, char** argv)
 #ifdef __GLIBC__
     // Every host block of a megabyte or more in pages of its own, handed back to the system when freed. glibc's
     // default threshold rises to 32 MB after the first large free, and the blocks below it (the trees sent and
-    // received, the balance's pieces, a CPU device's buffers) then stay resident after they are freed: 87 MB more
+    // received, the balance's pieces, a CPU device's buffers) then stay resident after they are freed: 87 MiB more
     // at the peak of a rank of 4 at 2^24 particles (docs/benchmarks.md, "host memory at the start").
     mallopt(M_MMAP_THRESHOLD, 1 << 20);
 #endif

@@ -220,11 +220,9 @@ void read_type(const Reader& r, hid_t f, const Header& head, int t, std::size_t 
     const std::uint64_t m = head.counts[static_cast<std::size_t>(t)];
     const std::string gname = group_name(t);
     const std::string source = fmt::format("Header/{}[{}]", head.count_name, t);
-    if (!r.exists(f, gname))
-        r.fail(fmt::format("{} says {} particles of type {} but there is no {} group", source, m, t, gname));
+    // The group and its positions are there, as many as the header says (check_counts).
     const Id group(r.check(H5Gopen2(f, gname.c_str(), H5P_DEFAULT), gname), H5Gclose);
     const hid_t g = group.get();
-    if (!r.exists(g, "Coordinates")) r.fail(fmt::format("{}/Coordinates is missing: no positions", gname));
     place(r.floats(g, gname, "Coordinates", m, 3, source, false, w), s.pos, 3 * at);
     if (r.exists(g, "Velocities"))
         place(r.floats(g, gname, "Velocities", m, 3, source, false, w), s.vel, 3 * at);
