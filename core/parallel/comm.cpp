@@ -68,6 +68,13 @@ void check(int rc, const char* what)
 
 } // namespace
 
+#if defined(BANYAN_HAVE_MPI)
+/// The MPI communicator of a Comm (a friend of it).
+struct CommHandle {
+    static MPI_Comm of(const Comm& c) { return c.mpi_ ? *static_cast<MPI_Comm*>(c.mpi_.get()) : MPI_COMM_WORLD; }
+};
+#endif
+
 void Comm::init(int& argc, char**& argv)
 {
 #if defined(BANYAN_HAVE_MPI)
@@ -137,10 +144,33 @@ bool Comm::cuda_aware()
 #endif
 }
 
+std::optional<Comm> Comm::first(int p) const
+{
+    if (p < 1 || p > size_) throw std::invalid_argument(fmt::format("Comm::first({}) of {} ranks", p, size_));
+    Comm c = *this;
+#if defined(BANYAN_HAVE_MPI)
+    if (g_mpi) {
+        auto handle = std::shared_ptr<MPI_Comm>(new MPI_Comm(MPI_COMM_NULL), [](MPI_Comm* m) {
+            int finalized = 0;
+            MPI_Finalized(&finalized);
+            if (!finalized && *m != MPI_COMM_NULL) MPI_Comm_free(m);
+            delete m;
+        });
+        check(MPI_Comm_split(CommHandle::of(*this), rank_ < p ? 0 : MPI_UNDEFINED, rank_, handle.get()),
+              "MPI_Comm_split");
+        if (*handle != MPI_COMM_NULL) MPI_Comm_set_errhandler(*handle, MPI_ERRORS_RETURN);
+        c.mpi_ = std::move(handle);
+    }
+#endif
+    if (rank_ >= p) return std::nullopt;
+    c.size_ = p;
+    return c;
+}
+
 void Comm::barrier() const
 {
 #if defined(BANYAN_HAVE_MPI)
-    if (g_mpi) check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+    if (g_mpi) check(MPI_Barrier(CommHandle::of(*this)), "MPI_Barrier");
 #endif
 }
 
@@ -173,15 +203,14 @@ template <> MPI_Datatype mpi_type<std::uint64_t>()
     return MPI_UINT64_T;
 }
 
-template <class T> void reduce(std::span<T> v, MPI_Op op)
+template <class T> void reduce(std::span<T> v, MPI_Op op, MPI_Comm comm)
 {
     if (v.empty()) return;
-    check(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), mpi_type<T>(), op, MPI_COMM_WORLD),
-          "MPI_Allreduce");
+    check(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), mpi_type<T>(), op, comm), "MPI_Allreduce");
 }
 } // namespace
 #define BANYAN_REDUCE(v, op)                                                                                           \
-    if (size_ > 1) reduce(v, op)
+    if (size_ > 1) reduce(v, op, CommHandle::of(*this))
 #else
 #define BANYAN_REDUCE(v, op) (void)v
 #endif
@@ -255,11 +284,12 @@ void Comm::broadcast(std::vector<std::byte>& data, int root) const
 #if defined(BANYAN_HAVE_MPI)
     if (size_ == 1) return;
     std::uint64_t n = data.size();
-    check(MPI_Bcast(&n, 1, MPI_UINT64_T, root, MPI_COMM_WORLD), "MPI_Bcast");
+    const MPI_Comm comm = CommHandle::of(*this);
+    check(MPI_Bcast(&n, 1, MPI_UINT64_T, root, comm), "MPI_Bcast");
     data.resize(n);
     for (std::size_t done = 0; done < n; done += piece) {
         const int m = static_cast<int>(std::min(piece, n - done));
-        check(MPI_Bcast(data.data() + done, m, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+        check(MPI_Bcast(data.data() + done, m, MPI_BYTE, root, comm), "MPI_Bcast");
     }
 #else
     (void)data, (void)root;
@@ -282,7 +312,7 @@ void exchange_into(const Comm& comm, std::span<const std::byte> send, std::span<
         out_bytes[q] = send_offsets[q + 1] - send_offsets[q];
 #if defined(BANYAN_HAVE_MPI)
     if (P > 1)
-        check(MPI_Alltoall(out_bytes.data(), 1, MPI_UINT64_T, in_bytes.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD),
+        check(MPI_Alltoall(out_bytes.data(), 1, MPI_UINT64_T, in_bytes.data(), 1, MPI_UINT64_T, CommHandle::of(comm)),
               "MPI_Alltoall");
     else
         in_bytes = out_bytes;
@@ -305,11 +335,11 @@ void exchange_into(const Comm& comm, std::span<const std::byte> send, std::span<
             const int m = static_cast<int>(std::min(piece, bytes - done));
             requests.emplace_back();
             if (sending)
-                check(MPI_Isend(send.data() + at + done, m, MPI_BYTE, static_cast<int>(q), 77, MPI_COMM_WORLD,
+                check(MPI_Isend(send.data() + at + done, m, MPI_BYTE, static_cast<int>(q), 77, CommHandle::of(comm),
                                 &requests.back()),
                       "MPI_Isend");
             else
-                check(MPI_Irecv(recv.data() + at + done, m, MPI_BYTE, static_cast<int>(q), 77, MPI_COMM_WORLD,
+                check(MPI_Irecv(recv.data() + at + done, m, MPI_BYTE, static_cast<int>(q), 77, CommHandle::of(comm),
                                 &requests.back()),
                       "MPI_Irecv");
         }
@@ -349,7 +379,8 @@ void Comm::write_file(const std::string& path, std::uint64_t total_bytes, std::u
         // Rank 0 removes an old file first: MPI_MODE_CREATE does not truncate.
         if (rank_ == 0) ::unlink(path.c_str());
         barrier();
-        int rc = MPI_File_open(MPI_COMM_WORLD, path.c_str(), MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &f);
+        int rc =
+            MPI_File_open(CommHandle::of(*this), path.c_str(), MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &f);
         if (rc != MPI_SUCCESS) throw std::runtime_error(fmt::format("cannot create {} (MPI-IO)", path));
         try {
             check(MPI_File_set_size(f, static_cast<MPI_Offset>(total_bytes)), "MPI_File_set_size");

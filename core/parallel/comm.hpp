@@ -16,6 +16,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <optional>
 #include <type_traits>
 #include <span>
 #include <string>
@@ -82,6 +83,11 @@ public:
     /// Whether the MPI library says it can pass CUDA device pointers (MPIX_Query_cuda_support).
     static bool cuda_aware();
 
+    /// The first @p p ranks of this one (1 <= p <= size()) as a Comm of their own, on those ranks; std::nullopt on
+    /// the others. Collective: every rank calls it. For work on fewer ranks than were started (the tests of a
+    /// restart on another number of ranks).
+    std::optional<Comm> first(int p) const;
+
     void barrier() const;
 
     /// Element-wise sums, minima and maxima over all ranks, in place. Sums of doubles are formed in rank order on
@@ -117,7 +123,9 @@ public:
                     std::span<const std::byte> bytes) const;
 
 private:
+    friend struct CommHandle; // comm.cpp: the MPI communicator behind a Comm
     int rank_ = 0, size_ = 1, node_rank_ = 0, node_size_ = 1;
+    std::shared_ptr<void> mpi_; // a communicator made by first(); none: MPI_COMM_WORLD
 };
 
 /// Typed helpers over Comm's byte exchanges.

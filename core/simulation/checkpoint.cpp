@@ -11,8 +11,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
-#include <sstream>
 
 namespace banyan {
 
@@ -22,9 +22,9 @@ constexpr char checkpoint_magic[8] = {'B', 'N', 'Y', 'N', 'C', 'K', 'P', 'T'};
 constexpr std::uint32_t checkpoint_version = 1;
 constexpr std::uint32_t byte_order_mark = 0x01020304u;
 
-std::uint64_t fnv1a(const char* p, std::size_t n)
+/// FNV-1a over @p n bytes, continuing from @p h.
+std::uint64_t fnv1a(const char* p, std::size_t n, std::uint64_t h = 1469598103934665603ull)
 {
-    std::uint64_t h = 1469598103934665603ull;
     for (std::size_t i = 0; i < n; ++i) {
         h ^= static_cast<unsigned char>(p[i]);
         h *= 1099511628211ull;
@@ -41,7 +41,7 @@ template <class T> void put_array(std::string& out, const std::vector<T>& v)
     if (!v.empty()) out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
 }
 
-/// Reads a checkpoint's pieces in order, refusing to read past its end.
+/// Reads a checkpoint's header in order, refusing to read past its end.
 class Reader {
 public:
     Reader(const std::string& data, std::size_t end, std::string path) : d_(data), end_(end), path_(std::move(path)) {}
@@ -49,13 +49,6 @@ public:
     {
         T v;
         take(&v, sizeof(T));
-        return v;
-    }
-    template <class T> std::vector<T> array(std::size_t n)
-    {
-        if (n > (end_ - at_) / sizeof(T)) fail();
-        std::vector<T> v(n);
-        take(v.data(), n * sizeof(T));
         return v;
     }
     std::string text(std::size_t n)
@@ -135,32 +128,66 @@ KeyValues read_checkpoint_header(const std::string& path)
     return read_header(rd, path);
 }
 
-Checkpoint read_checkpoint(const std::string& path)
+namespace {
+
+constexpr std::uint64_t fnv_basis = 1469598103934665603ull;
+
+/// Whether the checksum at the end of the file at @p path matches its other bytes (read in pieces).
+bool checksum_matches(const std::string& path)
 {
-    std::string data;
-    {
-        std::ifstream f(path, std::ios::binary);
-        if (!f) throw UsageError(fmt::format("{}: no checkpoint (the file cannot be read)", path));
-        std::ostringstream ss;
-        ss << f.rdbuf();
-        data = ss.str();
+    std::ifstream f(path, std::ios::binary);
+    std::error_code ec;
+    const std::uint64_t size = std::filesystem::file_size(path, ec);
+    if (!f || ec || size < 8) return false;
+    std::vector<char> buf(std::size_t{16} << 20);
+    std::uint64_t h = fnv_basis;
+    for (std::uint64_t done = 0; done < size - 8;) {
+        const std::size_t m = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), size - 8 - done));
+        if (!f.read(buf.data(), static_cast<std::streamsize>(m))) return false;
+        h = fnv1a(buf.data(), m, h);
+        done += m;
     }
-    if (data.size() < 32 || std::memcmp(data.data(), checkpoint_magic, sizeof checkpoint_magic) != 0)
-        throw UsageError(fmt::format("{}: not a banyan checkpoint", path));
-    std::uint64_t sum;
-    std::memcpy(&sum, data.data() + data.size() - sizeof sum, sizeof sum);
-    if (sum != fnv1a(data.data(), data.size() - sizeof sum))
-        throw UsageError(fmt::format("{}: the checksum does not match (a damaged file)", path));
-    Reader rd(data, data.size() - sizeof sum, path);
+    std::uint64_t sum = 0;
+    return f.read(reinterpret_cast<char*>(&sum), sizeof sum) && sum == h;
+}
+
+/// read_checkpoint's single pass: the header, then each array through a buffer, hashed as it goes by, the rows
+/// kept copied out.
+Checkpoint read_rows(const std::string& path, CheckpointRows rows)
+{
+    std::ifstream f(path, std::ios::binary);
+    std::error_code ec;
+    const std::uint64_t size = std::filesystem::file_size(path, ec);
+    if (!f || ec) throw UsageError(fmt::format("{}: no checkpoint (the file cannot be read)", path));
+    std::uint64_t h = fnv_basis, at = 0;
+    auto take = [&](char* dst, std::size_t n) {
+        if (n > size - at || !f.read(dst, static_cast<std::streamsize>(n)))
+            throw UsageError(fmt::format("{}: the checkpoint is truncated or not one of banyan's", path));
+        h = fnv1a(dst, n, h);
+        at += n;
+    };
+    std::string head(24, '\0'); // magic, format, byte order, length of the text
+    if (size < 32) throw UsageError(fmt::format("{}: not a banyan checkpoint", path));
+    take(head.data(), head.size());
+    std::uint64_t text_bytes = 0;
+    std::memcpy(&text_bytes, head.data() + 16, sizeof text_bytes);
+    if (text_bytes > size - at)
+        throw UsageError(fmt::format("{}: the checkpoint is truncated or not one of banyan's", path));
+    head.resize(head.size() + text_bytes);
+    take(head.data() + 24, text_bytes);
+    Reader rd(head, head.size(), path);
     Checkpoint c;
     c.header = read_header(rd, path);
     auto u = [&](const char* k) { return u64_of(c.header, k, path); };
     const std::size_t n = u("particles");
-    Snapshot& f = c.fields;
-    f.n_gas = u("n_gas"), f.n_dark = u("n_dark"), f.n_star = u("n_star");
+    const std::size_t g = u("n_gas"), d = u("n_dark"), s = u("n_star");
+    // The file's size follows from its counts (each checked against what is left before a product is formed).
+    const std::uint64_t left = size - at - 8;
+    if (g > left / 4 || d > left / 4 || s > left / 4) rd.fail();
     // The fields are of the particles, or over ranks (rank_rows) of the rows of the input that the rank writes.
-    const std::size_t nf = f.size();
+    const std::size_t nf = g + d + s;
     if (nf != n && !c.header.count("rank_rows")) rd.fail();
+    const bool with_rungs = c.header.count("rungs") && u("rungs") != 0;
     SimulationState& st = c.state;
     // Internal units (absent from checkpoints written before they existed: the identity then).
     auto exponent = [&](const char* k) {
@@ -171,23 +198,74 @@ Checkpoint read_checkpoint(const std::string& path)
     };
     st.units.k = exponent("length_exp"), st.units.j = exponent("mass_exp");
     if ((3 * st.units.k - st.units.j) % 2 != 0) rd.fail();
-    st.pos = rd.array<bn_f4>(n), st.vel = rd.array<bn_f4>(n), st.acc = rd.array<bn_f4>(n);
-    st.ids = rd.array<bn_u32>(n);
+    const std::uint64_t per_particle = 3 * sizeof(bn_f4) + sizeof(bn_u32) * (with_rungs ? 2 : 1);
+    if (n > left / per_particle || nf > left / sizeof(float) || g > left / 12 || s > left / 8 ||
+        n * per_particle + (nf + 3 * g + 2 * s) * sizeof(float) != left)
+        rd.fail();
+
+    // The rows kept: particles [p0, p1), field rows [f0, f1) of which gas [f0, min(f1, g)), stars from g + d.
+    auto clamp = [](Rows r, std::size_t total) {
+        const std::size_t a = std::min(r.first, total);
+        return std::pair{a, a + std::min(r.count, total - a)};
+    };
+    const auto [p0, p1] = clamp(rows.particles, n);
+    const auto [f0, f1] = clamp(rows.fields, nf);
+    const std::size_t gas0 = std::min(f0, g), gas1 = std::min(f1, g);
+    const std::size_t star0 = std::max(f0, g + d) - (g + d), star1 = std::max(f1, g + d) - (g + d);
+    Snapshot& fl = c.fields;
+    fl.n_gas = gas1 - gas0, fl.n_star = star1 - star0, fl.n_dark = (f1 - f0) - fl.n_gas - fl.n_star;
+
+    std::vector<char> buf(std::size_t{16} << 20);
+    // One array of @p count elements of T, of which [lo, hi) go into @p out.
+    auto array = [&]<class T>(std::vector<T>& out, std::size_t count, std::size_t lo, std::size_t hi) {
+        out.resize(hi - lo);
+        const std::uint64_t bytes = count * sizeof(T), keep0 = lo * sizeof(T), keep1 = hi * sizeof(T);
+        char* dst = reinterpret_cast<char*>(out.data());
+        for (std::uint64_t done = 0; done < bytes;) {
+            const std::size_t m = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), bytes - done));
+            take(buf.data(), m);
+            const std::uint64_t a = std::max(done, keep0), b = std::min(done + m, keep1);
+            if (a < b) std::memcpy(dst + (a - keep0), buf.data() + (a - done), static_cast<std::size_t>(b - a));
+            done += m;
+        }
+    };
+    array(st.pos, n, p0, p1), array(st.vel, n, p0, p1), array(st.acc, n, p0, p1), array(st.ids, n, p0, p1);
     // Block time steps' rungs (absent from checkpoints of shared steps, and of versions before them).
-    if (c.header.count("rungs") && u("rungs") != 0) st.rungs = rd.array<bn_u32>(n);
-    f.eps = rd.array<float>(nf);
-    f.gas_rho = rd.array<float>(f.n_gas), f.gas_temp = rd.array<float>(f.n_gas);
-    f.gas_metals = rd.array<float>(f.n_gas);
-    f.star_metals = rd.array<float>(f.n_star), f.star_tform = rd.array<float>(f.n_star);
-    if (rd.left() != 0) rd.fail();
+    if (with_rungs) array(st.rungs, n, p0, p1);
+    array(fl.eps, nf, f0, f1);
+    array(fl.gas_rho, g, gas0, gas1), array(fl.gas_temp, g, gas0, gas1), array(fl.gas_metals, g, gas0, gas1);
+    array(fl.star_metals, s, star0, star1), array(fl.star_tform, s, star0, star1);
+    std::uint64_t sum = 0;
+    if (!f.read(reinterpret_cast<char*>(&sum), sizeof sum)) rd.fail();
+    if (sum != h) throw UsageError(fmt::format("{}: the checksum does not match (a damaged file)", path));
+
     const std::pair<const char*, const std::vector<bn_f4>*> arrays[] = {
         {"position or mass", &st.pos}, {"velocity", &st.vel}, {"acceleration or potential", &st.acc}};
     for (const auto& [name, v] : arrays)
-        if (const std::size_t i = first_non_finite(*v); i < n)
+        if (const std::size_t i = first_non_finite(*v); i < v->size())
             throw UsageError(fmt::format("{}: particle {} has a non-finite {}: the state cannot be continued", path,
                                          st.ids[i], name));
-    f.mass.assign(nf, 0.f), f.pos.assign(3 * nf, 0.f), f.vel.assign(3 * nf, 0.f), f.phi.assign(nf, 0.f);
+    const std::size_t kept = f1 - f0;
+    fl.mass.assign(kept, 0.f), fl.pos.assign(3 * kept, 0.f), fl.vel.assign(3 * kept, 0.f), fl.phi.assign(kept, 0.f);
     return c;
+}
+
+} // namespace
+
+Checkpoint read_checkpoint(const std::string& path, CheckpointRows rows)
+{
+    try {
+        return read_rows(path, rows);
+    } catch (const UsageError&) {
+        // A damaged byte of one of banyan's checkpoints may make its header say other counts, or other words: name
+        // the damage itself.
+        std::ifstream f(path, std::ios::binary);
+        char magic[sizeof checkpoint_magic] = {};
+        const bool ours = f.read(magic, sizeof magic) && std::memcmp(magic, checkpoint_magic, sizeof magic) == 0;
+        if (ours && !checksum_matches(path))
+            throw UsageError(fmt::format("{}: the checksum does not match (a damaged file)", path));
+        throw;
+    }
 }
 
 } // namespace banyan

@@ -33,9 +33,17 @@ struct Checkpoint {
 void write_checkpoint(const std::string& path, const std::string& header_text, const SimulationState& state,
                       const Snapshot& fields);
 
-/// Reads a whole checkpoint. Throws UsageError naming @p path for a missing, foreign, damaged (checksum),
-/// truncated or inconsistent file.
-Checkpoint read_checkpoint(const std::string& path);
+/// What read_checkpoint keeps of a file: its particles @p particles (rows of its arrays, in device order) and the
+/// rows @p fields of its fields (in input order: gas, dark, star); by default all of both.
+struct CheckpointRows {
+    Rows particles;
+    Rows fields;
+};
+
+/// Reads a checkpoint, keeping @p rows of it (the counts of the fields kept: those of the rows kept). The whole
+/// file is read through once, in pieces, for its checksum; only what is kept is held. Throws UsageError naming
+/// @p path for a missing, foreign, damaged (checksum), truncated or inconsistent file.
+Checkpoint read_checkpoint(const std::string& path, CheckpointRows rows = {});
 
 /// Reads only the header of the checkpoint at @p path (its text block; the checksum is not verified).
 KeyValues read_checkpoint_header(const std::string& path);

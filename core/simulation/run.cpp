@@ -60,6 +60,72 @@ void remove_stale_temporaries(const std::string& dir)
     }
 }
 
+/// The checkpoint of a run over @p P ranks (files @p path, path.rank1, ..., path.rank{P-1}) cut anew for the ranks
+/// of @p comm: this rank takes the rows [r T / P', (r + 1) T / P') of the particles of all files taken in rank
+/// order (T in all, P' = comm.size()), and the same rows of the input's fields (file k holds those of the input's
+/// rows [k T / P, (k + 1) T / P); over ranks none for generated particles, whose softening is snapshot_eps). Every
+/// file must be of that run and step; of the particles, only the files that hold rows of this rank are read (file 0
+/// always, for its units). The header is file 0's; no fields (Snapshot{}) where the files hold none.
+Checkpoint read_cut_anew(const std::string& path, const std::string& dir, std::uint64_t P, const Comm& comm)
+{
+    std::vector<std::string> names(P);
+    std::vector<std::size_t> n(P), nf(P);
+    KeyValues head;
+    for (std::uint64_t k = 0; k < P; ++k) {
+        names[k] = k == 0 ? path : fmt::format("{}.rank{}", path, k);
+        if (!fs::exists(names[k]))
+            throw UsageError(
+                fmt::format("run: the checkpoint in {} was written by {} ranks, but {} is missing", dir, P, names[k]));
+        const KeyValues kv = read_checkpoint_header(names[k]);
+        auto u = [&](const char* key) { return u64_of(kv, key, names[k]); };
+        if ((kv.count("ranks") ? u("ranks") : 1) != P || (kv.count("rank") ? u("rank") : 0) != k)
+            throw UsageError(
+                fmt::format("{}: not the checkpoint of rank {} of the {} ranks that wrote {}", names[k], k, P, path));
+        if (k == 0) head = kv;
+        if (u("step") != u64_of(head, "step", path))
+            throw UsageError(fmt::format("run: the checkpoint files in {} are of different steps ({} and {}): the run "
+                                         "was killed while writing them",
+                                         dir, u64_of(head, "step", path), u("step")));
+        n[k] = u("particles");
+        nf[k] = P == 1 ? n[k] : kv.count("rank_rows") ? u("n_gas") + u("n_dark") + u("n_star") : 0;
+    }
+    std::size_t total = 0, fields = 0;
+    for (std::uint64_t k = 0; k < P; ++k)
+        total += n[k], fields += nf[k];
+    if (fields != 0 && fields != total)
+        throw UsageError(fmt::format("run: the checkpoint files in {} hold the fields of {} rows for {} particles", dir,
+                                     fields, total));
+    const std::size_t Q = static_cast<std::size_t>(comm.size()), r = static_cast<std::size_t>(comm.rank());
+    const std::size_t a = r * total / Q, b = (r + 1) * total / Q;
+    auto overlap = [&](std::size_t at, std::size_t count) {
+        const std::size_t lo = std::clamp(a, at, at + count), hi = std::clamp(b, at, at + count);
+        return Rows{lo - at, hi - lo};
+    };
+    Checkpoint c;
+    c.header = std::move(head);
+    SimulationState& st = c.state;
+    Snapshot& f = c.fields;
+    auto append = [](auto& to, const auto& from) { to.insert(to.end(), from.begin(), from.end()); };
+    for (std::size_t k = 0, p_at = 0, f_at = 0; k < P; p_at += n[k], f_at += nf[k], ++k) {
+        const CheckpointRows rows{overlap(p_at, n[k]), fields ? overlap(f_at, nf[k]) : Rows{0, 0}};
+        if (k > 0 && rows.particles.count == 0 && rows.fields.count == 0) continue;
+        Checkpoint part = read_checkpoint(names[k], rows);
+        SimulationState& s = part.state;
+        if (k == 0) st.units = s.units;
+        if (s.units.k != st.units.k || s.units.j != st.units.j)
+            throw UsageError(fmt::format("{}: internal units other than those of {}", names[k], path));
+        append(st.pos, s.pos), append(st.vel, s.vel), append(st.acc, s.acc), append(st.ids, s.ids);
+        append(st.rungs, s.rungs);
+        const Snapshot& g = part.fields;
+        f.n_gas += g.n_gas, f.n_dark += g.n_dark, f.n_star += g.n_star;
+        append(f.eps, g.eps), append(f.gas_rho, g.gas_rho), append(f.gas_temp, g.gas_temp);
+        append(f.gas_metals, g.gas_metals), append(f.star_metals, g.star_metals), append(f.star_tform, g.star_tform);
+    }
+    const std::size_t kept = f.size();
+    f.mass.assign(kept, 0.f), f.pos.assign(3 * kept, 0.f), f.vel.assign(3 * kept, 0.f), f.phi.assign(kept, 0.f);
+    return c;
+}
+
 } // namespace
 
 // ---- Output folder --------------------------------------------------------------------------------------------
@@ -455,6 +521,13 @@ void Run::write_checkpoint()
     } else {
         banyan::write_checkpoint(checkpoint_path(), text, st, template_);
     }
+    // The files of ranks beyond this run's, left by the run on more ranks that this one continues: the new set is
+    // whole now.
+    if (comm_.rank() == 0) {
+        std::error_code ec;
+        for (int k = comm_.size(); fs::remove(fmt::format("{}.rank{}", checkpoint_path(), k), ec);)
+            ++k;
+    }
     last_checkpoint_step_ = st.step;
     output_seconds_ += seconds_since(t0);
     if (hooks_.on_file) hooks_.on_file(checkpoint_path());
@@ -504,14 +577,20 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& where, std::opt
     const std::string path = folder ? (fs::path(where) / "checkpoint.bin").string() : where;
     if (folder && !fs::exists(path))
         throw UsageError(fmt::format("run: no checkpoint to continue from in {} ({} is missing)", dir, path));
+    // On as many ranks as wrote it, each reads its own file and continues bit for bit; on another number, the
+    // particles of all files are cut anew (read_cut_anew) and decomposed afresh.
+    const KeyValues first = read_checkpoint_header(path);
+    const std::uint64_t ranks = first.count("ranks") ? u64_of(first, "ranks", path) : 1;
+    const bool other_ranks = ranks != static_cast<std::uint64_t>(comm.size());
+    if (ranks == 0 || ranks > 1'000'000) throw UsageError(fmt::format("{}: ranks={} is out of range", path, ranks));
     const std::string mine = comm.rank() == 0 ? path : fmt::format("{}.rank{}", path, comm.rank());
-    Checkpoint c = read_checkpoint(mine);
+    Checkpoint c = other_ranks ? read_cut_anew(path, dir, ranks, comm) : read_checkpoint(mine);
     const KeyValues& kv = c.header;
-    const std::uint64_t ranks = kv.count("ranks") ? u64_of(kv, "ranks", mine) : 1;
-    if (ranks != static_cast<std::uint64_t>(comm.size()))
-        throw UsageError(fmt::format("run: the checkpoint in {} was written by {} rank{}; continue it on as many "
-                                     "(mpirun -n {}): the particles are spread over that many files",
-                                     dir, ranks, ranks == 1 ? "" : "s", ranks));
+    if (other_ranks && comm.rank() == 0)
+        notice(
+            fmt::format("run: the checkpoint in {} was written by {} rank{}; continuing on {}: the particles are "
+                        "decomposed anew and their forces computed afresh (from here on not bit for bit the run on {})",
+                        dir, ranks, ranks == 1 ? "" : "s", comm.size(), ranks));
     RunOptions opt = RunOptions::from_text(kv);
     opt.out = dir;
     if (t_end) opt.t_end = *t_end;
@@ -522,9 +601,12 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& where, std::opt
     SimulationState& st = c.state;
     st.step = u("step");
     st.t_begin = d("t_begin");
+    // Written by one rank: its counts are the whole input's, and its fields all of them.
+    const bool from_one = ranks == 1;
     if (comm.parallel()) {
-        st.work = d("work");
-        r.snapshot_eps_ = static_cast<float>(d("snapshot_eps"));
+        st.work = other_ranks ? 0.0 : d("work");
+        r.snapshot_eps_ =
+            from_one ? common_softening(c.fields, comm).value_or(opt.eps) : static_cast<float>(d("snapshot_eps"));
         // Every rank's file must be of the same step (a kill between the ranks' renames leaves a mixed set).
         std::uint64_t lo = st.step, hi = st.step;
         comm.max(std::span<std::uint64_t>(&hi, 1));
@@ -535,6 +617,12 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& where, std::opt
                                          "was killed while writing them",
                                          dir, ~lo, hi));
     } else {
+        // From several ranks of generated particles, whose files hold no fields: all dark, of their softening.
+        if (c.fields.size() != c.state.pos.size()) {
+            const std::size_t n = c.state.pos.size();
+            c.fields = Snapshot::dark(n);
+            c.fields.eps.assign(n, static_cast<float>(d("snapshot_eps")));
+        }
         r.snapshot_eps_ = common_softening(c.fields).value_or(opt.eps);
     }
     r.e0_ = d("e0");
@@ -549,9 +637,11 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& where, std::opt
     // dark-matter particles only and snapshot_eps_ gave their softening).
     auto count_of = [&](const char* k) -> std::size_t { return kv.count(k) ? u(k) : 0; };
     if (comm.parallel()) {
-        r.template_ = kv.count("rank_rows") ? std::move(c.fields) : Snapshot{};
+        r.template_ = other_ranks || kv.count("rank_rows") ? std::move(c.fields) : Snapshot{};
         r.template_.mass.clear(), r.template_.pos.clear(), r.template_.vel.clear(), r.template_.phi.clear();
-        const std::size_t total = u("particles_total"), gas = count_of("n_gas_total"), star = count_of("n_star_total");
+        const std::size_t total = u(from_one ? "particles" : "particles_total");
+        const std::size_t gas = count_of(from_one ? "n_gas" : "n_gas_total");
+        const std::size_t star = count_of(from_one ? "n_star" : "n_star_total");
         if (gas + star > total)
             throw UsageError(fmt::format("{}: n_gas_total and n_star_total add up to more than the particles", path));
         r.whole_ = FileCounts{gas, total - gas - star, star};
@@ -581,7 +671,7 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& where, std::opt
     if (wg != be.work_group_size()) be.set_work_group_size(wg);
     r.end_step_ = steps_between(st.t_begin, opt.t_end, opt.dt);
     r.sim_ = std::make_unique<Simulation>(be, opt.simulation(), comm);
-    r.sim_->restore(st);
+    r.sim_->restore(st, other_ranks);
     r.last_.step = u("last_log_step");
     r.last_.time = d("last_log_time");
     r.last_.de = d("last_de");

@@ -142,7 +142,7 @@ void Simulation::set_units(const InternalUnits& units)
     dt_ = units_.time_to_internal(options_.dt);
 }
 
-void Simulation::restore(const SimulationState& s)
+void Simulation::restore(const SimulationState& s, bool other_ranks)
 {
     const std::size_t n = s.pos.size();
     std::uint64_t total = n;
@@ -169,8 +169,8 @@ void Simulation::restore(const SimulationState& s)
     tree_.set_particles(s.pos, s.vel, s.ids);
     // A state is saved at the end of a step, right after a balance: the trees until the next one are built in its
     // frame, as in the straight run.
-    if (comm_.parallel()) forces_.decomposition().adopt_frame(tree_);
-    acc_mut().upload(s.acc);
+    if (comm_.parallel() && !other_ranks) forces_.decomposition().adopt_frame(tree_);
+    if (!other_ranks) acc_mut().upload(s.acc);
     if (options_.block) {
         if (s.rungs.size() != n)
             throw UsageError(fmt::format("simulation: a saved state of block time steps with {} rungs for {} particles",
@@ -182,6 +182,11 @@ void Simulation::restore(const SimulationState& s)
                                 "max_rung {} of the run",
                                 s.ids[i], s.rungs[i], options_.max_rung));
         tree_.rungs().upload(s.rungs);
+    }
+    // Cut anew: the particles move to the ranks that hold their keys (rungs with them) and get their forces there;
+    // the relative criterion reads the |a| saved in vel.w, as the step after the save would have.
+    if (other_ranks) compute_forces(true);
+    if (options_.block) {
         block_ = BlockStats{};
         block_kick(options_.max_rung + 1, false); // no particle is active: counts the rungs only
     }

@@ -116,8 +116,11 @@ public:
     /// host memory once it is on the device, before the first forces: host memory sets how many particles a rank
     /// can start.
     void start_slice(Particles mine, double t_begin, std::size_t first_id, const InternalUnits& units);
-    /// Continues from a saved state exactly (no force evaluation: the saved accelerations are used).
-    void restore(const SimulationState& state);
+    /// Continues from a saved state exactly (no force evaluation: the saved accelerations are used). With
+    /// @p other_ranks, a state saved by another number of ranks, each rank given any share of its particles: they
+    /// are balanced over the ranks and their forces computed afresh at their saved positions (the continuation is
+    /// no longer the straight run's bit for bit).
+    void restore(const SimulationState& state, bool other_ranks = false);
     /// Downloads the exact device state.
     SimulationState save();
 
