@@ -127,7 +127,7 @@ RunOptions RunOptions::from_text(const KeyValues& kv)
     o.n = u("n"), o.seed = u("seed"), o.theta = d("theta"), o.eps = d("eps"), o.dt = d("dt"), o.t_end = d("t_end");
     // "never", or -1 in checkpoints written before it was spelt out.
     auto every = [&](const char* k) {
-        const std::string& v = value_of(kv, k, "checkpoint");
+        const std::string v = value_of(kv, k, "checkpoint");
         return v == "never" || v == "-1" ? never : d(k);
     };
     o.log_every = u("log_every"), o.snapshot_every = every("snapshot_every");
