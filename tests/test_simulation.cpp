@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <numeric>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -583,6 +584,10 @@ TEST_CASE("run: HDF5 snapshots hold the tipsy run's particles bit for bit, with 
         CHECK(a.eps == b.eps);
         CHECK(a.acc.size() == 3 * a.size());
         CHECK(std::any_of(a.acc.begin(), a.acc.end(), [](float x) { return x != 0.f; }));
+        // Generated particles carry no ids of their own: their index in the input.
+        std::vector<std::uint64_t> index(a.size());
+        std::iota(index.begin(), index.end(), std::uint64_t{0});
+        CHECK(a.ids == index);
         CHECK(same_units(a.units, parse_units("kpc,1e10Msun")));
         const KeyValues kv = parse_key_values(meta.parameters);
         CHECK(kv.at("snapshot_format") == "hdf5");
@@ -590,9 +595,12 @@ TEST_CASE("run: HDF5 snapshots hold the tipsy run's particles bit for bit, with 
         CHECK(meta.code == fmt::format("banyan {}", version));
     }
 
-    // A run from an HDF5 file takes its units and keeps its GADGET types, through a restart too.
+    // A run from an HDF5 file takes its units and keeps its GADGET types and its particles' own ids, through a
+    // restart too.
     Snapshot in = read_snapshot((straight.path / "snapshot_00004.hdf5").string());
     in.n_type2 = 100, in.n_type5 = 50;
+    for (std::size_t i = 0; i < in.size(); ++i)
+        in.ids[i] = 9'000'000'000ull - 7 * i; // beyond 32 bits, descending
     const fs::path in_path = from_file.path.parent_path() / fmt::format("banyan-test-{}-in.hdf5", ::getpid());
     write_hdf5(in_path.string(), in, {});
     RunOptions x = o;
@@ -610,6 +618,8 @@ TEST_CASE("run: HDF5 snapshots hold the tipsy run's particles bit for bit, with 
     CHECK(last.time == 1.0);
     CHECK(last.n_type2 == 100);
     CHECK(last.n_type5 == 50);
+    CHECK(last.ids == in.ids);
+    CHECK(read_snapshot((from_file.path / "snapshot_00000.hdf5").string()).ids == in.ids);
     CHECK(same_units(last.units, in.units));
     x.units = "pc,Msun"; // other units than the file's: refused, banyan does not convert
     x.out = (from_file.path / "other").string();

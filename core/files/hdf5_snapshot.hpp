@@ -89,10 +89,11 @@ struct Hdf5Rows {
     std::span<const float> mass, eps, phi;                ///< n each (eps: a gas particle's smoothing length)
     std::span<const float> gas_rho, gas_temp, gas_metals; ///< one each per gas particle among the rows
     std::span<const float> star_metals, star_tform;       ///< one each per star particle among the rows
+    std::span<const std::uint64_t> ids;                   ///< n particle ids, or empty: the rows' indices
 };
 
-/// Writes @p rows into the file that create_hdf5_for_rows made (opened, written, closed). ParticleIDs are the
-/// rows' indices. Throws std::runtime_error naming the file.
+/// Writes @p rows into the file that create_hdf5_for_rows made (opened, written, closed). Throws std::runtime_error
+/// naming the file.
 void write_hdf5_rows(const std::string& path, const Hdf5Rows& rows);
 
 } // namespace banyan

@@ -99,10 +99,11 @@ void create_layout(hid_t file, double time, const std::array<std::uint64_t, ntyp
 
 /// Rows [rows.first, rows.first + n) of the snapshot's order, split over the types: the fields every particle has,
 /// and those of gas and stars among them.
-void write_rows(hid_t file, const std::array<std::uint64_t, ntypes>& counts, const Hdf5Rows& rows,
-                std::span<const std::uint64_t> ids)
+void write_rows(hid_t file, const std::array<std::uint64_t, ntypes>& counts, const Hdf5Rows& rows)
 {
     const std::uint64_t n = rows.mass.size();
+    const std::span<const std::uint64_t> ids = rows.ids;
+    if (!ids.empty() && ids.size() != n) throw std::invalid_argument("HDF5 snapshot rows: ids disagree with the rows");
     // Gas rows come first in the snapshot's order, stars last.
     std::uint64_t total = 0;
     for (const auto c : counts)
@@ -185,8 +186,8 @@ void write_hdf5(const std::string& path, const Snapshot& s, const SnapshotMeta& 
         Hdf5Rows rows;
         rows.pos = s.pos, rows.vel = s.vel, rows.acc = s.acc, rows.mass = s.mass, rows.eps = s.eps, rows.phi = s.phi;
         rows.gas_rho = s.gas_rho, rows.gas_temp = s.gas_temp, rows.gas_metals = s.gas_metals;
-        rows.star_metals = s.star_metals, rows.star_tform = s.star_tform;
-        write_rows(f.get(), counts, rows, s.ids);
+        rows.star_metals = s.star_metals, rows.star_tform = s.star_tform, rows.ids = s.ids;
+        write_rows(f.get(), counts, rows);
         close_file(f);
         commit(tmp, path);
     } catch (const WriteFailure& e) {
@@ -235,7 +236,7 @@ void write_hdf5_rows(const std::string& path, const Hdf5Rows& rows)
         if (rows.first + n > total)
             throw std::invalid_argument(fmt::format("write_hdf5_rows: rows {} .. {} of a file of {} particles",
                                                     rows.first, rows.first + n, total));
-        write_rows(f.get(), counts, rows, {});
+        write_rows(f.get(), counts, rows);
         close_file(f);
     } catch (const WriteFailure& e) {
         throw std::runtime_error(fmt::format("writing the HDF5 snapshot {} failed: {}", path, e.what()));

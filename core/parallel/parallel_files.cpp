@@ -180,6 +180,9 @@ Snapshot block_of(const FileCounts& whole, std::size_t first, std::size_t last, 
         b.eps = fields.eps;
         b.gas_rho = fields.gas_rho, b.gas_temp = fields.gas_temp, b.gas_metals = fields.gas_metals;
         b.star_metals = fields.star_metals, b.star_tform = fields.star_tform;
+        if (!fields.ids.empty() && fields.ids.size() != m)
+            throw std::logic_error("parallel file: the ids given are not those of this rank's rows");
+        b.ids = fields.ids; // the input's own (HDF5 ParticleIDs), or none: the rows' indices
     }
     b.mass.assign(m, 0.f), b.pos.assign(3 * m, 0.f), b.vel.assign(3 * m, 0.f), b.phi.assign(m, 0.f);
     return b;
@@ -299,7 +302,7 @@ void write_hdf5_parallel(const Comm& comm, const std::string& path, double time,
     rows.first = first;
     rows.pos = b.pos, rows.vel = b.vel, rows.acc = b.acc, rows.mass = b.mass, rows.eps = b.eps, rows.phi = b.phi;
     rows.gas_rho = b.gas_rho, rows.gas_temp = b.gas_temp, rows.gas_metals = b.gas_metals;
-    rows.star_metals = b.star_metals, rows.star_tform = b.star_tform;
+    rows.star_metals = b.star_metals, rows.star_tform = b.star_tform, rows.ids = b.ids;
     for (int q = 0; q < comm.size(); ++q)
         turn(comm.rank() == q, [&] { write_hdf5_rows(tmp, rows); });
     turn(comm.rank() == comm.size() - 1, [&] { rename_durably(tmp, path); });

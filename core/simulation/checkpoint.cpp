@@ -95,11 +95,13 @@ void write_checkpoint(const std::string& path, const std::string& header_text, c
 {
     const std::string text =
         header_text + fmt::format("format={}\nparticles={}\nn_gas={}\nn_dark={}\nn_star={}\nlength_exp={}\n"
-                                  "mass_exp={}\nrungs={}\n",
+                                  "mass_exp={}\nrungs={}\nfile_ids={}\n",
                                   checkpoint_version, st.pos.size(), fields.n_gas, fields.n_dark, fields.n_star,
-                                  st.units.k, st.units.j, st.rungs.empty() ? 0 : 1);
+                                  st.units.k, st.units.j, st.rungs.empty() ? 0 : 1, fields.ids.empty() ? 0 : 1);
     if (!st.rungs.empty() && st.rungs.size() != st.pos.size())
         throw std::logic_error("write_checkpoint: rungs and particles differ in number");
+    if (!fields.ids.empty() && fields.ids.size() != fields.size())
+        throw std::logic_error("write_checkpoint: ids and fields differ in number");
     std::string blob;
     blob.reserve(64 + text.size() + st.pos.size() * 60 + fields.n_gas * 12 + fields.n_star * 8);
     blob.append(checkpoint_magic, sizeof checkpoint_magic);
@@ -112,6 +114,7 @@ void write_checkpoint(const std::string& path, const std::string& header_text, c
     put_array(blob, fields.eps), put_array(blob, fields.gas_rho), put_array(blob, fields.gas_temp);
     put_array(blob, fields.gas_metals), put_array(blob, fields.star_metals);
     put_array(blob, fields.star_tform);
+    put_array(blob, fields.ids); // file_ids=1 only
     put(blob, fnv1a(blob.data(), blob.size()));
     write_file_atomically(
         path, [&](std::ostream& out) { out.write(blob.data(), static_cast<std::streamsize>(blob.size())); });
@@ -188,6 +191,7 @@ Checkpoint read_rows(const std::string& path, CheckpointRows rows)
     const std::size_t nf = g + d + s;
     if (nf != n && !c.header.count("rank_rows")) rd.fail();
     const bool with_rungs = c.header.count("rungs") && u("rungs") != 0;
+    const bool with_ids = c.header.count("file_ids") && u("file_ids") != 0; // before them: none
     SimulationState& st = c.state;
     // Internal units (absent from checkpoints written before they existed: the identity then).
     auto exponent = [&](const char* k) {
@@ -200,7 +204,7 @@ Checkpoint read_rows(const std::string& path, CheckpointRows rows)
     if ((3 * st.units.k - st.units.j) % 2 != 0) rd.fail();
     const std::uint64_t per_particle = 3 * sizeof(bn_f4) + sizeof(bn_u32) * (with_rungs ? 2 : 1);
     if (n > left / per_particle || nf > left / sizeof(float) || g > left / 12 || s > left / 8 ||
-        n * per_particle + (nf + 3 * g + 2 * s) * sizeof(float) != left)
+        n * per_particle + (nf + 3 * g + 2 * s) * sizeof(float) + (with_ids ? nf * 8 : 0) != left)
         rd.fail();
 
     // The rows kept: particles [p0, p1), field rows [f0, f1) of which gas [f0, min(f1, g)), stars from g + d.
@@ -235,6 +239,7 @@ Checkpoint read_rows(const std::string& path, CheckpointRows rows)
     array(fl.eps, nf, f0, f1);
     array(fl.gas_rho, g, gas0, gas1), array(fl.gas_temp, g, gas0, gas1), array(fl.gas_metals, g, gas0, gas1);
     array(fl.star_metals, s, star0, star1), array(fl.star_tform, s, star0, star1);
+    if (with_ids) array(fl.ids, nf, f0, f1);
     std::uint64_t sum = 0;
     if (!f.read(reinterpret_cast<char*>(&sum), sizeof sum)) rd.fail();
     if (sum != h) throw UsageError(fmt::format("{}: the checksum does not match (a damaged file)", path));

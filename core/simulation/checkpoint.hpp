@@ -8,7 +8,8 @@
  * form), the text, then the arrays pos, vel, acc (N float4 each), ids (N u32) in device order, with block time
  * steps (rungs=1) the rungs (N u32), then the fields of the input that never change (eps for N, gas
  * rho/temp/metals, star metals/tform; over several ranks, rank_rows=1, those of the rows of the input the rank
- * writes: eps for n_gas + n_dark + n_star of them), and last an FNV-1a 64-bit checksum of everything before it.
+ * writes: eps for n_gas + n_dark + n_star of them), with file_ids=1 the input's own particle ids of those rows (u64
+ * each: HDF5 ParticleIDs), and last an FNV-1a 64-bit checksum of everything before it.
  */
 #pragma once
 
@@ -24,8 +25,8 @@ struct Checkpoint {
     KeyValues header;      ///< the text block: the writer's lines, and particles, n_gas, n_dark, n_star, and the
                            ///< internal units' length_exp and mass_exp
     SimulationState state; ///< the exact device state
-    Snapshot fields;       ///< counts and the fields the simulation never changes (eps, gas and star fields);
-                           ///< mass, pos, vel and phi are zero-filled
+    Snapshot fields;       ///< counts and the fields the simulation never changes (eps, gas and star fields, the
+                           ///< input's ids when it had some); mass, pos, vel and phi are zero-filled
 };
 
 /// Writes a checkpoint to @p path through a temporary name and a rename. @p header_text holds the caller's

@@ -120,8 +120,11 @@ Checkpoint read_cut_anew(const std::string& path, const std::string& dir, std::u
         f.n_gas += g.n_gas, f.n_dark += g.n_dark, f.n_star += g.n_star;
         append(f.eps, g.eps), append(f.gas_rho, g.gas_rho), append(f.gas_temp, g.gas_temp);
         append(f.gas_metals, g.gas_metals), append(f.star_metals, g.star_metals), append(f.star_tform, g.star_tform);
+        append(f.ids, g.ids);
     }
     const std::size_t kept = f.size();
+    if (!f.ids.empty() && f.ids.size() != kept)
+        throw UsageError(fmt::format("run: the checkpoint files in {} hold the input's ids for some rows only", dir));
     f.mass.assign(kept, 0.f), f.pos.assign(3 * kept, 0.f), f.vel.assign(3 * kept, 0.f), f.phi.assign(kept, 0.f);
     return c;
 }
@@ -267,8 +270,10 @@ Run::Run(Backend& be, RunPlan plan, RunHooks hooks, const Comm& comm)
     }
     if (!share) n = rows ? whole.size() : ic.size();
     snapshot_eps_ = share ? static_cast<float>(opt_.eps) : common_softening(ic, comm_).value_or(opt_.eps);
-    // A run numbers its particles 0 .. N-1 in the input's order, as its checkpoints do (they hold no file ids).
-    ic.ids.clear();
+    // A run numbers its particles 0 .. N-1 in the input's order (the device's ids); the input's own ids (HDF5
+    // ParticleIDs), when it has some, are a field of its rows like eps: written into every HDF5 snapshot and kept by
+    // the checkpoints. Rows without them on any rank (a file whose types do not all carry them): none anywhere.
+    if (comm_.any(ic.size() > 0 && ic.ids.empty())) ic.ids.clear();
     ic.acc.clear();
     ic.units = parse_units(opt_.units);
     template_ = std::move(ic);

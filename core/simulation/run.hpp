@@ -128,6 +128,9 @@ public:
     void save(const std::string& path);
 
     const RunOptions& options() const noexcept { return opt_; }
+    /// The fields of the input's rows that never change (over several ranks this rank's rows, on one rank all):
+    /// counts by type, eps, gas and star fields, and the input's own ids (empty: none, the index in the input).
+    const Snapshot& fields() const noexcept { return template_; }
     Simulation& simulation() noexcept { return *sim_; }
     const Simulation& simulation() const noexcept { return *sim_; }
     std::uint64_t step_count() const noexcept { return sim_->steps(); }

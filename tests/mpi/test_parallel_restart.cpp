@@ -182,4 +182,39 @@ TEST_CASE("a generated run continues from all ranks on one, and from one on all"
     if (world.rank() == 0) fs::remove_all(dir);
 }
 
+TEST_CASE("an HDF5 input's particle ids are in every snapshot, over P ranks and after a restart on another number")
+{
+    const Comm& world = Comm::world();
+    const fs::path dir = test::shared_temp_folder(world);
+    REQUIRE(!dir.empty());
+    RunOptions o = restart_options();
+    o.format = SnapshotFormat::hdf5;
+    Snapshot in = initial_conditions(o);
+    in.n_gas = 100, in.n_star = 50, in.n_dark = o.n - 150;
+    in.gas_rho.assign(100, 1.f), in.gas_temp.assign(100, 1e4f), in.gas_metals.assign(100, 0.02f);
+    in.star_metals.assign(50, 0.01f), in.star_tform.assign(50, -1.f);
+    for (std::size_t i = 0; i < o.n; ++i)
+        in.ids.push_back(5'000'000'000ull + 13 * (o.n - i)); // beyond 32 bits, descending
+    const fs::path file = dir / "in.hdf5";
+    if (world.rank() == 0) write_snapshot(file.string(), in, SnapshotFormat::hdf5, {});
+    world.barrier();
+    o.ic = "file";
+    o.in = file.string();
+    o.out = (dir / "run").string();
+    o.t_end = 0.125;
+    Run(test::backend(), plan_run({o})).run();
+    world.barrier();
+    // Continued on one rank (from one: on all ranks).
+    const int P2 = world.size() > 1 ? 1 : world.size();
+    if (const auto comm = world.first(P2))
+        Run::resume(test::backend(), o.out, 0.25, {}, RunOutputs::files, *comm)->run();
+    world.barrier();
+    for (const char* name : {"snapshot_00000.hdf5", "snapshot_00001.hdf5", "snapshot_00002.hdf5"}) {
+        CAPTURE(name);
+        CHECK(read_snapshot((dir / "run" / name).string()).ids == in.ids);
+    }
+    world.barrier();
+    if (world.rank() == 0) fs::remove_all(dir);
+}
+
 } // namespace banyan
