@@ -4,6 +4,7 @@
  *        (ids, masses, positions, velocities exactly), every particle's fields, and energy kept as the straight run
  *        keeps it. Each number of ranks up to the launched one runs on the first ranks (Comm::first).
  */
+#include "core/error.hpp"
 #include "core/files/snapshot_file.hpp"
 #include "core/files/tipsy.hpp"
 #include "core/parallel/comm.hpp"
@@ -178,6 +179,22 @@ TEST_CASE("a generated run continues from all ranks on one, and from one on all"
     const fs::path dir = test::shared_temp_folder(world);
     REQUIRE(!dir.empty());
     check_restarts(restart_options(), nullptr, dir, {1, world.size()}, {1, world.size()});
+    world.barrier();
+    // A set of rank files with one missing is refused, naming it.
+    if (world.size() > 1 && world.rank() == 0) {
+        const fs::path broken = dir / "broken";
+        fs::copy(dir / fmt::format("on{}", world.size()), broken, fs::copy_options::recursive);
+        fs::remove(broken / "checkpoint.bin.rank1");
+        const auto one = world.first(1);
+        try {
+            Run::resume(test::backend(), broken.string(), 0.25, {}, RunOutputs::files, *one);
+            FAIL("a checkpoint without one of its rank files was continued");
+        } catch (const UsageError& e) {
+            CHECK(std::string(e.what()).find("checkpoint.bin.rank1 is missing") != std::string::npos);
+        }
+    } else if (world.size() > 1) {
+        world.first(1);
+    }
     world.barrier();
     if (world.rank() == 0) fs::remove_all(dir);
 }
