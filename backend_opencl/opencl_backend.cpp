@@ -325,6 +325,45 @@ OpenCLBackend::~OpenCLBackend()
         std::filesystem::create_directories(std::filesystem::path(stamp).parent_path(), ec);
         std::ofstream(stamp) << "banyan OpenCL kernels compiled for " << info_.name << "\n";
     }
+    for (const auto& [p, mem] : host_buffers_) { // staging memory nobody gave back
+        clEnqueueUnmapMemObject(queue_.get(), mem, p, 0, nullptr, nullptr);
+        clFinish(queue_.get());
+        clReleaseMemObject(mem);
+    }
+}
+
+void* OpenCLBackend::alloc_host(std::size_t bytes)
+{
+    const std::size_t real = bytes ? bytes : 1;
+    cl_int rc = CL_SUCCESS;
+    cl_mem mem = real <= info_.max_alloc_bytes
+                     ? clCreateBuffer(context_.get(), CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, real, nullptr, &rc)
+                     : nullptr;
+    void* p = nullptr;
+    if (mem && rc == CL_SUCCESS)
+        p = clEnqueueMapBuffer(queue_.get(), mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, real, 0, nullptr, nullptr,
+                               &rc);
+    if (!p || rc != CL_SUCCESS) {
+        if (mem) clReleaseMemObject(mem);
+        return Backend::alloc_host(bytes);
+    }
+    const std::lock_guard lock(host_mutex_);
+    host_buffers_.emplace(p, mem);
+    return p;
+}
+
+void OpenCLBackend::free_host(void* p) noexcept
+{
+    cl_mem mem = nullptr;
+    {
+        const std::lock_guard lock(host_mutex_);
+        const auto it = host_buffers_.find(p);
+        if (it != host_buffers_.end()) mem = it->second, host_buffers_.erase(it);
+    }
+    if (!mem) return Backend::free_host(p); // plain memory (or none)
+    clEnqueueUnmapMemObject(queue_.get(), mem, p, 0, nullptr, nullptr);
+    clFinish(queue_.get());
+    clReleaseMemObject(mem);
 }
 
 std::unique_ptr<RawBuffer> OpenCLBackend::alloc_raw(std::size_t bytes, std::string_view what)

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <map>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -54,6 +55,11 @@ public:
 
     const DeviceInfo& info() const override { return info_; }
     std::unique_ptr<RawBuffer> alloc_raw(std::size_t bytes, std::string_view what) override;
+    /// A buffer of CL_MEM_ALLOC_HOST_PTR mapped for the host: NVIDIA's OpenCL page-locks it, so copies between it
+    /// and the device run at the bus's speed, as cudaHostAlloc's do under CUDA (the trees between ranks, Python's
+    /// arrays). Plain host memory where the platform refuses such a buffer (larger than CL_DEVICE_MAX_MEM_ALLOC_SIZE).
+    void* alloc_host(std::size_t bytes) override;
+    void free_host(void* p) noexcept override;
     void set_work_group_size(std::size_t wg) override;
     void synchronize() override;
     Event record() override;
@@ -83,6 +89,8 @@ private:
     std::map<std::size_t, Program> programs_;                           // by work-group size
     std::map<std::size_t, std::array<ClKernel, kernel_count>> kernels_; // by work-group size, then KernelId
     std::vector<std::string> new_stamps_; // first-compile stamps to write once the kernels have run (see program())
+    std::mutex host_mutex_;
+    std::map<void*, cl_mem> host_buffers_; // alloc_host's mapped buffers, by their host address
 };
 
 /// The embedded program text, or the files of $BANYAN_CL_DIR when that is set (development).

@@ -107,8 +107,9 @@ public:
     virtual std::unique_ptr<RawBuffer> wrap_device_memory(void* ptr, std::size_t bytes);
 
     /// @p bytes of host memory that the device copies to and from at full speed, for staging buffers kept between
-    /// uses (CUDA: page-locked, cudaHostAlloc; locking takes time, so allocate rarely); plain memory where the
-    /// backend has nothing better. Release with free_host. Throws std::bad_alloc when none is left.
+    /// uses (CUDA: page-locked, cudaHostAlloc; OpenCL: a mapped CL_MEM_ALLOC_HOST_PTR buffer, which NVIDIA's
+    /// platform page-locks; locking takes time, so allocate rarely); plain memory where the backend has nothing
+    /// better. Release with free_host. Throws std::bad_alloc when none is left.
     virtual void* alloc_host(std::size_t bytes);
     virtual void free_host(void* p) noexcept;
 

@@ -27,7 +27,8 @@ namespace banyan {
 
 class Backend;
 
-/// Memory for HostBytes: from @p be's alloc_host (page-locked under CUDA), or plain when @p be is null.
+/// Memory for HostBytes: from @p be's alloc_host (page-locked under CUDA, and under OpenCL where the platform pins
+/// mapped buffers), or plain when @p be is null.
 void* staging_alloc(Backend* be, std::size_t bytes);
 void staging_free(Backend* be, void* p) noexcept;
 

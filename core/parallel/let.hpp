@@ -50,7 +50,7 @@ struct LetStats {
     std::uint64_t groups = 0, far_groups = 0; ///< this rank's groups, and those walked before the trees arrived
 };
 
-/// How the trees travel between ranks, for the logs: through host memory (page-locked under CUDA:
+/// How the trees travel between ranks, for the logs: through host memory (page-locked under CUDA and NVIDIA OpenCL:
 /// Backend::alloc_host), and whether the MPI library could take CUDA device pointers instead (Comm::cuda_aware;
 /// banyan has no path for that yet).
 std::string let_transport(const Backend& be);
