@@ -11,6 +11,9 @@
  * ArithmeticError), DeviceError (a RuntimeError).
  */
 #include "core/device/devices.hpp"
+#include "core/files/png_image.hpp"
+#include "core/files/snapshot_file.hpp"
+#include "core/render/render.hpp"
 #include "core/error.hpp"
 #include "core/gravity/direct.hpp"
 #include "core/gravity/forces.hpp"
@@ -24,6 +27,7 @@
 #include <fmt/format.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/array.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/string_view.h>
@@ -51,6 +55,9 @@ using Vec3In = nb::ndarray<const float, nb::shape<-1, 3>, nb::c_contig, nb::devi
 using ScalarIn = nb::ndarray<const float, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 using Vec3Out = nb::ndarray<float, nb::shape<-1, 3>, nb::c_contig, nb::device::cpu>;
 using ScalarOut = nb::ndarray<float, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using IdsIn = nb::ndarray<const std::uint64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using IdsOut = nb::ndarray<std::uint64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using TypesOut = nb::ndarray<std::int8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 // The same on a CUDA device (CuPy, PyTorch), through DLPack: the data stay where they are.
 using Vec3Dev = nb::ndarray<const float, nb::shape<-1, 3>, nb::c_contig, nb::device::cuda>;
 using ScalarDev = nb::ndarray<const float, nb::ndim<1>, nb::c_contig, nb::device::cuda>;
@@ -68,10 +75,32 @@ struct Device {
     TreeForces forces;
     Buffer<bn_f4> pos, acc; // direct summation's particles; results in input order
     Buffer<bn_f4> stage;    // host arrays on their way in and out, as rows: 16 bytes per particle or point
-    std::mutex busy;        // held by DeviceLock: one call at a time on the backend and the buffers above
+    void* pinned = nullptr; // pinned_area()'s memory
+    std::size_t pinned_bytes = 0;
+    std::mutex busy; // held by DeviceLock: one call at a time on the backend and the buffers above
 
     explicit Device(std::unique_ptr<Backend> be) : backend(std::move(be)), tree(*backend), forces(*backend) {}
+    Device(const Device&) = delete;
+    Device& operator=(const Device&) = delete;
+    ~Device()
+    {
+        if (pinned) backend->free_host(pinned);
+    }
     std::string label() const { return device_label(backend->info()); }
+
+    /// At least @p bytes of page-locked host memory (Backend::alloc_host; kept between calls, grown when short):
+    /// NumPy arrays are copied through it at memory speed and cross the bus at its full speed, where the driver's
+    /// path for pageable memory took most of a call's time (docs/benchmarks.md, "Python").
+    std::byte* pinned_area(std::size_t bytes)
+    {
+        if (bytes > pinned_bytes) {
+            if (pinned) backend->free_host(pinned);
+            pinned = nullptr, pinned_bytes = 0;
+            pinned = backend->alloc_host(bytes);
+            pinned_bytes = bytes;
+        }
+        return static_cast<std::byte*>(pinned);
+    }
 
     /// Forces of @p n particles in internal units (@p units; eps in them too) that @p put writes into the array it
     /// is given, (x, y, z, m) each: accelerations and potentials in input order, in internal units. The caller
@@ -175,8 +204,9 @@ struct Arrays {
 /// gravity (q = 0) or gravity_at (the points join the tree as massless particles: a massless cell takes its
 /// geometric centre, tree_multipoles, so they feel every particle and move nothing), in internal units (the caller
 /// scaled the arrays; @p eps too). The arrays reach the device as they are, (n, 3) and (n,) rows: CUDA arrays are
-/// read where they lie, host arrays uploaded in one piece each into a staging buffer; row copies interleave them
-/// into the tree's particle array (no kernel, no host loop). The results leave the same way.
+/// read where they lie, host arrays copied into page-locked memory and uploaded from it in one transfer into a
+/// staging buffer; row copies interleave them into the tree's particle array (no kernel, no host loop). The
+/// results leave the same way.
 /// Returns, for host arrays, the first result row with a NaN or infinity (out_n when none; checked here in one pass,
 /// cheaper than NumPy's), and out_n for CUDA arrays (their library checks them).
 std::size_t gravity_arrays(Device& dev, const Arrays& a, double theta, double eps, bool direct)
@@ -196,11 +226,12 @@ std::size_t gravity_arrays(Device& dev, const Arrays& a, double theta, double ep
         if (q) points_in = wrap(a.points, 12 * q);
     } else {
         if (!dev.stage || dev.stage.size() < total) dev.stage = be.alloc<bn_f4>(total, "python.stage");
-        RawBuffer& st = dev.stage.raw();
         mass_at = 12 * n, points_at = 16 * n;
-        st.upload(a.pos, 12 * n, pos_at);
-        st.upload(a.mass, 4 * n, mass_at);
-        if (q) st.upload(a.points, 12 * q, points_at);
+        std::byte* h = dev.pinned_area(16 * total);
+        std::memcpy(h + pos_at, a.pos, 12 * n);
+        std::memcpy(h + mass_at, a.mass, 4 * n);
+        if (q) std::memcpy(h + points_at, a.points, 12 * q);
+        dev.stage.raw().upload(h, 16 * total, 0); // one transfer from page-locked memory
     }
     const RawBuffer& pos_rows = a.on_device ? *pos_in : dev.stage.raw();
     const RawBuffer& mass_rows = a.on_device ? *mass_in : dev.stage.raw();
@@ -220,8 +251,10 @@ std::size_t gravity_arrays(Device& dev, const Arrays& a, double theta, double ep
         RawBuffer& st = dev.stage.raw(); // (out_n, 3) then (out_n,), downloaded straight into the caller's arrays
         st.copy_rows_from(acc.raw(), out_n, 12, 16 * out_first, 16, 0, 12);
         st.copy_rows_from(acc.raw(), out_n, 4, 16 * out_first + 12, 16, 12 * out_n, 4);
-        st.download(a.acc, 12 * out_n, 0);
-        st.download(a.pot, 4 * out_n, 12 * out_n);
+        std::byte* h = dev.pinned_area(16 * out_n);
+        st.download(h, 16 * out_n, 0);
+        std::memcpy(a.acc, h, 12 * out_n);
+        std::memcpy(a.pot, h + 12 * out_n, 4 * out_n);
         for (std::size_t i = 0; i < out_n; ++i)
             if (!(std::isfinite(a.acc[3 * i]) && std::isfinite(a.acc[3 * i + 1]) && std::isfinite(a.acc[3 * i + 2]) &&
                   std::isfinite(a.pot[i])))
@@ -282,7 +315,7 @@ void check_precision(double extent, double total, double min_mass, std::size_t l
 /// Python's spelling, and the particles) of a run from the caller's arrays, as `banyan run --in FILE` from a file's.
 RunPlan plan_simulation(const Vec3In& pos, const Vec3In& vel, const ScalarIn& mass, double theta, double eps, double dt,
                         double time, const std::string& opening, double alpha, const std::string& steps, double eta,
-                        long long max_rung)
+                        long long max_rung, std::optional<IdsIn> ids, const std::string& units)
 {
     RunRequest request;
     RunOptions& o = request.options;
@@ -294,6 +327,7 @@ RunPlan plan_simulation(const Vec3In& pos, const Vec3In& vel, const ScalarIn& ma
     if (max_rung < 0) throw UsageError(fmt::format("max_rung must be >= 0, got {}", max_rung));
     o.max_rung = static_cast<unsigned>(std::min<long long>(max_rung, 1000)); // RunOptions::check judges the rest
     o.t_end = time + dt; // evolve() moves the end to the time it is given
+    o.units = units;     // of the numbers given, for the snapshots; checked with the rest
     request.style = OptionStyle::python;
     request.outputs = RunOutputs::none;
     const std::size_t n = pos.shape(0);
@@ -303,6 +337,7 @@ RunPlan plan_simulation(const Vec3In& pos, const Vec3In& vel, const ScalarIn& ma
     std::memcpy(s.vel.data(), vel.data(), 3 * n * sizeof(float));
     std::memcpy(s.mass.data(), mass.data(), n * sizeof(float));
     std::fill(s.eps.begin(), s.eps.end(), static_cast<float>(eps));
+    if (ids) s.ids.assign(ids->data(), ids->data() + n); // the caller's own ids: kept through saves and loads
     request.particles = std::move(s);
     return plan_run(std::move(request));
 }
@@ -403,6 +438,13 @@ public:
         run_->record(); // dE/E and its largest magnitude, at the end of each call
     }
 
+    /// The step count at @p t_end on the run's time grid (steps_between: refuses an end no step reaches).
+    std::uint64_t step_at(double t_end)
+    {
+        const DeviceLock lock(dev_);
+        return steps_between(run_->simulation().t_begin(), t_end, run_->options().dt);
+    }
+
     /// Steps until @p t_end, on the time grid of the start (as `banyan run --t-end`).
     void evolve(double t_end)
     {
@@ -459,6 +501,29 @@ public:
         }
     }
 
+    /// Each particle's id in input order: the input's own, or 0 .. N-1.
+    void ids(IdsOut out) const
+    {
+        const std::vector<std::uint64_t>& own = run_->fields().ids;
+        for (std::size_t i = 0; i < out.shape(0); ++i)
+            out.data()[i] = own.empty() ? i : own[i];
+    }
+
+    /// Each particle's GADGET type in input order: gas 0, dark matter 1 (2, 3 and 5 among its last), stars 4.
+    void types(TypesOut out) const
+    {
+        const Snapshot& f = run_->fields();
+        const std::size_t d0 = f.n_gas, d1 = d0 + f.n_dark;
+        const std::size_t t2 = d1 - f.n_type2 - f.n_type3 - f.n_type5, t3 = t2 + f.n_type2, t5 = t3 + f.n_type3;
+        for (std::size_t i = 0; i < out.shape(0); ++i)
+            out.data()[i] = static_cast<std::int8_t>(i < d0   ? 0
+                                                     : i < t2 ? 1
+                                                     : i < t3 ? 2
+                                                     : i < t5 ? 3
+                                                     : i < d1 ? 5
+                                                              : 4);
+    }
+
     nb::dict energies()
     {
         Energies e;
@@ -483,6 +548,38 @@ public:
 
     /// Writes the CLI's checkpoint (core/simulation/checkpoint.hpp): `banyan run --restart` continues a folder
     /// holding it as checkpoint.bin, and load() continues it here.
+    /// A snapshot of the particles now, as `banyan run` writes them (with the run's units and parameters).
+    void write_snapshot(const std::string& path, const std::string& format)
+    {
+        const SnapshotFormat f = parse_snapshot_format(format, "format");
+        const DeviceLock lock(dev_);
+        run_->write_snapshot(path, f);
+    }
+
+    /// The projected surface density of the particles now (of @p types: "" for all) as a PNG, as `banyan render`
+    /// draws a snapshot; @p centre_kind "mass" or "density" unless @p centre is given.
+    void render(const std::string& path, const std::string& axis, int size, const std::string& centre_kind,
+                std::optional<std::array<double, 3>> centre, std::optional<double> extent, double range,
+                std::optional<double> vmin, std::optional<double> vmax, bool annotate, const std::string& types)
+    {
+        RenderOptions ro;
+        ro.axis = parse_axis(axis);
+        ro.size = size;
+        if (centre_kind != "mass" && centre_kind != "density")
+            throw UsageError(
+                fmt::format("render: centre must be \"mass\", \"density\" or a point, got {}", centre_kind));
+        ro.centre_kind = centre_kind == "mass" ? CentreKind::mass : CentreKind::density;
+        ro.centre = centre, ro.extent = extent, ro.range = range, ro.vmin = vmin, ro.vmax = vmax;
+        ro.annotate = annotate;
+        check_render_options(ro);
+        const std::vector<int> only = types.empty() ? std::vector<int>{} : parse_particle_types(types);
+        if (!only.empty()) ro.selection = describe_particle_types(only);
+        check_output_path(path);
+        const DeviceLock lock(dev_);
+        const Snapshot& now = run_->snapshot(false);
+        write_png(path, render_surface_density(only.empty() ? now : select_particle_types(now, only), ro));
+    }
+
     void save(const std::string& path)
     {
         const DeviceLock lock(dev_);
@@ -571,16 +668,23 @@ NB_MODULE(_banyan, m)
     nb::class_<RunPlan>(m, "RunPlan", "A checked simulation, not yet started; see plan_simulation.");
     m.def("plan_simulation", &python::plan_simulation, "pos"_a.noconvert(), "vel"_a.noconvert(), "mass"_a.noconvert(),
           "theta"_a, "eps"_a, "dt"_a, "time"_a, "opening"_a, "alpha"_a, "steps"_a, "eta"_a, "max_rung"_a,
+          "ids"_a.noconvert() = nb::none(), "units"_a = "",
           "Checks the options and particles of a Simulation (before any device is opened).");
     nb::class_<PySimulation>(m, "Simulation", "The device state of a simulation; see banyan.Simulation.")
         .def(nb::init<Device&, RunPlan&>(), "device"_a, "plan"_a, nb::keep_alive<1, 2>())
         .def_static("load", &PySimulation::load, "device"_a, "path"_a, nb::keep_alive<0, 1>())
         .def("step", &PySimulation::step, "n"_a)
         .def("evolve", &PySimulation::evolve, "t_end"_a)
+        .def("step_at", &PySimulation::step_at, "t_end"_a)
         .def("state", &PySimulation::state, "pos"_a.noconvert(), "vel"_a.noconvert(), "acc"_a.noconvert(),
              "pot"_a.noconvert())
+        .def("ids", &PySimulation::ids, "out"_a.noconvert())
+        .def("types", &PySimulation::types, "out"_a.noconvert())
         .def("energies", &PySimulation::energies)
         .def("save", &PySimulation::save, "path"_a)
+        .def("write_snapshot", &PySimulation::write_snapshot, "path"_a, "format"_a)
+        .def("render", &PySimulation::render, "path"_a, "axis"_a, "size"_a, "centre_kind"_a, "centre"_a.none(),
+             "extent"_a.none(), "range"_a, "vmin"_a.none(), "vmax"_a.none(), "annotate"_a, "types"_a)
         .def_prop_ro("time", &PySimulation::time)
         .def_prop_ro("steps", &PySimulation::steps)
         .def_prop_ro("size", &PySimulation::size)

@@ -442,7 +442,15 @@ void Run::write_snapshot()
     const auto t0 = Clock::now();
     const std::string path =
         (fs::path(opt_.out) / fmt::format("snapshot_{:05d}.{}", snapshots_written_, to_string(opt_.format))).string();
-    const bool hdf5 = opt_.format == SnapshotFormat::hdf5;
+    write_snapshot(path, opt_.format);
+    ++snapshots_written_;
+    output_seconds_ += seconds_since(t0);
+    if (hooks_.on_file) hooks_.on_file(path);
+}
+
+void Run::write_snapshot(const std::string& path, SnapshotFormat format)
+{
+    const bool hdf5 = format == SnapshotFormat::hdf5;
     SnapshotMeta meta;
     meta.parameters = opt_.to_text();
     const Comm& comm = comm_;
@@ -477,11 +485,14 @@ void Run::write_snapshot()
                                 meta);
         else
             write_tipsy_parallel(comm, path, sim_->time(), whole_, mine, template_, snapshot_eps_);
-        ++snapshots_written_;
-        output_seconds_ += seconds_since(t0);
-        if (hooks_.on_file) hooks_.on_file(path);
         return;
     }
+    banyan::write_snapshot(path, snapshot(hdf5), format, meta);
+}
+
+const Snapshot& Run::snapshot(bool with_acc)
+{
+    if (comm_.parallel()) throw std::logic_error("Run::snapshot is for runs on one rank");
     std::vector<bn_f4> pos, vel, acc;
     if (const std::size_t lost = sim_->input_order(pos, vel, acc))
         fail_non_finite(fmt::format("{} accelerations or potentials lie beyond float's range in the input's units, "
@@ -490,11 +501,8 @@ void Run::write_snapshot()
     check_state(pos, vel, acc, {});
     Snapshot& s = template_;
     s.time = sim_->time();
-    set_particles(s, pos, vel, acc, hdf5);
-    banyan::write_snapshot(path, s, opt_.format, meta);
-    ++snapshots_written_;
-    output_seconds_ += seconds_since(t0);
-    if (hooks_.on_file) hooks_.on_file(path);
+    set_particles(s, pos, vel, acc, with_acc);
+    return s;
 }
 
 std::string Run::checkpoint_text_now(const SimulationState& st) const

@@ -126,6 +126,12 @@ public:
     /// Writes a checkpoint of the run as it is now to @p path (the Python module's save; Run's own checkpoints go
     /// to checkpoint_path()).
     void save(const std::string& path);
+    /// Writes a snapshot of the run as it is now to @p path in @p format (as the run's own snapshots; collective
+    /// over ranks). The Python module's write_snapshot; the run's own go on its time grid.
+    void write_snapshot(const std::string& path, SnapshotFormat format);
+    /// One rank: the particles now in input order (positions, velocities, masses, potentials, with @p with_acc the
+    /// accelerations) with the input's fields, in its units: what a snapshot holds. Valid until the next call.
+    const Snapshot& snapshot(bool with_acc = true);
 
     const RunOptions& options() const noexcept { return opt_; }
     /// The fields of the input's rows that never change (over several ranks this rank's rows, on one rank all):

@@ -102,6 +102,77 @@ def test_save_and_load_continue_exactly(backend, tmp_path):
     assert loaded.energies()["total"] == straight.energies()["total"]
 
 
+def test_particle_ids_and_types_survive_save_load_and_a_cli_run(cli, backend, tmp_path):
+    pos, vel, mass = plummer(1000, seed=7)
+    ids = (2**40 + 3 * np.arange(1000, dtype=np.uint64))[::-1]  # beyond 32 bits, descending
+    sim = banyan.Simulation(pos, vel, mass, eps=0.05, dt=1 / 64, backend=backend, ids=ids)
+    assert sim.ids.dtype == np.uint64 and np.array_equal(sim.ids, ids)
+    assert np.array_equal(sim.types, np.ones(1000, np.int8))
+    assert np.array_equal(banyan.Simulation(pos, vel, mass, backend=backend).ids, np.arange(1000))
+    sim.step(2)
+    run = tmp_path / "run"
+    run.mkdir()
+    sim.save(run / "checkpoint.bin")
+    assert np.array_equal(banyan.Simulation.load(run / "checkpoint.bin").ids, ids)
+    # The CLI continues it and writes the ids into its HDF5 snapshots.
+    cli("run", "--restart", run, "--t-end", 0.0625, "--quiet")
+    h5py = pytest.importorskip("h5py")
+    with h5py.File(sorted(run.glob("snapshot_*.hdf5"))[-1], "r") as f:
+        assert np.array_equal(f["PartType1/ParticleIDs"][:], ids)
+    for bad in (ids[:10], -np.ones(1000, np.int64), np.zeros(1000, np.float64)):
+        with pytest.raises(banyan.UsageError, match="ids"):
+            banyan.Simulation(pos, vel, mass, backend=backend, ids=bad)
+
+
+def test_a_simulation_writes_snapshots_with_units_and_renders_images(backend, tmp_path):
+    h5py = pytest.importorskip("h5py")
+    pos, vel, mass = plummer(800, seed=9)
+    ids = np.arange(800, dtype=np.uint64) * 5 + 7
+    sim = banyan.Simulation(pos, vel, mass, dt=1 / 64, backend=backend, units="kpc,1e10Msun", ids=ids)
+    sim.step(4)
+    sim.write_snapshot(tmp_path / "now.hdf5")
+    with h5py.File(tmp_path / "now.hdf5", "r") as f:
+        assert f["Header"].attrs["Time"] == pytest.approx(sim.time)
+        assert np.array_equal(f["PartType1/Coordinates"][:], sim.positions)
+        assert np.array_equal(f["PartType1/Velocities"][:], sim.velocities)
+        assert np.array_equal(f["PartType1/ParticleIDs"][:], ids)
+        assert f["Units"].attrs["UnitLength_in_cm"] == pytest.approx(3.0857e21, rel=1e-4)
+        assert f["Units"].attrs["UnitMass_in_g"] == pytest.approx(1.989e43, rel=1e-3)
+    sim.write_snapshot(tmp_path / "now.tipsy", format="tipsy")
+    t, p, v, m = read_tipsy_dark(tmp_path / "now.tipsy")
+    assert t == pytest.approx(sim.time) and np.array_equal(p, sim.positions)
+    sim.render(tmp_path / "now.png", size=64)
+    assert (tmp_path / "now.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    sim.render(tmp_path / "edge.png", axis="x", size=32, centre=(0, 0, 0), extent=2.0, annotate=False)
+    assert (tmp_path / "edge.png").stat().st_size > 0
+    for call, match in ((lambda: sim.write_snapshot(tmp_path / "x.fits", format="fits"), "format"),
+                        (lambda: sim.render(tmp_path / "x.png", size=0), "size"),
+                        (lambda: sim.render(tmp_path / "x.png", centre="middle"), "centre"),
+                        (lambda: sim.render(tmp_path / "x.png", types="4"), "type"),
+                        (lambda: banyan.Simulation(pos, vel, mass, backend=backend, units="furlongs"), "unit")):
+        with pytest.raises(banyan.UsageError, match=match):
+            call()
+
+
+def test_evolve_shows_a_progress_bar_when_asked(backend, capsys):
+    pytest.importorskip("tqdm")
+    pos, vel, mass = plummer(500, seed=8)
+    shown = banyan.Simulation(pos, vel, mass, dt=1 / 64, backend=backend)
+    quiet = banyan.Simulation(pos, vel, mass, dt=1 / 64, backend=backend)
+    shown.evolve(0.25, progress=True)
+    err = capsys.readouterr().err
+    assert "16/16" in err and "step" in err
+    quiet.evolve(0.25, progress=False)
+    quiet.evolve(0.375)  # not a terminal here: no bar by default
+    assert capsys.readouterr().err == ""
+    shown.evolve(0.375, progress=True)
+    capsys.readouterr()
+    assert shown.steps == quiet.steps == 24
+    assert np.array_equal(shown.positions, quiet.positions)
+    with pytest.raises(banyan.UsageError, match="progress"):
+        quiet.evolve(0.5, progress="yes")
+
+
 def test_the_cli_continues_a_saved_simulation(cli, backend, tmp_path):
     pos, vel, mass = plummer(1500, seed=6)
     sim = banyan.Simulation(pos, vel, mass, eps=0.05, dt=1 / 64, backend=backend)

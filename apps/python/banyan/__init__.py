@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import threading
+import time
 from typing import Any, NamedTuple, Optional, Tuple
 
 import numpy as np
@@ -68,6 +70,24 @@ def _on_cuda(a: Any) -> bool:
     """Whether @p a is an array on a CUDA device (CuPy, PyTorch, or any DLPack producer)."""
     return (hasattr(a, "__dlpack_device__") and not isinstance(a, np.ndarray)
             and a.__dlpack_device__()[0] in (2, 13))  # kDLCUDA, kDLCUDAManaged
+
+
+def _progress_bar(progress: Optional[bool], total: int) -> Any:
+    """A tqdm bar of total steps, or None: Simulation.evolve's progress argument."""
+    if progress is False:
+        return None
+    if progress is not None and progress is not True:
+        raise UsageError(f"progress must be True, False or None, got {progress!r}")
+    try:
+        from tqdm.auto import tqdm  # a widget in a notebook, text in a terminal
+    except ImportError:
+        if progress:
+            raise UsageError("evolve(progress=True) needs tqdm (pip install tqdm)") from None
+        return None
+    interactive = "ipykernel" in sys.modules or (sys.stderr is not None and sys.stderr.isatty())
+    if progress is None and not interactive:
+        return None
+    return tqdm(total=total, unit="step", desc="banyan", leave=True)
 
 
 def _check_layout(name: str, kind: str, ndim: int, shape: Tuple[int, ...], dtype: str, want: Tuple[int, ...]) -> None:
@@ -341,6 +361,14 @@ class Simulation:
     opening ("paper" or "bmax") and alpha (the relative criterion on top, 0: off) choose the opening test as
     `banyan run --opening --alpha` do; docs/benchmarks.md ("Opening criteria") has their errors and times.
 
+    units (optional, as `banyan run --units`: "kpc,1e10Msun") say what the numbers are in: write_snapshot() puts
+    them into its HDF5 files, render() into its captions; banyan computes in them as given (G = 1).
+
+    write_snapshot() and render() write the particles now as `banyan run` and `banyan render` do.
+
+    ids (optional, one whole number >= 0 per particle) label the particles; sim.ids and sim.types (GADGET types)
+    give them in input order, and save() and load() keep them, as a run keeps an HDF5 input's ParticleIDs.
+
     time_steps="block" gives each particle the step dt / 2^k its acceleration asks for (k its rung, from
     sqrt(2 eta eps / |a|) rounded down to a power of two, at most max_rung deep), as `banyan run --steps block --eta
     --max-rung` do; step() and evolve() still advance every particle by whole steps of dt, and block_stats tells
@@ -350,7 +378,7 @@ class Simulation:
     def __init__(self, pos: Any, vel: Any, mass: Any, theta: float = 0.75, eps: float = 0.05, dt: float = 1 / 64,
                  time: float = 0.0, backend: str = "auto", device: Optional[int] = None, opening: str = "paper",
                  alpha: float = 0.0, time_steps: str = "shared", eta: float = 0.025, max_rung: int = 16,
-                 _engine: Any = None):
+                 ids: Any = None, units: Optional[str] = None, _engine: Any = None):
         if _engine is not None:
             self._sim = _engine
             return
@@ -363,8 +391,14 @@ class Simulation:
         host.check_finite("vel", v, "velocity")
         if not isinstance(max_rung, (int, np.integer)) or isinstance(max_rung, bool):
             raise UsageError(f"max_rung must be a whole number, got {max_rung!r}")
+        if ids is not None:
+            given = np.asarray(ids)
+            if given.shape != (p.shape[0],) or given.dtype.kind not in "iu" or (given.size and given.min() < 0):
+                raise UsageError(f"ids: {p.shape[0]} whole numbers >= 0 wanted (one per particle), got "
+                                 f"{given.dtype} of shape {given.shape}")
+            ids = np.ascontiguousarray(given, np.uint64)
         plan = _banyan.plan_simulation(p, v, m, float(theta), float(eps), float(dt), float(time), str(opening),
-                                       float(alpha), str(time_steps), float(eta), int(max_rung))
+                                       float(alpha), str(time_steps), float(eta), int(max_rung), ids, units or "")
         self._sim = _banyan.Simulation(_device(backend, device), plan)
 
     @classmethod
@@ -385,11 +419,28 @@ class Simulation:
             raise UsageError(f"step: n must be a whole number >= 0, got {n!r}")
         self._sim.step(int(n))
 
-    def evolve(self, t_end: float) -> None:
+    def evolve(self, t_end: float, progress: Optional[bool] = None) -> None:
         """Steps until t_end, on the time grid of the start (as `banyan run --t-end`). Ctrl-C raises
-        KeyboardInterrupt between two steps; the simulation stays consistent and can go on."""
+        KeyboardInterrupt between two steps; the simulation stays consistent and can go on.
+
+        progress: a tqdm progress bar of the steps (a widget in a notebook); None (default) shows one when tqdm is
+        installed and the session is interactive (a terminal on stderr, or a Jupyter kernel), True always (tqdm
+        needed), False never."""
         if not math.isfinite(float(t_end)):
             raise UsageError(f"evolve: t_end must be finite, got {t_end}")
+        end = self._sim.step_at(float(t_end))
+        bar = _progress_bar(progress, end - self.steps) if end > self.steps else None
+        if bar is not None:
+            with bar:
+                # Steps in chunks of about a fifth of a second between updates of the bar.
+                chunk = 1
+                while self.steps < end:
+                    k = min(chunk, end - self.steps)
+                    t0 = time.perf_counter()
+                    self._sim.step(k)
+                    bar.update(k)
+                    per_step = (time.perf_counter() - t0) / k
+                    chunk = max(1, min(1 << 20, int(0.2 / max(per_step, 1e-9))))
         self._sim.evolve(float(t_end))
 
     def _state(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -429,12 +480,57 @@ class Simulation:
         """(N,) float32 of the last force evaluation, in input order."""
         return self._state()[3]
 
+    @property
+    def ids(self) -> np.ndarray:
+        """(N,) uint64, each particle's id in input order: the ids given to the constructor, or those of the file a
+        loaded run started from (HDF5 ParticleIDs), kept through save() and load(); else 0 .. N-1."""
+        out = np.empty(self._sim.size, np.uint64)
+        self._sim.ids(out)
+        return out
+
+    @property
+    def types(self) -> np.ndarray:
+        """(N,) int8, each particle's GADGET type in input order: 0 gas, 1 dark matter, 2 disc, 3 bulge, 4 stars,
+        5 black holes (a loaded run keeps its input file's types; a Simulation made from arrays is all 1)."""
+        out = np.empty(self._sim.size, np.int8)
+        self._sim.types(out)
+        return out
+
     def energies(self) -> dict:
         """kinetic, potential (half the sum of m phi), total, momentum (3-tuple), angular_momentum (3-tuple), and
         de = (E0 - E) / E0 against the start, summed on the device in double precision."""
         e = self._sim.energies()
         e["de"] = (self._sim.e0 - e["total"]) / self._sim.e0
         return e
+
+    def write_snapshot(self, path: "str | os.PathLike[str]", format: str = "hdf5") -> None:
+        """Writes the particles now as `banyan run` writes its snapshots: "hdf5" (GADGET-4 layout, with the units
+        given to the constructor or of the run loaded, the ids, types and the run's parameters; pynbody and yt open
+        it) or "tipsy"; through a temporary name and a rename."""
+        self._sim.write_snapshot(os.fspath(path), str(format))
+
+    def render(self, path: "str | os.PathLike[str]", axis: str = "z", size: int = 800,
+               centre: Any = "mass", extent: Optional[float] = None, range: float = 4.0,
+               vmin: Optional[float] = None, vmax: Optional[float] = None, annotate: bool = True,
+               types: Optional[str] = None) -> None:
+        """Draws the projected surface density of the particles now as a PNG, as `banyan render` draws a snapshot
+        (its options, in Python's spelling): axis "x", "y" or "z"; centre "mass", "density" or a point (x, y, z);
+        extent the field's half-width (None: 1.3 times the radius holding 90 % of the mass); range the dex below
+        the top of the colour scale (or vmin and vmax, log10 surface density); types a comma-separated list of
+        GADGET types ("2", "disc,bulge"; None: all)."""
+        if isinstance(centre, str):
+            kind, point = centre, None
+        else:
+            point = tuple(float(c) for c in centre)
+            if len(point) != 3:
+                raise UsageError(f"render: centre must be \"mass\", \"density\" or a point (x, y, z), got {centre!r}")
+            kind = "mass"
+        if not isinstance(size, (int, np.integer)) or isinstance(size, bool):
+            raise UsageError(f"render: size must be a whole number of pixels, got {size!r}")
+        self._sim.render(os.fspath(path), str(axis), int(size), kind, point,
+                         None if extent is None else float(extent), float(range),
+                         None if vmin is None else float(vmin), None if vmax is None else float(vmax),
+                         bool(annotate), "" if types is None else str(types))
 
     def save(self, path: "str | os.PathLike[str]") -> None:
         """Writes the exact device state as the CLI's checkpoint (temporary name, then renamed). Simulation.load
