@@ -851,6 +851,71 @@ TEST_CASE("tree walk: deterministic; spill buffer overflow is caught and the wal
     CHECK(wrong == 0);
 }
 
+TEST_CASE("tree walk: its spill buffer is sized by the particles and the tree, not by the device")
+{
+    auto& be = test::backend();
+    const std::size_t units = std::max<std::size_t>(be.info().compute_units, 1);
+    // As many walk work-groups as an H200 launches (132 units x 16), whatever this device: before issue 31 each
+    // had 2 x 1024 spill entries, 8 KiB, so that a small run held megabytes of them whatever its size.
+    const unsigned per_unit = static_cast<unsigned>((2112 + units - 1) / units);
+    // Device memory held at the peak of one force evaluation from fresh objects, per particle.
+    auto peak_per_particle = [&](const std::vector<bn_f4>& p, float theta, std::size_t spill_cap,
+                                 std::vector<bn_f4>* acc) {
+        be.release_scratch();
+        be.reset_peak();
+        const std::size_t base = be.memory().live;
+        {
+            Octree tree(be);
+            tree.set_particles(p);
+            tree.build();
+            TreeForces f(be);
+            f.set_groups_per_unit(per_unit);
+            if (spill_cap) f.set_spill_capacity(spill_cap);
+            f.compute(tree, theta, 0.0f);
+            *acc = f.acc().download(p.size());
+        }
+        return double(be.memory().peak - base) / double(p.size());
+    };
+    auto same_as_default = [&](const std::vector<bn_f4>& p, float theta, const std::vector<bn_f4>& acc) {
+        Octree tree(be);
+        tree.set_particles(p);
+        tree.build();
+        TreeForces f(be);
+        f.compute(tree, theta, 0.0f);
+        return std::memcmp(f.acc().download(p.size()).data(), acc.data(), p.size() * sizeof(bn_f4)) == 0;
+    };
+    std::vector<bn_f4> acc;
+    {
+        // A Plummer sphere whose level lists fit the walk's local memory: the tree's own 70 bytes a particle
+        // (README, "Limits") and a first spill buffer of 4 bytes a particle at most (before: 180 more).
+        const std::size_t n = std::size_t{1} << 16;
+        const auto p = plummer_input(n, 1);
+        const double bytes = peak_per_particle(p, 0.75f, 0, &acc);
+        INFO("Plummer 2^16, ", per_unit * units, " walk work-groups: ", bytes, " bytes a particle");
+        CHECK(bytes <= 80.0);
+        CHECK(same_as_default(p, 0.75f, acc));
+    }
+    {
+        // theta = 0 opens every cell: each level list is a whole level of the tree. However large the spill
+        // capacity asked for, the walk allocates no more than the widest level needs.
+        const std::size_t n = 8192;
+        const auto p = cube_input(n, 9);
+        Octree tree(be);
+        tree.set_particles(p);
+        tree.build();
+        std::size_t widest = 0;
+        for (int l = 0; l < BANYAN_TREE_LEVELS; ++l)
+            widest = std::max(widest, tree.level_begin()[l + 1] - tree.level_begin()[l]);
+        REQUIRE(widest > BANYAN_WALK_LIST);
+        const double spill = 2.0 * double(std::min<std::size_t>(tree.groups(), per_unit * units)) *
+                             double(widest - BANYAN_WALK_LIST) * sizeof(bn_u32) / double(n);
+        const double bytes = peak_per_particle(p, 0.0f, std::size_t{1} << 24, &acc);
+        INFO("cube 8192, theta 0: ", bytes, " bytes a particle; the widest level's spill ", spill);
+        CHECK(bytes <= 100.0 + spill); // asked for: 2^24 entries a list, 256 MiB a work-group
+        CHECK(same_as_default(p, 0.0f, acc));
+    }
+}
+
 TEST_CASE("tree walk: the same results at every work-group size of the other kernels")
 {
     auto& be = test::backend();

@@ -373,6 +373,33 @@ TEST_CASE("simulation: energy of a Plummer sphere (N 4096, theta 0.5, eps 0.05, 
     CHECK(e0 > -0.26);
 }
 
+TEST_CASE("simulation: a small run holds about 90 bytes of device memory a particle, on any device")
+{
+    // Issue 31: the walk's spill buffer was 2 x 1024 entries for each of its work-groups (16 a compute unit on a
+    // GPU: 17 MB on an H200 whatever N, 180 bytes a particle more at 2^16). Now it is sized by the particles.
+    auto& be = test::backend();
+    be.release_scratch();
+    be.reset_peak();
+    const std::size_t base = be.memory().live;
+    const std::size_t n = std::size_t{1} << 16;
+    {
+        SimulationOptions o;
+        o.opening.theta = 0.75f;
+        o.eps = 0.05f;
+        o.dt = 1.0 / 64;
+        Simulation sim(be, o);
+        Particles p = plummer(n, 1);
+        sim.start(p.pos, p.vel, 0.0);
+        const double e0 = sim.energies().total();
+        for (int step = 0; step < 2; ++step)
+            sim.step();
+        CHECK(std::fabs((e0 - sim.energies().total()) / e0) < 1e-5);
+    }
+    const double bytes = double(be.memory().peak - base) / double(n);
+    MESSAGE(fmt::format("Plummer N 2^16, 2 steps: peak {:.1f} bytes a particle on {}", bytes, be.info().name));
+    CHECK(bytes <= 100.0);
+}
+
 TEST_CASE("simulation: the relative criterion from the step before (alpha 0.002, theta 1): energy, work, restart")
 {
     auto& be = test::backend();

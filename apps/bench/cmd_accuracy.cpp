@@ -69,8 +69,13 @@ int run_accuracy(const std::vector<std::string>& args)
                 "targets (all particles when N <= K), and the mean particle-particle (pp) and particle-cell (pc)\n"
                 "interactions per particle, and the time of one force evaluation (ms: build + multipoles + walk\n"
                 "from unsorted particles, median of --reps, as `bench forces` measures it): the error-against-time\n"
-                "report, one row per setting (opening criterion and theta). The paper uses eps = 0. --in FILE: a\n"
-                "snapshot's particles instead.");
+                "report, one row per setting (opening criterion and theta). The paper uses eps = 0. The particles:\n"
+                "a model (--model plummer, hernquist or disc, of each --n) or a snapshot of yours (--in FILE: HDF5 or\n"
+                "tipsy).\n\n"
+                "examples:\n"
+                "  banyan accuracy --n 32768,131072 --theta 0.5,0.75\n"
+                "  banyan accuracy --in snap.hdf5 --theta 0.3,0.5,0.75 --csv et.csv\n"
+                "  banyan accuracy --model hernquist --opening paper,bmax --theta 1 --alpha 0.001,0.008");
     opt.device_options();
     opt.value("n", "N1,N2,..", "particle numbers", "32768,131072,1048576");
     opt.value("theta", "T1,T2,..", "opening angles in [0, 1]", "0.2,0.3,0.4,0.5,0.6,0.7,0.8");

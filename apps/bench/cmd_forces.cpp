@@ -339,11 +339,17 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
 int run_bench_forces(const std::vector<std::string>& args)
 {
     Options opt("bench forces",
-                "Time one force evaluation by the tree (paper sections 2-4) on models (--model) of 2^min .. 2^max\n"
-                "particles: tree (keys, sort, move, build, link, groups), multipoles, walk and their total; median\n"
-                "device-event times in ms over --reps evaluations from unsorted particles, after --warmup untimed\n"
-                "ones. Also: walk particles/s, interactions per particle (pp, pc) and the walk's flop rate at 23\n"
-                "flops per pp and 65 per pc interaction.");
+                "Time one force evaluation by the tree (paper sections 2-4) on models (--model plummer, hernquist or\n"
+                "disc) of 2^min .. 2^max particles, or on a snapshot of yours (--in FILE: HDF5 or tipsy): tree (keys,\n"
+                "sort, move, build, link, groups), multipoles, walk and their total; median device-event times in ms\n"
+                "over --reps evaluations from unsorted particles, after --warmup untimed ones. Also: walk\n"
+                "particles/s, interactions per particle (pp, pc), the walk's flop rate at 23 flops per pp and 65 per\n"
+                "pc interaction, and the peak device memory. Under mpirun: over all ranks.\n\n"
+                "examples:\n"
+                "  banyan bench forces\n"
+                "  banyan bench forces --in snap.hdf5 --theta 0.5,0.75\n"
+                "  banyan bench forces --model hernquist --theta 1 --alpha 0.002\n"
+                "  mpirun -n 2 banyan bench forces --per-rank --min-log2 24 --max-log2 26");
     opt.device_options();
     opt.value("min-log2", "K", "smallest size, 2^K particles (default: 18 on a GPU, 14 on a CPU device)");
     opt.value("max-log2", "K", "largest size, 2^K particles (default: 24 on a GPU, 16 on a CPU device)");

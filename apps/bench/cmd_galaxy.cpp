@@ -26,7 +26,10 @@ int run_bench_galaxy(const std::vector<std::string>& args)
                 "disc and bulge, the disc's thickness (median |z| at 1 to 3 R_d), the worst circular speed from the\n"
                 "forces over the model's (bins of R_d / 2 from 1 to 4 R_d) and the Toomre Q at the radius it was\n"
                 "set, at the start and the end; and whether the targets hold (radii 3%, thickness 15%, circular\n"
-                "speed 2%, Q 10%). Model units: kpc, 1e10 Msun, G = 1.");
+                "speed 2%, Q 10%). Model units: kpc, 1e10 Msun, G = 1.\n\n"
+                "examples:\n"
+                "  banyan bench galaxy\n"
+                "  banyan bench galaxy --galaxy m31 --n 1048576 --rotations 3");
     opt.device_options();
     opt.value("n", "N", "particles", "262144");
     add_galaxy_model_options(opt);

@@ -444,7 +444,10 @@ int run_bench_primitives(const std::vector<std::string>& args)
                 "2^min .. 2^max, on one device or on all. Reference rows: CUB on CUDA (the same Backend with vendor\n"
                 "primitives on), Boost.Compute's sort_by_key on OpenCL. Each figure is the median of --reps\n"
                 "device-event timings after --warmup untimed runs; every result is checked on the CPU once per size\n"
-                "(a wrong one prints FAILED and sets exit code 1). ours/ref = our rate / the reference's rate.");
+                "(a wrong one prints FAILED and sets exit code 1). ours/ref = our rate / the reference's rate.\n\n"
+                "examples:\n"
+                "  banyan bench primitives\n"
+                "  banyan bench primitives --backend all --primitives sort --max-log2 24");
     opt.value("backend", "auto|cuda|opencl|all",
               "backend (env BANYAN_BACKEND); auto: a CUDA GPU, else an OpenCL GPU, else a CPU;\n"
               "                               all: every device of every backend present, one after the other");

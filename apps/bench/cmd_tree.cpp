@@ -143,7 +143,11 @@ int run_bench_tree(const std::vector<std::string>& args)
                 "particles: keys (bounding box + Morton keys), sort, move (reorder the particle arrays), build\n"
                 "(level-by-level cells), link, groups, multipoles, total; median device-event times in ms over\n"
                 "--reps builds from unsorted particles, after --warmup untimed builds. Memory: the tree's device\n"
-                "buffers (particles included) plus the primitives' scratch buffers.");
+                "buffers (particles included) plus the primitives' scratch buffers. (`bench forces --in FILE` times\n"
+                "the build of your own particles.)\n\n"
+                "examples:\n"
+                "  banyan bench tree\n"
+                "  banyan bench tree --min-log2 20 --max-log2 24 --json tree.json");
     opt.device_options();
     opt.value("min-log2", "K", "smallest size, 2^K particles", "15");
     opt.value("max-log2", "K", "largest size, 2^K particles (default: 24 on a GPU, 20 on a CPU device)");

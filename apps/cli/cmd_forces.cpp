@@ -34,7 +34,13 @@ int run_forces(const std::vector<std::string>& args)
                 "particle types alike): accelerations and potentials by the tree walk (paper sections\n"
                 "2.2, 3.2, 3.3; monopole + quadrupole cells, opening test d > l / theta + delta) or, with --direct,\n"
                 "by direct summation in single precision. Writes a float32 .npy array of shape (N, 4): ax, ay, az,\n"
-                "potential, in the order of the particles in the file (G = 1, Plummer softening eps).");
+                "potential, in the order of the particles in the file (G = 1, Plummer softening eps; for HDF5 the\n"
+                "types in the order 0, 1, 2, 3, 5, 4). Under mpirun the ranks share the particles and write the file\n"
+                "together.\n\n"
+                "examples:\n"
+                "  banyan forces --in snap.hdf5 --theta 0.5 --eps 0.01 --out acc.npy\n"
+                "  banyan forces --in snap.tipsy --direct --out acc-direct.npy\n"
+                "  mpirun -n 4 banyan forces --in big.hdf5 --out acc.npy");
     opt.device_options();
     opt.value("in", "FILE", "snapshot file to read: HDF5 or tipsy (detected)");
     opt.value("out", "OUT.npy", "where to write the (N, 4) float32 array (temporary name, then renamed)");

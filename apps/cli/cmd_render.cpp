@@ -53,7 +53,11 @@ int run_render(const std::vector<std::string>& raw_args)
                 "vmin (the lowest colour, also where no mass fell) to vmax, with a colour bar of log10 surface\n"
                 "density, a scale bar and a caption. Orientation: along z, x runs right and y up; along x, y right\n"
                 "and z up; along y, z right and x up. Written as an 8-bit PNG (a temporary name, then renamed).\n"
-                "With --type, only the particles of those GADGET types are drawn, and the field is framed on them.");
+                "With --type, only the particles of those GADGET types are drawn, and the field is framed on them.\n\n"
+                "examples:\n"
+                "  banyan render run/snapshot_00010.hdf5 --out t10.png\n"
+                "  banyan render paper/snapshot_00020.hdf5 --type disc --axis x --centre density --out discs.png\n"
+                "  banyan run --render ...   draws every snapshot of a run beside it");
     opt.value("in", "FILE",
               "the snapshot (HDF5 or tipsy, detected from its first bytes); or give it as the first "
               "argument");

@@ -148,16 +148,30 @@ namespace {
 /// The options of `banyan run` and their help.
 Options run_options()
 {
-    Options opt("run",
-                "A whole N-body simulation on the device (paper sections 3.1, 4.2): leapfrog (kick-drift-kick, Hut\n"
-                "et al. 1995) with one shared step or block steps (--steps block), the octree rebuilt and walked\n"
-                "every (sub)step, energies and momenta summed on the device. G = 1: N-body units, or the physical\n"
-                "units --units names. Writes to --out:\n"
-                "snapshot_NNNNN.hdf5 (GADGET-4 HDF5 layout, which pynbody and yt open; or .tipsy with --format tipsy;\n"
-                "particle i of the input is particle i of every snapshot), energy.csv (one line per\n"
-                "--log-every steps: energies, dE = (E0 - E) / E0 and its largest magnitude so far, momentum, angular\n"
-                "momentum; a merger adds the distance of the two central particles) and checkpoint.bin. Ctrl-C writes\n"
-                "a checkpoint and stops; `banyan run --restart DIR` continues bit for bit on the same device.");
+    Options opt(
+        "run",
+        "A whole N-body simulation on the device (paper sections 3.1, 4.2): leapfrog (kick-drift-kick, Hut\n"
+        "et al. 1995) with one shared step or block steps (--steps block), the octree rebuilt and walked\n"
+        "every (sub)step, energies and momenta summed on the device.\n"
+        "Input: generated initial conditions (--ic plummer, hernquist, disc, uniform, uniform-cold or merger,\n"
+        "in N-body units; galaxy or galaxy-merger, in kpc and 1e10 Msun) or a snapshot (--in FILE: HDF5 in\n"
+        "the GADGET-2/4 or SWIFT layout, or tipsy). G = 1: N-body units, or the physical units --units names\n"
+        "(an HDF5 input's own units by default). Writes to --out: snapshot_NNNNN.hdf5 (GADGET-4 HDF5 layout,\n"
+        "which pynbody and yt open, with the units; or .tipsy with --format tipsy; particle i of the input is\n"
+        "particle i of every snapshot), energy.csv (one line per --log-every steps: energies, dE = (E0 - E) /\n"
+        "E0 and its largest magnitude so far, momentum, angular momentum; a merger adds the distance of the\n"
+        "two central particles) and checkpoint.bin. Ctrl-C writes a checkpoint and stops; `banyan run\n"
+        "--restart DIR` continues bit for bit on the same device. Under mpirun the particles are shared\n"
+        "among the ranks (one GPU each).\n\n"
+        "examples:\n"
+        "  banyan run -n 1048576 --t-end 10 --out plummer-1M\n"
+        "  banyan run --ic merger -n 200000 --eps 0.1 --t-end 50 --out merger\n"
+        "  banyan run --ic galaxy-merger --out paper     the paper's merger: -n 240002, --eps 0.1, --t-end 1000\n"
+        "  banyan run --in galaxy.hdf5 --t-end 100 --out galaxy      an HDF5 or tipsy file; its units kept\n"
+        "  banyan run --ic hernquist --steps block --eps 0.01 --out cusp    block time steps\n"
+        "  banyan run --units pc,Msun --out cluster       a Plummer sphere in pc and Msun (snapshots say so)\n"
+        "  banyan run --restart plummer-1M --t-end 20     continue, and run on to t = 20\n"
+        "  mpirun -n 4 banyan run -n 268435456 --t-end 1 --out plummer-256M    4 ranks, one GPU each");
     opt.value("ic", "KIND",
               "initial conditions: plummer, hernquist (cuspy sphere), disc (thin exponential disc), uniform "
               "(virialised uniform sphere), uniform-cold (cold collapse), merger (two Plummer spheres 1:3 with "
@@ -188,8 +202,8 @@ Options run_options()
               "1/64");
     opt.value("steps", "S",
               "time steps: shared (every particle moves with --dt) or block (each with --dt / 2^k, k its rung, "
-              "from dt_i = sqrt(2 eta eps / |a_i|) rounded down to a power of two; Quinn et al. 1997, GADGET-4); "
-              "block runs on one rank; README, \"Time steps\"",
+              "from dt_i = sqrt(2 eta eps / |a_i|) rounded down to a power of two; Quinn et al. 1997, GADGET-4; "
+              "needs --eps > 0); README, \"Time steps\"",
               "shared");
     opt.value("eta", "ETA", "block steps: accuracy parameter of the step criterion", "0.025");
     opt.value("max-rung", "K",

@@ -21,6 +21,8 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <string>
+#include <string_view>
 
 namespace banyan::cli {
 
@@ -31,16 +33,24 @@ const std::vector<Command>& commands()
         {"bench primitives", "time sort, scan and compaction against CUB and Boost.Compute", run_bench_primitives},
         {"bench tree", "time each phase of the tree build on Plummer spheres, and its device memory", run_bench_tree},
         {"run",
-         "a whole simulation on the device: Plummer, uniform, merger, galaxies or file input; snapshots, energy log, "
-         "checkpoints",
+         "a whole simulation from generated initial conditions (--ic plummer, hernquist, disc, uniform, "
+         "uniform-cold, merger, galaxy, galaxy-merger) or a snapshot (--in FILE: HDF5 or tipsy); HDF5 (default) or "
+         "tipsy snapshots, energy log, checkpoints; physical --units, --steps block, over ranks under mpirun",
          run_run},
-        {"forces", "accelerations and potentials of a tipsy file's particles (tree or direct) to .npy", run_forces},
-        {"accuracy", "tree forces against double-precision direct summation on Plummer spheres", run_accuracy},
-        {"bench forces", "time build + multipoles + tree walk on Plummer spheres; interactions, flop rate",
+        {"forces", "accelerations and potentials of an HDF5 or tipsy snapshot's particles (tree or direct) to .npy",
+         run_forces},
+        {"accuracy",
+         "tree forces against double-precision direct sums: models (plummer, hernquist, disc) or --in FILE; error "
+         "against time",
+         run_accuracy},
+        {"bench forces",
+         "time build + multipoles + tree walk on models (plummer, hernquist, disc) or --in FILE; interactions, flop "
+         "rate",
          run_bench_forces},
         {"bench galaxy", "an isolated galaxy run for a few rotations: do its radii, thickness, rotation and Q stay put",
          run_bench_galaxy},
-        {"render", "a snapshot's projected surface density (log scale, colour bar) as a PNG image", run_render},
+        {"render", "an HDF5 or tipsy snapshot's projected surface density (log scale, colour bar) as a PNG image",
+         run_render},
     };
     return list;
 }
@@ -49,13 +59,42 @@ const std::vector<Command>& commands()
 
 namespace {
 
+/// "  name   summary", the summary wrapped at spaces into lines of at most 96 characters under its first.
+void print_summary_line(const banyan::cli::Command& c, std::FILE* out = stdout)
+{
+    std::string_view rest = c.summary;
+    std::string name = c.name;
+    while (!rest.empty()) {
+        std::size_t cut = rest.size();
+        if (cut > 96) {
+            cut = rest.rfind(' ', 96);
+            if (cut == std::string_view::npos || cut == 0) cut = 96;
+        }
+        fmt::print(out, "  {:<20} {}\n", name, rest.substr(0, cut));
+        rest.remove_prefix(cut);
+        while (!rest.empty() && rest.front() == ' ')
+            rest.remove_prefix(1);
+        name.clear();
+    }
+}
+
 void print_usage()
 {
     fmt::print("banyan {}: a gravitational N-body tree-code that runs entirely on the GPU (CUDA and OpenCL)\n\n"
                "usage: banyan <command> [options]    banyan <command> --help    banyan --version\n\ncommands:\n",
                banyan::version);
     for (const auto& c : banyan::cli::commands())
-        fmt::print("  {:<20} {}\n", c.name, c.summary);
+        print_summary_line(c);
+    fmt::print("\nfiles: reads HDF5 snapshots (GADGET-2/4 or SWIFT layout, all particle types) and tipsy files, told\n"
+               "apart by their first bytes; `run` writes HDF5 snapshots in the GADGET-4 layout (pynbody and yt open\n"
+               "them; physical units with --units kpc,1e10Msun) or tipsy (--format tipsy).\n"
+               "\nexamples:\n"
+               "  banyan run -n 1048576 --t-end 10 --out plummer-1M      a Plummer sphere, N-body units\n"
+               "  banyan run --ic galaxy-merger --out merger             the paper's galaxy merger (kpc, 1e10 Msun)\n"
+               "  banyan run --in snap.hdf5 --t-end 100 --out mine       from your own HDF5 or tipsy snapshot\n"
+               "  mpirun -n 4 banyan run -n 268435456 --out big          over 4 ranks (one GPU each)\n"
+               "  banyan forces --in snap.hdf5 --out acc.npy             one force evaluation of a snapshot\n"
+               "  banyan render mine/snapshot_00010.hdf5 --out t10.png   a quick look\n");
     fmt::print("\nenvironment: BANYAN_BACKEND, BANYAN_DEVICE (device selection), BANYAN_CL_DIR (read OpenCL\n"
                "kernels from this folder instead of the embedded copy)\n");
 }
@@ -131,7 +170,7 @@ int run_command(int argc, char** argv)
             if (!help && args.size() > 1) fmt::print(out, "banyan: unknown command '{} {}'\n\n", args[0], args[1]);
             fmt::print(out, "usage: banyan {} <what> [options]    banyan {} <what> --help\n\n", args[0], args[0]);
             for (const auto* c : group_of(args[0]))
-                fmt::print(out, "  {:<20} {}\n", c->name, c->summary);
+                print_summary_line(*c, out);
             return help ? 0 : 2;
         }
         if (!best) {

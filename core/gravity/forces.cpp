@@ -140,13 +140,32 @@ void TreeForces::lay_out(Octree& tree)
     const std::size_t nc = tree.cells() + (remote_ ? remote_->cells : 0);
     const std::size_t ngroups = tree.groups();
     const std::size_t units = std::max<unsigned>(be_.info().compute_units, 1);
-    // The spill buffer is 2 spill_cap_ entries per work-group: when very long level lists (theta near 0 at large
-    // N) would make it bigger than an eighth of the device (at most 2 GiB), fewer work-groups walk.
-    const std::size_t budget =
+    const std::size_t most_wgs = std::max<std::size_t>(1, std::min(ngroups, units * groups_per_unit_));
+    // The spill buffer is 2 walk_cap_ entries per work-group, sized by the particles, not by the device: a level
+    // list holds children of the cells opened one level up, all of one level, so it is never longer than the
+    // widest level of the local tree plus every grafted cell (the first list: the roots). No more is ever
+    // allocated; a walk that reports a longer list is a logic error (spill_overflowed). A first walk starts with
+    // about one entry per particle in all (4 bytes a particle; at most 1024 per work-group and list, the size it
+    // had for every N before), and the buffer grows to what a walk asks for (end()).
+    std::size_t widest = 0;
+    for (int l = 0; l < BANYAN_TREE_LEVELS; ++l)
+        widest = std::max(widest, tree.level_begin()[l + 1] - tree.level_begin()[l]);
+    list_bound_ = widest + (remote_ ? remote_->cells + 1 : 0);
+    const std::size_t most_cap = list_bound_ > BANYAN_WALK_LIST ? list_bound_ - BANYAN_WALK_LIST : 1;
+    if (spill_cap_ == 0) spill_cap_ = std::clamp<std::size_t>(n_ / (2 * most_wgs), 1, 1024);
+    walk_cap_ = std::min(spill_cap_, most_cap);
+    // Where long level lists (a cusp, a galaxy's unequal depths, theta near 0) make it large, fewer work-groups
+    // walk, so that it takes at most 64 bytes a particle (all else of a run holds about 86) or the room of 4
+    // work-groups a compute unit, whichever is more; and never more than an eighth of the device (at most 2 GiB).
+    // On an H200 4 work-groups a unit walk a 2^20 Milky Way 2 % slower than 16, in 343 MiB of spill against 1184
+    // (docs/benchmarks.md, "Small runs' device memory").
+    const std::size_t per_wg = 2 * walk_cap_ * sizeof(bn_u32);
+    const std::size_t device_budget =
         std::max<std::size_t>(std::min<std::size_t>(be_.info().memory_bytes / 8, std::size_t{2} << 30), 1 << 20);
-    const std::size_t per_wg = 2 * spill_cap_ * sizeof(bn_u32);
-    wgs_ = std::max<std::size_t>(1, std::min({ngroups, units * groups_per_unit_, budget / per_wg}));
-    const std::size_t spill_entries = 2 * wgs_ * spill_cap_;
+    const std::size_t budget = std::min(
+        device_budget, std::max<std::size_t>(64 * n_, units * std::min<std::size_t>(groups_per_unit_, 4) * per_wg));
+    wgs_ = std::max<std::size_t>(1, std::min(most_wgs, budget / per_wg));
+    const std::size_t spill_entries = 2 * wgs_ * walk_cap_;
     // The walk's layout: the accelerations in slots 0-3 (valid until the next build), then per cell the opening
     // data and the links, the relative criterion's factor (a one-element stand-in without it), the spill buffer,
     // and the counts when kept (without, two one-element stand-ins the kernel never touches). estimate_device_bytes
@@ -240,7 +259,7 @@ void TreeForces::launch_local(Octree& tree, Part part)
     // Without the relative criterion the kernel reads neither rel_ (a stand-in) nor the previous accelerations.
     be_.launch(kernels::walkForces, Grid{wgs_, BANYAN_WALK_WG}, tree.pos(), tree.pos(), mac_, link_, com, quad0, quad1,
                group_first, group_count, group_lo, group_hi, group_total, eps_ * eps_, counter_, spill_,
-               to_u32(spill_cap_), status_, totals_dev_, acc_, pp_, pc_, bn_u32{count_each_ ? 1u : 0u}, roots_dev,
+               to_u32(walk_cap_), status_, totals_dev_, acc_, pp_, pc_, bn_u32{count_each_ ? 1u : 0u}, roots_dev,
                to_u32(nroots), rel_, criterion_.alpha > 0.0f ? *acc_old_ : acc_, criterion_.alpha);
     (part == Part::near ? near_stop_ : stop_) = be_.record();
 }
@@ -248,10 +267,17 @@ void TreeForces::launch_local(Octree& tree, Part part)
 bool TreeForces::spill_overflowed(bn_u32 needed)
 {
     if (needed == 0) return false;
-    // A level list outgrew BANYAN_WALK_LIST + spill_cap_ entries: the walk is incomplete. Walk again with room
-    // for what was asked for (a level after a truncated one may ask for more; hence the callers' loops).
+    // No level list is longer than the widest level plus the grafted cells (lay_out): one that asked for more
+    // is a bug, never a reason for a larger buffer.
+    if (needed > list_bound_)
+        throw std::logic_error(fmt::format("tree forces: a level list asked for {} entries, more than the {} that "
+                                           "the widest level of the tree and the grafted cells allow",
+                                           needed, list_bound_));
+    // A level list outgrew BANYAN_WALK_LIST + walk_cap_ entries: the walk is incomplete. Walk again with room
+    // for what was asked for (a level after a truncated one may ask for more; hence the callers' loops). lay_out
+    // allocates no more than the tree can use.
     const std::size_t want = needed > BANYAN_WALK_LIST ? needed - BANYAN_WALK_LIST : 1;
-    spill_cap_ = std::max(2 * spill_cap_, want + want / 2);
+    spill_cap_ = std::max(2 * walk_cap_, want + want / 2);
     ++retries_;
     return true;
 }
@@ -341,7 +367,9 @@ std::size_t estimate_device_bytes(const Backend& be, std::size_t n, bool velocit
     const double cells = N / 4 + 64; // the initial capacity of the cell arrays (octree.cpp)
     const double groups = N / 16;    // groups hold up to N_crit = 64 particles; a Plummer sphere has about N / 30
     const double units = std::max(1u, be.info().compute_units);
-    const double spill = 2.0 * 1024 * sizeof(bn_u32) * 16 * units; // 1024 entries per work-group, 16 per unit
+    // The walk's first spill buffer (TreeForces::lay_out): about one entry per particle, at most 1024 per
+    // work-group and list, 16 work-groups per unit at most.
+    const double spill = std::min(4.0 * N, 2.0 * 1024 * sizeof(bn_u32) * std::min(groups, 16 * units));
     const double particles = (velocities ? 36.0 : 20.0) * N + (block ? 4.0 * N : 0.0); // pos, vel, id, rung
     // The workspace: the build's 7 slots, its moments per cell, or the walk's layout (TreeForces::launch_local:
     // the accelerations, opening data and links per cell, the spill buffer).
@@ -349,7 +377,9 @@ std::size_t estimate_device_bytes(const Backend& be, std::size_t n, bool velocit
     const double active = block ? 52 * groups : 0.0;
     const double workspace = std::max({28 * N, 80 * cells, 16 * N + 24 * cells + spill + active});
     const double kept = 80 * cells + 40 * groups; // cell and group arrays
-    const double small = N + 4.0 * (1 << 20); // sort histograms (0.5 bytes per particle), scan partials, CUB, counters
+    // Sort histograms (0.5 bytes per particle), scan partials, CUB's temporary storage, counters and the energy
+    // sums' partials.
+    const double small = N + 256.0 * 1024;
     return static_cast<std::size_t>(particles + workspace + kept + small);
 }
 

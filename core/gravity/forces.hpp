@@ -124,8 +124,10 @@ public:
     int retries() const noexcept { return retries_; }
     /// Work-groups launched per compute unit (persistent work-groups; default 16 on a GPU, 4 on a CPU).
     void set_groups_per_unit(unsigned g) noexcept { groups_per_unit_ = g ? g : 1; }
-    /// Level-list entries per work-group kept in the global spill buffer beyond BANYAN_WALK_LIST (it grows by
-    /// itself when a walk needs more; tests set it small to exercise that path).
+    /// Level-list entries per work-group kept in the global spill buffer beyond BANYAN_WALK_LIST. By default the
+    /// first walk sizes it by the particles (about one entry per particle in all, at most 1024 per work-group and
+    /// list); it grows by itself when a walk needs more, and a walk never allocates more than the widest level of
+    /// its tree can use. Tests set it small to exercise the growth. 0 (before the first walk): not sized yet.
     void set_spill_capacity(std::size_t entries) noexcept { spill_cap_ = entries ? entries : 1; }
     std::size_t spill_capacity() const noexcept { return spill_cap_; }
     /// For tests: fills the tree's whole workspace (where the results go) with all-ones bytes (NaN, 0xFFFFFFFF),
@@ -150,7 +152,9 @@ private:
     Backend& be_;
     std::size_t n_ = 0;
     unsigned groups_per_unit_;
-    std::size_t spill_cap_ = 1024; // level-list entries per work-group and list beyond BANYAN_WALK_LIST
+    std::size_t spill_cap_ = 0;  // level-list entries per work-group and list beyond BANYAN_WALK_LIST (0: not sized)
+    std::size_t walk_cap_ = 1;   // of the last layout: spill_cap_, or less where the tree cannot use that many
+    std::size_t list_bound_ = 0; // of the last layout: the longest level list its walk can ask for
     int retries_ = 0;
     OpeningCriterion criterion_; // of the last begin()
     float eps_ = 0;
@@ -192,9 +196,10 @@ private:
 
 /// The device memory a tree build and walk of @p n particles (with velocities kept and moved, for a simulation,
 /// when @p velocities) needs at its peak on @p be, from the layout of the arrays (octree.hpp, TreeForces): the
-/// particles, the workspace, the cell and group arrays and the walk's spill buffer, with N / 4 + 64 cells (a
-/// Plummer sphere has N / 4.3; the cell arrays grow by a quarter when a more clustered system needs more). With
-/// @p block (block time steps): the rungs, and the walk's copies of the active groups.
+/// particles, the workspace, the cell and group arrays and the walk's first spill buffer (4 bytes a particle at
+/// most: more only where a walk asks for more), with N / 4 + 64 cells (a Plummer sphere has N / 4.3; the cell
+/// arrays grow by a quarter when a more clustered system needs more). With @p block (block time steps): the rungs,
+/// and the walk's copies of the active groups.
 std::size_t estimate_device_bytes(const Backend& be, std::size_t n, bool velocities, bool block = false);
 
 /// Host results of one force evaluation, in the order of the input particles.

@@ -73,3 +73,32 @@ def test_file_options_are_checked(cli, plummer_files, tmp_path):
     assert r.returncode == 2 and "paper or bmax, got 'dehnen'" in r.stderr
     r = cli("bench", "forces", "--in", hdf5, "--opening", "", check=False)
     assert r.returncode == 2 and "opening criterion" in r.stderr
+
+
+def test_help_texts_say_what_a_newcomer_needs(cli):
+    """`banyan --help` and each command's help name the inputs (HDF5 and tipsy files, every --ic), the outputs, units,
+    block steps and mpirun, with examples (issue 31: they once spoke of tipsy input and Plummer spheres only)."""
+    top = cli("--help").stdout
+    for word in ("HDF5", "tipsy", "--in FILE", "galaxy-merger", "hernquist", "--units", "--steps block", "mpirun",
+                 "examples:", "banyan run --in snap.hdf5"):
+        assert word in top, word
+    assert "a tipsy file's particles" not in top and "on Plummer spheres;" not in top
+    run = cli("run", "--help").stdout
+    for word in ("--in FILE", "HDF5", "GADGET-2/4", "SWIFT", "tipsy", "--format", "--units", "--steps", "block",
+                 "--restart", "mpirun", "examples:"):
+        assert word in run, word
+    for kind in ("plummer", "hernquist", "disc", "uniform", "uniform-cold", "merger", "galaxy", "galaxy-merger"):
+        assert f" {kind}" in run, kind
+    assert "block runs on one rank" not in run  # block steps run over ranks too
+    for command, words in ((["forces"], ("HDF5", "tipsy", "--direct", "mpirun", "examples:")),
+                           (["render"], ("HDF5", "tipsy", "--type", "examples:")),
+                           (["accuracy"], ("--in FILE", "HDF5", "hernquist", "examples:")),
+                           (["bench", "forces"], ("--in FILE", "HDF5", "hernquist", "mpirun", "examples:")),
+                           (["bench", "tree"], ("Plummer", "examples:")),
+                           (["bench", "primitives"], ("examples:",)),
+                           (["bench", "galaxy"], ("examples:",))):
+        text = cli(*command, "--help").stdout
+        for word in words:
+            assert word in text, (command, word)
+    group = cli("bench", "--help").stdout
+    assert "bench forces" in group and "--in FILE" in group

@@ -119,9 +119,35 @@ def test_pynbody_reads_banyan_snapshots_with_units(kpc_run):
     assert np.allclose(s.dm["vel"].in_units("km s^-1"), vel * V_UNIT_KMS, rtol=1e-5)
 
 
+def test_yt_without_unit_base_takes_its_gadget_defaults_not_the_files_units(kpc_run):
+    # What yt makes of a banyan file by itself (README, "Units"). yt's GADGET HDF5 reader (GadgetHDF5Dataset, yt 4.4)
+    # sets its code units from unit_base alone, with kpc, 1e10 Msun and km/s when none is given; it never reads
+    # UnitLength_in_cm, UnitMass_in_g or UnitVelocity_in_cm_per_s from the file, though banyan writes them where
+    # GADGET-4 keeps them (/Parameters) and in /Units. Only yt's AREPO reader reads them (from /Header, /Parameters
+    # or /Units), and yt picks it only for a file whose /Config has VORONOI or AMR (a moving mesh, which banyan is
+    # not). Should a yt release read them for GADGET files too, the velocity check below fails: then
+    # README, "Units", can drop its unit_base line.
+    yt = pytest.importorskip("yt")
+    yt.set_log_level(40)
+    with h5py.File(kpc_run, "r") as f:
+        u = {k: float(f["Parameters"].attrs[k]) for k in ("UnitLength_in_cm", "UnitMass_in_g",
+                                                           "UnitVelocity_in_cm_per_s")}
+        assert all(float(f["Units"].attrs[k]) == v for k, v in u.items())
+    ds = yt.load(str(kpc_run))
+    assert type(ds).__name__ == "GadgetHDF5Dataset"
+    # For --units kpc,1e10Msun yt's default length and mass are the file's ...
+    assert float(ds.length_unit.to("cm")) == pytest.approx(u["UnitLength_in_cm"], rel=1e-6)
+    assert float(ds.mass_unit.to("g")) == pytest.approx(u["UnitMass_in_g"], rel=1e-5)
+    # ... its velocity unit is not: 1 km/s against the file's 207.4 km/s (G = 1).
+    assert u["UnitVelocity_in_cm_per_s"] / 1e5 == pytest.approx(V_UNIT_KMS, rel=1e-6)
+    v = float(ds.velocity_unit.to("km/s"))
+    assert v != pytest.approx(V_UNIT_KMS, rel=1e-3), \
+        f"yt {yt.__version__} reads the velocity unit from the file now: README, Units, needs no unit_base for it"
+    assert v == pytest.approx(1.0)
+
+
 def test_yt_reads_banyan_snapshots_with_the_units_they_state(kpc_run):
-    # yt's GADGET reader takes its units from unit_base, never from the file (README, "Units"): banyan's /Units group
-    # holds them in the form unit_base wants.
+    # The one line README, "Units", gives: the file's /Units group holds the units in the form unit_base wants.
     yt = pytest.importorskip("yt")
     yt.set_log_level(40)
     with h5py.File(kpc_run, "r") as f:
