@@ -75,32 +75,10 @@ struct Device {
     TreeForces forces;
     Buffer<bn_f4> pos, acc; // direct summation's particles; results in input order
     Buffer<bn_f4> stage;    // host arrays on their way in and out, as rows: 16 bytes per particle or point
-    void* pinned = nullptr; // pinned_area()'s memory
-    std::size_t pinned_bytes = 0;
-    std::mutex busy; // held by DeviceLock: one call at a time on the backend and the buffers above
+    std::mutex busy;        // held by DeviceLock: one call at a time on the backend and the buffers above
 
     explicit Device(std::unique_ptr<Backend> be) : backend(std::move(be)), tree(*backend), forces(*backend) {}
-    Device(const Device&) = delete;
-    Device& operator=(const Device&) = delete;
-    ~Device()
-    {
-        if (pinned) backend->free_host(pinned);
-    }
     std::string label() const { return device_label(backend->info()); }
-
-    /// At least @p bytes of page-locked host memory (Backend::alloc_host; kept between calls, grown when short):
-    /// NumPy arrays are copied through it at memory speed and cross the bus at its full speed, where the driver's
-    /// path for pageable memory took most of a call's time (docs/benchmarks.md, "Python").
-    std::byte* pinned_area(std::size_t bytes)
-    {
-        if (bytes > pinned_bytes) {
-            if (pinned) backend->free_host(pinned);
-            pinned = nullptr, pinned_bytes = 0;
-            pinned = backend->alloc_host(bytes);
-            pinned_bytes = bytes;
-        }
-        return static_cast<std::byte*>(pinned);
-    }
 
     /// Forces of @p n particles in internal units (@p units; eps in them too) that @p put writes into the array it
     /// is given, (x, y, z, m) each: accelerations and potentials in input order, in internal units. The caller
@@ -204,9 +182,9 @@ struct Arrays {
 /// gravity (q = 0) or gravity_at (the points join the tree as massless particles: a massless cell takes its
 /// geometric centre, tree_multipoles, so they feel every particle and move nothing), in internal units (the caller
 /// scaled the arrays; @p eps too). The arrays reach the device as they are, (n, 3) and (n,) rows: CUDA arrays are
-/// read where they lie, host arrays copied into page-locked memory and uploaded from it in one transfer into a
-/// staging buffer; row copies interleave them into the tree's particle array (no kernel, no host loop). The
-/// results leave the same way.
+/// read where they lie, host arrays uploaded in one piece each into a staging buffer; row copies interleave them
+/// into the tree's particle array (no kernel, no host loop). The results leave the same way. (Staging NumPy's
+/// arrays through page-locked memory gained nothing measurable on the H200: docs/benchmarks.md, "Python".)
 /// Returns, for host arrays, the first result row with a NaN or infinity (out_n when none; checked here in one pass,
 /// cheaper than NumPy's), and out_n for CUDA arrays (their library checks them).
 std::size_t gravity_arrays(Device& dev, const Arrays& a, double theta, double eps, bool direct)
@@ -226,12 +204,11 @@ std::size_t gravity_arrays(Device& dev, const Arrays& a, double theta, double ep
         if (q) points_in = wrap(a.points, 12 * q);
     } else {
         if (!dev.stage || dev.stage.size() < total) dev.stage = be.alloc<bn_f4>(total, "python.stage");
+        RawBuffer& st = dev.stage.raw();
         mass_at = 12 * n, points_at = 16 * n;
-        std::byte* h = dev.pinned_area(16 * total);
-        std::memcpy(h + pos_at, a.pos, 12 * n);
-        std::memcpy(h + mass_at, a.mass, 4 * n);
-        if (q) std::memcpy(h + points_at, a.points, 12 * q);
-        dev.stage.raw().upload(h, 16 * total, 0); // one transfer from page-locked memory
+        st.upload(a.pos, 12 * n, pos_at);
+        st.upload(a.mass, 4 * n, mass_at);
+        if (q) st.upload(a.points, 12 * q, points_at);
     }
     const RawBuffer& pos_rows = a.on_device ? *pos_in : dev.stage.raw();
     const RawBuffer& mass_rows = a.on_device ? *mass_in : dev.stage.raw();
@@ -251,10 +228,8 @@ std::size_t gravity_arrays(Device& dev, const Arrays& a, double theta, double ep
         RawBuffer& st = dev.stage.raw(); // (out_n, 3) then (out_n,), downloaded straight into the caller's arrays
         st.copy_rows_from(acc.raw(), out_n, 12, 16 * out_first, 16, 0, 12);
         st.copy_rows_from(acc.raw(), out_n, 4, 16 * out_first + 12, 16, 12 * out_n, 4);
-        std::byte* h = dev.pinned_area(16 * out_n);
-        st.download(h, 16 * out_n, 0);
-        std::memcpy(a.acc, h, 12 * out_n);
-        std::memcpy(a.pot, h + 12 * out_n, 4 * out_n);
+        st.download(a.acc, 12 * out_n, 0);
+        st.download(a.pot, 4 * out_n, 12 * out_n);
         for (std::size_t i = 0; i < out_n; ++i)
             if (!(std::isfinite(a.acc[3 * i]) && std::isfinite(a.acc[3 * i + 1]) && std::isfinite(a.acc[3 * i + 2]) &&
                   std::isfinite(a.pot[i])))
