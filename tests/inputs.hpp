@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/device_shared.h"
+#include "core/files/tipsy.hpp"
 #include "core/simulation/plummer.hpp"
 
 #include <cstdint>
@@ -12,6 +13,27 @@
 #include <vector>
 
 namespace banyan::test {
+
+/// Makes the first @p gas particles of @p s gas and the last @p stars stars, each with fields of its own (gas:
+/// density, temperature, metals and a smoothing length as eps; stars: metals and formation time), the others dark
+/// with softening @p eps: an input of every kind, for the tests that a run keeps each particle's fields.
+inline void make_gas_and_stars(Snapshot& s, std::size_t gas, std::size_t stars, float eps)
+{
+    const std::size_t n = s.size();
+    s.n_gas = gas, s.n_star = stars, s.n_dark = n - gas - stars;
+    for (std::size_t i = 0; i < gas; ++i) {
+        s.gas_rho.push_back(1.0f + 0.001f * static_cast<float>(i));
+        s.gas_temp.push_back(1e4f + static_cast<float>(i));
+        s.gas_metals.push_back(0.02f - 1e-5f * static_cast<float>(i));
+        s.eps[i] = 0.01f + 1e-4f * static_cast<float>(i); // a smoothing length, not a softening
+    }
+    for (std::size_t i = 0; i < stars; ++i) {
+        s.star_metals.push_back(0.01f + 1e-5f * static_cast<float>(i));
+        s.star_tform.push_back(-0.5f + 1e-3f * static_cast<float>(i));
+    }
+    for (std::size_t i = gas; i < n; ++i)
+        s.eps[i] = eps;
+}
 
 /// A double in (0, 1) from 53 random bits.
 inline double uniform01(std::mt19937_64& g)

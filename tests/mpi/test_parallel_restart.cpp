@@ -12,6 +12,7 @@
 #include "core/simulation/run.hpp"
 #include "core/simulation/run_options.hpp"
 #include "tests/harness.hpp"
+#include "tests/inputs.hpp"
 #include "tests/mpi/shared_folder.hpp"
 
 #include <doctest/doctest.h>
@@ -150,17 +151,7 @@ TEST_CASE("a checkpoint of P ranks continues on any other number of ranks with t
     // a checkpoint holds the fields of rows [k N / P, (k + 1) N / P) of the input, which a restart cuts anew.
     RunOptions o = restart_options();
     Snapshot in = initial_conditions(o);
-    in.n_gas = 300, in.n_star = 200, in.n_dark = o.n - 500;
-    for (std::size_t i = 0; i < in.n_gas; ++i) {
-        in.gas_rho.push_back(1.0f + 0.001f * static_cast<float>(i));
-        in.gas_temp.push_back(1e4f + static_cast<float>(i));
-        in.gas_metals.push_back(0.02f - 1e-5f * static_cast<float>(i));
-        in.eps[i] = 0.01f + 1e-4f * static_cast<float>(i); // a smoothing length, not a softening
-    }
-    for (std::size_t i = 0; i < in.n_star; ++i) {
-        in.star_metals.push_back(0.01f + 1e-5f * static_cast<float>(i));
-        in.star_tform.push_back(-0.5f + 1e-3f * static_cast<float>(i));
-    }
+    test::make_gas_and_stars(in, 300, 200, static_cast<float>(o.eps));
     const fs::path file = dir / "in.tipsy";
     if (world.rank() == 0) write_snapshot(file.string(), in, SnapshotFormat::tipsy, {});
     world.barrier();

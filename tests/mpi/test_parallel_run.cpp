@@ -12,6 +12,7 @@
 #include "core/simulation/run.hpp"
 #include "core/simulation/run_options.hpp"
 #include "tests/harness.hpp"
+#include "tests/inputs.hpp"
 #include "tests/mpi/shared_folder.hpp"
 
 #include <doctest/doctest.h>
@@ -150,20 +151,7 @@ TEST_CASE("a run over P ranks from a gas, dark and star file keeps every particl
     const RunOptions made = options(dir / "made", 0.375);
     run_to_end(made);
     Snapshot in = initial_conditions(made);
-    const std::size_t n = in.size();
-    in.n_gas = 300, in.n_star = 200, in.n_dark = n - 500;
-    for (std::size_t i = 0; i < in.n_gas; ++i) {
-        in.gas_rho.push_back(1.0f + 0.001f * static_cast<float>(i));
-        in.gas_temp.push_back(1e4f + static_cast<float>(i));
-        in.gas_metals.push_back(0.02f - 1e-5f * static_cast<float>(i));
-        in.eps[i] = 0.01f + 1e-4f * static_cast<float>(i); // a smoothing length, not a softening
-    }
-    for (std::size_t i = 0; i < in.n_star; ++i) {
-        in.star_metals.push_back(0.01f + 1e-5f * static_cast<float>(i));
-        in.star_tform.push_back(-0.5f + 1e-3f * static_cast<float>(i));
-    }
-    for (std::size_t i = in.n_gas; i < n; ++i)
-        in.eps[i] = static_cast<float>(made.eps);
+    test::make_gas_and_stars(in, 300, 200, static_cast<float>(made.eps));
     auto check_fields = [&](const Snapshot& s, const char* what) {
         CAPTURE(what);
         CHECK(s.n_gas == in.n_gas);
