@@ -780,9 +780,7 @@ TEST_CASE("tree walk: deterministic; spill buffer overflow is caught and the wal
     tree.set_particles(p);
     tree.build();
     // theta = 0 opens everything: the level lists are whole tree levels, here longer than BANYAN_WALK_LIST.
-    std::size_t widest = 0;
-    for (int l = 0; l < BANYAN_TREE_LEVELS; ++l)
-        widest = std::max(widest, tree.level_begin()[l + 1] - tree.level_begin()[l]);
+    const std::size_t widest = tree.widest_level();
     REQUIRE(widest > BANYAN_WALK_LIST + 2);
     for (float theta : {0.0f, 0.3f}) {
         INFO("theta ", theta);
@@ -903,9 +901,7 @@ TEST_CASE("tree walk: its spill buffer is sized by the particles and the tree, n
         Octree tree(be);
         tree.set_particles(p);
         tree.build();
-        std::size_t widest = 0;
-        for (int l = 0; l < BANYAN_TREE_LEVELS; ++l)
-            widest = std::max(widest, tree.level_begin()[l + 1] - tree.level_begin()[l]);
+        const std::size_t widest = tree.widest_level();
         REQUIRE(widest > BANYAN_WALK_LIST);
         const double spill = 2.0 * double(std::min<std::size_t>(tree.groups(), per_unit * units)) *
                              double(widest - BANYAN_WALK_LIST) * sizeof(bn_u32) / double(n);

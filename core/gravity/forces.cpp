@@ -147,10 +147,7 @@ void TreeForces::lay_out(Octree& tree)
     // allocated; a walk that reports a longer list is a logic error (spill_overflowed). A first walk starts with
     // about one entry per particle in all (4 bytes a particle; at most 1024 per work-group and list, the size it
     // had for every N before), and the buffer grows to what a walk asks for (end()).
-    std::size_t widest = 0;
-    for (int l = 0; l < BANYAN_TREE_LEVELS; ++l)
-        widest = std::max(widest, tree.level_begin()[l + 1] - tree.level_begin()[l]);
-    list_bound_ = widest + (remote_ ? remote_->cells + 1 : 0);
+    list_bound_ = tree.widest_level() + (remote_ ? remote_->cells + 1 : 0);
     const std::size_t most_cap = list_bound_ > BANYAN_WALK_LIST ? list_bound_ - BANYAN_WALK_LIST : 1;
     if (spill_cap_ == 0) spill_cap_ = std::clamp<std::size_t>(n_ / (2 * most_wgs), 1, 1024);
     walk_cap_ = std::min(spill_cap_, most_cap);

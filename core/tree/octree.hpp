@@ -14,6 +14,7 @@
 #include "core/tree/workspace.hpp"
 #include "core/tree_shared.h"
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <optional>
@@ -110,6 +111,14 @@ public:
     int depth() const noexcept { return depth_; }
     /// Level L holds cells [level_begin()[L], level_begin()[L + 1]).
     const Levels& level_begin() const noexcept { return level_begin_; }
+    /// The most cells any level holds (a walk's level list is never longer, TreeForces).
+    std::size_t widest_level() const noexcept
+    {
+        std::size_t w = 0;
+        for (int l = 0; l < BANYAN_TREE_LEVELS; ++l)
+            w = std::max(w, level_begin_[l + 1] - level_begin_[l]);
+        return w;
+    }
 
     /// Bytes per workspace slot (4 per particle, rounded up to the device's view alignment).
     std::size_t slot_bytes() const noexcept { return slot_; }
