@@ -193,15 +193,7 @@ Checkpoint read_rows(const std::string& path, CheckpointRows rows)
     const bool with_rungs = c.header.count("rungs") && u("rungs") != 0;
     const bool with_ids = c.header.count("file_ids") && u("file_ids") != 0; // before them: none
     SimulationState& st = c.state;
-    // Internal units (absent from checkpoints written before they existed: the identity then).
-    auto exponent = [&](const char* k) {
-        if (!c.header.count(k)) return 0;
-        const double v = double_of(c.header, k, path);
-        if (!(v == std::floor(v) && std::fabs(v) <= 1000)) rd.fail();
-        return static_cast<int>(v);
-    };
-    st.units.k = exponent("length_exp"), st.units.j = exponent("mass_exp");
-    if ((3 * st.units.k - st.units.j) % 2 != 0) rd.fail();
+    st.units = checkpoint_units(c.header, path);
     const std::uint64_t per_particle = 3 * sizeof(bn_f4) + sizeof(bn_u32) * (with_rungs ? 2 : 1);
     if (n > left / per_particle || nf > left / sizeof(float) || g > left / 12 || s > left / 8 ||
         n * per_particle + (nf + 3 * g + 2 * s) * sizeof(float) + (with_ids ? nf * 8 : 0) != left)
@@ -256,6 +248,23 @@ Checkpoint read_rows(const std::string& path, CheckpointRows rows)
 }
 
 } // namespace
+
+InternalUnits checkpoint_units(const KeyValues& header, const std::string& path)
+{
+    // Absent from checkpoints written before internal units existed: the identity then.
+    auto exponent = [&](const char* k) {
+        if (!header.count(k)) return 0;
+        const double v = double_of(header, k, path);
+        if (!(v == std::floor(v) && std::fabs(v) <= 1000))
+            throw UsageError(fmt::format("{}: {}={} is not a whole number in [-1000, 1000]", path, k, v));
+        return static_cast<int>(v);
+    };
+    InternalUnits u;
+    u.k = exponent("length_exp"), u.j = exponent("mass_exp");
+    if ((3 * u.k - u.j) % 2 != 0)
+        throw UsageError(fmt::format("{}: length_exp and mass_exp give no whole velocity unit", path));
+    return u;
+}
 
 Checkpoint read_checkpoint(const std::string& path, CheckpointRows rows)
 {

@@ -46,6 +46,10 @@ struct CheckpointRows {
 /// @p path for a missing, foreign, damaged (checksum), truncated or inconsistent file.
 Checkpoint read_checkpoint(const std::string& path, CheckpointRows rows = {});
 
+/// The internal units a checkpoint's @p header states (length_exp, mass_exp); UsageError naming @p path for
+/// impossible ones.
+InternalUnits checkpoint_units(const KeyValues& header, const std::string& path);
+
 /// Reads only the header of the checkpoint at @p path (its text block; the checksum is not verified).
 KeyValues read_checkpoint_header(const std::string& path);
 

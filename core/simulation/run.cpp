@@ -64,8 +64,8 @@ void remove_stale_temporaries(const std::string& dir)
 /// of @p comm: this rank takes the rows [r T / P', (r + 1) T / P') of the particles of all files taken in rank
 /// order (T in all, P' = comm.size()), and the same rows of the input's fields (file k holds those of the input's
 /// rows [k T / P, (k + 1) T / P); over ranks none for generated particles, whose softening is snapshot_eps). Every
-/// file must be of that run and step; of the particles, only the files that hold rows of this rank are read (file 0
-/// always, for its units). The header is file 0's; no fields (Snapshot{}) where the files hold none.
+/// file must be of that run and step; only the files that hold rows of this rank are read. The header is file 0's;
+/// no fields (Snapshot{}) where the files hold none.
 Checkpoint read_cut_anew(const std::string& path, const std::string& dir, std::uint64_t P, const Comm& comm)
 {
     std::vector<std::string> names(P);
@@ -102,16 +102,16 @@ Checkpoint read_cut_anew(const std::string& path, const std::string& dir, std::u
         return Rows{lo - at, hi - lo};
     };
     Checkpoint c;
-    c.header = std::move(head);
     SimulationState& st = c.state;
+    st.units = checkpoint_units(head, path);
+    c.header = std::move(head);
     Snapshot& f = c.fields;
     auto append = [](auto& to, const auto& from) { to.insert(to.end(), from.begin(), from.end()); };
     for (std::size_t k = 0, p_at = 0, f_at = 0; k < P; p_at += n[k], f_at += nf[k], ++k) {
         const CheckpointRows rows{overlap(p_at, n[k]), fields ? overlap(f_at, nf[k]) : Rows{0, 0}};
-        if (k > 0 && rows.particles.count == 0 && rows.fields.count == 0) continue;
+        if (rows.particles.count == 0 && rows.fields.count == 0) continue;
         Checkpoint part = read_checkpoint(names[k], rows);
         SimulationState& s = part.state;
-        if (k == 0) st.units = s.units;
         if (s.units.k != st.units.k || s.units.j != st.units.j)
             throw UsageError(fmt::format("{}: internal units other than those of {}", names[k], path));
         append(st.pos, s.pos), append(st.vel, s.vel), append(st.acc, s.acc), append(st.ids, s.ids);
