@@ -48,13 +48,17 @@
  * Multipoles are accumulated in double precision and stored in single (section 3.2).
  *
  * Groups (for the walk, section 2.2). A cell with at most N_crit particles whose parent has more (or the root, when
- * N <= N_crit) is a group cell. Consecutive sibling group cells are packed into one group while it holds at most
- * N_crit particles (greedily, in octant order; a sibling with more than N_crit ends the pack, bn_tree_group_begins):
- * the paper's groups are the cells alone, which average 20 particles on a Plummer sphere (2^20), a third of
- * N_crit, so each interaction list served few particles. A leaf with more than N_crit particles (only possible at
- * level 21) gives groups of N_crit consecutive particles and one with the rest. Every particle is in exactly one group;
- * groups are stored by increasing first particle and tile [0, N): group_first bn_u32, group_count bn_u32 (1..N_crit),
- * group_lo bn_f4 / group_hi bn_f4: the componentwise min and max of the group's positions (w = 0).
+ * N <= N_crit) is a group cell. Where the parent holds at most BANYAN_PACK_PARENT = 8 N_crit particles, consecutive
+ * sibling group cells are packed into one group while it holds at most N_crit particles (greedily, in octant order;
+ * a sibling with more than N_crit ends the pack, bn_tree_group_begins): the paper's groups are the cells alone,
+ * which average 20 particles on a Plummer sphere (2^20), a third of N_crit, so each interaction list served few
+ * particles. The bound on the parent keeps a pack small: siblings of a heavy parent (the root's sparse octants
+ * around a dense core) would make one group whose box holds the core, and its walk would open every cell of it
+ * (a galaxy's or a Hernquist sphere's extended halo made its walk 8 to 14 times slower). A leaf with more than N_crit
+ * particles (only possible at level 21) gives groups of N_crit consecutive particles and one with the rest. Every
+ * particle is in exactly one group; groups are stored by increasing first particle and tile [0, N): group_first
+ * bn_u32, group_count bn_u32 (1..N_crit), group_lo bn_f4 / group_hi bn_f4: the componentwise min and max of the
+ * group's positions (w = 0).
  */
 #ifndef BANYAN_TREE_SHARED_H
 #define BANYAN_TREE_SHARED_H
@@ -70,6 +74,7 @@
 #define BANYAN_TREE_NO_PARENT 0xFFFFFFFFu           /* cell_parent of the root */
 #define BANYAN_TREE_MIN_EXP (-100)                  /* the side of the cube is 2^e, e in [-100, 127] */
 #define BANYAN_TREE_MAX_EXP 127
+#define BANYAN_PACK_PARENT (8u * BANYAN_N_CRIT) /* sibling group cells pack under parents of at most this many */
 
 #if defined(BANYAN_LANG_OPENCL)
 #define BN_TREE_U64(c) c##UL
@@ -373,12 +378,13 @@ BN_DEVICE bn_u32 bn_tree_count(bn_u32 cell_count)
     return cell_count & ~BANYAN_TREE_LEAF_BIT;
 }
 
-/* Whether group cell c (at most N_crit particles, its parent p more) begins a group: the packing of p's children
- * in order, a child with more than N_crit particles ending the pack before it, a child that would take the pack
- * past N_crit beginning the next. */
+/* Whether group cell c (at most N_crit particles, its parent p more) begins a group: every one does when p holds
+ * more than BANYAN_PACK_PARENT particles; otherwise the packing of p's children in order, a child with more than
+ * N_crit particles ending the pack before it, a child that would take the pack past N_crit beginning the next. */
 BN_DEVICE int bn_tree_group_begins(BN_GLOBAL const bn_u32* cell_first, BN_GLOBAL const bn_u32* cell_pcount, bn_u32 p,
                                    bn_u32 c)
 {
+    if (cell_pcount[p] > BANYAN_PACK_PARENT) return 1;
     bn_u32 pack = 0; /* particles in the open pack */
     int begins = 0;
     for (bn_u32 ch = cell_first[p]; ch <= c; ++ch) {

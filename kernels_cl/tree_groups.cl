@@ -4,8 +4,9 @@
  *        core/tree/octree.cpp).
  *
  * A group is a pack of consecutive sibling cells that each hold at most N_crit particles while their parent holds
- * more, N_crit at most in all (or the root, when it has at most N_crit), or a piece of N_crit particles of a leaf
- * that has more (only at the maximal depth; tree_shared.h has the details). Groups tile the particles in
+ * more, but at most BANYAN_PACK_PARENT, N_crit at most in all (a cell alone under a heavier parent; the root, when it
+ * has at most N_crit), or a piece of N_crit particles of a leaf that has more (only at the maximal depth;
+ * tree_shared.h has the details). Groups tile the particles in
  * order: treeGroupFlags marks the first particle of each, a compaction of the particle indices lists them by
  * increasing first particle, and treeGroupBoxes sizes them and takes their bounding boxes. The CUDA twin is
  * kernels_cu/tree_groups.cu.

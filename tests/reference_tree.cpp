@@ -211,7 +211,9 @@ RefTree build_reference_tree(std::span<const bn_f4> pos, std::span<const bn_f4> 
             for (bn_u32 b = 0; b < node.count; b += BANYAN_N_CRIT)
                 add_group(node.begin + b, std::min<bn_u32>(BANYAN_N_CRIT, node.count - b));
         } else {
-            // Consecutive children of at most N_crit particles packed while the pack holds at most N_crit.
+            // Consecutive children of at most N_crit particles packed while the pack holds at most N_crit, under a
+            // parent of at most BANYAN_PACK_PARENT particles; each child alone under a heavier one.
+            const bool packs = node.count <= BANYAN_PACK_PARENT;
             bn_u32 pack_first = 0, pack = 0;
             auto close = [&] {
                 if (pack) add_group(pack_first, pack);
@@ -224,7 +226,7 @@ RefTree build_reference_tree(std::span<const bn_f4> pos, std::span<const bn_f4> 
                     self(self, ch);
                     continue;
                 }
-                if (pack + k.count > BANYAN_N_CRIT) close();
+                if (!packs || pack + k.count > BANYAN_N_CRIT) close();
                 if (pack == 0) pack_first = k.begin;
                 pack += k.count;
             }

@@ -67,17 +67,30 @@ std::vector<bn_f4> lattice_input(std::size_t n, std::uint64_t seed)
     return p;
 }
 
+/// A Plummer sphere drawn without a cut-off, as a user's script draws one (r = (u^(-2/3) - 1)^(-1/2), u uniform in
+/// (0, 1)): a dense core, and far outliers that make the root's octants hold the core and sparse outer cells.
+std::vector<bn_f4> uncut_plummer_input(std::size_t n, std::uint64_t seed)
+{
+    std::mt19937_64 g(seed);
+    std::vector<bn_f4> p(n);
+    for (auto& q : p) {
+        const double r = 1 / std::sqrt(std::pow(uniform01(g), -2.0 / 3) - 1);
+        const double z = 2 * uniform01(g) - 1, a = 2 * std::numbers::pi * uniform01(g), s = std::sqrt(1 - z * z);
+        q = bn_f4{static_cast<float>(r * s * std::cos(a)), static_cast<float>(r * s * std::sin(a)),
+                  static_cast<float>(r * z), 1.0f / static_cast<float>(n)};
+    }
+    return p;
+}
+
 struct Input {
     const char* name;
     std::function<std::vector<bn_f4>(std::size_t, std::uint64_t)> make;
 };
 const std::vector<Input>& inputs()
 {
-    static const std::vector<Input> list{{"plummer", plummer_input},
-                                         {"cube", cube_input},
-                                         {"clusters", clusters_input},
-                                         {"point", point_input},
-                                         {"lattice", lattice_input}};
+    static const std::vector<Input> list{{"plummer", plummer_input},   {"cube", cube_input},
+                                         {"clusters", clusters_input}, {"point", point_input},
+                                         {"lattice", lattice_input},   {"uncut plummer", uncut_plummer_input}};
     return list;
 }
 
@@ -357,6 +370,27 @@ TEST_CASE("reference tree: every promise of tree_shared.h holds on every input")
             if (std::string(in.name) == "point") CHECK(t.depth() == (n > BANYAN_N_LEAF ? BANYAN_MAX_DEPTH : 0));
             if (std::string(in.name) == "clusters" && n >= 20000) CHECK(t.depth() == BANYAN_MAX_DEPTH);
         }
+}
+
+TEST_CASE("reference tree: no group's box holds more particles than a parent that packs (no pack around a core)")
+{
+    // Sparse siblings of a heavy parent packed into one group would span the dense core between them, and that
+    // group's walk would open every cell of the core (tree_shared.h, BANYAN_PACK_PARENT).
+    for (std::size_t n : {20000, 60000}) {
+        const auto pos = uncut_plummer_input(n, 5 + n);
+        const test::RefTree t = test::build_reference_tree(pos);
+        std::size_t worst = 0, worst_group = 0;
+        for (std::size_t g = 0; g < t.group_first.size(); ++g) {
+            const bn_f4 lo = t.group_lo[g], hi = t.group_hi[g];
+            std::size_t inside = 0;
+            for (const bn_f4& q : t.pos)
+                inside += q.x >= lo.x && q.x <= hi.x && q.y >= lo.y && q.y <= hi.y && q.z >= lo.z && q.z <= hi.z;
+            if (inside > worst) worst = inside, worst_group = g;
+        }
+        INFO("N = " << n << ": group " << worst_group << " of " << t.group_count[worst_group] << " particles has "
+                    << worst << " in its box");
+        CHECK(worst <= BANYAN_PACK_PARENT);
+    }
 }
 
 TEST_CASE("reference tree: a hand-made example")
