@@ -4,9 +4,9 @@
  *        field at points, and a whole simulation, over core/ as the CLI uses it.
  *
  * Arrays arrive here already checked and laid out by apps/python/banyan/__init__.py (float32, C order, the shapes
- * below, in internal units for the force calls): NumPy arrays for every call, and CuPy or PyTorch arrays on a CUDA
- * device for gravity_device. Results are written into arrays the caller allocated, so no array changes owner
- * across the boundary.
+ * below, in internal units for the force calls and a Simulation from CUDA arrays): NumPy arrays for every call,
+ * and CuPy or PyTorch arrays on a CUDA device for gravity_device, plan_simulation_device and Simulation.state_device.
+ * Results are written into arrays the caller allocated, so no array changes owner across the boundary.
  * banyan's errors become Python exceptions with the CLI's messages: UsageError (a ValueError), NumericalError (an
  * ArithmeticError), DeviceError (a RuntimeError).
  */
@@ -163,12 +163,17 @@ void check_theta_eps(double theta, double eps)
     if (!(eps >= 0.0 && std::isfinite(eps))) throw UsageError(fmt::format("eps must be >= 0 and finite, got {}", eps));
 }
 
-/// The internal units (precision.hpp) of a system of this extent, total mass and softening, as exponents of two:
-/// (k, j, acceleration exponent, potential exponent). banyan/__init__.py scales by them (exactly: powers of two).
+/// Exponents of two of internal units (precision.hpp): (k, j, acceleration, potential, velocity).
+nb::tuple unit_exponents(const InternalUnits& u)
+{
+    return nb::make_tuple(u.k, u.j, u.acceleration_exp(), u.potential_exp(), u.velocity_exp());
+}
+
+/// The internal units of a system of this extent, total mass and softening, as unit_exponents gives them.
+/// banyan/__init__.py scales by them (exactly: powers of two).
 nb::tuple internal_units(double extent, double mass, double eps)
 {
-    const InternalUnits u = InternalUnits::for_extent_and_mass(extent, mass, eps);
-    return nb::make_tuple(u.k, u.j, u.acceleration_exp(), u.potential_exp());
+    return unit_exponents(InternalUnits::for_extent_and_mass(extent, mass, eps));
 }
 
 /// The arrays of one gravity or gravity_at call: all on the host or all on the CUDA device of the backend.
@@ -286,11 +291,10 @@ void check_precision(double extent, double total, double min_mass, std::size_t l
     check_precision_range(extent, total, min_mass, lightest, n, eps, what);
 }
 
-/// The checks of banyan.Simulation, before any device is opened: the run engine's plan_run (the options, once, in
-/// Python's spelling, and the particles) of a run from the caller's arrays, as `banyan run --in FILE` from a file's.
-RunPlan plan_simulation(const Vec3In& pos, const Vec3In& vel, const ScalarIn& mass, double theta, double eps, double dt,
-                        double time, const std::string& opening, double alpha, const std::string& steps, double eta,
-                        long long max_rung, std::optional<IdsIn> ids, const std::string& units)
+/// The request of a banyan.Simulation: its options in RunOptions, as the CLI's would be, with no output files.
+RunRequest simulation_request(double theta, double eps, double dt, double time, const std::string& opening,
+                              double alpha, const std::string& steps, double eta, long long max_rung,
+                              const std::string& units)
 {
     RunRequest request;
     RunOptions& o = request.options;
@@ -303,8 +307,22 @@ RunPlan plan_simulation(const Vec3In& pos, const Vec3In& vel, const ScalarIn& ma
     o.max_rung = static_cast<unsigned>(std::min<long long>(max_rung, 1000)); // RunOptions::check judges the rest
     o.t_end = time + dt; // evolve() moves the end to the time it is given
     o.units = units;     // of the numbers given, for the snapshots; checked with the rest
+    // A Simulation writes no outputs on a grid; its checkpoints carry these for `banyan run --restart`: the CLI's
+    // default of one time unit, or every 64 steps where a step is longer (a dt in years, say, which the default
+    // refused).
+    if (dt > o.snapshot_every) o.snapshot_every = o.checkpoint_every = 64 * dt;
     request.style = OptionStyle::python;
     request.outputs = RunOutputs::none;
+    return request;
+}
+
+/// The checks of banyan.Simulation, before any device is opened: the run engine's plan_run (the options, once, in
+/// Python's spelling, and the particles) of a run from the caller's arrays, as `banyan run --in FILE` from a file's.
+RunPlan plan_simulation(const Vec3In& pos, const Vec3In& vel, const ScalarIn& mass, double theta, double eps, double dt,
+                        double time, const std::string& opening, double alpha, const std::string& steps, double eta,
+                        long long max_rung, std::optional<IdsIn> ids, const std::string& units)
+{
+    RunRequest request = simulation_request(theta, eps, dt, time, opening, alpha, steps, eta, max_rung, units);
     const std::size_t n = pos.shape(0);
     Snapshot s = Snapshot::dark(n);
     s.time = time;
@@ -314,6 +332,40 @@ RunPlan plan_simulation(const Vec3In& pos, const Vec3In& vel, const ScalarIn& ma
     std::fill(s.eps.begin(), s.eps.end(), static_cast<float>(eps));
     if (ids) s.ids.assign(ids->data(), ids->data() + n); // the caller's own ids: kept through saves and loads
     request.particles = std::move(s);
+    return plan_run(std::move(request));
+}
+
+/// plan_simulation for CUDA arrays (CuPy, PyTorch) on @p dev, already checked and summarised by their library
+/// (@p extent .. @p lightest, in the input's units) and scaled by it into the internal units 2^k, 2^j that
+/// internal_units gives for them: the run starts from them where they lie (DeviceParticles), each array's rows
+/// copied into the tree's by the device. The arrays must live until the Simulation is made of the plan (the next
+/// call of banyan/__init__.py, which holds them).
+RunPlan plan_simulation_device(Device& dev, const Vec3Dev& pos, const Vec3Dev& vel, const ScalarDev& mass,
+                               double extent, double total, double min_mass, std::size_t lightest, int k, int j,
+                               double theta, double eps, double dt, double time, const std::string& opening,
+                               double alpha, const std::string& steps, double eta, long long max_rung,
+                               std::optional<IdsIn> ids, const std::string& units)
+{
+    const std::size_t n = pos.shape(0);
+    if (vel.shape(0) != n || mass.shape(0) != n) throw UsageError("Simulation: array lengths disagree");
+    RunRequest request = simulation_request(theta, eps, dt, time, opening, alpha, steps, eta, max_rung, units);
+    DeviceParticles d;
+    d.n = n, d.time = time;
+    d.extent = extent, d.total_mass = total, d.min_mass = min_mass, d.lightest = lightest;
+    d.units = InternalUnits{k, j};
+    if (ids) d.ids.assign(ids->data(), ids->data() + n);
+    Backend* be = dev.backend.get();
+    const float *p = pos.data(), *v = vel.data(), *m = mass.data();
+    d.put = [be, n, p, v, m](Buffer<bn_f4>& into_pos, Buffer<bn_f4>& into_vel) {
+        auto wrap = [&](const float* a, std::size_t bytes) {
+            return be->wrap_device_memory(const_cast<float*>(a), bytes);
+        };
+        into_pos.raw().copy_rows_from(*wrap(p, 12 * n), n, 12, 0, 12, 0, 16);
+        into_pos.raw().copy_rows_from(*wrap(m, 4 * n), n, 4, 0, 4, 12, 16);
+        into_vel.fill(bn_f4{0, 0, 0, 0}, 0, n); // w = 0 as a host start leaves it
+        into_vel.raw().copy_rows_from(*wrap(v, 12 * n), n, 12, 0, 12, 0, 16);
+    };
+    request.device_particles = std::move(d);
     return plan_run(std::move(request));
 }
 
@@ -476,6 +528,31 @@ public:
         }
     }
 
+    /// The same into CUDA arrays on the run's device (CuPy, PyTorch), in the internal units that units() gives:
+    /// the device writes each row where it belongs, nothing goes through the host.
+    void state_device(Vec3DevOut pos, Vec3DevOut vel, Vec3DevOut acc, ScalarDevOut pot)
+    {
+        const std::size_t n = run_->simulation().size();
+        if (pos.shape(0) != n || vel.shape(0) != n || acc.shape(0) != n || pot.shape(0) != n)
+            throw UsageError("Simulation: output arrays of the wrong size");
+        const DeviceLock lock(dev_);
+        Backend& be = *dev_.backend;
+        auto wrap = [&](float* a, std::size_t bytes) { return be.wrap_device_memory(a, bytes); };
+        auto to_pos = wrap(pos.data(), 12 * n), to_vel = wrap(vel.data(), 12 * n);
+        auto to_acc = wrap(acc.data(), 12 * n), to_pot = wrap(pot.data(), 4 * n);
+        run_->simulation().for_input_order([&](std::size_t first, std::size_t m, const Buffer<bn_f4>& p,
+                                               const Buffer<bn_f4>& v, const Buffer<bn_f4>& a) {
+            to_pos->copy_rows_from(p.raw(), m, 12, 0, 16, 12 * first, 12);
+            to_vel->copy_rows_from(v.raw(), m, 12, 0, 16, 12 * first, 12);
+            to_acc->copy_rows_from(a.raw(), m, 12, 0, 16, 12 * first, 12);
+            to_pot->copy_rows_from(a.raw(), m, 4, 12, 16, 4 * first, 4);
+        });
+        be.synchronize(); // the caller's library reads them next, on its own stream
+    }
+
+    /// The internal units of the run, as internal_units gives them.
+    nb::tuple units() const { return unit_exponents(run_->simulation().units()); }
+
     /// Each particle's id in input order: the input's own, or 0 .. N-1.
     void ids(IdsOut out) const
     {
@@ -635,6 +712,11 @@ NB_MODULE(_banyan, m)
           "pos"_a.noconvert(), "mass"_a.noconvert(), "points"_a.noconvert(), "theta"_a, "eps"_a, "direct"_a,
           "acc"_a.noconvert(), "pot"_a.noconvert(),
           "The same for CUDA arrays (CuPy, PyTorch), results into CUDA arrays.");
+    m.def("plan_simulation_device", &python::plan_simulation_device, "device"_a, "pos"_a.noconvert(),
+          "vel"_a.noconvert(), "mass"_a.noconvert(), "extent"_a, "total"_a, "min_mass"_a, "lightest"_a, "k"_a, "j"_a,
+          "theta"_a, "eps"_a, "dt"_a, "time"_a, "opening"_a, "alpha"_a, "steps"_a, "eta"_a, "max_rung"_a,
+          "ids"_a.noconvert() = nb::none(), "units"_a = "",
+          "plan_simulation for CUDA arrays scaled into internal units (the run starts from them where they lie).");
     m.def("galaxy_counts", &python::galaxy_counts_of, "options"_a, "merger"_a, "n"_a, "seed"_a, "units"_a,
           "(N, halo, disc, bulge, black holes) of a galaxy or a merger (options: name to text, as the CLI's).");
     m.def("galaxy_fill", &python::galaxy_fill, "options"_a, "merger"_a, "n"_a, "seed"_a, "units"_a, "pos"_a.noconvert(),
@@ -653,6 +735,9 @@ NB_MODULE(_banyan, m)
         .def("step_at", &PySimulation::step_at, "t_end"_a)
         .def("state", &PySimulation::state, "pos"_a.noconvert(), "vel"_a.noconvert(), "acc"_a.noconvert(),
              "pot"_a.noconvert())
+        .def("state_device", &PySimulation::state_device, "pos"_a.noconvert(), "vel"_a.noconvert(), "acc"_a.noconvert(),
+             "pot"_a.noconvert())
+        .def("units", &PySimulation::units)
         .def("ids", &PySimulation::ids, "out"_a.noconvert())
         .def("types", &PySimulation::types, "out"_a.noconvert())
         .def("energies", &PySimulation::energies)

@@ -180,7 +180,25 @@ RunPlan plan_run(RunRequest request, const Comm& comm)
     RunOptions& o = request.options;
     o.check(request.style);
     RunPlan plan;
-    if (request.particles) {
+    if (request.device_particles) {
+        DeviceParticles& d = *request.device_particles;
+        const std::string what = "initial conditions";
+        if (comm.parallel()) throw UsageError("run: particles on the device start a run on one rank only");
+        if (d.n == 0) throw UsageError("run: no particles (N = 0); at least one is needed");
+        if (d.n > 0x7FFFFFFFull)
+            throw UsageError(fmt::format("run: {} particles is more than the 2^31 - 1 supported", d.n));
+        if (!d.ids.empty() && d.ids.size() != d.n)
+            throw UsageError(fmt::format("run: {} ids for {} particles", d.ids.size(), d.n));
+        check_start_time(d.time, o.dt, what);
+        if (!(o.t_end > d.time))
+            throw UsageError(fmt::format("run: --t-end {} must be later than the start time {}", o.t_end, d.time));
+        check_precision_range(d.extent, d.total_mass, d.min_mass, d.lightest, d.n, o.eps, what);
+        const InternalUnits u = InternalUnits::for_extent_and_mass(d.extent, d.total_mass, o.eps);
+        if (u.k != d.units.k || u.j != d.units.j)
+            throw std::logic_error("plan_run: particles on the device in other units than their extent and mass ask");
+        plan.whole_ = FileCounts{0, d.n, 0, 0, 0, 0};
+        plan.device_ = std::move(d);
+    } else if (request.particles) {
         plan.input_ = std::move(request.particles);
     } else if (o.ic == "file") {
         SnapshotMeta meta;
@@ -241,7 +259,13 @@ Run::Run(Backend& be, RunPlan plan, RunHooks hooks, const Comm& comm)
     const bool rows = plan.first_row_.has_value(); // the input file's rows of this rank only
     const FileCounts whole = plan.whole_;
     std::size_t n = 0, first = plan.first_row();
-    if (plan.input_) {
+    if (plan.device_) {
+        // The fields a snapshot and a checkpoint keep beside the device's particles (filled when one is written).
+        ic = Snapshot::dark(plan.device_->n);
+        ic.time = plan.device_->time;
+        std::fill(ic.eps.begin(), ic.eps.end(), static_cast<float>(opt_.eps));
+        ic.ids = std::move(plan.device_->ids);
+    } else if (plan.input_) {
         ic = std::move(*plan.input_);
         particles = std::move(plan.particles_);
     } else if (share) {
@@ -306,8 +330,12 @@ Run::Run(Backend& be, RunPlan plan, RunHooks hooks, const Comm& comm)
     } else {
         whole_ = FileCounts{template_.n_gas,   template_.n_dark,  template_.n_star,
                             template_.n_type2, template_.n_type3, template_.n_type5};
-        const InternalUnits units = InternalUnits::for_system(particles.pos, opt_.eps);
-        sim_->start_slice(std::move(particles), template_.time, 0, units);
+        if (plan.device_) {
+            sim_->start_on_device(n, template_.time, plan.device_->units, plan.device_->put);
+        } else {
+            const InternalUnits units = InternalUnits::for_system(particles.pos, opt_.eps);
+            sim_->start_slice(std::move(particles), template_.time, 0, units);
+        }
     }
 
     // Step 0: a fresh log, the first snapshot and a checkpoint, so that a kill from now on loses nothing.

@@ -53,6 +53,23 @@ struct RunHooks {
 /// Simulation, which asks for states, energies and checkpoints itself).
 enum class RunOutputs { files, none };
 
+/// Initial particles that lie on the run's device already (the Python module's CuPy and PyTorch arrays), checked by
+/// the front end in their own library (finite, positive masses) and scaled there into the internal units: what a
+/// one-rank run starts from with nothing copied through the host.
+struct DeviceParticles {
+    std::size_t n = 0;
+    double time = 0;
+    /// Their extent (the largest side of their box), total mass, smallest mass and its particle, for
+    /// check_precision_range; @p units must be InternalUnits::for_extent_and_mass(extent, total_mass, eps).
+    double extent = 0, total_mass = 0, min_mass = 0;
+    std::size_t lightest = 0;
+    InternalUnits units;
+    std::vector<std::uint64_t> ids; ///< the front end's own ids, or empty
+    /// Writes them, in @p units, into the tree's (x, y, z, m) and (vx, vy, vz, -) arrays in input order (once, when
+    /// the run starts: the arrays it reads must live until then).
+    std::function<void(Buffer<bn_f4>& pos, Buffer<bn_f4>& vel)> put;
+};
+
 /// What a front end asks to start: the options as the user gave them and, where the front end has them, the
 /// initial particles.
 struct RunRequest {
@@ -62,6 +79,8 @@ struct RunRequest {
     /// Initial conditions the front end holds (the Python module's arrays, a test's particles); otherwise they come
     /// from options.in (ic "file") or are generated from options.ic when the run starts.
     std::optional<Snapshot> particles;
+    /// Or particles on the device (one rank only).
+    std::optional<DeviceParticles> device_particles;
     /// Take the softening the input file's particles carry instead of options.eps (`banyan run --in` without --eps).
     bool eps_from_file = false;
     OptionStyle style = OptionStyle::cli;
@@ -73,7 +92,7 @@ class RunPlan {
 public:
     const RunOptions& options() const noexcept { return options_; }
     /// Particles in all ranks together.
-    std::size_t size() const noexcept { return input_ ? whole_.size() : options_.n; }
+    std::size_t size() const noexcept { return input_ || device_ ? whole_.size() : options_.n; }
     /// The input file's or the front end's particles; nothing for generated ones, which Run makes when it starts
     /// (after the caller had the chance to judge the device memory they need). Over several ranks, an input file's
     /// particles [first_row(), first_row() + input()->size()) only: each rank reads its own rows.
@@ -86,9 +105,10 @@ private:
     friend class Run;
     RunOptions options_;
     std::optional<Snapshot> input_;
-    Particles particles_;                  // input_ in the device's layout (converted once)
-    std::optional<std::size_t> first_row_; // over ranks: input_ holds this rank's rows of the file, from here
-    FileCounts whole_;                     // the counts of the whole input
+    std::optional<DeviceParticles> device_; // or particles on the device
+    Particles particles_;                   // input_ in the device's layout (converted once)
+    std::optional<std::size_t> first_row_;  // over ranks: input_ holds this rank's rows of the file, from here
+    FileCounts whole_;                      // the counts of the whole input
     RunOutputs outputs_ = RunOutputs::files;
 };
 

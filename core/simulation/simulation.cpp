@@ -81,29 +81,23 @@ void Simulation::start_slice(Particles mine, double t_begin, std::size_t first_i
     begin();
 }
 
+void Simulation::start_on_device(std::size_t n, double t_begin, const InternalUnits& units,
+                                 const std::function<void(Buffer<bn_f4>& pos, Buffer<bn_f4>& vel)>& put)
+{
+    if (comm_.parallel()) throw std::logic_error("Simulation::start_on_device on several ranks");
+    prepare(n, t_begin, units);
+    put(tree_.pos(), tree_.vel());
+    begin();
+}
+
 void Simulation::load(std::span<const bn_f4> pos, std::span<const bn_f4> vel, double t_begin, std::size_t first_id,
                       const InternalUnits& units)
 {
     if (vel.size() != pos.size())
         throw UsageError(fmt::format("simulation: {} positions but {} velocities", pos.size(), vel.size()));
-    if (comm_.parallel() && options_.direct)
-        throw UsageError("simulation: direct summation (a test mode) runs on one rank only");
-    n_ = pos.size();
-    std::uint64_t total = n_;
-    comm_.sum(std::span<std::uint64_t>(&total, 1));
-    total_ = total;
-    if (total_ == 0) throw UsageError("simulation: no particles");
-    if (total_ > 0x7FFFFFFFu)
-        throw UsageError(fmt::format("simulation: {} particles is more than the 2^31 - 1 supported", total_));
-    step_ = 0;
-    t_begin_ = t_begin;
-    times_ = {};
-    kick_begin_ = kick_end_ = Event{};
-    if (options_.direct) ensure_size(be_, direct_acc_, n_, "sim.direct_acc");
-    set_units(units);
+    prepare(pos.size(), t_begin, units);
     // Into internal units a chunk at a time, straight into the tree's arrays: no second copy of the particles on
     // the host (a billion particles are 32 GB there).
-    tree_.resize(n_, true);
     constexpr std::size_t chunk = std::size_t{1} << 20;
     std::vector<bn_f4> p, v;
     for (std::size_t first = 0; first < n_; first += chunk) {
@@ -121,6 +115,26 @@ void Simulation::load(std::span<const bn_f4> pos, std::span<const bn_f4> vel, do
             ids[i] = static_cast<bn_u32>(first_id + i);
         tree_.ids().upload(std::span<const bn_u32>(ids));
     }
+}
+
+void Simulation::prepare(std::size_t n, double t_begin, const InternalUnits& units)
+{
+    if (comm_.parallel() && options_.direct)
+        throw UsageError("simulation: direct summation (a test mode) runs on one rank only");
+    n_ = n;
+    std::uint64_t total = n_;
+    comm_.sum(std::span<std::uint64_t>(&total, 1));
+    total_ = total;
+    if (total_ == 0) throw UsageError("simulation: no particles");
+    if (total_ > 0x7FFFFFFFu)
+        throw UsageError(fmt::format("simulation: {} particles is more than the 2^31 - 1 supported", total_));
+    step_ = 0;
+    t_begin_ = t_begin;
+    times_ = {};
+    kick_begin_ = kick_end_ = Event{};
+    if (options_.direct) ensure_size(be_, direct_acc_, n_, "sim.direct_acc");
+    set_units(units);
+    tree_.resize(n_, true);
 }
 
 void Simulation::begin()
@@ -428,6 +442,20 @@ Energies Simulation::energies()
 std::size_t Simulation::input_order(std::vector<bn_f4>& pos, std::vector<bn_f4>& vel, std::vector<bn_f4>& acc_out)
 {
     pos.resize(n_), vel.resize(n_), acc_out.resize(n_);
+    for_input_order(
+        [&](std::size_t first, std::size_t m, const Buffer<bn_f4>& p, const Buffer<bn_f4>& v, const Buffer<bn_f4>& a) {
+            p.download(std::span<bn_f4>(pos.data() + first, m));
+            v.download(std::span<bn_f4>(vel.data() + first, m));
+            a.download(std::span<bn_f4>(acc_out.data() + first, m));
+        });
+    units_.from_internal(pos);
+    units_.velocities_from_internal(vel);
+    return units_.forces_from_internal(acc_out);
+}
+
+void Simulation::for_input_order(const std::function<void(std::size_t first, std::size_t m, const Buffer<bn_f4>& pos,
+                                                          const Buffer<bn_f4>& vel, const Buffer<bn_f4>& acc)>& take)
+{
     // In chunks of ids through the part of the tree's workspace that the accelerations leave free (slots 4 and
     // up; direct summation keeps its own): a snapshot costs no device memory of its own.
     const std::size_t align = std::max<std::size_t>(be_.info().view_align, 16);
@@ -447,13 +475,8 @@ std::size_t Simulation::input_order(std::vector<bn_f4>& pos, std::vector<bn_f4>&
         const std::size_t m = std::min(chunk, n_ - first);
         be_.launch(kernels::integrateToInputOrder, grid_for(be_, n_), tree_.pos(), tree_.vel(), acc(), tree_.ids(),
                    to_u32(n_), to_u32(first), to_u32(m), out_pos, out_vel, out_acc);
-        out_pos.download(std::span<bn_f4>(pos.data() + first, m));
-        out_vel.download(std::span<bn_f4>(vel.data() + first, m));
-        out_acc.download(std::span<bn_f4>(acc_out.data() + first, m));
+        take(first, m, out_pos, out_vel, out_acc);
     }
-    units_.from_internal(pos);
-    units_.velocities_from_internal(vel);
-    return units_.forces_from_internal(acc_out);
 }
 
 std::array<bn_f4, 2> Simulation::track(bn_u32 a, bn_u32 b)

@@ -21,6 +21,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -116,6 +117,11 @@ public:
     /// host memory once it is on the device, before the first forces: host memory sets how many particles a rank
     /// can start.
     void start_slice(Particles mine, double t_begin, std::size_t first_id, const InternalUnits& units);
+    /// One rank: starts from @p n particles that @p put writes onto the device itself, into the tree's (x, y, z, m)
+    /// and (vx, vy, vz, -) arrays in input order, already in internal @p units (the Python module's CUDA arrays:
+    /// nothing goes through the host).
+    void start_on_device(std::size_t n, double t_begin, const InternalUnits& units,
+                         const std::function<void(Buffer<bn_f4>& pos, Buffer<bn_f4>& vel)>& put);
     /// Continues from a saved state exactly (no force evaluation: the saved accelerations are used). With
     /// @p other_ranks, a state saved by another number of ranks, each rank given any share of its particles: they
     /// are balanced over the ranks and their forces computed afresh at their saved positions (the continuation is
@@ -137,6 +143,13 @@ public:
     /// Positions, velocities and accelerations (with potentials) in the order of the input (particle id order).
     /// Returns how many accelerations and potentials left float's normal range in the input's units.
     std::size_t input_order(std::vector<bn_f4>& pos, std::vector<bn_f4>& vel, std::vector<bn_f4>& acc);
+    /// The same on the device, in internal units (units()): @p take gets them a chunk at a time, m particles from
+    /// input index @p first, as rows of bn_f4 at the start of each buffer (valid during the call). input_order's
+    /// way, and the Python module's into CUDA arrays.
+    void for_input_order(const std::function<void(std::size_t first, std::size_t m, const Buffer<bn_f4>& pos,
+                                                  const Buffer<bn_f4>& vel, const Buffer<bn_f4>& acc)>& take);
+    /// The internal units the device holds the particles in.
+    const InternalUnits& units() const noexcept { return units_; }
 
     /// This rank's particles (device order) with their ids, in the input's units: what a snapshot over several ranks
     /// writes (parallel_files.hpp). Returns how many accelerations and potentials left float's range.
@@ -168,6 +181,8 @@ private:
     /// start()'s and start_slice()'s first half: the particles onto the device, in internal @p units.
     void load(std::span<const bn_f4> pos, std::span<const bn_f4> vel, double t_begin, std::size_t first_id,
               const InternalUnits& units);
+    /// What every start does before the particles arrive: counts, time, units, the tree's arrays sized for @p n.
+    void prepare(std::size_t n, double t_begin, const InternalUnits& units);
     /// Their second half: the first forces (and the first rungs).
     void begin();
     /// Builds the tree and walks it; @p relative: with the relative criterion when options().alpha > 0 (every

@@ -82,3 +82,64 @@ def test_bad_cuda_input(lib):
         banyan.gravity(p, to_device(lib, neg))
     with pytest.raises(banyan.UsageError, match=r"shape \(100, 2\)"):
         banyan.gravity(p[:, :2], m)
+
+
+@pytest.mark.parametrize("scale", [1.0, 2.0 ** 20])
+def test_simulation_from_cuda_arrays_is_the_host_run(lib, scale):
+    # A Simulation made from CUDA arrays starts from them on the GPU (scaled into internal units there, copied row
+    # by row into the tree) and gives results of the same library: the run made from the same NumPy arrays on the
+    # same device, bit for bit. scale 2^20 (lengths 2^20, masses 2^-30, so velocities 2^-25) makes the internal units
+    # no identity.
+    pos, vel, mass = plummer(3000, seed=25)
+    pos = (pos * scale).astype(np.float32)
+    mass = (mass * (2.0 ** -30 if scale > 1 else 1.0)).astype(np.float32)
+    vel = (vel * (2.0 ** -25 if scale > 1 else 1.0)).astype(np.float32)
+    eps, dt = 0.05 * scale, (1 / 64) * (2.0 ** 45 if scale > 1 else 1.0)
+    ids = np.arange(3000, dtype=np.int64) * 7 + 1
+    host = banyan.Simulation(pos, vel, mass, eps=eps, dt=dt, backend="cuda", ids=ids)
+    dev = banyan.Simulation(to_device(lib, pos), to_device(lib, vel), to_device(lib, mass), eps=eps, dt=dt,
+                            ids=to_device(lib, ids))
+    assert dev.device == host.device
+    for sim in (host, dev):
+        sim.step(5)
+    for name in ("positions", "velocities", "accelerations", "potentials"):
+        a, b = getattr(host, name), getattr(dev, name)
+        check_on_device(lib, b)
+        assert isinstance(a, np.ndarray) and np.array_equal(to_host(lib, b), a), name
+    assert host.energies() == dev.energies()
+    assert np.array_equal(dev.ids, ids)
+    # float64 arrays on the device: converted once, the same run.
+    dev64 = banyan.Simulation(to_device(lib, pos.astype(np.float64)), to_device(lib, vel.astype(np.float64)),
+                              to_device(lib, mass.astype(np.float64)), eps=eps, dt=dt)
+    dev64.step(5)
+    assert np.array_equal(to_host(lib, dev64.positions), host.positions)
+
+
+def test_simulation_from_cuda_arrays_saves_and_loads(lib, tmp_path):
+    pos, vel, mass = (a.astype(np.float32) for a in plummer(2000, seed=26))
+    dev = banyan.Simulation(to_device(lib, pos), to_device(lib, vel), to_device(lib, mass), eps=0.05)
+    dev.step(3)
+    dev.save(tmp_path / "run.ckpt")
+    dev.write_snapshot(tmp_path / "snap.hdf5")
+    dev.step(2)
+    again = banyan.Simulation.load(tmp_path / "run.ckpt")  # a loaded run gives NumPy arrays
+    again.step(2)
+    assert isinstance(again.positions, np.ndarray)
+    assert np.array_equal(again.positions, to_host(lib, dev.positions))
+
+
+def test_simulation_refuses_bad_cuda_input(lib):
+    pos, vel, mass = (a.astype(np.float32) for a in plummer(100, seed=27))
+    p, v, m = to_device(lib, pos), to_device(lib, vel), to_device(lib, mass)
+    with pytest.raises(banyan.UsageError, match="same CUDA device"):
+        banyan.Simulation(p, vel, m)
+    with pytest.raises(banyan.UsageError, match="need backend 'cuda'"):
+        banyan.Simulation(p, v, m, backend="opencl")
+    bad = vel.copy()
+    bad[9, 1] = np.inf
+    with pytest.raises(banyan.UsageError, match="vel: particle 9 has a non-finite velocity"):
+        banyan.Simulation(p, to_device(lib, bad), m)
+    with pytest.raises(banyan.UsageError, match="vel: 99 velocities for 100 particles"):
+        banyan.Simulation(p, v[:99], m)
+    with pytest.raises(banyan.UsageError, match="dt"):
+        banyan.Simulation(p, v, m, dt=-1.0)

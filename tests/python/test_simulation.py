@@ -224,3 +224,22 @@ def test_ctrl_c_interrupts_evolve(backend):
     assert 0 < taken < 1e9
     sim.step(1)  # still usable
     assert sim.steps == taken + 1
+
+
+def test_a_step_longer_than_one_time_unit(cli, backend, tmp_path):
+    # Units where a step is long (lengths 2^20, masses 2^-30, so times 2^45): the same run as in N-body units,
+    # scaled, and its checkpoint continues in the CLI. A dt above 1 was refused with words about snapshot_every, an
+    # option a Simulation does not have.
+    pos, vel, mass = (a.astype(np.float32) for a in plummer(2000, seed=31))
+    nbody = banyan.Simulation(pos, vel, mass, eps=0.05, dt=1 / 64, backend=backend)
+    big = banyan.Simulation(pos * 2.0 ** 20, vel * 2.0 ** -25, mass * 2.0 ** -30, eps=0.05 * 2.0 ** 20,
+                            dt=2.0 ** 45 / 64, backend=backend)
+    nbody.step(4), big.step(4)
+    assert big.time == 4 * 2.0 ** 45 / 64
+    np.testing.assert_allclose(big.positions * 2.0 ** -20, nbody.positions, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(big.velocities * 2.0 ** 25, nbody.velocities, rtol=1e-5, atol=1e-6)
+    out = tmp_path / "run"
+    os.makedirs(out)
+    big.save(out / "checkpoint.bin")
+    cli("run", "--backend", backend, "--quiet", "--restart", out, "--t-end", 8 * 2.0 ** 45 / 64)
+    assert any(p.startswith("snapshot_") for p in os.listdir(out))

@@ -17,7 +17,9 @@ names the argument and the first bad particle. Results are new float32 arrays.
 CUDA arrays: gravity and gravity_at also take CuPy arrays and PyTorch tensors on a CUDA GPU (all arguments on the
 same device) and give results of the same library on that device. banyan reads them where they are, through
 DLPack, and writes its results straight into the new arrays: nothing goes through the host. (The same rules hold:
-float64 is converted to float32 once, on the device.) Simulation takes NumPy arrays.
+float64 is converted to float32 once, on the device.) So does Simulation: made from CuPy arrays or PyTorch tensors,
+it starts from them on their GPU and gives its positions, velocities, accelerations and potentials back as arrays
+of the same library there.
 
 Devices: backend="auto" takes a CUDA GPU, else an OpenCL GPU, else the CPU through PoCL (as `banyan run`); "cuda"
 or "opencl" asks for one, and device=N for its N-th device (banyan.devices() lists them). Opened devices are kept
@@ -110,6 +112,24 @@ class _Arrays:
         self.cuda = self.lib != "numpy"
         self.device = like.__dlpack_device__()[1] if self.cuda else None
         self._summary: list = []  # host arrays: what particles() found in its one pass, for summary()
+
+    def backend_and_device(self, backend: str, device: Optional[int]) -> Tuple[str, Optional[int]]:
+        """The (backend, device) to open: as asked for host arrays; CUDA arrays' own device."""
+        if not self.cuda:
+            return backend, device
+        if backend not in ("auto", "cuda"):
+            raise UsageError(f"CUDA arrays need backend 'cuda' (or 'auto'), got {backend!r}")
+        if device is not None and device != self.device:
+            raise UsageError(f"the arrays are on CUDA device {self.device}, device={device} was asked for")
+        return "cuda", self.device
+
+    def host(self, a: Any) -> np.ndarray:
+        """@p a as a NumPy array (copied from the device for CUDA arrays)."""
+        if self.lib == "torch":
+            return a.detach().cpu().numpy()
+        if self.lib == "cupy":
+            return self.xp.asnumpy(a)
+        return np.asarray(a)
 
     def floats(self, name: str, a: Any, shape: Tuple[int, ...]) -> Any:
         """@p a as a float32 array in C order of @p shape (-1: any length)."""
@@ -212,20 +232,14 @@ def _gravity(what: str, points: Any, pos: Any, mass: Any, theta: float, eps: flo
     call, which moves the arrays' rows to and from the device as they are (_banyan.gravity_host / gravity_device)."""
     _check_parameters(theta, eps)
     arrays = _Arrays(pos)
-    if arrays.cuda:
-        if backend not in ("auto", "cuda"):
-            raise UsageError(f"CUDA arrays need backend 'cuda' (or 'auto'), got {backend!r}")
-        if device is not None and device != arrays.device:
-            raise UsageError(f"the arrays are on CUDA device {arrays.device}, device={device} was asked for")
-        backend, device = "cuda", arrays.device
-    dev = _device(backend, device)
+    dev = _device(*arrays.backend_and_device(backend, device))
     p, m = arrays.particles(pos, mass)
     q = arrays.floats("points", points, (-1, 3)) if points is not None else arrays.empty((0, 3))
     arrays.check_finite("points", q, "coordinate")
     extent, total, min_mass, lightest = arrays.summary(p, m)
     _banyan.check_precision(extent, total, min_mass, lightest, p.shape[0], float(eps), what)
     # Internal units (precision.hpp): exact powers of two, the identity for most systems; the same for every library.
-    k, j, acc_exp, pot_exp = _banyan.internal_units(extent, total, float(eps))
+    k, j, acc_exp, pot_exp, _ = _banyan.internal_units(extent, total, float(eps))
     if k or j:
         p, q, m = p * 2.0 ** -k, q * 2.0 ** -k, m * 2.0 ** -j
     out_n = q.shape[0] if points is not None else p.shape[0]
@@ -351,7 +365,9 @@ class Simulation:
     time step dt, the octree rebuilt and walked every step, energies summed on the device in double precision.
 
     The same particles and parameters give the same numbers, bit for bit, as `banyan run --in FILE` on the same
-    device. Positions, velocities, accelerations and potentials come back in the order of the input.
+    device. Positions, velocities, accelerations and potentials come back in the order of the input: NumPy arrays,
+    or, for a Simulation made from CuPy arrays or PyTorch tensors on a CUDA GPU, arrays of that library on that GPU
+    (the particles start from them there and never go through the host; ids may be given in any library).
 
         sim = banyan.Simulation(pos, vel, mass, theta=0.75, eps=0.05, dt=1/64)
         sim.evolve(2.0)               # to t = 2 (Ctrl-C stops between two steps with KeyboardInterrupt)
@@ -379,27 +395,43 @@ class Simulation:
                  time: float = 0.0, backend: str = "auto", device: Optional[int] = None, opening: str = "paper",
                  alpha: float = 0.0, time_steps: str = "shared", eta: float = 0.025, max_rung: int = 16,
                  ids: Any = None, units: Optional[str] = None, _engine: Any = None):
+        self._arrays: Optional[_Arrays] = None  # CUDA arrays' library, for results of the same kind
         if _engine is not None:
             self._sim = _engine
             return
-        # The options are checked once, by the run engine that `banyan run` uses.
-        host = _Arrays(np.empty(0))
-        p, m = host.particles(pos, mass)
-        v = host.floats("vel", vel, (-1, 3))
+        # The options are checked once, by the run engine that `banyan run` uses; CUDA arrays with their library.
+        arrays = _Arrays(pos)
+        p, m = arrays.particles(pos, mass)
+        v = arrays.floats("vel", vel, (-1, 3))
         if v.shape[0] != p.shape[0]:
             raise UsageError(f"vel: {v.shape[0]} velocities for {p.shape[0]} particles")
-        host.check_finite("vel", v, "velocity")
+        arrays.check_finite("vel", v, "velocity")
         if not isinstance(max_rung, (int, np.integer)) or isinstance(max_rung, bool):
             raise UsageError(f"max_rung must be a whole number, got {max_rung!r}")
         if ids is not None:
-            given = np.asarray(ids)
+            given = arrays.host(ids) if _on_cuda(ids) and arrays.cuda else np.asarray(ids)
             if given.shape != (p.shape[0],) or given.dtype.kind not in "iu" or (given.size and given.min() < 0):
                 raise UsageError(f"ids: {p.shape[0]} whole numbers >= 0 wanted (one per particle), got "
                                  f"{given.dtype} of shape {given.shape}")
             ids = np.ascontiguousarray(given, np.uint64)
-        plan = _banyan.plan_simulation(p, v, m, float(theta), float(eps), float(dt), float(time), str(opening),
-                                       float(alpha), str(time_steps), float(eta), int(max_rung), ids, units or "")
-        self._sim = _banyan.Simulation(_device(backend, device), plan)
+        options = (float(theta), float(eps), float(dt), float(time), str(opening), float(alpha), str(time_steps),
+                   float(eta), int(max_rung), ids, units or "")
+        dev = _device(*arrays.backend_and_device(backend, device))
+        if not arrays.cuda:
+            self._sim = _banyan.Simulation(dev, _banyan.plan_simulation(p, v, m, *options))
+            return
+        # CUDA arrays start the run where they lie: scaled into the internal units here (powers of two: exact, as
+        # the host's start scales them), then copied row by row into the tree's arrays by the device.
+        if not (float(eps) >= 0.0 and math.isfinite(float(eps))):
+            raise UsageError(f"eps must be >= 0 and finite, got {eps}")
+        extent, total, min_mass, lightest = arrays.summary(p, m)
+        k, j, _, _, vel_exp = _banyan.internal_units(extent, total, float(eps))
+        if k or j:
+            p, m, v = p * 2.0 ** -k, m * 2.0 ** -j, v * 2.0 ** -vel_exp
+        arrays.synchronize()
+        plan = _banyan.plan_simulation_device(dev, p, v, m, extent, total, min_mass, lightest, k, j, *options)
+        self._sim = _banyan.Simulation(dev, plan)
+        self._arrays = arrays
 
     @classmethod
     def load(cls, path: "str | os.PathLike[str]", backend: Optional[str] = None,
@@ -443,11 +475,35 @@ class Simulation:
                     chunk = max(1, min(1 << 20, int(0.2 / max(per_step, 1e-9))))
         self._sim.evolve(float(t_end))
 
-    def _state(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _state(self) -> Tuple[Any, Any, Any, Any]:
         n = self._sim.size
-        pos, vel, acc = (np.empty((n, 3), np.float32) for _ in range(3))
-        pot = np.empty(n, np.float32)
-        self._sim.state(pos, vel, acc, pot)
+        arrays = self._arrays
+        if arrays is None:
+            pos, vel, acc = (np.empty((n, 3), np.float32) for _ in range(3))
+            pot = np.empty(n, np.float32)
+            self._sim.state(pos, vel, acc, pot)
+            return pos, vel, acc, pot
+        pos, vel, acc = (arrays.empty((n, 3)) for _ in range(3))
+        pot = arrays.empty((n,))
+        arrays.synchronize()
+        self._sim.state_device(pos, vel, acc, pot)  # in internal units: scaled back here, as the host's are there
+        k, _, acc_exp, pot_exp, vel_exp = self._sim.units()
+        raw_acc, raw_pot = acc, pot
+        if k or acc_exp or pot_exp or vel_exp:
+            pos, vel, acc, pot = pos * 2.0 ** k, vel * 2.0 ** vel_exp, acc * 2.0 ** acc_exp, pot * 2.0 ** pot_exp
+        # As the host's way back: a value that became infinite, zero or denormal does not fit the input's units.
+        tiny = float(np.finfo(np.float32).tiny)
+        xp = arrays.xp
+
+        def fits(raw: Any, scaled: Any) -> Any:
+            return xp.isfinite(scaled) & ((scaled != 0) == (raw != 0)) & ((scaled == 0) | (xp.abs(scaled) >= tiny))
+
+        i = arrays.first_bad(fits(raw_acc, acc))
+        if i is None:
+            i = arrays.first_bad(fits(raw_pot, pot))
+        if i is not None:
+            raise NumericalError(f"Simulation: particle {i} has an acceleration or potential beyond float's range in "
+                                 "the units of the input")
         return pos, vel, acc, pot
 
     @property
@@ -462,7 +518,8 @@ class Simulation:
 
     @property
     def positions(self) -> np.ndarray:
-        """(N, 3) float32, in input order (a fresh copy from the device)."""
+        """(N, 3) float32, in input order (a fresh copy from the device; NumPy, or CuPy or PyTorch on the GPU for a
+        Simulation made from those)."""
         return self._state()[0]
 
     @property
