@@ -409,7 +409,7 @@ class Simulation:
         if not isinstance(max_rung, (int, np.integer)) or isinstance(max_rung, bool):
             raise UsageError(f"max_rung must be a whole number, got {max_rung!r}")
         if ids is not None:
-            given = arrays.host(ids) if _on_cuda(ids) and arrays.cuda else np.asarray(ids)
+            given = _Arrays(ids).host(ids) if _on_cuda(ids) else np.asarray(ids)
             if given.shape != (p.shape[0],) or given.dtype.kind not in "iu" or (given.size and given.min() < 0):
                 raise UsageError(f"ids: {p.shape[0]} whole numbers >= 0 wanted (one per particle), got "
                                  f"{given.dtype} of shape {given.shape}")
