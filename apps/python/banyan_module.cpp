@@ -176,6 +176,12 @@ nb::tuple internal_units(double extent, double mass, double eps)
     return unit_exponents(InternalUnits::for_extent_and_mass(extent, mass, eps));
 }
 
+/// A CUDA array's memory (CuPy, PyTorch) as a buffer of @p be, for row copies to and from banyan's buffers.
+std::unique_ptr<RawBuffer> cuda_array(Backend& be, const void* data, std::size_t bytes)
+{
+    return be.wrap_device_memory(const_cast<void*>(data), bytes);
+}
+
 /// The arrays of one gravity or gravity_at call: all on the host or all on the CUDA device of the backend.
 struct Arrays {
     const float *pos, *mass, *points; ///< (n, 3), (n,), (q, 3): q = 0 for gravity
@@ -201,7 +207,7 @@ std::size_t gravity_arrays(Device& dev, const Arrays& a, double theta, double ep
     if (n == 0 || out_n == 0) return out_n;
     const DeviceLock lock(dev);
     // Where the input rows are: the caller's CUDA arrays, or the staging buffer (pos, mass, points one after another).
-    auto wrap = [&](const void* p, std::size_t bytes) { return be.wrap_device_memory(const_cast<void*>(p), bytes); };
+    auto wrap = [&](const void* p, std::size_t bytes) { return cuda_array(be, p, bytes); };
     std::unique_ptr<RawBuffer> pos_in, mass_in, points_in;
     std::size_t pos_at = 0, mass_at = 0, points_at = 0;
     if (a.on_device) {
@@ -357,13 +363,10 @@ RunPlan plan_simulation_device(Device& dev, const Vec3Dev& pos, const Vec3Dev& v
     Backend* be = dev.backend.get();
     const float *p = pos.data(), *v = vel.data(), *m = mass.data();
     d.put = [be, n, p, v, m](Buffer<bn_f4>& into_pos, Buffer<bn_f4>& into_vel) {
-        auto wrap = [&](const float* a, std::size_t bytes) {
-            return be->wrap_device_memory(const_cast<float*>(a), bytes);
-        };
-        into_pos.raw().copy_rows_from(*wrap(p, 12 * n), n, 12, 0, 12, 0, 16);
-        into_pos.raw().copy_rows_from(*wrap(m, 4 * n), n, 4, 0, 4, 12, 16);
+        into_pos.raw().copy_rows_from(*cuda_array(*be, p, 12 * n), n, 12, 0, 12, 0, 16);
+        into_pos.raw().copy_rows_from(*cuda_array(*be, m, 4 * n), n, 4, 0, 4, 12, 16);
         into_vel.fill(bn_f4{0, 0, 0, 0}, 0, n); // w = 0 as a host start leaves it
-        into_vel.raw().copy_rows_from(*wrap(v, 12 * n), n, 12, 0, 12, 0, 16);
+        into_vel.raw().copy_rows_from(*cuda_array(*be, v, 12 * n), n, 12, 0, 12, 0, 16);
     };
     request.device_particles = std::move(d);
     return plan_run(std::move(request));
@@ -537,9 +540,8 @@ public:
             throw UsageError("Simulation: output arrays of the wrong size");
         const DeviceLock lock(dev_);
         Backend& be = *dev_.backend;
-        auto wrap = [&](float* a, std::size_t bytes) { return be.wrap_device_memory(a, bytes); };
-        auto to_pos = wrap(pos.data(), 12 * n), to_vel = wrap(vel.data(), 12 * n);
-        auto to_acc = wrap(acc.data(), 12 * n), to_pot = wrap(pot.data(), 4 * n);
+        auto to_pos = cuda_array(be, pos.data(), 12 * n), to_vel = cuda_array(be, vel.data(), 12 * n);
+        auto to_acc = cuda_array(be, acc.data(), 12 * n), to_pot = cuda_array(be, pot.data(), 4 * n);
         run_->simulation().for_input_order([&](std::size_t first, std::size_t m, const Buffer<bn_f4>& p,
                                                const Buffer<bn_f4>& v, const Buffer<bn_f4>& a) {
             to_pos->copy_rows_from(p.raw(), m, 12, 0, 16, 12 * first, 12);

@@ -422,8 +422,7 @@ class Simulation:
             return
         # CUDA arrays start the run where they lie: scaled into the internal units here (powers of two: exact, as
         # the host's start scales them), then copied row by row into the tree's arrays by the device.
-        if not (float(eps) >= 0.0 and math.isfinite(float(eps))):
-            raise UsageError(f"eps must be >= 0 and finite, got {eps}")
+        _check_parameters(theta, eps)  # before eps chooses the units
         extent, total, min_mass, lightest = arrays.summary(p, m)
         k, j, _, _, vel_exp = _banyan.internal_units(extent, total, float(eps))
         if k or j:
