@@ -5,8 +5,8 @@
 #pragma once
 
 #include "core/device_shared.h"
-#include "core/files/tipsy.hpp"
-#include "core/simulation/plummer.hpp"
+#include "core/files/snapshot.hpp"
+#include "core/models/plummer.hpp"
 
 #include <cstdint>
 #include <random>
@@ -41,7 +41,7 @@ inline double uniform01(std::mt19937_64& g)
     return (static_cast<double>(g() >> 11) + 0.5) * 0x1.0p-53;
 }
 
-/// A Plummer sphere's positions and masses (core/simulation/plummer.hpp).
+/// A Plummer sphere's positions and masses (core/models/plummer.hpp).
 inline std::vector<bn_f4> plummer_input(std::size_t n, std::uint64_t seed)
 {
     return plummer(n, seed).pos;

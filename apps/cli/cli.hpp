@@ -4,10 +4,10 @@
  */
 #pragma once
 
-#include "core/simulation/galaxy.hpp"
+#include "core/models/galaxy.hpp"
 
 #include "core/device/devices.hpp"
-#include "core/files/tipsy.hpp"
+#include "core/files/snapshot.hpp"
 
 #include <functional>
 #include <map>

@@ -44,7 +44,7 @@
  */
 #pragma once
 
-#include "core/files/tipsy.hpp"
+#include "core/files/snapshot.hpp"
 #include "core/files/units.hpp"
 
 #include <array>

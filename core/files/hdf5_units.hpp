@@ -7,7 +7,7 @@
 #pragma once
 
 #include "core/files/hdf5_access.hpp"
-#include "core/files/tipsy.hpp"
+#include "core/files/snapshot.hpp"
 #include "core/files/units.hpp"
 
 namespace banyan::hdf5 {

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "core/device_shared.h"
-#include "core/files/tipsy.hpp"
+#include "core/files/snapshot.hpp"
 
 #include <cstddef>
 #include <span>

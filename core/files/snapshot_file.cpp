@@ -5,6 +5,7 @@
 #include "core/files/snapshot_file.hpp"
 
 #include "core/error.hpp"
+#include "core/files/tipsy.hpp"
 
 #include <fmt/format.h>
 

@@ -10,7 +10,7 @@
 #pragma once
 
 #include "core/files/hdf5_snapshot.hpp"
-#include "core/files/tipsy.hpp"
+#include "core/files/snapshot.hpp"
 
 #include <string>
 

@@ -8,6 +8,7 @@
 
 #include "core/files/atomic_file.hpp"
 #include "core/files/npy.hpp"
+#include "core/files/tipsy.hpp"
 
 #include <fmt/format.h>
 

@@ -12,7 +12,7 @@
 #pragma once
 
 #include "core/files/png_image.hpp"
-#include "core/files/tipsy.hpp"
+#include "core/files/snapshot.hpp"
 #include "core/files/units.hpp"
 
 #include <array>

@@ -14,7 +14,7 @@
 #pragma once
 
 #include "core/files/key_values.hpp"
-#include "core/files/tipsy.hpp"
+#include "core/files/snapshot.hpp"
 #include "core/simulation/simulation.hpp"
 
 #include <string>

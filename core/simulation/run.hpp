@@ -19,7 +19,7 @@
 #pragma once
 
 #include "core/device/backend.hpp"
-#include "core/files/tipsy.hpp"
+#include "core/files/snapshot.hpp"
 #include "core/parallel/comm.hpp"
 #include "core/simulation/run_options.hpp"
 #include "core/simulation/simulation.hpp"

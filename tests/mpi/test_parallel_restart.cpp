@@ -6,7 +6,7 @@
  */
 #include "core/error.hpp"
 #include "core/files/snapshot_file.hpp"
-#include "core/files/tipsy.hpp"
+#include "core/files/snapshot.hpp"
 #include "core/parallel/comm.hpp"
 #include "core/parallel/parallel_files.hpp"
 #include "core/simulation/run.hpp"
