@@ -5,12 +5,14 @@
 #   core/ (its own files)  the headers C++, CUDA and OpenCL C all include (device_shared.h, tree_shared.h), errors
 #   core/device/           the device API (Backend, Buffer, devices) and the parallel primitives
 #   core/files/            file formats: HDF5 and tipsy snapshots, units, .npy, PNG, key=value text, atomic writes
+#   core/models/           initial-condition models: Plummer, Hernquist, uniform, disc, merger, galaxies (and the
+#                          Legendre potential, centring and counter-based random streams they are made with)
 #   core/render/           images of snapshots: projected surface density, colour map, annotations (onto PNG)
 #   core/tree/             the octree: build, link, groups, multipoles
 #   core/gravity/          forces: the tree walk and direct summation
 #   core/parallel/         the ranks of a parallel run over MPI: comm, domain decomposition, local essential trees,
 #                          distributed forces
-#   core/simulation/       initial conditions, the integrator, runs, checkpoints
+#   core/simulation/       the integrator, runs, checkpoints
 # Beside them: backend_cuda/ and backend_opencl/ implement core/device (they include core/ and core/device/ only,
 # never each other); kernels_cu/ include the shared headers, backend_cuda/kernel_registry.hpp and their own .cuh
 # headers (kernels_cu/block.cuh: the block-level building blocks); kernels_cl/ include nothing (the program text is
@@ -25,7 +27,7 @@ if(NOT ROOT)
   message(FATAL_ERROR "usage: cmake -DROOT=<source tree> -P CheckLayers.cmake")
 endif()
 
-set(layers core core/device core/files core/render core/tree core/gravity core/parallel core/simulation)
+set(layers core core/device core/files core/models core/render core/tree core/gravity core/parallel core/simulation)
 set(vendor_headers "^(cuda|cub/|thrust/|CL/|boost/compute|hip/|nvrtc|cuda_runtime)")
 
 # The folder of a file, relative to ROOT.

@@ -13,8 +13,8 @@
 #include "tests/inputs.hpp"
 
 #include "core/error.hpp"
-#include "core/simulation/initial_conditions.hpp"
-#include "core/simulation/plummer.hpp"
+#include "core/models/initial_conditions.hpp"
+#include "core/models/plummer.hpp"
 #include "core/simulation/run.hpp"
 #include "core/simulation/simulation.hpp"
 

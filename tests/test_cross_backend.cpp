@@ -8,7 +8,7 @@
 #include "tests/harness.hpp"
 
 #include "core/tree/octree.hpp"
-#include "core/simulation/plummer.hpp"
+#include "core/models/plummer.hpp"
 
 #include <doctest/doctest.h>
 

@@ -20,7 +20,7 @@
 #include "core/gravity/forces.hpp"
 #include "core/gravity/precision.hpp"
 #include "core/tree/octree.hpp"
-#include "core/simulation/plummer.hpp"
+#include "core/models/plummer.hpp"
 #include "tests/inputs.hpp"
 
 #include <doctest/doctest.h>

@@ -1,13 +1,13 @@
 /**
  * @file test_galaxy.cpp
- * @brief Galaxy models (core/simulation/galaxy.hpp). Device-free ("static"): the model's circular speed against a
+ * @brief Galaxy models (core/models/galaxy.hpp). Device-free ("static"): the model's circular speed against a
  *        direct sum of its particles' forces, the disc's Toomre Q from its velocities, virial equilibrium, half-mass
  *        radii, mirrored pairs, any share made alone, the merger's order, orbit and units, the options. On the
  *        device: a short run at small N in which the disc's thickness and Q and the half-mass radii of halo and disc
  *        stay put, and in which a disc without dispersions fails the thickness and Q checks.
  */
 #include "core/error.hpp"
-#include "core/simulation/legendre_potential.hpp"
+#include "core/models/legendre_potential.hpp"
 #include "core/simulation/run_options.hpp"
 #include "core/simulation/simulation.hpp"
 #include "tests/harness.hpp"

@@ -1,14 +1,14 @@
 /**
  * @file test_models.cpp
- * @brief The particle models of core/simulation/initial_conditions.hpp for benchmarks and runs: the Hernquist sphere
+ * @brief The particle models of core/models/initial_conditions.hpp for benchmarks and runs: the Hernquist sphere
  *        (enclosed mass against the analytic profile, radial dispersion, virial equilibrium by a direct sum), the
  *        exponential disc (enclosed mass, thickness, rotation about +z), their determinism, and make_model() by
  *        name. Device-free (test suite "static").
  */
 #include "core/error.hpp"
-#include "core/simulation/centring.hpp"
-#include "core/simulation/counter_rng.hpp"
-#include "core/simulation/initial_conditions.hpp"
+#include "core/models/centring.hpp"
+#include "core/models/counter_rng.hpp"
+#include "core/models/initial_conditions.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

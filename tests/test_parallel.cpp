@@ -9,7 +9,7 @@
 #include "core/parallel/comm.hpp"
 #include "core/parallel/domain.hpp"
 #include "core/parallel/let.hpp"
-#include "core/simulation/plummer.hpp"
+#include "core/models/plummer.hpp"
 #include "core/tree/octree.hpp"
 #include "tests/checks.hpp"
 #include "tests/harness.hpp"

@@ -18,7 +18,7 @@
 #include "core/parallel/comm.hpp"
 #include "core/parallel/domain.hpp"
 #include "core/parallel/let.hpp"
-#include "core/simulation/plummer.hpp"
+#include "core/models/plummer.hpp"
 #include "core/simulation/simulation.hpp"
 
 #include <doctest/doctest.h>

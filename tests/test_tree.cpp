@@ -10,7 +10,7 @@
 
 #include "core/tree/octree.hpp"
 #include "core/tree/workspace.hpp"
-#include "core/simulation/plummer.hpp"
+#include "core/models/plummer.hpp"
 #include "tests/inputs.hpp"
 #include "core/tree_shared.h"
 

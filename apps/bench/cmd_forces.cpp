@@ -22,8 +22,8 @@
 #include "core/version.hpp"
 #include "core/gravity/forces.hpp"
 #include "core/tree/octree.hpp"
-#include "core/simulation/initial_conditions.hpp"
-#include "core/simulation/plummer.hpp"
+#include "core/models/initial_conditions.hpp"
+#include "core/models/plummer.hpp"
 #include "core/numbers.hpp"
 
 #include <fmt/format.h>

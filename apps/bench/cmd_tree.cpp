@@ -15,7 +15,7 @@
 #include "core/files/atomic_file.hpp"
 #include "core/version.hpp"
 #include "core/tree/octree.hpp"
-#include "core/simulation/plummer.hpp"
+#include "core/models/plummer.hpp"
 
 #include <fmt/format.h>
 

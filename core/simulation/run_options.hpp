@@ -8,9 +8,9 @@
 #include "core/files/key_values.hpp"
 #include "core/files/particles.hpp"
 #include "core/files/snapshot_file.hpp"
-#include "core/files/tipsy.hpp"
-#include "core/simulation/galaxy.hpp"
-#include "core/simulation/initial_conditions.hpp"
+#include "core/files/snapshot.hpp"
+#include "core/models/galaxy.hpp"
+#include "core/models/initial_conditions.hpp"
 #include "core/simulation/simulation.hpp"
 
 #include <array>

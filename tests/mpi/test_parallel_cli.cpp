@@ -12,7 +12,7 @@
 #include "core/gravity/direct.hpp"
 #include "core/gravity/forces.hpp"
 #include "core/parallel/comm.hpp"
-#include "core/simulation/plummer.hpp"
+#include "core/models/plummer.hpp"
 #include "tests/harness.hpp"
 #include "tests/mpi/force_errors.hpp"
 #include "tests/mpi/shared_folder.hpp"

@@ -11,7 +11,7 @@
 #include "core/parallel/comm.hpp"
 #include "core/parallel/domain.hpp"
 #include "core/parallel/parallel_forces.hpp"
-#include "core/simulation/plummer.hpp"
+#include "core/models/plummer.hpp"
 #include "core/tree/octree.hpp"
 #include "tests/harness.hpp"
 #include "tests/mpi/force_errors.hpp"

@@ -2,11 +2,11 @@
  * @file plummer.cpp
  * @brief Plummer sphere generator (Aarseth, Henon & Wielen 1974, A&A 37, 183).
  */
-#include "core/simulation/plummer.hpp"
+#include "core/models/plummer.hpp"
 
 #include "core/error.hpp"
-#include "core/simulation/centring.hpp"
-#include "core/simulation/counter_rng.hpp"
+#include "core/models/centring.hpp"
+#include "core/models/counter_rng.hpp"
 
 #include <cmath>
 #include <numbers>

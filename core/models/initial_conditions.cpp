@@ -3,11 +3,11 @@
  * @brief Uniform spheres, the galaxy merger, the Hernquist sphere, the exponential disc and the models by name (see
  *        initial_conditions.hpp).
  */
-#include "core/simulation/initial_conditions.hpp"
+#include "core/models/initial_conditions.hpp"
 
 #include "core/error.hpp"
-#include "core/simulation/centring.hpp"
-#include "core/simulation/counter_rng.hpp"
+#include "core/models/centring.hpp"
+#include "core/models/counter_rng.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 /**
  * @file initial_conditions.hpp
- * @brief Initial conditions besides the Plummer sphere (core/simulation/plummer.hpp): uniform spheres, cold or
+ * @brief Initial conditions besides the Plummer sphere (core/models/plummer.hpp): uniform spheres, cold or
  * virialised, a galaxy merger after the paper's test (section 4.2): two Plummer spheres of mass ratio 1:3 on a bound
  *        orbit, each with a central massive particle standing for a black hole; and two more models for force-accuracy
  *        benchmarks and simulations, a cuspy Hernquist sphere and a flattened exponential disc, with make_model() to
@@ -8,7 +8,7 @@
  */
 #pragma once
 
-#include "core/simulation/plummer.hpp"
+#include "core/models/plummer.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -2,7 +2,7 @@
  * @file centring.cpp
  * @brief Exact sums and the centring of a model's share (centring.hpp).
  */
-#include "core/simulation/centring.hpp"
+#include "core/models/centring.hpp"
 
 #include <algorithm>
 #include <bit>

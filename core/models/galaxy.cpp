@@ -2,10 +2,10 @@
  * @file galaxy.cpp
  * @brief Disc galaxies in equilibrium and their mergers (see galaxy.hpp for the method and its papers).
  */
-#include "core/simulation/galaxy.hpp"
+#include "core/models/galaxy.hpp"
 
 #include "core/error.hpp"
-#include "core/simulation/legendre_potential.hpp"
+#include "core/models/legendre_potential.hpp"
 #include "core/numbers.hpp"
 
 #include <fmt/format.h>

@@ -7,7 +7,7 @@
 #pragma once
 
 #include "core/files/particles.hpp"
-#include "core/simulation/plummer.hpp"
+#include "core/models/plummer.hpp"
 
 #include <array>
 #include <cstddef>

@@ -2,7 +2,7 @@
  * @file legendre_potential.cpp
  * @brief Poisson's equation for an axisymmetric density by Legendre expansion (see the header).
  */
-#include "core/simulation/legendre_potential.hpp"
+#include "core/models/legendre_potential.hpp"
 
 #include <algorithm>
 #include <cmath>
