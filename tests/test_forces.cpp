@@ -21,6 +21,7 @@
 #include "core/gravity/precision.hpp"
 #include "core/tree/octree.hpp"
 #include "core/models/plummer.hpp"
+#include "core/simulation/run_options.hpp"
 #include "tests/inputs.hpp"
 
 #include <doctest/doctest.h>
@@ -405,6 +406,26 @@ TEST_CASE("cell interaction: a trace added to Q changes nothing without softenin
 }
 
 // ---- The walk on the device -----------------------------------------------------------------------------------
+
+TEST_CASE("opening angle: one rule, [0, 1], for the walk and every front end")
+{
+    for (const double theta : {-0.5, -1e-30, 1.0000001, 2.0, double(NAN)}) {
+        INFO("theta ", theta);
+        CHECK_FALSE(opening_angle_ok(theta));
+        CHECK_THROWS_AS(OpeningCriterion(static_cast<float>(theta)).check("test"), UsageError);
+        RunOptions o;
+        o.theta = theta;
+        CHECK_THROWS_WITH_AS(o.check(), doctest::Contains("--theta must be in [0, 1]"), UsageError);
+    }
+    for (const double theta : {0.0, 0.5, 1.0}) { // 0: every cell opened (the walk tests below run it)
+        INFO("theta ", theta);
+        CHECK(opening_angle_ok(theta));
+        CHECK_NOTHROW(OpeningCriterion(static_cast<float>(theta)).check("test"));
+        RunOptions o;
+        o.theta = theta;
+        CHECK_NOTHROW(o.check());
+    }
+}
 
 TEST_CASE("tree walk: the device builds the CPU walk's lists (counts exactly, forces to round-off)")
 {

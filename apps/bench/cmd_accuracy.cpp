@@ -108,7 +108,8 @@ int run_accuracy(const std::vector<std::string>& args)
     }
     const std::vector<double> thetas = number_list(opt.str("theta"), "theta");
     for (double t : thetas)
-        if (!(t >= 0 && t <= 1)) throw UsageError(fmt::format("accuracy: --theta values must be in [0, 1], got {}", t));
+        if (!opening_angle_ok(t))
+            throw UsageError(fmt::format("accuracy: --theta values must be in {}, got {}", opening_angle_range, t));
     const std::vector<Opening> openings = bench::opening_list(opt.str("opening"), "accuracy: --opening");
     std::vector<double> alphas{0.0};
     if (opt.has("alpha")) {

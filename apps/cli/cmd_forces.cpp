@@ -54,8 +54,8 @@ int run_forces(const std::vector<std::string>& args)
     if (!opt.has("in")) throw UsageError("forces: --in FILE is required");
     if (!opt.has("out")) throw UsageError("forces: --out OUT.npy is required");
     const double theta = opt.number("theta");
-    if (!(theta >= 0.0 && theta <= 1.0))
-        throw UsageError(fmt::format("forces: --theta must be in [0, 1], got {}", theta));
+    if (!opening_angle_ok(theta))
+        throw UsageError(fmt::format("forces: --theta must be in {}, got {}", opening_angle_range, theta));
     const bool direct = opt.has("direct");
 
     // Under mpirun each rank takes its slice of the particles [r N / P, (r + 1) N / P); the tree walk moves them

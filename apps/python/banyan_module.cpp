@@ -22,6 +22,7 @@
 #include "core/simulation/run.hpp"
 #include "core/simulation/run_options.hpp"
 #include "core/simulation/simulation.hpp"
+#include "core/tree/opening.hpp"
 #include "core/version.hpp"
 
 #include <fmt/format.h>
@@ -159,7 +160,8 @@ nb::object checkpoint_device(const std::string& path)
 
 void check_theta_eps(double theta, double eps)
 {
-    if (!(theta > 0.0 && theta <= 1.0)) throw UsageError(fmt::format("theta must be in (0, 1], got {}", theta));
+    if (!opening_angle_ok(theta))
+        throw UsageError(fmt::format("theta must be in {}, got {}", opening_angle_range, theta));
     if (!(eps >= 0.0 && std::isfinite(eps))) throw UsageError(fmt::format("eps must be >= 0 and finite, got {}", eps));
 }
 
@@ -704,6 +706,8 @@ NB_MODULE(_banyan, m)
           "(k, j, acceleration exponent, potential exponent) of the internal units of such a system.");
     m.def("host_summary", &python::host_summary, "pos"_a.noconvert(), "mass"_a.noconvert(),
           "(first bad position, first bad mass, extent, total mass, smallest mass, its particle) in one pass.");
+    m.def("check_parameters", &python::check_theta_eps, "theta"_a, "eps"_a,
+          "Refuses an opening angle outside [0, 1] or a softening that is negative or not finite (UsageError).");
     m.def("check_precision", &python::check_precision, "extent"_a, "total"_a, "min_mass"_a, "lightest"_a, "n"_a,
           "eps"_a, "what"_a, "Refuses masses and a softening that single precision cannot serve (as the CLI).");
     m.def("gravity_host", &python::gravity_entry<Vec3In, ScalarIn, Vec3Out, ScalarOut, false>, "device"_a,

@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/gravity/precision.hpp"
 #include "core/numbers.hpp"
+#include "core/tree/opening.hpp"
 
 #include <fmt/format.h>
 
@@ -47,7 +48,7 @@ void RunOptions::check(OptionStyle style) const
         if (ic == "merger" && n < 4)
             throw UsageError(fmt::format("{}a merger needs {} 4 or more, got {}", prefix, name("n"), n));
     }
-    if (!(theta > 0.0 && theta <= 1.0)) throw bad("theta", fmt::format("must be in (0, 1], got {}", theta));
+    if (!opening_angle_ok(theta)) throw bad("theta", fmt::format("must be in {}, got {}", opening_angle_range, theta));
     if (opening != "paper" && opening != "bmax")
         throw bad("opening", fmt::format("must be 'paper' or 'bmax', got '{}'", opening));
     // Each refusal names the range allowed: a huge finite value is no "not finite".

@@ -32,9 +32,9 @@ namespace banyan {
 /// Simulation checks only its opening criterion again (OpeningCriterion::check), whose alpha the first force
 /// evaluation does not use.
 struct SimulationOptions {
-    /// The opening criterion: the build's kind, theta in (0, 1], and the relative criterion alpha on top from the
-    /// second force evaluation on, with each particle's |a| of the step before (kept in vel.w); alpha 0: off. The
-    /// relative criterion runs on one rank only.
+    /// The opening criterion: the build's kind, theta in [0, 1] (opening_angle_ok), and the relative criterion alpha on
+    /// top from the second force evaluation on, with each particle's |a| of the step before (kept in vel.w); alpha 0:
+    /// off. The relative criterion runs on one rank only.
     OpeningCriterion opening;
     float eps = 0.05f;    ///< Plummer softening
     double dt = 1.0 / 64; ///< the shared time step, > 0

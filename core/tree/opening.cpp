@@ -32,8 +32,9 @@ float OpeningCriterion::inv_theta() const noexcept
 
 void OpeningCriterion::check(std::string_view what) const
 {
-    if (!(theta >= 0.0f && theta <= 1.0f))
-        throw UsageError(fmt::format("{}: the opening angle theta must be in [0, 1], got {}", what, theta));
+    if (!opening_angle_ok(theta))
+        throw UsageError(
+            fmt::format("{}: the opening angle theta must be in {}, got {}", what, opening_angle_range, theta));
     if (!(alpha >= 0.0f && std::isfinite(alpha)))
         throw UsageError(
             fmt::format("{}: the relative criterion's alpha must be >= 0 and within single precision's range (below "

@@ -21,6 +21,17 @@ const char* to_string(Opening o) noexcept;
 /// The criterion named @p text ("paper", "bmax"); UsageError naming @p what otherwise.
 Opening parse_opening(std::string_view text, std::string_view what);
 
+/// The one rule for the opening angle theta, for every front end (`banyan run`, `banyan forces`, `banyan accuracy`,
+/// Python's gravity and Simulation) and the walk itself: theta in [0, 1]. Above 1 a group could accept a cell that
+/// holds one of its own particles (inv_theta below); 0 opens every cell: direct summation through the tree, exact to
+/// float round-off, at O(N^2) cost (the walk's lists grow to whole tree levels; tests/test_forces.cpp runs it).
+constexpr bool opening_angle_ok(double theta) noexcept
+{
+    return theta >= 0.0 && theta <= 1.0;
+}
+/// The range opening_angle_ok allows, as refusals name it.
+inline constexpr const char* opening_angle_range = "[0, 1]";
+
 /// When the walk accepts a cell for a group instead of opening it. An opening angle alone is the paper's criterion.
 struct OpeningCriterion {
     OpeningCriterion(float theta_ = 0.75f, float alpha_ = 0.0f, Opening kind_ = Opening::paper) // NOLINT: implicit
@@ -28,7 +39,7 @@ struct OpeningCriterion {
     {
     }
     Opening kind;
-    /// The opening angle, in [0, 1] (0: every cell is opened, i.e. direct summation).
+    /// The opening angle, in [0, 1] (opening_angle_ok; 0: every cell is opened, i.e. direct summation).
     float theta;
     /// The relative criterion on top (bn_rel_cell in device_shared.h; TreeForces), > 0; 0: off.
     float alpha;
@@ -37,7 +48,7 @@ struct OpeningCriterion {
     /// trees' alike, so that the two cannot drift apart. theta <= 1 < 2 / sqrt(3) keeps every cell that holds a
     /// particle of a group from being accepted for it: d <= sqrt(3) / 2 l + delta < l / theta + delta.
     float inv_theta() const noexcept;
-    /// Throws UsageError for theta outside [0, 1] or alpha negative or not finite, naming @p what.
+    /// Throws UsageError for theta outside [0, 1] (opening_angle_ok) or alpha negative or not finite, naming @p what.
     void check(std::string_view what) const;
 };
 

@@ -59,7 +59,7 @@ def test_zero_particles_and_wrong_types(sphere):
 
 def test_bad_parameters(sphere):
     pos, vel, mass = sphere
-    with pytest.raises(banyan.UsageError, match=r"theta must be in \(0, 1\], got 1.5"):
+    with pytest.raises(banyan.UsageError, match=r"theta must be in \[0, 1\], got 1.5"):
         banyan.gravity(pos, mass, theta=1.5)
     with pytest.raises(banyan.UsageError, match="eps must be >= 0"):
         banyan.gravity(pos, mass, eps=-1)

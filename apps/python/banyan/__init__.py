@@ -219,18 +219,11 @@ class _Arrays:
                 self.xp.cuda.get_current_stream().synchronize()
 
 
-def _check_parameters(theta: float, eps: float) -> None:
-    if not (0.0 < float(theta) <= 1.0):
-        raise UsageError(f"theta must be in (0, 1], got {theta}")
-    if not (float(eps) >= 0.0 and math.isfinite(float(eps))):
-        raise UsageError(f"eps must be >= 0 and finite, got {eps}")
-
-
 def _gravity(what: str, points: Any, pos: Any, mass: Any, theta: float, eps: float, backend: str,
              device: Optional[int], direct: bool) -> Tuple[Any, Any]:
     """gravity (points None) or gravity_at, for arrays of any library: checks, internal units, then the compiled
     call, which moves the arrays' rows to and from the device as they are (_banyan.gravity_host / gravity_device)."""
-    _check_parameters(theta, eps)
+    _banyan.check_parameters(float(theta), float(eps))  # core's rule for theta (opening_angle_ok), and eps
     arrays = _Arrays(pos)
     dev = _device(*arrays.backend_and_device(backend, device))
     p, m = arrays.particles(pos, mass)
@@ -266,7 +259,7 @@ def gravity(pos: Any, mass: Any, theta: float = 0.75, eps: float = 0.0, backend:
             device: Optional[int] = None, direct: bool = False) -> Tuple[Any, Any]:
     """Accelerations (N, 3) and potentials (N,) of N particles on each other, in the order of the input.
 
-    pos: (N, 3) positions; mass: (N,) positive masses; G = 1. theta: the opening angle of the tree walk, in (0, 1]
+    pos: (N, 3) positions; mass: (N,) positive masses; G = 1. theta: the opening angle of the tree walk, in [0, 1]
     (0.75: a few parts in 10^3 at the 99th percentile of the relative error on a Plummer sphere; smaller is more
     accurate and slower). eps: Plummer softening length (0: none). direct=True sums all pairs in float32 instead
     (O(N^2): for checks and small N). NumPy arrays give NumPy arrays; CuPy arrays or PyTorch tensors on a CUDA GPU
@@ -422,7 +415,7 @@ class Simulation:
             return
         # CUDA arrays start the run where they lie: scaled into the internal units here (powers of two: exact, as
         # the host's start scales them), then copied row by row into the tree's arrays by the device.
-        _check_parameters(theta, eps)  # before eps chooses the units
+        _banyan.check_parameters(float(theta), float(eps))  # before eps chooses the units
         extent, total, min_mass, lightest = arrays.summary(p, m)
         k, j, _, _, vel_exp = _banyan.internal_units(extent, total, float(eps))
         if k or j:

@@ -445,7 +445,7 @@ class Banyan(GravitationalDynamics, GravityFieldCode):
     Parameters (code.parameters), defaulting to banyan's (and Bonsai's) values:
         epsilon_squared       Plummer softening squared (0.05^2 N-body lengths^2)
         timestep              the leapfrog's step dt (1/64 N-body times); with block steps the largest one
-        opening_angle         theta of the tree walk, in (0, 1] (0.75)
+        opening_angle         theta of the tree walk, in [0, 1] (0.75)
         opening_criterion     "paper" (d > l / theta + delta) or "bmax"
         relative_opening      alpha of the relative criterion on top (0: off; use opening_angle 1 with it)
         time_steps            "shared" (one dt for all) or "block" (dt / 2^k for each particle)
@@ -536,7 +536,7 @@ class Banyan(GravitationalDynamics, GravityFieldCode):
           default_value=0.05 ** 2 | nbody_system.length ** 2)
         p("get_time_step", "set_time_step", "timestep", "the leapfrog's step (with block steps, the largest)",
           default_value=1.0 / 64 | nbody_system.time)
-        p("get_theta", "set_theta", "opening_angle", "opening angle theta of the tree walk, in (0, 1]",
+        p("get_theta", "set_theta", "opening_angle", "opening angle theta of the tree walk, in [0, 1]",
           default_value=0.75)
         p("get_opening", "set_opening", "opening_criterion", "'paper' (d > l / theta + delta) or 'bmax'",
           default_value="paper")
