@@ -584,7 +584,7 @@ TEST_CASE("run: particles that start on the device run as the same particles giv
     std::fill(s.eps.begin(), s.eps.end(), static_cast<float>(o.eps));
     auto request = [&] {
         RunRequest r(o);
-        r.style = OptionStyle::python, r.outputs = RunOutputs::none;
+        r.style = OptionStyle::python, r.outputs = RunOutputs::none();
         return r;
     };
     RunRequest host = request();

@@ -57,7 +57,7 @@ int run_bench_galaxy(const std::vector<std::string>& args)
     if (!(rotations > 0 && rotations < 1e4)) throw UsageError("bench galaxy: --rotations must be in (0, 10^4)");
     o.t_end = rotations * period;
     RunRequest request(o);
-    request.outputs = RunOutputs::none;
+    request.outputs = RunOutputs::none();
 
     auto be = open_device(opt.device_request());
     const DeviceInfo& i = be->info();

@@ -615,7 +615,7 @@ int run_run(const std::vector<std::string>& raw_args)
     try {
         if (restart) {
             const std::string dir = opt.str("restart");
-            run = Run::resume(*be, dir, t_end, hooks, RunOutputs::files, comm);
+            run = Run::resume(*be, dir, t_end, hooks, RunOutputs::files(dir), comm);
             n = run->simulation().total_size();
             if (!quiet) {
                 fmt::print("banyan run: continuing {} ({} particles) from step {} (t = {}) to step {} (t = {}) on {}\n",

@@ -320,7 +320,7 @@ RunRequest simulation_request(double theta, double eps, double dt, double time, 
     // refused).
     if (dt > o.snapshot_every) o.snapshot_every = o.checkpoint_every = 64 * dt;
     request.style = OptionStyle::python;
-    request.outputs = RunOutputs::none;
+    request.outputs = RunOutputs::none();
     return request;
 }
 
@@ -450,7 +450,7 @@ public:
     {
         auto s = std::unique_ptr<PySimulation>(new PySimulation(dev));
         const DeviceLock lock(dev);
-        s->run_ = Run::resume(*dev.backend, path, std::nullopt, {}, RunOutputs::none);
+        s->run_ = Run::resume(*dev.backend, path, std::nullopt, {}, RunOutputs::none());
         return s;
     }
 

@@ -193,19 +193,6 @@ double parse_time(const std::string& text, const std::string& option)
     return a / b;
 }
 
-void check_initial_conditions(const Snapshot& ic, std::span<const bn_f4> pos_mass, const RunOptions& o)
-{
-    const std::string what = o.ic == "file" ? o.in : "initial conditions";
-    check_particles(ic, what);
-    if (o.ic != "file" && ic.size() != o.n)
-        throw UsageError(fmt::format("run: {} particles given for -n {}", ic.size(), o.n));
-    check_start_time(ic.time, o.dt, what);
-    if (!(o.t_end > ic.time))
-        throw UsageError(
-            fmt::format("run: --t-end {} must be later than the start time {} of {}", o.t_end, ic.time, what));
-    check_precision_range(pos_mass, o.eps, what);
-}
-
 void check_start_time(double t, double dt, const std::string& what)
 {
     if (!std::isfinite(t) || std::fabs(t) > 1e12 * dt)

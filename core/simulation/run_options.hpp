@@ -104,12 +104,6 @@ void adopt_units(RunOptions& options, const Snapshot& ic);
 /// Parses a time step or time such as "0.015625" or "1/64" (a fraction of two numbers). Throws UsageError.
 double parse_time(const std::string& text, const std::string& option);
 
-/// Everything about initial conditions that can be judged before any work: the particles (check_particles), their
-/// number against options.n, the start time (check_start_time) and before options.t_end, and the range of
-/// coordinates, masses and softening single precision serves (check_precision_range, on @p pos_mass: the same
-/// particles in the device's layout, to_particles(ic).pos). Throws UsageError.
-void check_initial_conditions(const Snapshot& ic, std::span<const bn_f4> pos_mass, const RunOptions& options);
-
 /// Refuses a start time that is not finite or lies more than 10^12 steps of @p dt from 0, where the time grids of a
 /// run lose their resolution (t + dt / 2 rounds to t). Throws UsageError naming @p what.
 void check_start_time(double t, double dt, const std::string& what);

@@ -71,7 +71,8 @@ void check_restarts(const RunOptions& o, const Snapshot* in, const fs::path& dir
             if (world.rank() == 0) fs::copy(first, then, fs::copy_options::recursive);
             world.barrier();
             if (const auto comm = world.first(P2)) {
-                auto run = Run::resume(test::backend(), then.string(), 0.25, {}, RunOutputs::files, *comm);
+                auto run =
+                    Run::resume(test::backend(), then.string(), 0.25, {}, RunOutputs::files(then.string()), *comm);
                 // Ids, masses, positions and velocities exactly as saved (the snapshot holds the device's state
                 // in the input's units, as these are).
                 const auto now = all_particles(run->simulation());
@@ -178,7 +179,7 @@ TEST_CASE("a generated run continues from all ranks on one, and from one on all"
         fs::remove(broken / "checkpoint.bin.rank1");
         const auto one = world.first(1);
         try {
-            Run::resume(test::backend(), broken.string(), 0.25, {}, RunOutputs::files, *one);
+            Run::resume(test::backend(), broken.string(), 0.25, {}, RunOutputs::files(broken.string()), *one);
             FAIL("a checkpoint without one of its rank files was continued");
         } catch (const UsageError& e) {
             CHECK(std::string(e.what()).find("checkpoint.bin.rank1 is missing") != std::string::npos);
@@ -215,7 +216,7 @@ TEST_CASE("an HDF5 input's particle ids are in every snapshot, over P ranks and 
     // Continued on one rank (from one: on all ranks).
     const int P2 = world.size() > 1 ? 1 : world.size();
     if (const auto comm = world.first(P2))
-        Run::resume(test::backend(), o.out, 0.25, {}, RunOutputs::files, *comm)->run();
+        Run::resume(test::backend(), o.out, 0.25, {}, RunOutputs::files(o.out), *comm)->run();
     world.barrier();
     for (const char* name : {"snapshot_00000.hdf5", "snapshot_00001.hdf5", "snapshot_00002.hdf5"}) {
         CAPTURE(name);

@@ -1,0 +1,288 @@
+/**
+ * @file run_checkpoints.cpp
+ * @brief A run's checkpoints (run.hpp): writing them, their text block, and continuing a run from one, on as many
+ *        ranks as wrote it (bit for bit) or on another number (the particles of all files cut anew).
+ */
+#include "core/simulation/run.hpp"
+
+#include "core/device/devices.hpp"
+#include "core/error.hpp"
+#include "core/parallel/parallel_files.hpp"
+#include "core/simulation/checkpoint.hpp"
+#include "core/version.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+
+namespace banyan {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// The checkpoint of a run over @p P ranks (files @p path, path.rank1, ..., path.rank{P-1}) cut anew for the ranks
+/// of @p comm: this rank takes the rows [r T / P', (r + 1) T / P') of the particles of all files taken in rank
+/// order (T in all, P' = comm.size()), and the same rows of the input's fields (file k holds those of the input's
+/// rows [k T / P, (k + 1) T / P); over ranks none for generated particles, whose softening is snapshot_eps). Every
+/// file must be of that run and step; only the files that hold rows of this rank are read. The header is file 0's;
+/// no fields (Snapshot{}) where the files hold none.
+Checkpoint read_cut_anew(const std::string& path, const std::string& dir, std::uint64_t P, const Comm& comm)
+{
+    std::vector<std::string> names(P);
+    std::vector<std::size_t> n(P), nf(P);
+    KeyValues head;
+    for (std::uint64_t k = 0; k < P; ++k) {
+        names[k] = k == 0 ? path : fmt::format("{}.rank{}", path, k);
+        if (!fs::exists(names[k]))
+            throw UsageError(
+                fmt::format("run: the checkpoint in {} was written by {} ranks, but {} is missing", dir, P, names[k]));
+        const KeyValues kv = read_checkpoint_header(names[k]);
+        auto u = [&](const char* key) { return u64_of(kv, key, names[k]); };
+        if ((kv.count("ranks") ? u("ranks") : 1) != P || (kv.count("rank") ? u("rank") : 0) != k)
+            throw UsageError(
+                fmt::format("{}: not the checkpoint of rank {} of the {} ranks that wrote {}", names[k], k, P, path));
+        if (k == 0) head = kv;
+        if (u("step") != u64_of(head, "step", path))
+            throw UsageError(fmt::format("run: the checkpoint files in {} are of different steps ({} and {}): the run "
+                                         "was killed while writing them",
+                                         dir, u64_of(head, "step", path), u("step")));
+        n[k] = u("particles");
+        nf[k] = P == 1 ? n[k] : kv.count("rank_rows") ? u("n_gas") + u("n_dark") + u("n_star") : 0;
+    }
+    std::size_t total = 0, fields = 0;
+    for (std::uint64_t k = 0; k < P; ++k)
+        total += n[k], fields += nf[k];
+    if (fields != 0 && fields != total)
+        throw UsageError(fmt::format("run: the checkpoint files in {} hold the fields of {} rows for {} particles", dir,
+                                     fields, total));
+    const std::size_t Q = static_cast<std::size_t>(comm.size()), r = static_cast<std::size_t>(comm.rank());
+    const std::size_t a = r * total / Q, b = (r + 1) * total / Q;
+    auto overlap = [&](std::size_t at, std::size_t count) {
+        const std::size_t lo = std::clamp(a, at, at + count), hi = std::clamp(b, at, at + count);
+        return Rows{lo - at, hi - lo};
+    };
+    Checkpoint c;
+    SimulationState& st = c.state;
+    st.units = checkpoint_units(head, path);
+    c.header = std::move(head);
+    Snapshot& f = c.fields;
+    auto append = [](auto& to, const auto& from) { to.insert(to.end(), from.begin(), from.end()); };
+    for (std::size_t k = 0, p_at = 0, f_at = 0; k < P; p_at += n[k], f_at += nf[k], ++k) {
+        const CheckpointRows rows{overlap(p_at, n[k]), fields ? overlap(f_at, nf[k]) : Rows{0, 0}};
+        if (rows.particles.count == 0 && rows.fields.count == 0) continue;
+        Checkpoint part = read_checkpoint(names[k], rows);
+        SimulationState& s = part.state;
+        if (s.units.k != st.units.k || s.units.j != st.units.j)
+            throw UsageError(fmt::format("{}: internal units other than those of {}", names[k], path));
+        append(st.pos, s.pos), append(st.vel, s.vel), append(st.acc, s.acc), append(st.ids, s.ids);
+        append(st.rungs, s.rungs);
+        const Snapshot& g = part.fields;
+        f.n_gas += g.n_gas, f.n_dark += g.n_dark, f.n_star += g.n_star;
+        append(f.eps, g.eps), append(f.gas_rho, g.gas_rho), append(f.gas_temp, g.gas_temp);
+        append(f.gas_metals, g.gas_metals), append(f.star_metals, g.star_metals), append(f.star_tform, g.star_tform);
+        append(f.ids, g.ids);
+    }
+    const std::size_t kept = f.size();
+    if (!f.ids.empty() && f.ids.size() != kept)
+        throw UsageError(fmt::format("run: the checkpoint files in {} hold the input's ids for some rows only", dir));
+    f.mass.assign(kept, 0.f), f.pos.assign(3 * kept, 0.f), f.vel.assign(3 * kept, 0.f), f.phi.assign(kept, 0.f);
+    return c;
+}
+
+} // namespace
+
+std::string Run::checkpoint_text_now(const SimulationState& st) const
+{
+    // Over several ranks each writes its own file (rank 0: checkpoint.bin, rank r: checkpoint.bin.rankR); a
+    // restart checks that all are of one step.
+    const std::string ranks = comm_.parallel()
+                                  ? fmt::format("ranks={}\nrank={}\nwork={}\nparticles_total={}\nsnapshot_eps={}\n"
+                                                "n_gas_total={}\nn_star_total={}\nrank_rows=1\n",
+                                                comm_.size(), comm_.rank(), st.work, sim_->total_size(), snapshot_eps_,
+                                                whole_.n_gas, whole_.n_star)
+                                  : std::string();
+    const RunProgress progress{e0_, max_de_, next_snapshot_, snapshots_written_, next_checkpoint_, log_bytes_, last_};
+    return checkpoint_text(opt_, st, progress, be_, whole_) + ranks;
+}
+
+void Run::write_checkpoint()
+{
+    if (opt_.checkpoint_every == RunOptions::never) return;
+    const std::optional<std::string> path = outputs_->checkpoint_path(comm_);
+    if (!path) return;
+    const auto t0 = std::chrono::steady_clock::now();
+    const SimulationState st = sim_->save();
+    check_state(st.pos, st.vel, st.acc, st.ids);
+    const std::string text = checkpoint_text_now(st);
+    // Each rank's file through a temporary name, with the fields of its rows (rank_rows=1); every rank's is written
+    // before any is counted as the checkpoint.
+    comm_.barrier();
+    banyan::write_checkpoint(*path, text, st, template_);
+    comm_.barrier();
+    outputs_->checkpoint_written(comm_);
+    last_checkpoint_step_ = st.step;
+    output_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (hooks_.on_file) hooks_.on_file(*path);
+}
+
+void Run::save(const std::string& path)
+{
+    if (comm_.parallel()) throw UsageError("run: save(path) is for runs on one rank");
+    const SimulationState st = sim_->save();
+    check_state(st.pos, st.vel, st.acc, st.ids);
+    banyan::write_checkpoint(path, checkpoint_text_now(st), st, template_);
+}
+
+std::string checkpoint_text(const RunOptions& options, const SimulationState& state, const RunProgress& progress,
+                            const Backend& be, const FileCounts& types)
+{
+    const RunProgress& p = progress;
+    return options.to_text() +
+           fmt::format("banyan_version={}\nstep={}\nt_begin={}\ne0={}\nmax_de={}\nnext_snapshot={}\n"
+                       "snapshots_written={}\nnext_checkpoint={}\nlog_bytes={}\nwork_group_size={}\ndevice={}\n"
+                       "last_log_step={}\nlast_log_time={}\nlast_de={}\nlast_centre_distance={}\n"
+                       "n_type2={}\nn_type3={}\nn_type5={}\n",
+                       version, state.step, state.t_begin, p.e0, p.max_de, p.next_snapshot, p.snapshots_written,
+                       p.next_checkpoint, p.log_bytes, be.work_group_size(), device_label(be.info()), p.last.step,
+                       p.last.time, p.last.de, p.last.centre_distance, types.n_type2, types.n_type3, types.n_type5);
+}
+
+std::string checkpoint_device(const std::string& dir)
+{
+    const std::string path = (fs::path(dir) / "checkpoint.bin").string();
+    return value_of(read_checkpoint_header(path), "device", path);
+}
+
+void Run::restore_bookkeeping(Checkpoint& c, std::uint64_t ranks, bool other_ranks, const std::string& path,
+                              const std::string& dir)
+{
+    const KeyValues& kv = c.header;
+    auto u = [&](const char* k) { return u64_of(kv, k, path); };
+    auto d = [&](const char* k) { return double_of(kv, k, path); };
+    SimulationState& st = c.state;
+    // Written by one rank: its counts are the whole input's, and its fields all of them.
+    const bool from_one = ranks == 1;
+    if (comm_.parallel()) {
+        st.work = other_ranks ? 0.0 : d("work");
+        snapshot_eps_ =
+            from_one ? common_softening(c.fields, comm_).value_or(opt_.eps) : static_cast<float>(d("snapshot_eps"));
+        // Every rank's file must be of the same step (a kill between the ranks' renames leaves a mixed set).
+        std::uint64_t lo = st.step, hi = st.step;
+        comm_.max(std::span<std::uint64_t>(&hi, 1));
+        lo = ~lo;
+        comm_.max(std::span<std::uint64_t>(&lo, 1));
+        if (~lo != hi)
+            throw UsageError(fmt::format("run: the checkpoint files in {} are of different steps ({} to {}): the run "
+                                         "was killed while writing them",
+                                         dir, ~lo, hi));
+    } else {
+        // From several ranks of generated particles, whose files hold no fields: all dark, of their softening.
+        if (c.fields.size() != c.state.pos.size()) {
+            const std::size_t n = c.state.pos.size();
+            c.fields = Snapshot::dark(n);
+            c.fields.eps.assign(n, static_cast<float>(d("snapshot_eps")));
+        }
+        snapshot_eps_ = common_softening(c.fields).value_or(opt_.eps);
+    }
+    e0_ = d("e0");
+    max_de_ = d("max_de");
+    next_snapshot_ = u("next_snapshot");
+    snapshots_written_ = u("snapshots_written");
+    next_checkpoint_ = u("next_checkpoint");
+    last_checkpoint_step_ = st.step;
+    log_bytes_ = u("log_bytes");
+    // Over ranks each file holds the fields of its rank's rows (rank_rows; before it, those of no rows: the run had
+    // dark-matter particles only and snapshot_eps_ gave their softening).
+    auto count_of = [&](const char* k) -> std::size_t { return kv.count(k) ? u(k) : 0; };
+    if (comm_.parallel()) {
+        template_ = other_ranks || kv.count("rank_rows") ? std::move(c.fields) : Snapshot{};
+        template_.mass.clear(), template_.pos.clear(), template_.vel.clear(), template_.phi.clear();
+        const std::size_t total = u(from_one ? "particles" : "particles_total");
+        const std::size_t gas = count_of(from_one ? "n_gas" : "n_gas_total");
+        const std::size_t star = count_of(from_one ? "n_star" : "n_star_total");
+        if (gas + star > total)
+            throw UsageError(fmt::format("{}: n_gas_total and n_star_total add up to more than the particles", path));
+        whole_ = FileCounts{gas, total - gas - star, star};
+    } else {
+        template_ = std::move(c.fields);
+        whole_ = FileCounts{template_.n_gas, template_.n_dark, template_.n_star};
+    }
+    template_.time = st.t_begin;
+    template_.units = parse_units(opt_.units, path + ": units");
+    // GADGET types 2, 3, 5 of an HDF5 input (checkpoints before them: none).
+    whole_.n_type2 = count_of("n_type2"), whole_.n_type3 = count_of("n_type3");
+    whole_.n_type5 = count_of("n_type5");
+    if (!comm_.parallel())
+        template_.n_type2 = whole_.n_type2, template_.n_type3 = whole_.n_type3,
+        template_.n_type5 = whole_.n_type5;
+    if (whole_.n_type2 + whole_.n_type3 + whole_.n_type5 > whole_.n_dark)
+        throw UsageError(fmt::format("{}: n_type2, n_type3 and n_type5 add up to more than the dark particles", path));
+
+}
+
+std::unique_ptr<Run> Run::resume(Backend& be, const std::string& where, std::optional<double> t_end, RunHooks hooks,
+                                 std::shared_ptr<RunOutputs> outputs, const Comm& comm)
+{
+    // A run folder (its checkpoint.bin), or with outputs given (Simulation's, none) also a checkpoint file of any
+    // name (Simulation.save).
+    const bool folder = !outputs || fs::is_directory(where);
+    const std::string parent = fs::path(where).parent_path().string();
+    const std::string dir = folder ? where : parent.empty() ? std::string(".") : parent;
+    const std::string path = folder ? (fs::path(where) / "checkpoint.bin").string() : where;
+    if (folder && !fs::exists(path))
+        throw UsageError(fmt::format("run: no checkpoint to continue from in {} ({} is missing)", dir, path));
+    // On as many ranks as wrote it, each reads its own file and continues bit for bit; on another number, the
+    // particles of all files are cut anew (read_cut_anew) and decomposed afresh.
+    const KeyValues first = read_checkpoint_header(path);
+    const std::uint64_t ranks = first.count("ranks") ? u64_of(first, "ranks", path) : 1;
+    const bool other_ranks = ranks != static_cast<std::uint64_t>(comm.size());
+    if (ranks == 0 || ranks > 1'000'000) throw UsageError(fmt::format("{}: ranks={} is out of range", path, ranks));
+    const std::string mine = comm.rank() == 0 ? path : fmt::format("{}.rank{}", path, comm.rank());
+    Checkpoint c = other_ranks ? read_cut_anew(path, dir, ranks, comm) : read_checkpoint(mine);
+    const KeyValues& kv = c.header;
+    if (other_ranks && comm.rank() == 0)
+        notice(
+            fmt::format("run: the checkpoint in {} was written by {} rank{}; continuing on {}: the particles are "
+                        "decomposed anew and their forces computed afresh (from here on not bit for bit the run on {})",
+                        dir, ranks, ranks == 1 ? "" : "s", comm.size(), ranks));
+    RunOptions opt = RunOptions::from_text(kv);
+    opt.out = dir;
+    if (t_end) opt.t_end = *t_end;
+    if (!outputs) outputs = RunOutputs::files(dir);
+    auto run = std::unique_ptr<Run>(new Run(be, opt, std::move(hooks), outputs, comm));
+    Run& r = *run;
+    auto u = [&](const char* k) { return u64_of(kv, k, path); };
+    auto d = [&](const char* k) { return double_of(kv, k, path); };
+    SimulationState& st = c.state;
+    st.step = u("step");
+    st.t_begin = d("t_begin");
+    r.restore_bookkeeping(c, ranks, other_ranks, path, dir);
+    const std::size_t wg = u("work_group_size");
+
+    opt.check();
+    check_start_time(st.t_begin, opt.dt, path);
+    if (st.step > 1'000'000'000'000'000ull) throw UsageError(fmt::format("{}: step {} is out of range", path, st.step));
+    if (t_end && !(*t_end > st.t_begin + static_cast<double>(st.step) * opt.dt - 0.5 * opt.dt))
+        throw UsageError(fmt::format("run: --t-end {} is before the checkpoint's time {}", *t_end,
+                                     st.t_begin + static_cast<double>(st.step) * opt.dt));
+    outputs->prepare(false);
+    // Bit-for-bit continuation needs the kernels of the same work-group size (OpenCL may vary it).
+    if (wg != be.work_group_size()) be.set_work_group_size(wg);
+    r.end_step_ = steps_between(st.t_begin, opt.t_end, opt.dt);
+    r.sim_ = std::make_unique<Simulation>(be, opt.simulation(), comm);
+    r.sim_->restore(st, other_ranks);
+    r.last_.step = u("last_log_step");
+    r.last_.time = d("last_log_time");
+    r.last_.de = d("last_de");
+    r.last_.max_de = r.max_de_;
+    r.last_.centre_distance = d("last_centre_distance");
+
+    // Lines logged after the checkpoint (and a line cut by a kill) go: the steps they came from run again.
+    r.log_bytes_ = outputs->resume_log(r.log_bytes_, comm);
+    return run;
+}
+
+} // namespace banyan
