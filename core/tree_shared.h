@@ -352,6 +352,16 @@ BN_DEVICE double bn_tree_corner_distance(bn_u64 cell_key, int level, bn_f4 f, co
 #define BANYAN_OPEN_PAPER 0u
 #define BANYAN_OPEN_BMAX 1u
 
+/* The opening radius of a cell, size / theta + offset from quad1 = cell_quad1 (.., .., offset, size): l / theta +
+ * delta for the paper's criterion, bmax / theta for bmax. A group is accepted when its distance to the cell's
+ * centre of mass exceeds it. The one formula for the walk (walkPrepare), the local essential trees (bn_let_opens,
+ * letTopOpened) and the host (core/parallel/let.cpp): one multiply-add, which CUDA and OpenCL may fuse as they
+ * did when each site spelt it out. inv_theta may be +inf (theta = 0: every cell is opened). */
+BN_DEVICE float bn_open_radius(bn_f4 q1, float inv_theta)
+{
+    return q1.w * inv_theta + q1.z;
+}
+
 /* cell_quad1.z (offset) for the criterion. */
 BN_DEVICE float bn_open_offset(bn_u32 criterion, float delta)
 {
@@ -412,7 +422,7 @@ BN_DEVICE int bn_tree_group_begins(BN_GLOBAL const bn_u32* cell_first, BN_GLOBAL
  * has a smaller one, so none has a larger radius. */
 BN_DEVICE int bn_let_opens(bn_f4 com, bn_f4 q1, float inv_theta, float rel, float alpha, bn_f4 lo, bn_f4 hi)
 {
-    const float r = q1.w * inv_theta + q1.z;
+    const float r = bn_open_radius(q1, inv_theta);
     float r2 = r * r;
     if (alpha > 0.0f) {
         const float r2_rel = rel * bn_rel_group(alpha, lo.w);

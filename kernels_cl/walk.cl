@@ -40,7 +40,7 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void walkPrepare
     if (c >= ncells) return;
     const bn_f4 com = cell_com[c];
     const bn_f4 q1 = cell_quad1[c];
-    const float r = q1.w * inv_theta + q1.z; /* l / theta + delta */
+    const float r = bn_open_radius(q1, inv_theta); /* l / theta + delta */
     mac[c] = (bn_f4)(com.x, com.y, com.z, r * r);
     link[c] = (uint2)(cell_first[c], cell_count[c]);
 }

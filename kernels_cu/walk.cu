@@ -27,7 +27,7 @@ __global__ void __launch_bounds__(BANYAN_WG)
     if (c >= ncells) return;
     const bn_f4 com = cell_com[c];
     const bn_f4 q1 = cell_quad1[c];
-    const float r = q1.w * inv_theta + q1.z; /* l / theta + delta */
+    const float r = bn_open_radius(q1, inv_theta); /* l / theta + delta */
     mac[c] = make_float4(com.x, com.y, com.z, r * r);
     link[c] = make_uint2(cell_first[c], cell_count[c]);
 }
