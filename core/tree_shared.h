@@ -4,8 +4,9 @@
  *        integer coordinates, 63-bit Morton keys, the order in which cells are stored and the layout of every tree
  *        array (paper sections 2.1, 3.2, 3.3 and appendix B).
  *
- * Included by core/device_shared.h (and so pasted into every OpenCL program by the embedding step); it must stay
- * valid OpenCL C 1.2, CUDA C++ and C++20 at once. N_leaf, N_crit and the maximal depth are in device_shared.h.
+ * It includes core/device_shared.h (types, N_leaf, N_crit, the maximal depth), never the other way round; every
+ * OpenCL program starts with it, device_shared.h pasted in place of its include (cmake/EmbedCl.cmake). It must stay
+ * valid OpenCL C 1.2, CUDA C++ and C++20 at once.
  *
  * Frame. The cube has its low corner at lo = (min x, min y, min z) of the particles and side 2^e, e the smallest
  * integer with 2^e > the largest of the three extents (max - min), clamped to [-100, 127]; all particles at one
@@ -63,9 +64,7 @@
 #ifndef BANYAN_TREE_SHARED_H
 #define BANYAN_TREE_SHARED_H
 
-#ifndef BANYAN_DEVICE_SHARED_H
 #include "device_shared.h"
-#endif
 
 #define BANYAN_TREE_LEVELS (BANYAN_MAX_DEPTH + 1)   /* levels 0 .. 21 */
 #define BANYAN_TREE_KEY_BITS (3 * BANYAN_MAX_DEPTH) /* 63 */

@@ -6,6 +6,7 @@
  */
 #include "backend_cuda/kernel_registry.hpp"
 #include "core/device_shared.h"
+#include "core/tree_shared.h"
 
 /* stay[i] = 1 when lo <= keys[i] < hi (this rank's range of the space-filling curve), else 0. Block BANYAN_WG. */
 __global__ void __launch_bounds__(BANYAN_WG)

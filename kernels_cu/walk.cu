@@ -9,6 +9,7 @@
  */
 #include "backend_cuda/kernel_registry.hpp"
 #include "core/device_shared.h"
+#include "core/tree_shared.h"
 #include "kernels_cu/block.cuh"
 
 #define WALK_WG BANYAN_WALK_WG

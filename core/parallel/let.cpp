@@ -7,6 +7,7 @@
  * first, count (cells u32 each), all in host byte order (every rank runs the same build on one kind of machine).
  */
 #include "core/parallel/let.hpp"
+#include "core/tree_shared.h"
 
 #include <algorithm>
 #include <chrono>
