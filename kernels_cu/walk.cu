@@ -14,9 +14,9 @@
 
 #define WALK_WG BANYAN_WALK_WG
 #define WALK_LIST BANYAN_WALK_LIST
-#define WALK_WARPS (WALK_WG / 32)
+#define WALK_WARPS (WALK_WG / bn_warp_size)
 
-static_assert(WALK_WG % 32 == 0, "the walk's work-group: whole warps (device_shared.h checks the rest)");
+static_assert(WALK_WG % bn_warp_size == 0, "the walk's work-group: whole warps (device_shared.h checks the rest)");
 
 /* Per-cell data of one walk: mac = (centre of mass, (l / theta + delta)^2), link = (cell_first, cell_count).
  * inv_theta may be +inf (theta = 0: every cell is opened). Block BANYAN_WG; no shared memory. */
@@ -312,13 +312,13 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
 
     /* Totals: the block's sums, one atomic each per block. */
 #pragma unroll
-    for (unsigned off = 16; off > 0; off >>= 1) {
+    for (unsigned off = bn_warp_size / 2; off > 0; off >>= 1) {
         my_pp += __shfl_down_sync(BN_FULL_MASK, my_pp, off);
         my_pc += __shfl_down_sync(BN_FULL_MASK, my_pc, off);
     }
-    if ((lid & 31u) == 0) {
-        sum_pp[lid >> 5] = my_pp;
-        sum_pc[lid >> 5] = my_pc;
+    if (lid % bn_warp_size == 0) {
+        sum_pp[lid / bn_warp_size] = my_pp;
+        sum_pc[lid / bn_warp_size] = my_pc;
     }
     __syncthreads();
     if (lid == 0) {
