@@ -285,13 +285,14 @@ std::string program_source()
 {
     const char* dir = std::getenv("BANYAN_CL_DIR");
     if (!dir || !*dir) return opencl_embedded::program_text;
-    // Development: read core/device_shared.h and the kernels_cl/ files of the embedded program from the source
-    // tree, in the embedded program's order (cmake/EmbedCl.cmake: the building blocks first).
+    // Development: read the files of the embedded program from the source tree, in its order (cmake/EmbedCl.cmake):
+    // the shared header it starts with (file_names[0], in core/, its includes pasted in place), then the kernels_cl/
+    // files, the building blocks first.
     namespace fs = std::filesystem;
     const fs::path kdir(dir);
-    std::vector<fs::path> files{kdir / ".." / "core" / "device_shared.h"};
-    for (const char* const* name = opencl_embedded::file_names; *name; ++name)
-        if (std::string_view(*name) != "device_shared.h") files.push_back(kdir / *name);
+    std::vector<fs::path> files{kdir / ".." / "core" / opencl_embedded::file_names[0]};
+    for (const char* const* name = opencl_embedded::file_names + 1; *name; ++name)
+        files.push_back(kdir / *name);
     std::string text;
     for (const auto& f : files) {
         std::ifstream in(f);

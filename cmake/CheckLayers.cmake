@@ -19,7 +19,9 @@
 # pasted together, kernels_cl/block.cl first: cmake/EmbedCl.cmake). apps/, tests/ and tests/mpi/ stand on top and
 # may include anything.
 # Every quoted include names its file from the repository root (one include path, no hidden search paths); only the
-# shared .h headers include each other by bare name, since the OpenCL program pastes them from their own folder.
+# shared .h headers include each other by bare name, since the OpenCL program pastes them from their own folder, and
+# only downwards in their order (shared_headers below: tree_shared.h includes device_shared.h, never the reverse), so
+# that they form no cycle and cmake/EmbedCl.cmake can paste them into one another.
 # core/ never includes a vendor header (CUDA, OpenCL, CUB, Boost.Compute), and only core/parallel/comm.cpp includes
 # MPI's (the rest of banyan builds and runs the same without MPI).
 cmake_minimum_required(VERSION 3.25)
@@ -28,6 +30,9 @@ if(NOT ROOT)
 endif()
 
 set(layers core core/device core/files core/models core/render core/tree core/gravity core/parallel core/simulation)
+# The shared headers of core/, bottom first: each may include by bare name only those before it.
+set(shared_headers device_shared.h tree_shared.h)
+list(JOIN shared_headers ", " shared_list)
 set(vendor_headers "^(cuda|cub/|thrust/|CL/|boost/compute|hip/|nvrtc|cuda_runtime)")
 
 # The folder of a file, relative to ROOT.
@@ -65,6 +70,13 @@ foreach(file ${sources})
       if(NOT inc MATCHES "/")
         # A bare name: only the shared headers of core/, each other.
         if(dir STREQUAL "core" AND file MATCHES "\\.h$" AND inc MATCHES "\\.h$" AND EXISTS "${ROOT}/core/${inc}")
+          get_filename_component(name "${file}" NAME)
+          list(FIND shared_headers "${name}" name_at)
+          list(FIND shared_headers "${inc}" inc_at)
+          if(name_at EQUAL -1 OR inc_at EQUAL -1 OR NOT inc_at LESS name_at)
+            string(APPEND problems "  ${file}: includes ${inc}; a shared header includes only those before it in the order "
+                                   "${shared_list}, so that they form no cycle\n")
+          endif()
           continue()
         endif()
         string(APPEND problems "  ${file}: includes \"${inc}\" by a bare name; name it from the repository root\n")

@@ -5,6 +5,9 @@
  * This one header is included by core/ (host), by every .cu file of kernels_cu and is prepended to every
  * OpenCL program built from kernels_cl, so that host and both kernel languages agree on sizes, layouts and meanings.
  * It must stay valid C (OpenCL C 1.2), C++20 and CUDA C++ at once: macros, typedefs and inline functions only.
+ * It includes nothing of banyan's: the octree's conventions are in tree_shared.h, which includes this header (a
+ * file that needs them includes tree_shared.h itself; the OpenCL program starts with tree_shared.h, this header
+ * pasted in its place: cmake/EmbedCl.cmake).
  */
 #ifndef BANYAN_DEVICE_SHARED_H
 #define BANYAN_DEVICE_SHARED_H
@@ -327,8 +330,5 @@ BN_DEVICE bn_u32 bn_block_rung(float ax, float ay, float az, double dt2_max, dou
     }
     return k;
 }
-
-/* ---- The octree's keys, cell order and layouts (the OpenCL embedding pastes the file in place) --------- */
-#include "tree_shared.h"
 
 #endif /* BANYAN_DEVICE_SHARED_H */

@@ -4,8 +4,9 @@
  *        integer coordinates, 63-bit Morton keys, the order in which cells are stored and the layout of every tree
  *        array (paper sections 2.1, 3.2, 3.3 and appendix B).
  *
- * Included by core/device_shared.h (and so pasted into every OpenCL program by the embedding step); it must stay
- * valid OpenCL C 1.2, CUDA C++ and C++20 at once. N_leaf, N_crit and the maximal depth are in device_shared.h.
+ * It includes core/device_shared.h (types, N_leaf, N_crit, the maximal depth), never the other way round; every
+ * OpenCL program starts with it, device_shared.h pasted in place of its include (cmake/EmbedCl.cmake). It must stay
+ * valid OpenCL C 1.2, CUDA C++ and C++20 at once.
  *
  * Frame. The cube has its low corner at lo = (min x, min y, min z) of the particles and side 2^e, e the smallest
  * integer with 2^e > the largest of the three extents (max - min), clamped to [-100, 127]; all particles at one
@@ -63,9 +64,7 @@
 #ifndef BANYAN_TREE_SHARED_H
 #define BANYAN_TREE_SHARED_H
 
-#ifndef BANYAN_DEVICE_SHARED_H
 #include "device_shared.h"
-#endif
 
 #define BANYAN_TREE_LEVELS (BANYAN_MAX_DEPTH + 1)   /* levels 0 .. 21 */
 #define BANYAN_TREE_KEY_BITS (3 * BANYAN_MAX_DEPTH) /* 63 */
@@ -352,6 +351,16 @@ BN_DEVICE double bn_tree_corner_distance(bn_u64 cell_key, int level, bn_f4 f, co
 #define BANYAN_OPEN_PAPER 0u
 #define BANYAN_OPEN_BMAX 1u
 
+/* The opening radius of a cell, size / theta + offset from quad1 = cell_quad1 (.., .., offset, size): l / theta +
+ * delta for the paper's criterion, bmax / theta for bmax. A group is accepted when its distance to the cell's
+ * centre of mass exceeds it. The one formula for the walk (walkPrepare), the local essential trees (bn_let_opens,
+ * letTopOpened) and the host (core/parallel/let.cpp): one multiply-add, which CUDA and OpenCL may fuse as they
+ * did when each site spelt it out. inv_theta may be +inf (theta = 0: every cell is opened). */
+BN_DEVICE float bn_open_radius(bn_f4 q1, float inv_theta)
+{
+    return q1.w * inv_theta + q1.z;
+}
+
 /* cell_quad1.z (offset) for the criterion. */
 BN_DEVICE float bn_open_offset(bn_u32 criterion, float delta)
 {
@@ -412,7 +421,7 @@ BN_DEVICE int bn_tree_group_begins(BN_GLOBAL const bn_u32* cell_first, BN_GLOBAL
  * has a smaller one, so none has a larger radius. */
 BN_DEVICE int bn_let_opens(bn_f4 com, bn_f4 q1, float inv_theta, float rel, float alpha, bn_f4 lo, bn_f4 hi)
 {
-    const float r = q1.w * inv_theta + q1.z;
+    const float r = bn_open_radius(q1, inv_theta);
     float r2 = r * r;
     if (alpha > 0.0f) {
         const float r2_rel = rel * bn_rel_group(alpha, lo.w);

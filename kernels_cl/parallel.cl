@@ -123,7 +123,7 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letSelect(_
 
 /* The top tree this rank sends with its boxes (let.hpp), for the cells [first_cell, end_cell) of one level,
  * launched level by level from the root: opened[c] = 1 when c's parent is opened (the root has none) and c holds
- * more than `limit` particles or its opening radius (as bn_let_opens: q1.w inv_theta + q1.z) exceeds r_max, for
+ * more than `limit` particles or its opening radius (bn_open_radius, as bn_let_opens) exceeds r_max, for
  * letSelect and letGather. Work-group BANYAN_WG. */
 __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letTopOpened(
     __global const bn_u32* cell_pcount, __global const bn_f4* cell_quad1, __global const bn_u32* cell_parent,
@@ -133,9 +133,10 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letTopOpene
     if (c >= end_cell) return;
     const bn_u32 p = cell_parent[c];
     const bn_f4 q1 = cell_quad1[c];
-    opened[c] = (p == BANYAN_TREE_NO_PARENT || opened[p]) && (cell_pcount[c] > limit || q1.w * inv_theta + q1.z > r_max)
-                    ? 1u
-                    : 0u;
+    opened[c] =
+        (p == BANYAN_TREE_NO_PARENT || opened[p]) && (cell_pcount[c] > limit || bn_open_radius(q1, inv_theta) > r_max)
+            ? 1u
+            : 0u;
 }
 
 /* Which groups may walk before the other ranks' trees arrive (let.hpp): box b in [first_box, end_box) of this

@@ -21,6 +21,13 @@
  * until none is left (no work-group ever waits for another). Nothing here assumes a warp or sub-group: every
  * exchange through local memory is separated by a barrier.
  *
+ * The kernel reads as its steps, each a function of the same name in both languages: walk_next_group (the
+ * persistent work-groups' counter), walk_load_roots (the first level list), walk_group_scale (the relative
+ * criterion's scale), walk_accepts (the opening test), walk_push_children (the queue refill: an opened node's
+ * children onto the next level's list), walk_stage_particles (leaf staging: the opened leaves' particles onto the
+ * particle list), walk_cell_pass and walk_particle_pass (the interactions), walk_store_particle (a particle's
+ * result and counts) and walk_add_totals. Barriers are in the kernel or in functions every work-item calls.
+ *
  * Why a cell that holds a particle of the group is never accepted (so r > 0 in bn_interact_pc and a particle's own
  * leaf is always opened): for theta <= 1 (the driver refuses more), d <= |x - com| <= sqrt(3) / 2 l + delta
  * < l / theta + delta for any particle x of the cell.
@@ -40,7 +47,7 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void walkPrepare
     if (c >= ncells) return;
     const bn_f4 com = cell_com[c];
     const bn_f4 q1 = cell_quad1[c];
-    const float r = q1.w * inv_theta + q1.z; /* l / theta + delta */
+    const float r = bn_open_radius(q1, inv_theta); /* l / theta + delta */
     mac[c] = (bn_f4)(com.x, com.y, com.z, r * r);
     link[c] = (uint2)(cell_first[c], cell_count[c]);
 }
@@ -114,6 +121,137 @@ inline bn_f4 walk_particle_pass(bn_f4 acc, bn_f4 me, uint lid, uint slot, uint s
     return acc;
 }
 
+/* The next group for the work-group, from the counter next_group (0 before the launch). Every work-item calls
+ * this: one barrier, after which each reads group_slot; a barrier must separate that read from the next call. */
+inline uint walk_next_group(uint lid, __global bn_u32* next_group, __local bn_u32* group_slot)
+{
+    if (lid == 0) *group_slot = bn_atomic_add_u32(next_group, 1u);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return *group_slot;
+}
+
+/* The first level list: the nroots cells roots[] (the local tree's root and the roots of the grafted trees), those
+ * beyond WALK_LIST in the spill slice list_g (hence the global fence of the caller's barrier); a list longer than
+ * list_max is reported in status. */
+inline void walk_load_roots(uint lid, __global const bn_u32* roots, bn_u32 nroots, uint list_max,
+                            __local bn_u32* list, __global bn_u32* list_g, __global bn_u32* status)
+{
+    for (uint j = lid; j < nroots && j < list_max; j += WALK_WG) {
+        if (j < WALK_LIST)
+            list[j] = roots[j];
+        else
+            list_g[j - WALK_LIST] = roots[j];
+    }
+    if (lid == 0 && nroots > list_max) bn_atomic_max_u32(status, nroots);
+}
+
+/* The relative criterion's scale for a group: bn_rel_group of the smallest previous acceleration of its n particles
+ * (old_a); 0 when alpha = 0. */
+inline float walk_group_scale(float alpha, __local const float* old_a, uint n)
+{
+    float rel_scale = 0.0f;
+    if (alpha > 0.0f) {
+        float a = old_a[0];
+        for (uint j = 1; j < n; ++j) a = fmin(a, old_a[j]);
+        rel_scale = bn_rel_group(alpha, a);
+    }
+    return rel_scale;
+}
+
+/* The opening test: whether the group of box [glo, ghi] accepts the cell whose mac entry is m (centre of mass,
+ * squared opening radius), i.e. the squared distance d^2 from the box to the centre of mass exceeds the squared
+ * radius: m.w = (l / theta + delta)^2, with alpha > 0 the larger of it and the relative criterion's,
+ * rel[cell] * rel_scale. */
+inline int walk_accepts(bn_f4 m, bn_f4 glo, bn_f4 ghi, float alpha, float rel_scale,
+                        __global const float* rel, uint cell)
+{
+    const float dx = fmax(fmax(glo.x - m.x, m.x - ghi.x), 0.0f);
+    const float dy = fmax(fmax(glo.y - m.y, m.y - ghi.y), 0.0f);
+    const float dz = fmax(fmax(glo.z - m.z, m.z - ghi.z), 0.0f);
+    const float r2 = alpha > 0.0f ? fmax(m.w, rel[cell] * rel_scale) : m.w;
+    return dx * dx + dy * dy + dz * dz > r2;
+}
+
+/* The queue refill: an opened node's cnt children, first .. first + cnt - 1, onto the next level's list from
+ * position o: below WALK_LIST in local memory, then in the spill slice; beyond list_max they are left out (the
+ * caller reports the length in status). */
+inline void walk_push_children(uint o, uint first, uint cnt, uint list_max, __local bn_u32* nxt,
+                               __global bn_u32* nxt_g)
+{
+    for (uint j = 0; j < cnt; ++j) {
+        const uint q = o + j;
+        if (q < WALK_LIST) nxt[q] = first + j;
+        else if (q < list_max) nxt_g[q - WALK_LIST] = first + j;
+    }
+}
+
+/* The opened leaf that holds entry q of the chunk's particle stream: the last of the tl leaves whose start is <= q
+ * (binary search). */
+inline uint walk_leaf_of(uint q, __local const bn_u32* leaf_start, uint tl)
+{
+    uint lo = 0, hi = tl - 1;
+    while (lo < hi) {
+        const uint mid = (lo + hi + 1) >> 1;
+        if (leaf_start[mid] <= q) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+/* Leaf staging: entries w .. w + take - 1 of the chunk's particle stream (the opened leaves' particles, in order)
+ * onto the particle list after its pfill entries, one work-item per entry; a particle of the group notes its place
+ * in the group's stream (self_pos, for walk_particle_pass). No barrier: the caller's follows. */
+inline void walk_stage_particles(uint lid, uint w, uint take, uint tl, uint pfill, uint pdone, uint gfirst, uint n,
+                                 __global const bn_f4* src, __local const bn_u32* leaf_first,
+                                 __local const bn_u32* leaf_start, __local bn_f4* pstage, __local bn_u32* self_pos)
+{
+    for (uint s = lid; s < take; s += WALK_WG) {
+        const uint q = w + s;
+        const uint lo = walk_leaf_of(q, leaf_start, tl);
+        const uint p = leaf_first[lo] + (q - leaf_start[lo]);
+        pstage[pfill + s] = src[p];
+        if (p - gfirst < n) self_pos[p - gfirst] = pdone + pfill + s;
+    }
+}
+
+/* The end of a group for a work-item of share 0: its particle's k partial sums (pstage[slot + j n]) added in order
+ * and written with the particle's counts when count_each != 0: the cells it met (ccount) and the particles,
+ * pdone + pfill entries of its particle list less itself if it was among them (self_pos). Returns the latter. */
+inline uint walk_store_particle(uint lid, uint slot, uint k, uint n, uint gfirst, uint pdone, uint pfill, uint ccount,
+                                __local const bn_f4* pstage, __local const bn_u32* self_pos,
+                                __global bn_f4* acc_pot, __global bn_u32* pp_count, __global bn_u32* pc_count,
+                                bn_u32 count_each)
+{
+    bn_f4 sum = pstage[lid];
+    for (uint j = 1; j < k; ++j) sum += pstage[lid + j * n];
+    const uint met_self = self_pos[slot] != BANYAN_WALK_NONE ? 1u : 0u;
+    const uint i = gfirst + slot;
+    acc_pot[i] = sum;
+    if (count_each) {
+        pp_count[i] = pdone + pfill - met_self;
+        pc_count[i] = ccount;
+    }
+    return pdone + pfill - met_self;
+}
+
+/* The totals: the work-group's sums of the work-items' counts, one atomic each per work-group (through local
+ * memory, work-item 0 adding them up in order). Every work-item calls this; one barrier. */
+inline void walk_add_totals(uint lid, ulong my_pp, ulong my_pc, __local ulong* scan_buf, __global bn_u64* totals)
+{
+    scan_buf[lid] = my_pp;
+    scan_buf[WALK_WG + lid] = my_pc;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0) {
+        ulong pp = 0, pc = 0;
+        for (uint j = 0; j < WALK_WG; ++j) {
+            pp += scan_buf[j];
+            pc += scan_buf[WALK_WG + j];
+        }
+        if (pp) bn_atomic_add_u64(totals, pp);
+        if (pc) bn_atomic_add_u64(totals + 1, pc);
+    }
+}
+
 /* The walk (see the file comment). Groups come from *next_group (0 before the launch). Per particle i of the tree
  * order: acc_pot[i] = (ax, ay, az, phi) and, when count_each != 0, pp_count[i] / pc_count[i] = particles / cells it
  * interacted with (otherwise those two are not touched and may be one-element buffers). totals
@@ -162,9 +300,7 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
     const uint ngroups = group_total[0]; /* on the device: a walk over the active groups needs no host round trip */
 
     /* The loop over groups tests at its top only (PoCL 3.1 miscompiles an exit after a barrier mid-loop). */
-    if (lid == 0) group_slot = bn_atomic_add_u32(next_group, 1u);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    uint g = group_slot;
+    uint g = walk_next_group(lid, next_group, &group_slot);
     while (g < ngroups) {
         const uint gfirst = group_first[g];
         const uint n = group_count[g];
@@ -180,33 +316,20 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
             self_pos[lid] = BANYAN_WALK_NONE;
             if (alpha > 0.0f) old_a[lid] = acc_old[gfirst + lid].w;
         }
-        /* The first level: the roots, the ones beyond WALK_LIST in the spill buffer (hence the global fence). */
-        for (uint j = lid; j < nroots && j < list_max; j += WALK_WG) {
-            if (j < WALK_LIST)
-                list_a[j] = roots[j];
-            else
-                spill_a[j - WALK_LIST] = roots[j];
-        }
-        if (lid == 0 && nroots > list_max) bn_atomic_max_u32(status, nroots);
+        walk_load_roots(lid, roots, nroots, list_max, list_a, spill_a, status);
         __local bn_u32* cur = list_a;
         __local bn_u32* nxt = list_b;
         __global bn_u32* cur_g = spill_a;
         __global bn_u32* nxt_g = spill_b;
         uint ncur = min(nroots, list_max), cfill = 0, pfill = 0, pdone = 0, ccount = 0;
         barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-        /* The relative criterion's scale for this group: from its smallest previous acceleration. */
-        float rel_scale = 0.0f;
-        if (alpha > 0.0f) {
-            float a = old_a[0];
-            for (uint j = 1; j < n; ++j) a = fmin(a, old_a[j]);
-            rel_scale = bn_rel_group(alpha, a);
-        }
+        const float rel_scale = walk_group_scale(alpha, old_a, n);
 
         while (ncur > 0) {
             uint nnext = 0;
             for (uint base = 0; base < ncur; base += WALK_WG) {
-                /* Test one cell per work-item. v packs what it adds: accepted cells (bits 0-9), opened leaves
-                 * (10-19), children (20-31), particles (32-63). */
+                /* Test one cell per work-item (walk_accepts). v packs what it adds: accepted cells (bits 0-9),
+                 * opened leaves (10-19), children (20-31), particles (32-63). */
                 const uint i = base + lid;
                 ulong v = 0;
                 uint cell = 0, first = 0, cnt = 0;
@@ -215,13 +338,9 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
                     cell = i < WALK_LIST ? cur[i] : cur_g[i - WALK_LIST];
                     const bn_f4 m = mac[cell];
                     const uint2 lk = link[cell];
-                    const float dx = fmax(fmax(glo.x - m.x, m.x - ghi.x), 0.0f);
-                    const float dy = fmax(fmax(glo.y - m.y, m.y - ghi.y), 0.0f);
-                    const float dz = fmax(fmax(glo.z - m.z, m.z - ghi.z), 0.0f);
                     first = lk.x;
                     cnt = bn_tree_count(lk.y);
-                    const float r2 = alpha > 0.0f ? fmax(m.w, rel[cell] * rel_scale) : m.w;
-                    if (dx * dx + dy * dy + dz * dz > r2) {
+                    if (walk_accepts(m, glo, ghi, alpha, rel_scale, rel, cell)) {
                         accept = 1;
                         v = 1ul;
                     } else if (bn_tree_is_leaf(lk.y)) {
@@ -246,11 +365,7 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
                     leaf_start[o] = (uint)(ex >> BANYAN_WALK_PART_SHIFT);
                 } else if (node) {
                     const uint o = nnext + (uint)((ex >> BANYAN_WALK_NODE_SHIFT) & BANYAN_WALK_NODE_MASK);
-                    for (uint j = 0; j < cnt; ++j) {
-                        const uint q = o + j;
-                        if (q < WALK_LIST) nxt[q] = first + j;
-                        else if (q < list_max) nxt_g[q - WALK_LIST] = first + j;
-                    }
+                    walk_push_children(o, first, cnt, list_max, nxt, nxt_g);
                 }
                 if (lid == 0 && nnext + tc > list_max) bn_atomic_max_u32(status, nnext + tc);
                 nnext += tc;
@@ -263,22 +378,11 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
                                          cell_quad1, clist, cstage);
                     cfill -= WALK_WG;
                 }
-                /* The opened leaves' particles, tp in all, onto the particle list in windows that fit it: entry q
-                 * of the chunk's stream belongs to the last leaf whose start is <= q (binary search). */
+                /* The opened leaves' particles, tp in all, onto the particle list in windows that fit it. */
                 for (uint w = 0; w < tp;) {
                     const uint take = min(2u * WALK_WG - pfill, tp - w);
-                    for (uint s = lid; s < take; s += WALK_WG) {
-                        const uint q = w + s;
-                        uint lo = 0, hi = tl - 1;
-                        while (lo < hi) {
-                            const uint mid = (lo + hi + 1) >> 1;
-                            if (leaf_start[mid] <= q) lo = mid;
-                            else hi = mid - 1;
-                        }
-                        const uint p = leaf_first[lo] + (q - leaf_start[lo]);
-                        pstage[pfill + s] = src[p];
-                        if (p - gfirst < n) self_pos[p - gfirst] = pdone + pfill + s;
-                    }
+                    walk_stage_particles(lid, w, take, tl, pfill, pdone, gfirst, n, src, leaf_first, leaf_start,
+                                         pstage, self_pos);
                     barrier(CLK_LOCAL_MEM_FENCE);
                     pfill += take;
                     w += take;
@@ -311,37 +415,15 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
         pstage[lid] = acc;
         barrier(CLK_LOCAL_MEM_FENCE);
         if (active && sub == 0) {
-            bn_f4 sum = pstage[lid];
-            for (uint j = 1; j < k; ++j) sum += pstage[lid + j * n];
-            const uint met_self = self_pos[slot] != BANYAN_WALK_NONE ? 1u : 0u;
-            const uint i = gfirst + slot;
-            acc_pot[i] = sum;
-            if (count_each) {
-                pp_count[i] = pdone + pfill - met_self;
-                pc_count[i] = ccount;
-            }
-            my_pp += pdone + pfill - met_self;
+            my_pp += walk_store_particle(lid, slot, k, n, gfirst, pdone, pfill, ccount, pstage, self_pos, acc_pot,
+                                         pp_count, pc_count, count_each);
             my_pc += ccount;
         }
         barrier(CLK_LOCAL_MEM_FENCE); /* everyone has read group_slot */
-        if (lid == 0) group_slot = bn_atomic_add_u32(next_group, 1u);
-        barrier(CLK_LOCAL_MEM_FENCE);
-        g = group_slot;
+        g = walk_next_group(lid, next_group, &group_slot);
     }
 
-    /* Totals: the work-group's sums, one atomic each per work-group. */
-    scan_buf[lid] = my_pp;
-    scan_buf[WALK_WG + lid] = my_pc;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid == 0) {
-        ulong pp = 0, pc = 0;
-        for (uint j = 0; j < WALK_WG; ++j) {
-            pp += scan_buf[j];
-            pc += scan_buf[WALK_WG + j];
-        }
-        if (pp) bn_atomic_add_u64(totals, pp);
-        if (pc) bn_atomic_add_u64(totals + 1, pc);
-    }
+    walk_add_totals(lid, my_pp, my_pc, scan_buf, totals);
 }
 
 /* Block time steps: flags[g] = 1 when group g holds a particle whose step ends now (rung >= level), else 0; the

@@ -6,6 +6,7 @@
  */
 #include "backend_cuda/kernel_registry.hpp"
 #include "core/device_shared.h"
+#include "core/tree_shared.h"
 
 /* stay[i] = 1 when lo <= keys[i] < hi (this rank's range of the space-filling curve), else 0. Block BANYAN_WG. */
 __global__ void __launch_bounds__(BANYAN_WG)
@@ -135,7 +136,7 @@ BANYAN_CUDA_KERNEL(letSelect);
 
 /* The top tree this rank sends with its boxes (let.hpp), for the cells [first_cell, end_cell) of one level,
  * launched level by level from the root: opened[c] = 1 when c's parent is opened (the root has none) and c holds
- * more than `limit` particles or its opening radius (as bn_let_opens: q1.w inv_theta + q1.z) exceeds r_max, for
+ * more than `limit` particles or its opening radius (bn_open_radius, as bn_let_opens) exceeds r_max, for
  * letSelect and letGather. Block BANYAN_WG. */
 __global__ void __launch_bounds__(BANYAN_WG)
     letTopOpened(const bn_u32* cell_pcount, const bn_f4* cell_quad1, const bn_u32* cell_parent, bn_u32 first_cell,
@@ -145,7 +146,9 @@ __global__ void __launch_bounds__(BANYAN_WG)
     if (c >= end_cell) return;
     const bn_u32 p = cell_parent[c];
     const bn_f4 q1 = cell_quad1[c];
-    opened[c] = (p == BANYAN_TREE_NO_PARENT || opened[p]) && (cell_pcount[c] > limit || q1.w * inv_theta + q1.z > r_max)
+    // Both tests evaluated (|, not ||): the code nvcc made of the radius spelt out here; with || it branches.
+    opened[c] = (p == BANYAN_TREE_NO_PARENT || opened[p]) &&
+                        ((cell_pcount[c] > limit) | (bn_open_radius(q1, inv_theta) > r_max))
                     ? 1u
                     : 0u;
 }

@@ -16,7 +16,8 @@
 
 namespace {
 
-static_assert(BANYAN_WG % 32 == 0 && BANYAN_WG >= 64, "the tree below needs whole warps and two of them");
+static_assert(BANYAN_WG % bn_warp_size == 0 && BANYAN_WG >= 2 * bn_warp_size,
+              "the tree below needs whole warps and two of them");
 
 __device__ __forceinline__ float4 shfl_down4(float4 v, int o)
 {
@@ -48,11 +49,11 @@ __global__ void __launch_bounds__(BANYAN_WG) reduceBounds(const bn_f4* in, bn_u3
     }
     smin[tid] = lo;
     smax[tid] = hi;
-    BN_BLOCK_TREE_BOUNDS(smin, smax, tid, 32);
-    if (tid < 32) {
+    BN_BLOCK_TREE_BOUNDS(smin, smax, tid, bn_warp_size);
+    if (tid < bn_warp_size) {
         lo = smin[tid];
         hi = smax[tid];
-        for (int o = 16; o > 0; o >>= 1) {
+        for (int o = bn_warp_size / 2; o > 0; o >>= 1) {
             lo = bn_min4(lo, shfl_down4(lo, o));
             hi = bn_max4(hi, shfl_down4(hi, o));
         }
@@ -74,10 +75,10 @@ __global__ void __launch_bounds__(BANYAN_WG) reduceSum(const double* in, bn_u32 
     for (unsigned i = blockIdx.x * BANYAN_WG + tid; i < n; i += gridDim.x * BANYAN_WG)
         sum += in[i];
     s[tid] = sum;
-    BN_BLOCK_TREE_SUM(s, tid, 1, 32);
-    if (tid < 32) {
+    BN_BLOCK_TREE_SUM(s, tid, 1, bn_warp_size);
+    if (tid < bn_warp_size) {
         sum = s[tid];
-        for (int o = 16; o > 0; o >>= 1)
+        for (int o = bn_warp_size / 2; o > 0; o >>= 1)
             sum += __shfl_down_sync(BN_FULL_MASK, sum, o);
         if (tid == 0) out[blockIdx.x] = sum;
     }

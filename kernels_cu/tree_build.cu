@@ -6,6 +6,7 @@
  * The CUDA twin of kernels_cl/tree_build.cl, which describes the steps.
  */
 #include "core/device_shared.h"
+#include "core/tree_shared.h"
 
 #include "backend_cuda/kernel_registry.hpp"
 

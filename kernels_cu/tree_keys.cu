@@ -6,6 +6,7 @@
  * The CUDA twin of kernels_cl/tree_keys.cl; conventions in core/tree_shared.h.
  */
 #include "core/device_shared.h"
+#include "core/tree_shared.h"
 
 #include "backend_cuda/kernel_registry.hpp"
 

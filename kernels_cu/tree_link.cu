@@ -6,6 +6,7 @@
  * levels, child counts by atomic adds (whose sum does not depend on their order).
  */
 #include "core/device_shared.h"
+#include "core/tree_shared.h"
 
 #include "backend_cuda/kernel_registry.hpp"
 

@@ -8,6 +8,7 @@
  * opening criterion needs.
  */
 #include "core/device_shared.h"
+#include "core/tree_shared.h"
 
 #include "backend_cuda/kernel_registry.hpp"
 

@@ -5,17 +5,19 @@
  *        whose file comment describes the algorithm; this file follows it step for step, so that both backends
  *        build the same interaction lists in the same order. The only difference: the work-group scan uses warp
  *        shuffles here (bn_block_exclusive_serial of kernels_cu/block.cuh: one barrier instead of
- *        log2(BANYAN_WALK_WG) + 1); its integer results are the same.
+ *        log2(BANYAN_WALK_WG) + 1); its integer results are the same. The steps are device functions of the same
+ *        names as walk.cl's (walk_accepts, walk_push_children, walk_stage_particles, ...).
  */
 #include "backend_cuda/kernel_registry.hpp"
 #include "core/device_shared.h"
+#include "core/tree_shared.h"
 #include "kernels_cu/block.cuh"
 
 #define WALK_WG BANYAN_WALK_WG
 #define WALK_LIST BANYAN_WALK_LIST
-#define WALK_WARPS (WALK_WG / 32)
+#define WALK_WARPS (WALK_WG / bn_warp_size)
 
-static_assert(WALK_WG % 32 == 0, "the walk's work-group: whole warps (device_shared.h checks the rest)");
+static_assert(WALK_WG % bn_warp_size == 0, "the walk's work-group: whole warps (device_shared.h checks the rest)");
 
 /* Per-cell data of one walk: mac = (centre of mass, (l / theta + delta)^2), link = (cell_first, cell_count).
  * inv_theta may be +inf (theta = 0: every cell is opened). Block BANYAN_WG; no shared memory. */
@@ -27,7 +29,7 @@ __global__ void __launch_bounds__(BANYAN_WG)
     if (c >= ncells) return;
     const bn_f4 com = cell_com[c];
     const bn_f4 q1 = cell_quad1[c];
-    const float r = q1.w * inv_theta + q1.z; /* l / theta + delta */
+    const float r = bn_open_radius(q1, inv_theta); /* l / theta + delta */
     mac[c] = make_float4(com.x, com.y, com.z, r * r);
     link[c] = make_uint2(cell_first[c], cell_count[c]);
 }
@@ -102,6 +104,156 @@ __device__ __forceinline__ bn_f4 walk_particle_pass(bn_f4 acc, bn_f4 me, unsigne
     return acc;
 }
 
+/* The next group for the block, from the counter next_group (0 before the launch). Every thread calls this: one
+ * barrier, after which each reads group_slot; a barrier must separate that read from the next call. */
+__device__ __forceinline__ unsigned walk_next_group(unsigned lid, bn_u32* next_group, bn_u32* group_slot)
+{
+    if (lid == 0) *group_slot = bn_atomic_add_u32(next_group, 1u);
+    __syncthreads();
+    return *group_slot;
+}
+
+/* The first level list: the nroots cells roots[] (the local tree's and the grafted trees' of other ranks; see
+ * walk.cl), those beyond WALK_LIST in the spill slice list_g; a list longer than list_max is reported in status. */
+__device__ __forceinline__ void walk_load_roots(unsigned lid, const bn_u32* __restrict__ roots, bn_u32 nroots,
+                                                unsigned list_max, bn_u32* list, bn_u32* list_g, bn_u32* status)
+{
+    for (unsigned j = lid; j < nroots && j < list_max; j += WALK_WG) {
+        if (j < WALK_LIST)
+            list[j] = roots[j];
+        else
+            list_g[j - WALK_LIST] = roots[j];
+    }
+    if (lid == 0 && nroots > list_max) bn_atomic_max_u32(status, nroots);
+}
+
+/* The relative criterion's scale for a group (see walk.cl): bn_rel_group of the smallest previous acceleration of
+ * its n particles (old_a); 0 when alpha = 0. */
+__device__ __forceinline__ float walk_group_scale(float alpha, const float* old_a, unsigned n)
+{
+    float rel_scale = 0.0f;
+    if (alpha > 0.0f) {
+        float a = old_a[0];
+        for (unsigned j = 1; j < n; ++j)
+            a = fminf(a, old_a[j]);
+        rel_scale = bn_rel_group(alpha, a);
+    }
+    return rel_scale;
+}
+
+/* The opening test (see walk.cl): whether the group of box [glo, ghi] accepts the cell whose mac entry is m (centre
+ * of mass, squared opening radius): the squared distance from the box to the centre of mass exceeds the squared
+ * radius, with alpha > 0 the larger of m.w and the relative criterion's, rel[cell] * rel_scale. */
+__device__ __forceinline__ bool walk_accepts(bn_f4 m, bn_f4 glo, bn_f4 ghi, float alpha, float rel_scale,
+                                             const float* __restrict__ rel, unsigned cell)
+{
+    const float dx = fmaxf(fmaxf(glo.x - m.x, m.x - ghi.x), 0.0f);
+    const float dy = fmaxf(fmaxf(glo.y - m.y, m.y - ghi.y), 0.0f);
+    const float dz = fmaxf(fmaxf(glo.z - m.z, m.z - ghi.z), 0.0f);
+    const float r2 = alpha > 0.0f ? fmaxf(m.w, __ldg(&rel[cell]) * rel_scale) : m.w;
+    return dx * dx + dy * dy + dz * dz > r2;
+}
+
+/* The queue refill (see walk.cl): an opened node's cnt children, first .. first + cnt - 1, onto the next level's
+ * list from position o: below WALK_LIST in shared memory, then in the spill slice; beyond list_max they are left
+ * out (the caller reports the length in status). */
+__device__ __forceinline__ void walk_push_children(unsigned o, unsigned first, unsigned cnt, unsigned list_max,
+                                                   bn_u32* nxt, bn_u32* nxt_g)
+{
+    for (unsigned j = 0; j < cnt; ++j) {
+        const unsigned q = o + j;
+        if (q < WALK_LIST)
+            nxt[q] = first + j;
+        else if (q < list_max)
+            nxt_g[q - WALK_LIST] = first + j;
+    }
+}
+
+/* The opened leaf that holds entry q of the chunk's particle stream: the last of the tl leaves whose start is <= q
+ * (binary search). */
+__device__ __forceinline__ unsigned walk_leaf_of(unsigned q, const bn_u32* leaf_start, unsigned tl)
+{
+    unsigned lo = 0, hi = tl - 1;
+    while (lo < hi) {
+        const unsigned mid = (lo + hi + 1) >> 1;
+        if (leaf_start[mid] <= q)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* Leaf staging (see walk.cl): entries w .. w + take - 1 of the chunk's particle stream onto the particle list after
+ * its pfill entries, one thread per entry; a particle of the group notes its place in the group's stream
+ * (self_pos). No barrier: the caller's follows. */
+__device__ __forceinline__ void walk_stage_particles(unsigned lid, unsigned w, unsigned take, unsigned tl,
+                                                     unsigned pfill, unsigned pdone, unsigned gfirst, unsigned n,
+                                                     const bn_f4* __restrict__ src, const bn_u32* leaf_first,
+                                                     const bn_u32* leaf_start, bn_f4* pstage, bn_u32* self_pos)
+{
+    for (unsigned s = lid; s < take; s += WALK_WG) {
+        const unsigned q = w + s;
+        const unsigned lo = walk_leaf_of(q, leaf_start, tl);
+        const unsigned p = leaf_first[lo] + (q - leaf_start[lo]);
+        pstage[pfill + s] = __ldg(&src[p]);
+        if (p - gfirst < n) self_pos[p - gfirst] = pdone + pfill + s; /* grafted: p >= n_local */
+    }
+}
+
+/* The end of a group for a thread of share 0 (see walk.cl): its particle's k partial sums (pstage[slot + j n]) added
+ * in order and written with the particle's counts when count_each != 0: the cells it met (ccount) and the particles,
+ * pdone + pfill entries of its particle list less itself if it was among them (self_pos). Returns the latter. */
+__device__ __forceinline__ unsigned walk_store_particle(unsigned lid, unsigned slot, unsigned k, unsigned n,
+                                                        unsigned gfirst, unsigned pdone, unsigned pfill,
+                                                        unsigned ccount, const bn_f4* pstage, const bn_u32* self_pos,
+                                                        bn_f4* acc_pot, bn_u32* pp_count, bn_u32* pc_count,
+                                                        bn_u32 count_each)
+{
+    bn_f4 sum = pstage[lid];
+    for (unsigned j = 1; j < k; ++j) {
+        const bn_f4 o = pstage[lid + j * n];
+        sum.x += o.x;
+        sum.y += o.y;
+        sum.z += o.z;
+        sum.w += o.w;
+    }
+    const unsigned met_self = self_pos[slot] != BANYAN_WALK_NONE ? 1u : 0u;
+    const unsigned i = gfirst + slot;
+    acc_pot[i] = sum;
+    if (count_each) {
+        pp_count[i] = pdone + pfill - met_self;
+        pc_count[i] = ccount;
+    }
+    return pdone + pfill - met_self;
+}
+
+/* The totals: the block's sums of the threads' counts, one atomic each per block (shuffles within each warp, then
+ * thread 0 adds up the warps' sums, sum_pp and sum_pc). Every thread calls this; one barrier. */
+__device__ __forceinline__ void walk_add_totals(unsigned lid, bn_u64 my_pp, bn_u64 my_pc, bn_u64* sum_pp,
+                                                bn_u64* sum_pc, bn_u64* totals)
+{
+#pragma unroll
+    for (unsigned off = bn_warp_size / 2; off > 0; off >>= 1) {
+        my_pp += __shfl_down_sync(BN_FULL_MASK, my_pp, off);
+        my_pc += __shfl_down_sync(BN_FULL_MASK, my_pc, off);
+    }
+    if (lid % bn_warp_size == 0) {
+        sum_pp[lid / bn_warp_size] = my_pp;
+        sum_pc[lid / bn_warp_size] = my_pc;
+    }
+    __syncthreads();
+    if (lid == 0) {
+        bn_u64 pp = 0, pc = 0;
+        for (unsigned w = 0; w < WALK_WARPS; ++w) {
+            pp += sum_pp[w];
+            pc += sum_pc[w];
+        }
+        if (pp) bn_atomic_add_u64(totals, pp);
+        if (pc) bn_atomic_add_u64(totals + 1, pc);
+    }
+}
+
 /* The walk (see walk.cl). Block BANYAN_WALK_WG; shared memory about 21 KiB (BANYAN_WALK_WG 128, BANYAN_WALK_LIST
  * 1024): the two level lists, the staged cells and particles, the chunk's opened leaves and the scan. Launch
  * bounds ask for 1024 resident threads per multiprocessor (at most 64 registers): without them ptxas spills. */
@@ -135,9 +287,7 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
     bn_u64 my_pp = 0, my_pc = 0;
     const bn_u32 ngroups = group_total[0]; /* on the device: see walk.cl */
 
-    if (lid == 0) group_slot = bn_atomic_add_u32(next_group, 1u);
-    __syncthreads();
-    unsigned g = group_slot;
+    unsigned g = walk_next_group(lid, next_group, &group_slot);
     while (g < ngroups) {
         const unsigned gfirst = group_first[g];
         const unsigned n = group_count[g];
@@ -153,33 +303,20 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
             self_pos[lid] = BANYAN_WALK_NONE;
             if (alpha > 0.0f) old_a[lid] = acc_old[gfirst + lid].w;
         }
-        /* The first level: the roots (the local tree's and the grafted trees' of other ranks; see walk.cl). */
-        for (unsigned j = lid; j < nroots && j < list_max; j += WALK_WG) {
-            if (j < WALK_LIST)
-                list_a[j] = roots[j];
-            else
-                spill_a[j - WALK_LIST] = roots[j];
-        }
-        if (lid == 0 && nroots > list_max) bn_atomic_max_u32(status, nroots);
+        walk_load_roots(lid, roots, nroots, list_max, list_a, spill_a, status);
         bn_u32* cur = list_a;
         bn_u32* nxt = list_b;
         bn_u32* cur_g = spill_a;
         bn_u32* nxt_g = spill_b;
         unsigned ncur = min(nroots, list_max), cfill = 0, pfill = 0, pdone = 0, ccount = 0;
         __syncthreads();
-        float rel_scale = 0.0f; /* the relative criterion's scale for this group (see walk.cl) */
-        if (alpha > 0.0f) {
-            float a = old_a[0];
-            for (unsigned j = 1; j < n; ++j)
-                a = fminf(a, old_a[j]);
-            rel_scale = bn_rel_group(alpha, a);
-        }
+        const float rel_scale = walk_group_scale(alpha, old_a, n);
 
         while (ncur > 0) {
             unsigned nnext = 0;
             for (unsigned base = 0; base < ncur; base += WALK_WG) {
-                /* Test one cell per thread; v packs accepted cells (bits 0-9), opened leaves (10-19), children
-                 * (20-31), particles (32-63). */
+                /* Test one cell per thread (walk_accepts); v packs accepted cells (bits 0-9), opened leaves (10-19),
+                 * children (20-31), particles (32-63). */
                 const unsigned i = base + lid;
                 bn_u64 v = 0;
                 unsigned cell = 0, first = 0, cnt = 0;
@@ -188,13 +325,9 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
                     cell = i < WALK_LIST ? cur[i] : cur_g[i - WALK_LIST];
                     const bn_f4 m = __ldg(&mac[cell]);
                     const uint2 lk = __ldg(&link[cell]);
-                    const float dx = fmaxf(fmaxf(glo.x - m.x, m.x - ghi.x), 0.0f);
-                    const float dy = fmaxf(fmaxf(glo.y - m.y, m.y - ghi.y), 0.0f);
-                    const float dz = fmaxf(fmaxf(glo.z - m.z, m.z - ghi.z), 0.0f);
                     first = lk.x;
                     cnt = bn_tree_count(lk.y);
-                    const float r2 = alpha > 0.0f ? fmaxf(m.w, __ldg(&rel[cell]) * rel_scale) : m.w;
-                    if (dx * dx + dy * dy + dz * dz > r2) {
+                    if (walk_accepts(m, glo, ghi, alpha, rel_scale, rel, cell)) {
                         accept = true;
                         v = 1ull;
                     } else if (bn_tree_is_leaf(lk.y)) {
@@ -220,13 +353,7 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
                 } else if (node) {
                     const unsigned o =
                         nnext + static_cast<unsigned>((ex >> BANYAN_WALK_NODE_SHIFT) & BANYAN_WALK_NODE_MASK);
-                    for (unsigned j = 0; j < cnt; ++j) {
-                        const unsigned q = o + j;
-                        if (q < WALK_LIST)
-                            nxt[q] = first + j;
-                        else if (q < list_max)
-                            nxt_g[q - WALK_LIST] = first + j;
-                    }
+                    walk_push_children(o, first, cnt, list_max, nxt, nxt_g);
                 }
                 if (lid == 0 && nnext + tc > list_max) bn_atomic_max_u32(status, nnext + tc);
                 nnext += tc;
@@ -241,20 +368,8 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
                 }
                 for (unsigned w = 0; w < tp;) {
                     const unsigned take = min(2u * WALK_WG - pfill, tp - w);
-                    for (unsigned s = lid; s < take; s += WALK_WG) {
-                        const unsigned q = w + s;
-                        unsigned lo = 0, hi = tl - 1;
-                        while (lo < hi) {
-                            const unsigned mid = (lo + hi + 1) >> 1;
-                            if (leaf_start[mid] <= q)
-                                lo = mid;
-                            else
-                                hi = mid - 1;
-                        }
-                        const unsigned p = leaf_first[lo] + (q - leaf_start[lo]);
-                        pstage[pfill + s] = __ldg(&src[p]);
-                        if (p - gfirst < n) self_pos[p - gfirst] = pdone + pfill + s; /* grafted: p >= n_local */
-                    }
+                    walk_stage_particles(lid, w, take, tl, pfill, pdone, gfirst, n, src, leaf_first, leaf_start, pstage,
+                                         self_pos);
                     __syncthreads();
                     pfill += take;
                     w += take;
@@ -285,50 +400,15 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
         pstage[lid] = acc;
         __syncthreads();
         if (active && sub == 0) {
-            bn_f4 sum = pstage[lid];
-            for (unsigned j = 1; j < k; ++j) {
-                const bn_f4 o = pstage[lid + j * n];
-                sum.x += o.x;
-                sum.y += o.y;
-                sum.z += o.z;
-                sum.w += o.w;
-            }
-            const unsigned met_self = self_pos[slot] != BANYAN_WALK_NONE ? 1u : 0u;
-            const unsigned i = gfirst + slot;
-            acc_pot[i] = sum;
-            if (count_each) {
-                pp_count[i] = pdone + pfill - met_self;
-                pc_count[i] = ccount;
-            }
-            my_pp += pdone + pfill - met_self;
+            my_pp += walk_store_particle(lid, slot, k, n, gfirst, pdone, pfill, ccount, pstage, self_pos, acc_pot,
+                                         pp_count, pc_count, count_each);
             my_pc += ccount;
         }
         __syncthreads(); /* everyone has read group_slot */
-        if (lid == 0) group_slot = bn_atomic_add_u32(next_group, 1u);
-        __syncthreads();
-        g = group_slot;
+        g = walk_next_group(lid, next_group, &group_slot);
     }
 
-    /* Totals: the block's sums, one atomic each per block. */
-#pragma unroll
-    for (unsigned off = 16; off > 0; off >>= 1) {
-        my_pp += __shfl_down_sync(BN_FULL_MASK, my_pp, off);
-        my_pc += __shfl_down_sync(BN_FULL_MASK, my_pc, off);
-    }
-    if ((lid & 31u) == 0) {
-        sum_pp[lid >> 5] = my_pp;
-        sum_pc[lid >> 5] = my_pc;
-    }
-    __syncthreads();
-    if (lid == 0) {
-        bn_u64 pp = 0, pc = 0;
-        for (unsigned w = 0; w < WALK_WARPS; ++w) {
-            pp += sum_pp[w];
-            pc += sum_pc[w];
-        }
-        if (pp) bn_atomic_add_u64(totals, pp);
-        if (pc) bn_atomic_add_u64(totals + 1, pc);
-    }
+    walk_add_totals(lid, my_pp, my_pc, sum_pp, sum_pc, totals);
 }
 BANYAN_CUDA_KERNEL(walkForces);
 

@@ -158,7 +158,7 @@ struct HostTree {
         while (!cur.empty()) {
             next.clear();
             for (bn_u32 c : cur) {
-                const float ro = quad1[c].w * inv_theta + quad1[c].z;
+                const float ro = bn_open_radius(quad1[c], inv_theta);
                 const float r2 =
                     alpha > 0.0f ? std::fmax(ro * ro, bn_rel_cell(com[c].w, quad1[c].w) * rel_scale) : ro * ro;
                 const float dx = std::max(std::max(lo.x - com[c].x, com[c].x - hi.x), 0.0f);

@@ -7,6 +7,7 @@
  * first, count (cells u32 each), all in host byte order (every rank runs the same build on one kind of machine).
  */
 #include "core/parallel/let.hpp"
+#include "core/tree_shared.h"
 
 #include <algorithm>
 #include <chrono>
@@ -223,7 +224,7 @@ std::vector<std::byte> LetExchange::boxes_message(Octree& tree, const OpeningCri
                 bn_f4 q;
                 std::memcpy(&k, count + 4 * c, 4);
                 std::memcpy(&q, q1 + sizeof(bn_f4) * c, sizeof q);
-                if (k == BANYAN_TREE_LEAF_BIT) r0 = std::min(r0, q.w * inv_theta + q.z);
+                if (k == BANYAN_TREE_LEAF_BIT) r0 = std::min(r0, bn_open_radius(q, inv_theta));
             }
             if (!(r0 < r_max)) break; // nothing left home
             r_max = top_reach * r0;
