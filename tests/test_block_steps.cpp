@@ -37,8 +37,6 @@ using banyan::test::TempDir;
 
 namespace {
 
-namespace fs = std::filesystem;
-
 /// Random particles whose accelerations span six decades, so that the rung criterion spreads them over many rungs.
 struct KickInputs {
     std::vector<bn_f4> pos, vel, acc;
@@ -362,19 +360,11 @@ TEST_CASE("block steps: a run stopped and continued from its checkpoint equals o
         CHECK(r.run() == Run::Outcome::finished);
         CHECK(r.simulation().block_stats().deepest >= 2);
     }
-    {
-        volatile std::sig_atomic_t stop = 0;
+    test::run_stopped_at(7, [&](RunHooks hooks) {
         RunOptions x = o;
         x.out = stopped.str();
-        Run* self = nullptr;
-        RunHooks hooks;
-        hooks.on_step = [&] {
-            if (self->step_count() == 7) stop = 1;
-        };
-        Run r(be, plan_run({x}), hooks);
-        self = &r;
-        CHECK(r.run(&stop) == Run::Outcome::stopped);
-    }
+        return std::make_unique<Run>(be, plan_run({x}), std::move(hooks));
+    });
     {
         auto r = Run::resume(be, stopped.str(), std::nullopt);
         CHECK(r->step_count() == 7);
