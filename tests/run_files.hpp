@@ -8,6 +8,7 @@
 
 #include "core/device_shared.h"
 #include "core/simulation/run.hpp"
+#include "core/simulation/simulation.hpp"
 
 #include <doctest/doctest.h>
 
@@ -54,6 +55,15 @@ inline std::string file_bytes(const std::filesystem::path& p)
 inline bool same_bits(const std::vector<bn_f4>& a, const std::vector<bn_f4>& b)
 {
     return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(bn_f4)) == 0);
+}
+
+/// Checks that two saved states hold the same particles to the bit: positions, velocities, accelerations and ids.
+inline void check_same_state(const SimulationState& a, const SimulationState& b)
+{
+    CHECK(same_bits(a.pos, b.pos));
+    CHECK(same_bits(a.vel, b.vel));
+    CHECK(same_bits(a.acc, b.acc));
+    CHECK(a.ids == b.ids);
 }
 
 /// Runs the Run that @p make builds (with the hooks it is handed) until step @p step has ended, where it stops as

@@ -229,10 +229,7 @@ TEST_CASE("block steps: with a single rung a run is the shared-step run, bit for
         for (int s = 0; s < 6; ++s)
             b.step(), c.step();
         const SimulationState x = b.save(), y = c.save();
-        CHECK(same_bits(x.pos, y.pos));
-        CHECK(same_bits(x.vel, y.vel));
-        CHECK(same_bits(x.acc, y.acc));
-        CHECK(x.ids == y.ids);
+        test::check_same_state(x, y);
         CHECK(b.energies().total() == c.energies().total());
         CHECK(b.block_stats().substeps == 6);
         CHECK(b.block_stats().rungs[0] == 2000);
