@@ -1,19 +1,28 @@
 /**
  * @file run_files.hpp
  * @brief Helpers of the tests that run simulations and compare their states and files (test_simulation.cpp,
- *        test_block_steps.cpp): a temporary output folder, a file's bytes, and bit-for-bit equal particle arrays.
+ *        test_block_steps.cpp): a temporary output folder, a file's bytes, bit-for-bit equal particle arrays, and a
+ *        run stopped as Ctrl-C stops it.
  */
 #pragma once
 
 #include "core/device_shared.h"
+#include "core/simulation/run.hpp"
+#include "core/simulation/simulation.hpp"
+
+#include <doctest/doctest.h>
 
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,6 +55,31 @@ inline std::string file_bytes(const std::filesystem::path& p)
 inline bool same_bits(const std::vector<bn_f4>& a, const std::vector<bn_f4>& b)
 {
     return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(bn_f4)) == 0);
+}
+
+/// Checks that two saved states hold the same particles to the bit: positions, velocities, accelerations and ids.
+inline void check_same_state(const SimulationState& a, const SimulationState& b)
+{
+    CHECK(same_bits(a.pos, b.pos));
+    CHECK(same_bits(a.vel, b.vel));
+    CHECK(same_bits(a.acc, b.acc));
+    CHECK(a.ids == b.ids);
+}
+
+/// Runs the Run that @p make builds (with the hooks it is handed) until step @p step has ended, where it stops as
+/// Ctrl-C stops a run; checks that it says so (Run::Outcome::stopped) and returns its step count then.
+inline std::uint64_t run_stopped_at(std::uint64_t step, const std::function<std::unique_ptr<Run>(RunHooks)>& make)
+{
+    volatile std::sig_atomic_t stop = 0;
+    Run* self = nullptr;
+    RunHooks hooks;
+    hooks.on_step = [&] {
+        if (self->step_count() == step) stop = 1;
+    };
+    const std::unique_ptr<Run> r = make(std::move(hooks));
+    self = r.get();
+    CHECK(r->run(&stop) == Run::Outcome::stopped);
+    return r->step_count();
 }
 
 } // namespace banyan::test

@@ -37,8 +37,6 @@ using banyan::test::TempDir;
 
 namespace {
 
-namespace fs = std::filesystem;
-
 /// Random particles whose accelerations span six decades, so that the rung criterion spreads them over many rungs.
 struct KickInputs {
     std::vector<bn_f4> pos, vel, acc;
@@ -231,10 +229,7 @@ TEST_CASE("block steps: with a single rung a run is the shared-step run, bit for
         for (int s = 0; s < 6; ++s)
             b.step(), c.step();
         const SimulationState x = b.save(), y = c.save();
-        CHECK(same_bits(x.pos, y.pos));
-        CHECK(same_bits(x.vel, y.vel));
-        CHECK(same_bits(x.acc, y.acc));
-        CHECK(x.ids == y.ids);
+        test::check_same_state(x, y);
         CHECK(b.energies().total() == c.energies().total());
         CHECK(b.block_stats().substeps == 6);
         CHECK(b.block_stats().rungs[0] == 2000);
@@ -362,19 +357,11 @@ TEST_CASE("block steps: a run stopped and continued from its checkpoint equals o
         CHECK(r.run() == Run::Outcome::finished);
         CHECK(r.simulation().block_stats().deepest >= 2);
     }
-    {
-        volatile std::sig_atomic_t stop = 0;
+    test::run_stopped_at(7, [&](RunHooks hooks) {
         RunOptions x = o;
         x.out = stopped.str();
-        Run* self = nullptr;
-        RunHooks hooks;
-        hooks.on_step = [&] {
-            if (self->step_count() == 7) stop = 1;
-        };
-        Run r(be, plan_run({x}), hooks);
-        self = &r;
-        CHECK(r.run(&stop) == Run::Outcome::stopped);
-    }
+        return std::make_unique<Run>(be, plan_run({x}), std::move(hooks));
+    });
     {
         auto r = Run::resume(be, stopped.str(), std::nullopt);
         CHECK(r->step_count() == 7);

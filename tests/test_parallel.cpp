@@ -52,18 +52,16 @@ std::vector<double> errors_against_direct(const std::vector<bn_f4>& all, std::si
 
 } // namespace
 
-std::size_t test::let_of_halves(Backend& be, std::size_t n, std::uint64_t seed, float theta, std::vector<bn_f4>& all,
-                                Octree& ta, Octree& tb, LetExchange& let)
+test::LetHalves::LetHalves(Backend& be, std::size_t n, std::uint64_t seed, float theta)
+    : all(plummer(n, seed).pos), ta(be), tb(be), let(be, Comm::world())
 {
-    all = plummer(n, seed).pos;
     std::stable_partition(all.begin(), all.end(), [](const bn_f4& p) { return p.x < 0.1f; });
-    const std::size_t na = static_cast<std::size_t>(
-        std::find_if(all.begin(), all.end(), [](const bn_f4& p) { return p.x >= 0.1f; }) - all.begin());
+    na = static_cast<std::size_t>(std::find_if(all.begin(), all.end(), [](const bn_f4& p) { return p.x >= 0.1f; }) -
+                                  all.begin());
     ta.set_particles(std::span<const bn_f4>(all.data(), na));
     tb.set_particles(std::span<const bn_f4>(all.data() + na, n - na));
     ta.build();
     tb.build();
-    (void)be;
     let.set_top_per_rank(256);
     auto boxes_b = let.boxes_message(tb, theta);       // for its top tree
     const auto boxes_a = let.boxes_message(ta, theta); // last: a's boxes stay on the device for graft_tops
@@ -75,7 +73,6 @@ std::size_t test::let_of_halves(Backend& be, std::size_t n, std::uint64_t seed, 
     let.graft_tops(ta, theta, boxes_b, box_offsets, 1, head[0], head[1]);
     const std::size_t offsets[2] = {0, tree_b.size()};
     let.receive(ta, tree_b, offsets);
-    return na;
 }
 
 TEST_CASE("a local essential tree of one half, walked for the other half, gives the forces of the whole")
@@ -83,10 +80,8 @@ TEST_CASE("a local essential tree of one half, walked for the other half, gives 
     const std::size_t n = 20000; // halves of 10000: large enough that the tree sent is pruned
     for (const float theta : {0.5f, 0.75f}) {
         // Halves by x: a's particles are the targets, b sends its tree.
-        std::vector<bn_f4> all;
-        Octree ta(backend()), tb(backend());
-        LetExchange let(backend(), Comm::world());
-        const std::size_t na = test::let_of_halves(backend(), n, 31, theta, all, ta, tb, let);
+        test::LetHalves h(backend(), n, 31, theta);
+        auto& [all, ta, tb, let, na] = h;
         const std::size_t nb = n - na;
         RemoteTrees& r = let.remote();
         // Pruned: part of b's cells and particles, not all of them (received, behind b's top tree).

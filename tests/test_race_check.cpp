@@ -153,12 +153,7 @@ TEST_CASE("race check: bounds, sums, gathers and a radix sort of 64-bit keys")
         std::iota(idx.begin(), idx.end(), 0u);
         std::vector<bn_u32> order = idx;
         std::stable_sort(order.begin(), order.end(), [&](bn_u32 a, bn_u32 c) { return keys[a] < keys[c]; });
-        const auto dk = be.upload<bn_u64>(keys, "race.keys");
-        const auto di = be.upload<bn_u32>(idx, "race.idx");
-        auto ko = be.alloc<bn_u64>(n, "race.keys.out");
-        auto io = be.alloc<bn_u32>(n, "race.idx.out");
-        be.sort_pairs(dk, di, ko, io, n, 0, 63);
-        CHECK(io.download() == order);
+        CHECK(test::sorted_on_device(be, keys, idx, 0, 63).values == order);
     }
 }
 
@@ -316,10 +311,8 @@ TEST_CASE("race check: local essential tree and the decomposition on one rank")
 {
     // 1200 particles in two halves: b's tree for a's boxes (letGroupBoxes, letOpened, letSelect, letGather).
     auto& be = test::backend();
-    std::vector<bn_f4> all;
-    Octree ta(be), tb(be);
-    LetExchange let(be, Comm::world());
-    const std::size_t na = test::let_of_halves(be, 1200, 41, 0.75f, all, ta, tb, let);
+    test::LetHalves h(be, 1200, 41, 0.75f);
+    auto& [all, ta, tb, let, na] = h;
     const RemoteTrees& r = let.remote();
     REQUIRE(r.cells > 0);
     REQUIRE(r.roots.size() == 1);
@@ -358,10 +351,8 @@ TEST_CASE("race check: walk of another rank's tree")
 {
     // The forces of b's tree, grafted behind a's (walkForces with two roots), on a's particles: the whole.
     auto& be = test::backend();
-    std::vector<bn_f4> all;
-    Octree ta(be), tb(be);
-    LetExchange let(be, Comm::world());
-    const std::size_t na = test::let_of_halves(be, 1200, 41, 0.75f, all, ta, tb, let);
+    test::LetHalves h(be, 1200, 41, 0.75f);
+    auto& [all, ta, tb, let, na] = h;
     TreeForces f(be);
     f.begin(ta, 0.75f, 0.02f, &let.remote());
     f.end(ta);

@@ -299,10 +299,7 @@ TEST_CASE("simulation: snapshots in input order, tracked particles, save and res
         twin.step();
     }
     const SimulationState a = sim.save(), b = twin.save();
-    CHECK(same_bits(a.pos, b.pos));
-    CHECK(same_bits(a.vel, b.vel));
-    CHECK(same_bits(a.acc, b.acc));
-    CHECK(a.ids == b.ids);
+    test::check_same_state(a, b);
     CHECK(sim.energies().total() == twin.energies().total());
 
     SimulationState broken = s;
@@ -480,20 +477,11 @@ TEST_CASE("run: stopped and restarted equals straight through, bit for bit (part
         CHECK(r->last_record().centre_distance > 0);
     }
     // Stopped (as by Ctrl-C) at step 19, between grid points, then continued in a new Run.
-    {
-        volatile std::sig_atomic_t stop = 0;
-        RunOptions x = o;
-        x.out = stopped.str();
-        Run* self = nullptr;
-        RunHooks hooks;
-        hooks.on_step = [&] {
-            if (self->step_count() == 19) stop = 1;
-        };
-        Run r(be, plan_run({x}), hooks);
-        self = &r;
-        CHECK(r.run(&stop) == Run::Outcome::stopped);
-        CHECK(r.step_count() == 19);
-    }
+    CHECK(test::run_stopped_at(19, [&](RunHooks hooks) {
+              RunOptions x = o;
+              x.out = stopped.str();
+              return std::make_unique<Run>(be, plan_run({x}), std::move(hooks));
+          }) == 19);
     CHECK_THROWS_AS(make(stopped), UsageError);                         // a folder with a run in it is not overwritten
     CHECK(checkpoint_device(stopped.str()) == device_label(be.info())); // where `banyan run --restart` goes
     {
@@ -662,17 +650,7 @@ TEST_CASE("run: HDF5 snapshots hold the tipsy run's particles bit for bit, with 
     };
     make(tipsy, SnapshotFormat::tipsy)->run();
     make(straight, SnapshotFormat::hdf5)->run();
-    {
-        volatile std::sig_atomic_t stop = 0;
-        Run* self = nullptr;
-        RunHooks hooks;
-        hooks.on_step = [&] {
-            if (self->step_count() == 7) stop = 1;
-        };
-        auto r = make(stopped, SnapshotFormat::hdf5, hooks);
-        self = r.get();
-        CHECK(r->run(&stop) == Run::Outcome::stopped);
-    }
+    test::run_stopped_at(7, [&](RunHooks hooks) { return make(stopped, SnapshotFormat::hdf5, std::move(hooks)); });
     CHECK(Run::resume(be, stopped.str(), std::nullopt)->run() == Run::Outcome::finished);
     for (int k = 0; k <= 4; ++k) {
         const std::string h = fmt::format("snapshot_{:05d}.hdf5", k), t = fmt::format("snapshot_{:05d}.tipsy", k);

@@ -7,6 +7,7 @@
  * an unwritten element shows. "sort timing" (skipped unless asked for: -tc='sort timing' --no-skip) prints the
  * device time of 63-bit sorts at 2^20 and 2^24 (GPU) pairs.
  */
+#include "tests/checks.hpp"
 #include "tests/harness.hpp"
 
 #include "core/error.hpp"
@@ -305,14 +306,9 @@ TEST_CASE("sort_pairs agrees with Boost.Compute's sort_by_key")
         queue.enqueue_read_buffer(bkeys.get_buffer(), 0, n * sizeof(bn_u64), want_keys.data());
         queue.enqueue_read_buffer(bvalues.get_buffer(), 0, n * sizeof(bn_u32), want_values.data());
 
-        auto& be = test::backend();
-        const auto keys_in = be.upload<bn_u64>(keys, "keys_in");
-        const auto values_in = be.upload<bn_u32>(values, "values_in");
-        auto keys_out = be.alloc<bn_u64>(n, "keys_out");
-        auto values_out = be.alloc<bn_u32>(n, "values_out");
-        be.sort_pairs(keys_in, values_in, keys_out, values_out, n, 0, 64);
-        CHECK(keys_out.download() == want_keys);
-        CHECK(values_out.download() == want_values); // both sorts are stable
+        const test::SortedPairs got = test::sorted_on_device(test::backend(), keys, values, 0, 64);
+        CHECK(got.keys == want_keys);
+        CHECK(got.values == want_values); // both sorts are stable
     }
 }
 #endif

@@ -140,14 +140,15 @@ void JsonWriter::before_value()
     out_.append(2 * has_items_.size(), ' ');
 }
 
-void JsonWriter::open(char c)
+JsonWriter& JsonWriter::open(char c)
 {
     before_value();
     out_ += c;
     has_items_.push_back(false);
+    return *this;
 }
 
-void JsonWriter::close(char c)
+JsonWriter& JsonWriter::close(char c)
 {
     const bool had = has_items_.back();
     has_items_.pop_back();
@@ -157,26 +158,6 @@ void JsonWriter::close(char c)
     }
     out_ += c;
     if (has_items_.empty()) out_ += '\n';
-}
-
-JsonWriter& JsonWriter::begin_object()
-{
-    open('{');
-    return *this;
-}
-JsonWriter& JsonWriter::end_object()
-{
-    close('}');
-    return *this;
-}
-JsonWriter& JsonWriter::begin_array()
-{
-    open('[');
-    return *this;
-}
-JsonWriter& JsonWriter::end_array()
-{
-    close(']');
     return *this;
 }
 
@@ -312,7 +293,7 @@ ForceRow time_forces(Backend& be, const std::vector<bn_f4>& pos, double theta, O
     ForceRow r;
     r.n = pos.size();
     r.theta = theta;
-    try {
+    measure_row(r, [&] {
         // A fresh tree and walk per row, so that the row's peak is all that one force evaluation needs.
         bench::PeakMemory peak(be);
         Octree tree(be);
@@ -347,9 +328,7 @@ ForceRow time_forces(Backend& be, const std::vector<bn_f4>& pos, double theta, O
         r.groups = tree.groups();
         r.bytes = peak.bytes();
         r.retries = forces.retries();
-    } catch (const std::exception& e) {
-        r.error = bench::row_error(e, r.n);
-    }
+    });
     return r;
 }
 

@@ -88,6 +88,17 @@ double mega_per_s(std::size_t n, double ms);
 /// message names nothing, becomes "out of host memory for N particles".
 std::string row_error(const std::exception& e, std::size_t n);
 
+/// Runs @p measure, which fills in row @p r (a ForceRow or a row of its kind: n and error); what it throws becomes the
+/// row's error (row_error), so that one failed row does not end the table.
+template <class Row, class Measure> void measure_row(Row& r, Measure&& measure)
+{
+    try {
+        measure();
+    } catch (const std::exception& e) {
+        r.error = row_error(e, r.n);
+    }
+}
+
 /// The peak device memory of one benchmark row: frees the primitives' scratch and starts a new high-water mark on
 /// construction; bytes() is the most held at once since, above what was held before (the row's own objects must
 /// be created after this).
@@ -139,10 +150,10 @@ private:
 /// value inside an object); misuse is a programming error and is not diagnosed.
 class JsonWriter {
 public:
-    JsonWriter& begin_object();
-    JsonWriter& end_object();
-    JsonWriter& begin_array();
-    JsonWriter& end_array();
+    JsonWriter& begin_object() { return open('{'); }
+    JsonWriter& end_object() { return close('}'); }
+    JsonWriter& begin_array() { return open('['); }
+    JsonWriter& end_array() { return close(']'); }
     JsonWriter& key(std::string_view k);
     JsonWriter& string(std::string_view s);
     /// A number in shortest round-trip form; NaN and infinities become null (JSON has no such numbers).
@@ -156,8 +167,8 @@ public:
 
 private:
     void before_value();
-    void open(char c);
-    void close(char c);
+    JsonWriter& open(char c);
+    JsonWriter& close(char c);
 
     std::string out_;
     std::vector<bool> has_items_; // one per open object/array

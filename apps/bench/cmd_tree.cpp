@@ -65,7 +65,7 @@ Row bench_size(Backend& be, int log2, int warmup, int reps, std::uint64_t seed)
 {
     Row r;
     r.n = std::size_t{1} << log2;
-    try {
+    bench::measure_row(r, [&] {
         if (std::string why = bench::fit_error(be, r.n, false); !why.empty()) throw std::runtime_error(why);
         const Particles p = plummer(r.n, seed + static_cast<std::uint64_t>(log2));
         bench::PeakMemory peak(be); // a fresh tree per size: its peak is what one build needs
@@ -88,9 +88,7 @@ Row bench_size(Backend& be, int log2, int warmup, int reps, std::uint64_t seed)
         r.groups = tree.groups();
         r.depth = tree.depth();
         r.peak_bytes = peak.bytes();
-    } catch (const std::exception& e) {
-        r.error = bench::row_error(e, r.n);
-    }
+    });
     return r;
 }
 

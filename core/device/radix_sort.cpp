@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 
 namespace banyan {
 
@@ -29,13 +30,21 @@ template <class T> void check_capacity(const Buffer<T>& b, std::size_t n, const 
         throw UsageError(fmt::format("sort_pairs: buffer '{}' holds {} items, {} are needed", name, b.size(), n));
 }
 
-void check_sort_args(std::size_t n, int begin_bit, int end_bit)
+/// The checks of both sorts: the bit range, the number of items, and the four buffers' sizes (each named as the
+/// sort's parameter: @p names, in the order of the buffers).
+void check_sort_args(std::size_t n, int begin_bit, int end_bit, const Buffer<bn_u64>& keys_a,
+                     const Buffer<bn_u32>& values_a, const Buffer<bn_u64>& keys_b, const Buffer<bn_u32>& values_b,
+                     const std::array<const char*, 4>& names)
 {
     if (begin_bit < 0 || end_bit > 64 || begin_bit >= end_bit)
         throw UsageError(
             fmt::format("sort_pairs: bit range [{}, {}) needs 0 <= begin_bit < end_bit <= 64", begin_bit, end_bit));
     if (n > sort_max_items)
         throw UsageError(fmt::format("sort_pairs: {} items is more than the {} supported", n, sort_max_items));
+    check_capacity(keys_a, n, names[0]);
+    check_capacity(values_a, n, names[1]);
+    check_capacity(keys_b, n, names[2]);
+    check_capacity(values_b, n, names[3]);
 }
 
 } // namespace
@@ -60,11 +69,8 @@ void Backend::radix_pass(const Buffer<bn_u64>& src_keys, const Buffer<bn_u32>& s
 bool Backend::sort_pairs_double(Buffer<bn_u64>& keys, Buffer<bn_u32>& values, Buffer<bn_u64>& keys_alt,
                                 Buffer<bn_u32>& values_alt, std::size_t n, int begin_bit, int end_bit)
 {
-    check_sort_args(n, begin_bit, end_bit);
-    check_capacity(keys, n, "keys");
-    check_capacity(values, n, "values");
-    check_capacity(keys_alt, n, "keys_alt");
-    check_capacity(values_alt, n, "values_alt");
+    check_sort_args(n, begin_bit, end_bit, keys, values, keys_alt, values_alt,
+                    {"keys", "values", "keys_alt", "values_alt"});
     if (n == 0) return false;
     const int passes = (end_bit - begin_bit + BANYAN_RADIX_BITS - 1) / BANYAN_RADIX_BITS;
     for (int pass = 0; pass < passes; ++pass) {
@@ -81,11 +87,8 @@ bool Backend::sort_pairs_double(Buffer<bn_u64>& keys, Buffer<bn_u32>& values, Bu
 void Backend::sort_pairs(const Buffer<bn_u64>& keys_in, const Buffer<bn_u32>& values_in, Buffer<bn_u64>& keys_out,
                          Buffer<bn_u32>& values_out, std::size_t n, int begin_bit, int end_bit)
 {
-    check_sort_args(n, begin_bit, end_bit);
-    check_capacity(keys_in, n, "keys_in");
-    check_capacity(values_in, n, "values_in");
-    check_capacity(keys_out, n, "keys_out");
-    check_capacity(values_out, n, "values_out");
+    check_sort_args(n, begin_bit, end_bit, keys_in, values_in, keys_out, values_out,
+                    {"keys_in", "values_in", "keys_out", "values_out"});
     if (n == 0) return;
     if (&keys_in.raw() == &keys_out.raw() || &values_in.raw() == &values_out.raw())
         throw UsageError("sort_pairs: the outputs must not alias the inputs");

@@ -353,6 +353,17 @@ def galaxy_merger(n: int = 240002, seed: int = 1, preset: str = "mw", units: Opt
     return _galaxy(True, n, seed, preset, units, options)
 
 
+def _native_property(name: str, doc: str) -> Any:
+    """A read-only Simulation property: the native simulation's attribute `name`."""
+    return property(lambda self: getattr(self._sim, name), doc=doc)
+
+
+def _state_property(column: int, doc: str) -> Any:
+    """A read-only Simulation property: entry `column` of _state() (positions, velocities, accelerations,
+    potentials), fetched on every read."""
+    return property(lambda self: self._state()[column], doc=doc)
+
+
 class Simulation:
     """A whole N-body simulation on the device, as `banyan run` makes it: kick-drift-kick leapfrog with one shared
     time step dt, the octree rebuilt and walked every step, energies summed on the device in double precision.
@@ -498,36 +509,20 @@ class Simulation:
                                  "the units of the input")
         return pos, vel, acc, pot
 
-    @property
-    def time(self) -> float:
-        """The simulated time: the start time plus steps * dt."""
-        return self._sim.time
+    time = _native_property("time", """The simulated time: the start time plus steps * dt.""")
 
-    @property
-    def steps(self) -> int:
-        """Steps taken since the start."""
-        return self._sim.steps
+    steps = _native_property("steps", """Steps taken since the start.""")
 
-    @property
-    def positions(self) -> np.ndarray:
-        """(N, 3) float32, in input order (a fresh copy from the device; NumPy, or CuPy or PyTorch on the GPU for a
-        Simulation made from those)."""
-        return self._state()[0]
+    positions = _state_property(
+        0, """(N, 3) float32, in input order (a fresh copy from the device; NumPy, or CuPy or PyTorch on the GPU for a
+        Simulation made from those).""")
 
-    @property
-    def velocities(self) -> np.ndarray:
-        """(N, 3) float32, in input order."""
-        return self._state()[1]
+    velocities = _state_property(1, """(N, 3) float32, in input order.""")
 
-    @property
-    def accelerations(self) -> np.ndarray:
-        """(N, 3) float32 of the last force evaluation (at the current positions), in input order."""
-        return self._state()[2]
+    accelerations = _state_property(
+        2, """(N, 3) float32 of the last force evaluation (at the current positions), in input order.""")
 
-    @property
-    def potentials(self) -> np.ndarray:
-        """(N,) float32 of the last force evaluation, in input order."""
-        return self._state()[3]
+    potentials = _state_property(3, """(N,) float32 of the last force evaluation, in input order.""")
 
     @property
     def ids(self) -> np.ndarray:
@@ -586,35 +581,17 @@ class Simulation:
         continues it bit for bit; so does `banyan run --restart DIR` when it is DIR/checkpoint.bin."""
         self._sim.save(os.fspath(path))
 
-    @property
-    def device(self) -> str:
-        """The device it runs on ('backend #index name')."""
-        return self._sim.device
+    device = _native_property("device", """The device it runs on ('backend #index name').""")
 
-    @property
-    def opening(self) -> str:
-        """The opening criterion: "paper" or "bmax"."""
-        return self._sim.opening
+    opening = _native_property("opening", """The opening criterion: "paper" or "bmax".""")
 
-    @property
-    def alpha(self) -> float:
-        """The relative criterion's alpha (0: off)."""
-        return self._sim.alpha
+    alpha = _native_property("alpha", """The relative criterion's alpha (0: off).""")
 
-    @property
-    def time_steps(self) -> str:
-        """"shared" or "block"."""
-        return self._sim.steps_kind
+    time_steps = _native_property("steps_kind", """"shared" or "block".""")
 
-    @property
-    def eta(self) -> float:
-        """Block steps: the step criterion's accuracy parameter."""
-        return self._sim.eta
+    eta = _native_property("eta", """Block steps: the step criterion's accuracy parameter.""")
 
-    @property
-    def max_rung(self) -> int:
-        """Block steps: the deepest rung allowed."""
-        return self._sim.max_rung
+    max_rung = _native_property("max_rung", """Block steps: the deepest rung allowed.""")
 
     @property
     def block_stats(self) -> dict:

@@ -372,19 +372,21 @@ class _Engine:
         return self.eps2, _OK
 
     def set_eps2(self, value) -> int:
-        if not (float(value) >= 0 and math.isfinite(float(value))):
-            raise UsageError(f"epsilon_squared must be >= 0 and finite, got {value}")
-        self.eps2 = float(value)
-        self._stale()
-        return _OK
+        return self._set_finite("eps2", "epsilon_squared", value, positive=False)
 
     def get_time_step(self):
         return self.dt, _OK
 
     def set_time_step(self, value) -> int:
-        if not (float(value) > 0 and math.isfinite(float(value))):
-            raise UsageError(f"timestep must be > 0 and finite, got {value}")
-        self.dt = float(value)
+        return self._set_finite("dt", "timestep", value, positive=True)
+
+    def _set_finite(self, attr: str, name: str, value, positive: bool) -> int:
+        """Sets the parameter `attr` to float(value), refused (UsageError naming it `name`) unless finite and > 0
+        (`positive`) or >= 0; the engine is rebuilt on next use."""
+        v = float(value)
+        if not ((v > 0 if positive else v >= 0) and math.isfinite(v)):
+            raise UsageError(f"{name} must be {'>' if positive else '>='} 0 and finite, got {value}")
+        setattr(self, attr, v)
         self._stale()
         return _OK
 
