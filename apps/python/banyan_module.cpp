@@ -128,7 +128,7 @@ nb::list devices()
     for (const BackendDevices& b : discover_devices()) {
         for (const DeviceInfo& d : b.devices) {
             nb::dict e;
-            e["backend"] = to_string(d.backend);
+            e["backend"] = d.backend;
             e["index"] = d.index;
             e["name"] = d.name;
             e["vendor"] = d.vendor;
