@@ -22,6 +22,7 @@
 #include "core/simulation/run.hpp"
 #include "core/simulation/run_options.hpp"
 #include "core/simulation/simulation.hpp"
+#include "core/tree/opening.hpp"
 #include "core/version.hpp"
 
 #include <fmt/format.h>
@@ -689,6 +690,10 @@ NB_MODULE(_banyan, m)
     using namespace banyan::python;
     m.doc() = "banyan's compiled core; use the functions of the banyan package, which check and lay out arrays";
     m.attr("__version__") = banyan::version;
+    std::vector<std::string> criteria; // the opening criteria's names, from core's one list (opening.hpp)
+    for (const auto& c : opening_criteria)
+        criteria.emplace_back(c.name);
+    m.attr("opening_criteria") = nb::steal(PySequence_Tuple(nb::cast(criteria).ptr()));
     nb::exception<UsageError>(m, "UsageError", PyExc_ValueError);
     nb::exception<NumericalError>(m, "NumericalError", PyExc_ArithmeticError);
     nb::exception<DeviceError>(m, "DeviceError", PyExc_RuntimeError);
