@@ -4,7 +4,6 @@
  */
 #include "backend_cuda/cuda_backend.hpp"
 
-#include "core/device/backend_registry.hpp"
 #include "backend_cuda/cuda_check.hpp"
 #include "backend_cuda/kernel_registry.hpp"
 
@@ -264,9 +263,11 @@ double CudaBackend::elapsed_ms(const Event& start, const Event& stop)
 
 namespace banyan {
 
+namespace {
+
 BackendDevices cuda_discover()
 {
-    BackendDevices out{BackendKind::cuda, {}, {}};
+    BackendDevices out{cuda::backend_name, {}, {}};
     int count = 0;
     const cudaError_t rc = cudaGetDeviceCount(&count);
     int runtime = 0, driver = 0;
@@ -290,13 +291,14 @@ BackendDevices cuda_discover()
         cudaDeviceProp p{};
         BANYAN_CUDA_CHECK(cudaGetDeviceProperties(&p, i));
         DeviceInfo d;
-        d.backend = BackendKind::cuda;
+        d.backend = cuda::backend_name;
         d.index = i;
         d.name = p.name;
         d.vendor = "NVIDIA";
         d.version = fmt::format("sm_{}{}, runtime {}.{}, driver {}.{}", p.major, p.minor, runtime / 1000,
                                 runtime % 1000 / 10, driver / 1000, driver % 1000 / 10);
         d.gpu = true;
+        d.device_pointers = true;
         d.memory_bytes = p.totalGlobalMem;
         d.max_alloc_bytes = p.totalGlobalMem;
         d.view_align = 256;
@@ -314,6 +316,18 @@ std::unique_ptr<Backend> cuda_open(int index)
     if (index < 0 || index >= static_cast<int>(all.devices.size()))
         throw UsageError(fmt::format("no CUDA device {}", index));
     return std::make_unique<cuda::CudaBackend>(index, std::move(all.devices[static_cast<std::size_t>(index)]));
+}
+
+} // namespace
+
+void register_cuda_backend(BackendRegistry& registry)
+{
+    BackendEntry entry;
+    entry.name = cuda::backend_name;
+    entry.title = "CUDA";
+    entry.discover = cuda_discover;
+    entry.open = cuda_open;
+    registry.add(std::move(entry));
 }
 
 } // namespace banyan

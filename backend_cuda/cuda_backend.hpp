@@ -5,10 +5,22 @@
 #pragma once
 
 #include "core/device/backend.hpp"
+#include "core/device/backend_registry.hpp"
 
 #include <cuda_runtime_api.h>
 
+namespace banyan {
+
+/// Adds the CUDA backend ("cuda") to @p registry: called by the build's register_backends
+/// (cmake/BackendRegistry.cmake).
+void register_cuda_backend(BackendRegistry& registry);
+
+} // namespace banyan
+
 namespace banyan::cuda {
+
+/// The backend's name (--backend cuda, DeviceInfo::backend).
+inline constexpr const char* backend_name = "cuda";
 
 class CudaBackend final : public Backend {
 public:

@@ -4,7 +4,7 @@
  */
 #include "backend_opencl/opencl_backend.hpp"
 
-#include "core/device/backend_registry.hpp"
+#include "core/error.hpp"
 
 #include <fmt/format.h>
 
@@ -142,7 +142,7 @@ std::vector<Found> enumerate(std::string* why_none)
         BANYAN_CL_CHECK(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, nd, devs.data(), nullptr));
         for (cl_device_id d : devs) {
             DeviceInfo info;
-            info.backend = BackendKind::opencl;
+            info.backend = backend_name;
             info.name = device_string(d, CL_DEVICE_NAME);
             info.vendor = platform_string(p, CL_PLATFORM_NAME);
             info.version = device_string(d, CL_DEVICE_VERSION);
@@ -367,6 +367,13 @@ void OpenCLBackend::free_host(void* p) noexcept
     clReleaseMemObject(mem);
 }
 
+std::unique_ptr<RawBuffer> OpenCLBackend::wrap_device_memory(void*, std::size_t)
+{
+    throw UsageError(fmt::format("the {} backend cannot take memory that another library allocated on the device "
+                                 "(DLPack); give host arrays, or use the CUDA backend",
+                                 info_.backend));
+}
+
 std::unique_ptr<RawBuffer> OpenCLBackend::alloc_raw(std::size_t bytes, std::string_view what)
 {
     // OpenCL refuses zero-sized buffers; an empty Buffer still owns a small allocation.
@@ -503,9 +510,11 @@ double OpenCLBackend::elapsed_ms(const Event& start, const Event& stop)
 
 namespace banyan {
 
+namespace {
+
 BackendDevices opencl_discover()
 {
-    BackendDevices out{BackendKind::opencl, {}, {}};
+    BackendDevices out{opencl::backend_name, {}, {}};
     try {
         for (auto& f : opencl::enumerate(&out.unavailable_reason))
             out.devices.push_back(std::move(f.info));
@@ -521,6 +530,18 @@ std::unique_ptr<Backend> opencl_open(int index)
     if (index < 0 || index >= static_cast<int>(all.size())) throw UsageError(fmt::format("no OpenCL device {}", index));
     auto& f = all[static_cast<std::size_t>(index)];
     return std::make_unique<opencl::OpenCLBackend>(f.platform, f.device, std::move(f.info));
+}
+
+} // namespace
+
+void register_opencl_backend(BackendRegistry& registry)
+{
+    BackendEntry entry;
+    entry.name = opencl::backend_name;
+    entry.title = "OpenCL";
+    entry.discover = opencl_discover;
+    entry.open = opencl_open;
+    registry.add(std::move(entry));
 }
 
 } // namespace banyan

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/device/backend.hpp"
+#include "core/device/backend_registry.hpp"
 #include "backend_opencl/cl_check.hpp"
 
 #include <array>
@@ -13,7 +14,18 @@
 #include <string>
 #include <utility>
 
+namespace banyan {
+
+/// Adds the OpenCL backend ("opencl") to @p registry: called by the build's register_backends
+/// (cmake/BackendRegistry.cmake).
+void register_opencl_backend(BackendRegistry& registry);
+
+} // namespace banyan
+
 namespace banyan::opencl {
+
+/// The backend's name (--backend opencl, DeviceInfo::backend).
+inline constexpr const char* backend_name = "opencl";
 
 /// Owns one cl_* handle; releases it without throwing.
 template <class H, cl_int (*Release)(H)> class Handle {
@@ -60,6 +72,8 @@ public:
     /// arrays). Plain host memory where the platform refuses such a buffer (larger than CL_DEVICE_MAX_MEM_ALLOC_SIZE).
     void* alloc_host(std::size_t bytes) override;
     void free_host(void* p) noexcept override;
+    /// Throws UsageError: OpenCL 1.2 buffers have no device addresses to take.
+    std::unique_ptr<RawBuffer> wrap_device_memory(void* ptr, std::size_t bytes) override;
     void set_work_group_size(std::size_t wg) override;
     void synchronize() override;
     Event record() override;

@@ -1,5 +1,6 @@
-# Script mode (cmake -DROOT=<source tree> -P CheckLayers.cmake): checks who may include whom, and fails naming each
-# include that breaks the order. The CTest test `layers` runs it on the source tree.
+# Script mode (cmake -DROOT=<source tree> -P CheckLayers.cmake): checks who may include whom, and that core/ tests no
+# backend's macro, and fails naming each include (or test) that breaks the order. The CTest test `layers` runs it on
+# the source tree.
 #
 # core/ is arranged in layers, bottom to top; a file may include its own layer and the layers below, never above:
 #   core/ (its own files)  the headers C++, CUDA and OpenCL C all include (device_shared.h, tree_shared.h), errors
@@ -24,6 +25,11 @@
 # that they form no cycle and cmake/EmbedCl.cmake can paste them into one another.
 # core/ never includes a vendor header (CUDA, OpenCL, CUB, Boost.Compute), and only core/parallel/comm.cpp includes
 # MPI's (the rest of banyan builds and runs the same without MPI).
+# core/ names no backend: it reaches them through the registry (core/device/backend_registry.hpp), which each backend
+# fills through its register_<name>_backend, called from a translation unit the build generates
+# (cmake/BackendRegistry.cmake). So core/ never tests which backends are built (BANYAN_HAVE_<NAME> for each folder
+# backend_<name>/, defined for the backends, programs and tests only: in core/ such a test would silently take the
+# "absent" branch).
 cmake_minimum_required(VERSION 3.25)
 if(NOT ROOT)
   message(FATAL_ERROR "usage: cmake -DROOT=<source tree> -P CheckLayers.cmake")
@@ -41,6 +47,18 @@ function(folder_of path out)
   set(${out} "${dir}" PARENT_SCOPE)
 endfunction()
 
+# The macros that say a backend is built: BANYAN_HAVE_<NAME> for each folder backend_<name>/.
+file(GLOB backend_dirs LIST_DIRECTORIES true RELATIVE "${ROOT}" "${ROOT}/backend_*")
+set(backend_macros "")
+foreach(d ${backend_dirs})
+  if(IS_DIRECTORY "${ROOT}/${d}")
+    string(REGEX REPLACE "^backend_" "" name "${d}")
+    string(TOUPPER "${name}" name)
+    list(APPEND backend_macros "${name}")
+  endif()
+endforeach()
+string(REPLACE ";" "|" backend_macros "${backend_macros}")
+
 set(problems "")
 set(checked 0)
 file(GLOB_RECURSE sources RELATIVE "${ROOT}" "${ROOT}/core/*" "${ROOT}/backend_cuda/*" "${ROOT}/backend_opencl/*"
@@ -57,6 +75,13 @@ foreach(file ${sources})
   list(FIND layers "${dir}" rank)
   if(dir MATCHES "^core" AND rank EQUAL -1)
     string(APPEND problems "  ${file}: core/ has no layer ${dir} (the layers are listed in cmake/CheckLayers.cmake)\n")
+  endif()
+  if(dir MATCHES "^core" AND backend_macros)
+    file(STRINGS "${ROOT}/${file}" backend_tests REGEX "BANYAN_HAVE_(${backend_macros})([^A-Za-z0-9_]|$)")
+    foreach(line ${backend_tests})
+      string(REGEX MATCH "BANYAN_HAVE_(${backend_macros})" name "${line}")
+      string(APPEND problems "  ${file}: tests ${name}; core/ names no backend (core/device/backend_registry.hpp)\n")
+    endforeach()
   endif()
   file(STRINGS "${ROOT}/${file}" lines REGEX "^[ \t]*#[ \t]*include")
   foreach(line ${lines})

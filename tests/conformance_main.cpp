@@ -61,8 +61,8 @@ int main(int argc, char** argv)
     }
     const auto& info = backend().info();
     const std::uint64_t seed = seed_rng();
-    fmt::print("conformance on {} device {}: {} ({}), seed {}\n", to_string(info.backend), info.index, info.name,
-               info.version, seed);
+    fmt::print("conformance on {} device {}: {} ({}), seed {}\n", info.backend, info.index, info.name, info.version,
+               seed);
     std::fflush(stdout);
 
     ctx.applyCommandLine(static_cast<int>(rest.size()), rest.data());

@@ -48,7 +48,7 @@ std::vector<std::size_t> edge_sizes(std::size_t limit)
 
 std::vector<std::size_t> work_group_sizes()
 {
-    if (g_backend->info().backend == BackendKind::cuda) return {BANYAN_WG_DEFAULT};
+    if (g_backend->info().backend == "cuda") return {BANYAN_WG_DEFAULT};
     std::vector<std::size_t> s;
     for (std::size_t w : {32, 64, 128, 256})
         if (w <= g_backend->info().max_work_group) s.push_back(w);
@@ -62,7 +62,7 @@ void restore_work_group_size()
 
 std::vector<bool> vendor_modes()
 {
-    if (g_backend->info().backend == BackendKind::cuda) return {true, false};
+    if (g_backend->info().backend == "cuda") return {true, false};
     return {true};
 }
 

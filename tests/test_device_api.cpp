@@ -4,6 +4,7 @@
  */
 #include "tests/harness.hpp"
 
+#include "core/device/backend_registry.hpp"
 #include "core/device/devices.hpp"
 #include "core/parallel/comm.hpp"
 #include "core/error.hpp"
@@ -200,12 +201,12 @@ TEST_CASE("a device label names the device it came from (restarts find their dev
 {
     const DeviceInfo& info = test::backend().info();
     const std::string label = device_label(info);
-    CHECK(label == std::string(to_string(info.backend)) + " #" + std::to_string(info.index) + " " + info.name);
+    CHECK(label == info.backend + " #" + std::to_string(info.index) + " " + info.name);
     const auto found = find_device(label);
     REQUIRE(found.has_value());
-    CHECK(found->backend == to_string(info.backend));
+    CHECK(found->backend == info.backend);
     CHECK(found->device == info.index);
-    CHECK_FALSE(find_device(std::string(to_string(info.backend)) + " #999 " + info.name).has_value());
+    CHECK_FALSE(find_device(info.backend + " #999 " + info.name).has_value());
     CHECK_FALSE(find_device(label + " (another name)").has_value());
     CHECK_FALSE(find_device("").has_value());
 }
@@ -245,10 +246,10 @@ TEST_SUITE("static")
     {
         const auto all = discover_devices();
         REQUIRE(all.size() == 2);
-        CHECK(all[0].backend == BackendKind::cuda);
-        CHECK(all[1].backend == BackendKind::opencl);
+        CHECK(all[0].backend == "cuda");
+        CHECK(all[1].backend == "opencl");
         for (const auto& b : all) {
-            INFO("backend ", to_string(b.backend), ": ", b.unavailable_reason);
+            INFO("backend ", b.backend, ": ", b.unavailable_reason);
             if (b.devices.empty()) CHECK(!b.unavailable_reason.empty());
         }
         // Without an NVIDIA driver the CUDA runtime calls the driver "insufficient"; banyan must not repeat that.
@@ -258,6 +259,64 @@ TEST_SUITE("static")
             CHECK(all[0].unavailable_reason == "no NVIDIA GPU or driver found");
 #endif
         }
+    }
+
+    TEST_CASE("the registry holds every backend the build knows, in order of preference, built or not")
+    {
+        const BackendRegistry& reg = backend_registry();
+        CHECK(reg.names() == std::vector<std::string>{"cuda", "opencl"});
+        const BackendEntry* cuda = reg.find("cuda");
+        const BackendEntry* opencl = reg.find("opencl");
+        REQUIRE(cuda);
+        REQUIRE(opencl);
+        CHECK(reg.find("metal") == nullptr);
+#ifdef BANYAN_HAVE_CUDA
+        CHECK(cuda->built());
+        CHECK(cuda->title == "CUDA");
+#else
+        CHECK_FALSE(cuda->built());
+        CHECK(cuda->absent_reason == "not compiled into this build (no CUDA compiler, or built without it)");
+#endif
+#ifdef BANYAN_HAVE_OPENCL
+        CHECK(opencl->built());
+        CHECK(opencl->title == "OpenCL");
+#else
+        CHECK_FALSE(opencl->built());
+        CHECK(opencl->absent_reason == "not compiled into this build");
+#endif
+        // What discovery lists for each: the registry's names, in its order.
+        const auto all = discover_devices();
+        REQUIRE(all.size() == reg.entries().size());
+        for (std::size_t i = 0; i < all.size(); ++i) {
+            CHECK(all[i].backend == reg.entries()[i].name);
+            for (const auto& d : all[i].devices)
+                CHECK(d.backend == all[i].backend);
+        }
+        // A name is registered once.
+        BackendRegistry mine;
+        mine.add_absent("one", "absent");
+        CHECK_THROWS_AS(mine.add_absent("one", "again"), std::logic_error);
+    }
+
+    TEST_CASE("requests name the backends the registry knows, in its words")
+    {
+        CHECK_THROWS_WITH_AS(resolve_request(DeviceRequest{"metal", -1}),
+                             "unknown backend 'metal': expected auto, cuda or opencl", UsageError);
+        CHECK(resolve_request(DeviceRequest{"cuda", 0}).backend == "cuda");
+        CHECK(resolve_request(DeviceRequest{"opencl", 0}).backend == "opencl");
+        CHECK_THROWS_WITH_AS(open_device(DeviceRequest{"auto", 0}),
+                             "--device needs --backend cuda or --backend opencl (device indices are per backend)",
+                             UsageError);
+#ifndef BANYAN_HAVE_CUDA
+        try {
+            open_device(DeviceRequest{"cuda", -1});
+            FAIL("opened a backend that is not built");
+        } catch (const UsageError& e) {
+            CHECK(std::string(e.what()).starts_with("backend cuda has no devices (not compiled into this build (no "
+                                                    "CUDA compiler, or built without it)). Present:\n  cuda: no "
+                                                    "devices (not compiled into this build"));
+        }
+#endif
     }
 
     TEST_CASE("notices reach the handler that is set, and nowhere once it is cleared")

@@ -340,7 +340,7 @@ TEST_CASE("sort timing" * doctest::skip())
             }
             std::sort(ms.begin(), ms.end());
             fmt::print("sort_pairs {} {} pairs, 63 bits, wg {}: median {:.3f} ms, min {:.3f} ms ({:.0f} Mpairs/s)\n",
-                       vendor && be.info().backend == BackendKind::cuda ? "(CUB)" : "(ours)", n, be.work_group_size(),
+                       vendor && be.info().backend == "cuda" ? "(CUB)" : "(ours)", n, be.work_group_size(),
                        ms[ms.size() / 2], ms[0], double(n) / ms[ms.size() / 2] * 1e-3);
         }
     }

@@ -133,7 +133,7 @@ int run_accuracy(const std::vector<std::string>& args)
     const DeviceInfo& d = be->info();
     fmt::print("device: {} #{}  {}  ({}); {}, eps {}, N_leaf {}, N_crit {}, reference: double-precision direct "
                "summation\n\n",
-               to_string(d.backend), d.index, d.name, d.gpu ? "GPU" : "CPU", opt.has("in") ? opt.str("in") : model, eps,
+               d.backend, d.index, d.name, d.gpu ? "GPU" : "CPU", opt.has("in") ? opt.str("in") : model, eps,
                BANYAN_N_LEAF, BANYAN_N_CRIT);
     bench::Table table({{"N", 8, true},
                         {"opening", 7, true},

@@ -60,7 +60,7 @@ std::string json_report(const DeviceInfo& info, Opening opening, double alpha, d
     j.begin_object();
     j.key("benchmark").string("forces");
     j.key("banyan_version").string(version);
-    j.key("backend").string(to_string(info.backend));
+    j.key("backend").string(info.backend);
     j.key("device").string(info.name);
     j.key("gpu").boolean(info.gpu);
     j.key("walk_work_group").integer(BANYAN_WALK_WG);
@@ -239,7 +239,7 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
     j.key("banyan_version").string(version);
     j.key("ranks").integer(static_cast<long long>(P));
     j.key("mpi").string(Comm::library());
-    j.key("backend").string(to_string(be.info().backend));
+    j.key("backend").string(be.info().backend);
     j.key("device").string(be.info().name);
     j.key("eps").number(eps);
     j.key("warmup").integer(warmup);
@@ -421,7 +421,7 @@ int run_bench_forces(const std::vector<std::string>& args)
     const DeviceInfo& i = be->info();
     fmt::print("device: {} #{}  {}  ({}; {}, {} compute units); {}, opening {}{}, eps {}, N_leaf {}, N_crit {}, "
                "walk work-group {}\n",
-               to_string(i.backend), i.index, i.name, i.version, gpu ? "GPU" : "CPU", i.compute_units,
+               i.backend, i.index, i.name, i.version, gpu ? "GPU" : "CPU", i.compute_units,
                opt.has("in") ? opt.str("in") : model, to_string(opening),
                alpha > 0 ? fmt::format(" + relative alpha {}", alpha) : "", eps, BANYAN_N_LEAF, BANYAN_N_CRIT,
                BANYAN_WALK_WG);

@@ -61,7 +61,7 @@ int run_bench_galaxy(const std::vector<std::string>& args)
 
     auto be = open_device(opt.device_request());
     const DeviceInfo& i = be->info();
-    fmt::print("device: {} #{}  {}  ({})\n", to_string(i.backend), i.index, i.name, i.version);
+    fmt::print("device: {} #{}  {}  ({})\n", i.backend, i.index, i.name, i.version);
     fmt::print("galaxy {}: N {}, types 1/2/3/5 {}/{}/{}/{}, R_d {} kpc, rotation period at R_d {:.4g} (x {} = t "
                "{:.4g}), dt {}, eps {}, theta {}\n",
                opt.str("galaxy"), o.n, gen.type_counts()[0], gen.type_counts()[1], gen.type_counts()[2],

@@ -150,8 +150,8 @@ public:
     void device(const DeviceReport& d)
     {
         const DeviceInfo& i = d.info;
-        fmt::print("device: {} #{}  {}  ({}; {}; {}, {} compute units; work-group {})\n", to_string(i.backend), i.index,
-                   i.name, i.version, i.vendor, i.gpu ? "GPU" : "CPU", i.compute_units, d.work_group);
+        fmt::print("device: {} #{}  {}  ({}; {}; {}, {} compute units; work-group {})\n", i.backend, i.index, i.name,
+                   i.version, i.vendor, i.gpu ? "GPU" : "CPU", i.compute_units, d.work_group);
         table_.print_header();
     }
 
@@ -185,7 +185,7 @@ struct Impl {
 };
 std::vector<Impl> impls(const Backend& be)
 {
-    if (be.info().backend == BackendKind::cuda) return {{"ours", false}, {"CUB", true}};
+    if (be.info().backend == "cuda") return {{"ours", false}, {"CUB", true}};
     return {{"ours", false}};
 }
 
@@ -246,7 +246,7 @@ void bench_sort(Backend& be, const Settings& s, int log2, Collector& c)
         keys[i] = rng() >> 1;
         values[i] = static_cast<bn_u32>(i);
     }
-    const bool boost_wanted = be.info().backend == BackendKind::opencl && log2 <= s.boost_max_log2;
+    const bool boost_wanted = be.info().backend == "opencl" && log2 <= s.boost_max_log2;
     {
         Buffer<bn_u64> k_in, k_out;
         Buffer<bn_u32> v_in, v_out;
@@ -358,7 +358,7 @@ void bench_compact(Backend& be, const Settings& s, int log2, Collector& c)
 /// Runs every selected primitive at every size on @p be; returns false when one of ours failed.
 bool bench_device(Backend& be, const Settings& s, Reporter& out, DeviceReport& report)
 {
-    if (s.work_group && be.info().backend == BackendKind::opencl) be.set_work_group_size(s.work_group);
+    if (s.work_group && be.info().backend == "opencl") be.set_work_group_size(s.work_group);
     report.info = be.info();
     report.work_group = be.work_group_size();
     out.device(report);
@@ -388,7 +388,7 @@ std::string json_report(const Settings& s, const std::vector<DeviceReport>& devi
     j.key("devices").begin_array();
     for (const auto& d : devices) {
         j.begin_object();
-        j.key("backend").string(to_string(d.info.backend));
+        j.key("backend").string(d.info.backend);
         j.key("index").integer(d.info.index);
         j.key("name").string(d.info.name);
         j.key("vendor").string(d.info.vendor);
@@ -495,7 +495,7 @@ int run_bench_primitives(const std::vector<std::string>& args)
     } else {
         backends.push_back(open_device(opt.device_request()));
     }
-    if (s.work_group && backends.size() == 1 && backends[0]->info().backend != BackendKind::opencl)
+    if (s.work_group && backends.size() == 1 && backends[0]->info().backend != "opencl")
         throw UsageError("bench primitives: --work-group applies to OpenCL devices only");
 
     Reporter out;

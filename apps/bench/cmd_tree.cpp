@@ -98,7 +98,7 @@ std::string json_report(const DeviceInfo& info, std::size_t wg, int warmup, int 
     j.begin_object();
     j.key("benchmark").string("tree");
     j.key("banyan_version").string(version);
-    j.key("backend").string(to_string(info.backend));
+    j.key("backend").string(info.backend);
     j.key("device").string(info.name);
     j.key("gpu").boolean(info.gpu);
     j.key("work_group").integer(static_cast<long long>(wg));
@@ -165,15 +165,14 @@ int run_bench_tree(const std::vector<std::string>& args)
     const int warmup = opt.integer_in("warmup", 1, 100000);
     const auto seed = static_cast<std::uint64_t>(opt.integer("seed"));
     if (opt.has("work-group")) {
-        if (be->info().backend != BackendKind::opencl)
-            throw UsageError("bench tree: --work-group applies to OpenCL devices only");
+        if (be->info().backend != "opencl") throw UsageError("bench tree: --work-group applies to OpenCL devices only");
         be->set_work_group_size(static_cast<std::size_t>(opt.integer_in("work-group", 32, 256)));
     }
 
     const DeviceInfo& i = be->info();
     fmt::print("device: {} #{}  {}  ({}; {}, {} compute units; work-group {}); Plummer, N_leaf {}, N_crit {}\n",
-               to_string(i.backend), i.index, i.name, i.version, i.gpu ? "GPU" : "CPU", i.compute_units,
-               be->work_group_size(), BANYAN_N_LEAF, BANYAN_N_CRIT);
+               i.backend, i.index, i.name, i.version, i.gpu ? "GPU" : "CPU", i.compute_units, be->work_group_size(),
+               BANYAN_N_LEAF, BANYAN_N_CRIT);
     bench::Table table({{"N", 5, true},
                         {"keys", 7, true},
                         {"sort", 7, true},

@@ -18,18 +18,17 @@ int run_devices(const std::vector<std::string>& args)
                "max wg", "vendor / version");
     for (const auto& b : discover_devices()) {
         if (b.devices.empty()) {
-            fmt::print("{:<8} {:>3}  (none: {})\n", to_string(b.backend), "-", b.unavailable_reason);
+            fmt::print("{:<8} {:>3}  (none: {})\n", b.backend, "-", b.unavailable_reason);
             continue;
         }
         for (const auto& d : b.devices)
-            fmt::print("{:<8} {:>3}  {:<40} {:<4} {:>7.1f} GiB {:>5} {:>6}  {} / {}\n", to_string(d.backend), d.index,
+            fmt::print("{:<8} {:>3}  {:<40} {:<4} {:>7.1f} GiB {:>5} {:>6}  {} / {}\n", d.backend, d.index,
                        d.name.substr(0, 40), d.gpu ? "GPU" : "CPU", double(d.memory_bytes) / (1 << 30), d.compute_units,
                        d.max_work_group, d.vendor, d.version);
     }
     try {
         auto best = open_device(DeviceRequest{"auto", -1});
-        fmt::print("\nauto: {} device {} ({})\n", to_string(best->info().backend), best->info().index,
-                   best->info().name);
+        fmt::print("\nauto: {} device {} ({})\n", best->info().backend, best->info().index, best->info().name);
     } catch (const std::exception& e) {
         fmt::print("\nauto: no usable device: {}\n", e.what());
         return 1;

@@ -161,9 +161,9 @@ int run_forces(const std::vector<std::string>& args)
     if (!root) return 0;
 
     const DeviceInfo& d = be->info();
-    const std::string where =
-        comm.parallel() ? fmt::format("{} ranks (rank 0: {} #{}, {})", P, to_string(d.backend), d.index, d.name)
-                        : fmt::format("{} #{} ({})", to_string(d.backend), d.index, d.name);
+    const std::string where = comm.parallel()
+                                  ? fmt::format("{} ranks (rank 0: {} #{}, {})", P, d.backend, d.index, d.name)
+                                  : fmt::format("{} #{} ({})", d.backend, d.index, d.name);
     if (direct)
         fmt::print("{} particles, direct summation, eps {}: {:.3f} s on {}\n", n, float(eps), seconds, where);
     else

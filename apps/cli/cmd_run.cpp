@@ -592,7 +592,7 @@ int run_run(const std::vector<std::string>& raw_args)
     }
     auto be = open_device(rank_device(request, comm));
     const DeviceInfo& dev = be->info();
-    const std::string dev_text = fmt::format("{} #{} ({})", to_string(dev.backend), dev.index, dev.name);
+    const std::string dev_text = fmt::format("{} #{} ({})", dev.backend, dev.index, dev.name);
 
     Progress progress(quiet);
     RunHooks hooks;

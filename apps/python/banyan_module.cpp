@@ -129,7 +129,7 @@ nb::list devices()
     for (const BackendDevices& b : discover_devices()) {
         for (const DeviceInfo& d : b.devices) {
             nb::dict e;
-            e["backend"] = to_string(d.backend);
+            e["backend"] = d.backend;
             e["index"] = d.index;
             e["name"] = d.name;
             e["vendor"] = d.vendor;
@@ -691,6 +691,10 @@ NB_MODULE(_banyan, m)
     using namespace banyan::python;
     m.doc() = "banyan's compiled core; use the functions of the banyan package, which check and lay out arrays";
     m.attr("__version__") = banyan::version;
+    std::vector<std::string> criteria; // the opening criteria's names, from core's one list (opening.hpp)
+    for (const auto& c : opening_criteria)
+        criteria.emplace_back(c.name);
+    m.attr("opening_criteria") = nb::steal(PySequence_Tuple(nb::cast(criteria).ptr()));
     nb::exception<UsageError>(m, "UsageError", PyExc_ValueError);
     nb::exception<NumericalError>(m, "NumericalError", PyExc_ArithmeticError);
     nb::exception<DeviceError>(m, "DeviceError", PyExc_RuntimeError);

@@ -5,6 +5,7 @@
  */
 #include "core/device/backend.hpp"
 
+#include "core/device/backend_registry.hpp"
 #include "core/error.hpp"
 
 #include <fmt/format.h>
@@ -32,11 +33,6 @@ void notice(const std::string& text)
     if (notice_handler) notice_handler(text);
 }
 
-std::string_view to_string(BackendKind b) noexcept
-{
-    return b == BackendKind::cuda ? "cuda" : "opencl";
-}
-
 void throw_buffer_range(std::size_t offset, std::size_t count, std::size_t size)
 {
     throw std::out_of_range(
@@ -54,10 +50,11 @@ std::size_t Backend::scratch_bytes() const
 void Backend::require_kernel(std::string_view name)
 {
     const auto id = find_kernel(name);
-    if (!id)
-        throw DeviceError(info().backend == BackendKind::cuda ? "CUDA" : "OpenCL", "kernel lookup", 0, "no such kernel",
-                          __FILE__, __LINE__,
+    if (!id) {
+        const BackendEntry* b = backend_registry().find(info().backend);
+        throw DeviceError(b ? b->title : info().backend, "kernel lookup", 0, "no such kernel", __FILE__, __LINE__,
                           fmt::format("no kernel named '{}' is declared in core/device/kernel_list.hpp", name));
+    }
     resolve_kernel(*id);
 }
 
@@ -74,8 +71,8 @@ void Backend::free_host(void* p) noexcept
 std::unique_ptr<RawBuffer> Backend::wrap_device_memory(void*, std::size_t)
 {
     throw UsageError(fmt::format("the {} backend cannot take memory that another library allocated on the device "
-                                 "(DLPack); give host arrays, or use the CUDA backend",
-                                 to_string(info().backend)));
+                                 "(DLPack); give host arrays",
+                                 info().backend));
 }
 
 } // namespace banyan

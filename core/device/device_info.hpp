@@ -6,16 +6,11 @@
 
 #include <cstdint>
 #include <string>
-#include <string_view>
 
 namespace banyan {
 
-enum class BackendKind { cuda, opencl };
-
-std::string_view to_string(BackendKind b) noexcept;
-
 struct DeviceInfo {
-    BackendKind backend = BackendKind::opencl;
+    std::string backend; ///< the name of its backend (backend_registry.hpp), as --backend takes it
     int index = 0;       ///< index within its backend, as `banyan devices` prints it and --device takes it
     std::string name;    ///< e.g. "NVIDIA H200"
     std::string vendor;  ///< vendor or OpenCL platform name
@@ -26,6 +21,9 @@ struct DeviceInfo {
     std::size_t view_align = 256;      ///< byte offsets of views (sub-buffers) must be multiples of this
     unsigned compute_units = 0;
     std::size_t max_work_group = 0;
+    /// Whether buffers have device addresses that other libraries take: arrays handed over through DLPack
+    /// (Backend::wrap_device_memory), an MPI library that is aware of the device's memory (Comm::cuda_aware).
+    bool device_pointers = false;
 };
 
 } // namespace banyan

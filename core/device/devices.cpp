@@ -1,6 +1,6 @@
 /**
  * @file devices.cpp
- * @brief Discovery across the backends compiled in, and `auto` / explicit device selection.
+ * @brief Discovery across the backends of this build (backend_registry.hpp), and `auto` / explicit device selection.
  */
 #include "core/device/devices.hpp"
 
@@ -18,18 +18,23 @@ std::vector<BackendDevices> discover_devices()
 {
     // Every backend has an entry; one that is not compiled in says so (and has no devices).
     std::vector<BackendDevices> all;
-#ifdef BANYAN_HAVE_CUDA
-    all.push_back(cuda_discover());
-#else
-    all.push_back({BackendKind::cuda, {}, "not compiled into this build (no CUDA compiler, or built without it)"});
-#endif
-#ifdef BANYAN_HAVE_OPENCL
-    all.push_back(opencl_discover());
-#else
-    all.push_back({BackendKind::opencl, {}, "not compiled into this build"});
-#endif
+    for (const BackendEntry& b : backend_registry().entries())
+        all.push_back(b.built() ? b.discover() : BackendDevices{b.name, {}, b.absent_reason});
     return all;
 }
+
+namespace {
+
+/// "a, b or c" (@p words in order; "a" alone, "a or b" for two).
+std::string one_of(const std::vector<std::string>& words)
+{
+    std::string s;
+    for (std::size_t i = 0; i < words.size(); ++i)
+        s += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + words[i];
+    return s;
+}
+
+} // namespace
 
 DeviceRequest resolve_request(DeviceRequest req)
 {
@@ -45,8 +50,13 @@ DeviceRequest resolve_request(DeviceRequest req)
             req.device = static_cast<int>(*v);
         }
     }
-    if (req.backend != "auto" && req.backend != "cuda" && req.backend != "opencl")
-        throw UsageError(fmt::format("unknown backend '{}': expected auto, cuda or opencl", req.backend));
+    const BackendRegistry& registry = backend_registry();
+    if (req.backend != "auto" && !registry.find(req.backend)) {
+        std::vector<std::string> names{"auto"};
+        for (const auto& name : registry.names())
+            names.push_back(name);
+        throw UsageError(fmt::format("unknown backend '{}': expected {}", req.backend, one_of(names)));
+    }
     return req;
 }
 
@@ -56,7 +66,7 @@ std::string describe_present(const std::vector<BackendDevices>& all)
 {
     std::string s;
     for (const auto& b : all) {
-        s += fmt::format("\n  {}: ", to_string(b.backend));
+        s += fmt::format("\n  {}: ", b.backend);
         if (b.devices.empty()) s += "no devices (" + b.unavailable_reason + ")";
         for (const auto& d : b.devices)
             s += fmt::format("[{}] {}{}  ", d.index, d.name, d.gpu ? " (GPU)" : "");
@@ -64,16 +74,11 @@ std::string describe_present(const std::vector<BackendDevices>& all)
     return s;
 }
 
-std::unique_ptr<Backend> open_on(BackendKind kind, int index)
+std::unique_ptr<Backend> open_on(const std::string& backend, int index)
 {
-#ifdef BANYAN_HAVE_CUDA
-    if (kind == BackendKind::cuda) return cuda_open(index);
-#endif
-#ifdef BANYAN_HAVE_OPENCL
-    if (kind == BackendKind::opencl) return opencl_open(index);
-#endif
-    (void)index;
-    throw UsageError(fmt::format("backend {} is not compiled in", to_string(kind)));
+    const BackendEntry* b = backend_registry().find(backend);
+    if (!b || !b->built()) throw UsageError(fmt::format("backend {} is not compiled in", backend));
+    return b->open(index);
 }
 
 } // namespace
@@ -83,21 +88,22 @@ std::unique_ptr<Backend> open_device(const DeviceRequest& request)
     const DeviceRequest req = resolve_request(request);
     const auto all = discover_devices();
     if (req.backend == "auto" && req.device < 0) {
-        // CUDA GPU, else OpenCL GPU, else any OpenCL device (a CPU through PoCL).
-        for (const auto& b : all)
-            if (b.backend == BackendKind::cuda && !b.devices.empty()) return open_on(BackendKind::cuda, 0);
+        // The first GPU of the backends in order of preference, else the first device of any (a CPU through PoCL).
         for (const auto& b : all)
             for (const auto& d : b.devices)
-                if (b.backend == BackendKind::opencl && d.gpu) return open_on(BackendKind::opencl, d.index);
+                if (d.gpu) return open_on(b.backend, d.index);
         for (const auto& b : all)
             if (!b.devices.empty()) return open_on(b.backend, b.devices.front().index);
         throw UsageError("no device found on any backend:" + describe_present(all));
     }
-    if (req.backend == "auto")
-        throw UsageError("--device needs --backend cuda or --backend opencl (device indices are per backend)");
-    const BackendKind kind = req.backend == "cuda" ? BackendKind::cuda : BackendKind::opencl;
+    if (req.backend == "auto") {
+        std::vector<std::string> options;
+        for (const auto& name : backend_registry().names())
+            options.push_back("--backend " + name);
+        throw UsageError(fmt::format("--device needs {} (device indices are per backend)", one_of(options)));
+    }
     for (const auto& b : all) {
-        if (b.backend != kind) continue;
+        if (b.backend != req.backend) continue;
         if (b.devices.empty())
             throw UsageError(fmt::format("backend {} has no devices ({}). Present:{}", req.backend,
                                          b.unavailable_reason, describe_present(all)));
@@ -105,7 +111,7 @@ std::unique_ptr<Backend> open_device(const DeviceRequest& request)
         if (index >= static_cast<int>(b.devices.size()))
             throw UsageError(
                 fmt::format("backend {} has no device {}. Present:{}", req.backend, index, describe_present(all)));
-        return open_on(kind, index);
+        return open_on(b.backend, index);
     }
     throw UsageError(
         fmt::format("backend {} is unknown to this build. Present:{}", req.backend, describe_present(all)));
@@ -113,14 +119,14 @@ std::unique_ptr<Backend> open_device(const DeviceRequest& request)
 
 std::string device_label(const DeviceInfo& d)
 {
-    return fmt::format("{} #{} {}", to_string(d.backend), d.index, d.name);
+    return fmt::format("{} #{} {}", d.backend, d.index, d.name);
 }
 
 std::optional<DeviceRequest> find_device(std::string_view label)
 {
     for (const auto& b : discover_devices())
         for (const auto& d : b.devices)
-            if (device_label(d) == label) return DeviceRequest{std::string(to_string(b.backend)), d.index};
+            if (device_label(d) == label) return DeviceRequest{b.backend, d.index};
     return std::nullopt;
 }
 

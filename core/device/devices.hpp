@@ -1,6 +1,7 @@
 /**
  * @file devices.hpp
- * @brief Device discovery across every backend compiled in, and selection by backend and index.
+ * @brief Device discovery across every backend of this build (backend_registry.hpp), and selection by backend and
+ *        index.
  */
 #pragma once
 
@@ -15,27 +16,29 @@
 
 namespace banyan {
 
-/// A backend compiled into this binary, with its devices (empty, plus a reason, when none is usable).
+/// A backend of this build, with its devices (empty, plus a reason, when none is usable).
 struct BackendDevices {
-    BackendKind backend;
+    std::string backend; ///< its name (BackendEntry::name)
     std::vector<DeviceInfo> devices;
     std::string unavailable_reason; ///< why there are no devices (no driver, no platform, ...)
 };
 
-/// Every backend, in order of preference (CUDA first); one not compiled in has no devices and says so.
+/// Every backend, in order of preference (backend_registry.hpp); one not compiled in has no devices and says so.
 std::vector<BackendDevices> discover_devices();
 
-/// What the user asked for: --backend auto|cuda|opencl and --device N (-1: the best on that backend).
+/// What the user asked for: --backend auto or a backend's name, and --device N (-1: the best on that backend).
 /// Empty fields are filled from BANYAN_BACKEND and BANYAN_DEVICE.
 struct DeviceRequest {
     std::string backend;
     int device = -1;
 };
 
-/// Fills unset fields of @p req from the environment; defaults to auto / best.
+/// Fills unset fields of @p req from the environment; defaults to auto / best. UsageError, listing auto and the
+/// backends' names, for a backend this build does not know.
 DeviceRequest resolve_request(DeviceRequest req);
 
-/// Opens the device @p req names. `auto` picks a CUDA GPU, else an OpenCL GPU, else an OpenCL CPU.
+/// Opens the device @p req names. `auto` picks the first GPU of the backends in order of preference, else the first
+/// device of the first backend that has one (a CPU).
 /// Throws UsageError, listing what is present, when the backend or device does not exist.
 std::unique_ptr<Backend> open_device(const DeviceRequest& req);
 

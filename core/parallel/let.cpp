@@ -132,7 +132,7 @@ WireTree wire_tree(std::span<std::byte> m)
 
 std::string let_transport(const Backend& be)
 {
-    if (be.info().backend != BackendKind::cuda) return "trees between ranks through host memory";
+    if (!be.info().device_pointers) return "trees between ranks through host memory";
     return Comm::cuda_aware() ? "trees between ranks through page-locked host memory (the MPI library is CUDA-aware, "
                                 "but banyan has no device path yet)"
                               : "trees between ranks through page-locked host memory (the MPI library is not "

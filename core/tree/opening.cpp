@@ -10,19 +10,26 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 
 namespace banyan {
 
 const char* to_string(Opening o) noexcept
 {
-    return o == Opening::bmax ? "bmax" : "paper";
+    for (const auto& c : opening_criteria)
+        if (c.kind == o) return c.name.data(); // the names are literals: null-terminated
+    return opening_criteria.front().name.data();
 }
 
 Opening parse_opening(std::string_view text, std::string_view what)
 {
-    if (text == "paper") return Opening::paper;
-    if (text == "bmax") return Opening::bmax;
-    throw UsageError(fmt::format("{}: the opening criterion must be paper or bmax, got '{}'", what, text));
+    std::string names;
+    for (std::size_t i = 0; i < opening_criteria.size(); ++i) {
+        if (text == opening_criteria[i].name) return opening_criteria[i].kind;
+        names += (i == 0 ? "" : i + 1 == opening_criteria.size() ? " or " : ", ");
+        names += opening_criteria[i].name;
+    }
+    throw UsageError(fmt::format("{}: the opening criterion must be {}, got '{}'", what, names, text));
 }
 
 float OpeningCriterion::inv_theta() const noexcept

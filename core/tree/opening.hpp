@@ -7,6 +7,7 @@
 
 #include "core/tree_shared.h"
 
+#include <array>
 #include <string_view>
 
 namespace banyan {
@@ -16,9 +17,18 @@ namespace banyan {
 /// docs/benchmarks.md ("Opening criteria") says where each is faster at equal error.
 enum class Opening : bn_u32 { paper = BANYAN_OPEN_PAPER, bmax = BANYAN_OPEN_BMAX };
 
+/// A criterion and its name, as options, checkpoints and the Python module spell it.
+struct OpeningName {
+    std::string_view name;
+    Opening kind;
+};
+/// Every criterion by name, the paper's first: the one list that parsing, messages and the Python module's
+/// banyan.opening_criteria read.
+inline constexpr std::array<OpeningName, 2> opening_criteria{{{"paper", Opening::paper}, {"bmax", Opening::bmax}}};
+
 /// "paper" or "bmax".
 const char* to_string(Opening o) noexcept;
-/// The criterion named @p text ("paper", "bmax"); UsageError naming @p what otherwise.
+/// The criterion named @p text (one of opening_criteria); UsageError naming @p what otherwise.
 Opening parse_opening(std::string_view text, std::string_view what);
 
 /// The one rule for the opening angle theta, for every front end (`banyan run`, `banyan forces`, `banyan accuracy`,

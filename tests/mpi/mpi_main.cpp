@@ -76,7 +76,7 @@ int run(int argc, char** argv)
     const std::uint64_t seed = seed_rng();
     if (comm.rank() == 0)
         fmt::print("multi-rank tests on {} rank{} ({}), rank 0 on {} device {}: {} ({}), seed {}\n", comm.size(),
-                   comm.size() == 1 ? "" : "s", banyan::Comm::library(), to_string(info.backend), info.index, info.name,
+                   comm.size() == 1 ? "" : "s", banyan::Comm::library(), info.backend, info.index, info.name,
                    info.version, seed);
     std::fflush(stdout);
 

@@ -61,8 +61,7 @@ TEST_CASE("banyan forces over P ranks: one file in the input's order, direct bit
     }
     comm.barrier();
     const DeviceInfo& d = backend().info();
-    const std::vector<std::string> device = {"--backend", std::string(to_string(d.backend)), "--device",
-                                             std::to_string(d.index)};
+    const std::vector<std::string> device = {"--backend", d.backend, "--device", std::to_string(d.index)};
     auto forces = [&](const std::string& out, std::vector<std::string> extra) {
         std::vector<std::string> args = {"--in", in.string(), "--out", (dir / out).string()};
         args.insert(args.end(), device.begin(), device.end());
@@ -114,9 +113,9 @@ TEST_CASE("banyan bench forces over P ranks times --reps evaluations after --war
     REQUIRE(!dir.empty());
     const DeviceInfo& d = backend().info();
     const fs::path json = dir / "bench.json";
-    CHECK(cli::run_bench_forces({"--backend", std::string(to_string(d.backend)), "--device", std::to_string(d.index),
-                                 "--per-rank", "--min-log2", "10", "--max-log2", "10", "--theta", "0.75", "--reps", "3",
-                                 "--warmup", "2", "--json", json.string()}) == 0);
+    CHECK(cli::run_bench_forces({"--backend", d.backend, "--device", std::to_string(d.index), "--per-rank",
+                                 "--min-log2", "10", "--max-log2", "10", "--theta", "0.75", "--reps", "3", "--warmup",
+                                 "2", "--json", json.string()}) == 0);
     comm.barrier();
     const std::string text = test::file_bytes(json);
     CHECK(text.find("\"warmup\": 2,") != std::string::npos);

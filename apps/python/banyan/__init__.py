@@ -41,8 +41,10 @@ from . import _banyan
 from ._banyan import DeviceError, NumericalError, UsageError
 
 __version__: str = _banyan.__version__
+#: The opening criteria by name, the paper's first: what Simulation's opening takes (core's list, tree/opening.hpp).
+opening_criteria: Tuple[str, ...] = tuple(_banyan.opening_criteria)
 __all__ = ["devices", "gravity", "gravity_at", "galaxy", "galaxy_merger", "Galaxy", "Simulation", "UsageError",
-           "NumericalError", "DeviceError"]
+           "NumericalError", "DeviceError", "opening_criteria"]
 
 _opened: dict = {}
 _opening = threading.Lock()  # threads that open the same device at once share one Device (and its lock)
@@ -378,8 +380,9 @@ class Simulation:
         e = sim.energies()            # kinetic, potential, total, momentum, angular_momentum
         sim.save("run.ckpt")          # the CLI's checkpoint: Simulation.load("run.ckpt") continues it exactly
 
-    opening ("paper" or "bmax") and alpha (the relative criterion on top, 0: off) choose the opening test as
-    `banyan run --opening --alpha` do; docs/benchmarks.md ("Opening criteria") has their errors and times.
+    opening (one of banyan.opening_criteria: "paper" or "bmax") and alpha (the relative criterion on top, 0: off)
+    choose the opening test as `banyan run --opening --alpha` do; docs/benchmarks.md ("Opening criteria") has their
+    errors and times.
 
     units (optional, as `banyan run --units`: "kpc,1e10Msun") say what the numbers are in: write_snapshot() puts
     them into its HDF5 files, render() into its captions; banyan computes in them as given (G = 1).
@@ -583,7 +586,7 @@ class Simulation:
 
     device = _native_property("device", """The device it runs on ('backend #index name').""")
 
-    opening = _native_property("opening", """The opening criterion: "paper" or "bmax".""")
+    opening = _native_property("opening", """The opening criterion: one of banyan.opening_criteria ("paper" or "bmax").""")
 
     alpha = _native_property("alpha", """The relative criterion's alpha (0: off).""")
 

@@ -39,7 +39,7 @@ except ModuleNotFoundError as missing:
         raise
     raise ModuleNotFoundError("banyan.amuse needs AMUSE: pip install amuse-framework", name=missing.name) from missing
 
-from . import Simulation, UsageError, gravity_at
+from . import Simulation, UsageError, gravity_at, opening_criteria
 
 __all__ = ["Banyan"]
 
@@ -425,7 +425,7 @@ class _Engine:
         return check
 
     get_theta, set_theta = _option("theta", float, _within("opening_angle", 0.0, 1.0))
-    get_opening, set_opening = _option("opening", str, _choice("opening_criterion", ("paper", "bmax")))
+    get_opening, set_opening = _option("opening", str, _choice("opening_criterion", opening_criteria))
     get_alpha, set_alpha = _option("alpha", float, _within("relative_opening", 0.0, low_open=False))
     get_time_steps, set_time_steps = _option("time_steps", str, _choice("time_steps", ("shared", "block")))
     get_eta, set_eta = _option("eta", float, _within("block_eta", 0.0))
