@@ -689,6 +689,12 @@ NB_MODULE(_banyan, m)
     using namespace banyan::python;
     m.doc() = "banyan's compiled core; use the functions of the banyan package, which check and lay out arrays";
     m.attr("__version__") = banyan::version;
+    {
+        nb::list names; // the table of snapshot formats (core/files/snapshot_file.hpp), in its order
+        for (const SnapshotFormatInfo& f : snapshot_formats())
+            names.append(f.name);
+        m.attr("snapshot_formats") = nb::tuple(names);
+    }
     nb::exception<UsageError>(m, "UsageError", PyExc_ValueError);
     nb::exception<NumericalError>(m, "NumericalError", PyExc_ArithmeticError);
     nb::exception<DeviceError>(m, "DeviceError", PyExc_RuntimeError);

@@ -17,7 +17,9 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <system_error>
@@ -347,6 +349,23 @@ Snapshot read_file(const Reader& r, SnapshotMeta* meta_out, bool need_velocities
 }
 
 } // namespace
+
+bool has_hdf5_signature(const std::string& path)
+{
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path, ec);
+    if (ec) return false;
+    std::ifstream in(path, std::ios::binary);
+    static constexpr char signature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+    // HDF5 looks for its superblock at 0, 512, 1024, 2048, ... (after a user block of that size).
+    for (std::uintmax_t at = 0; at + 8 <= size; at = at ? 2 * at : 512) {
+        char head[8];
+        in.seekg(static_cast<std::streamoff>(at));
+        if (!in.read(head, 8)) break;
+        if (std::memcmp(head, signature, 8) == 0) return true;
+    }
+    return false;
+}
 
 Snapshot read_hdf5(const std::string& path, SnapshotMeta* meta_out, bool need_velocities, Rows rows, FileCounts* whole)
 {

@@ -62,6 +62,10 @@ struct SnapshotMeta {
     double velocity_factor = 1; ///< read: file velocities were multiplied by this to make G = 1 (1: as they were)
 };
 
+/// Whether the regular file at @p path starts as an HDF5 file does: the signature at byte 0, 512, 1024, 2048, ...
+/// (after a user block). Reads those bytes only, without the HDF5 library.
+bool has_hdf5_signature(const std::string& path);
+
 /// Reads an HDF5 snapshot (layout above), with its units (Snapshot::units), or only its particles @p rows (hyperslabs
 /// of every dataset: the rest is never read), with the whole file's counts in @p whole. Without @p need_velocities a
 /// file without Velocities reads with zero velocities (enough for forces). Throws UsageError naming @p path and the

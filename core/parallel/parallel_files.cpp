@@ -309,6 +309,35 @@ void write_hdf5_parallel(const Comm& comm, const std::string& path, double time,
     turn(comm.rank() == comm.size() - 1, [&] { rename_durably(tmp, path); });
 }
 
+namespace {
+
+void write_tipsy_row(const Comm& comm, const std::string& path, double time, const FileCounts& whole,
+                     const RankParticles& mine, const Snapshot& fields, float eps, const Units&, const SnapshotMeta&)
+{
+    write_tipsy_parallel(comm, path, time, whole, mine, fields, eps);
+}
+
+constexpr ParallelSnapshotFormat parallel_writers[] = {
+    {SnapshotFormat::hdf5, write_hdf5_parallel},
+    {SnapshotFormat::tipsy, write_tipsy_row},
+};
+
+} // namespace
+
+std::span<const ParallelSnapshotFormat> parallel_snapshot_writers()
+{
+    return parallel_writers;
+}
+
+void write_snapshot_parallel(const Comm& comm, SnapshotFormat format, const std::string& path, double time,
+                             const FileCounts& whole, const RankParticles& mine, const Snapshot& fields, float eps,
+                             const Units& units, const SnapshotMeta& meta)
+{
+    for (const ParallelSnapshotFormat& w : parallel_writers)
+        if (w.format == format) return w.write(comm, path, time, whole, mine, fields, eps, units, meta);
+    throw std::logic_error(fmt::format("no writer over ranks for {} snapshots", to_string(format)));
+}
+
 void write_npy_parallel(const Comm& comm, const std::string& path, std::size_t n_total, std::span<const bn_u32> ids,
                         std::span<const bn_f4> rows)
 {

@@ -478,14 +478,14 @@ void Run::write_snapshot()
 
 void Run::write_snapshot(const std::string& path, SnapshotFormat format)
 {
-    const bool hdf5 = format == SnapshotFormat::hdf5;
+    const bool with_acc = snapshot_format_info(format).keeps_accelerations;
     SnapshotMeta meta;
     meta.parameters = opt_.to_text();
     const Comm& comm = comm_;
     if (comm.parallel()) {
         RankParticles mine;
         std::uint64_t lost = 0;
-        if (hdf5) {
+        if (with_acc) {
             // The exact state has the accelerations too, in device order with the ids, as rank_particles gives.
             SimulationState st = sim_->save();
             st.units.from_internal(st.pos);
@@ -507,15 +507,12 @@ void Run::write_snapshot(const std::string& path, SnapshotFormat format)
         std::vector<bn_f4> acc(mine.phi.size());
         for (std::size_t i = 0; i < acc.size(); ++i)
             acc[i] = bn_f4{0, 0, 0, mine.phi[i]};
-        check_state(mine.pos, mine.vel, hdf5 ? mine.acc : acc, mine.ids);
-        if (hdf5)
-            write_hdf5_parallel(comm, path, sim_->time(), whole_, mine, template_, snapshot_eps_, template_.units,
-                                meta);
-        else
-            write_tipsy_parallel(comm, path, sim_->time(), whole_, mine, template_, snapshot_eps_);
+        check_state(mine.pos, mine.vel, with_acc ? mine.acc : acc, mine.ids);
+        write_snapshot_parallel(comm, format, path, sim_->time(), whole_, mine, template_, snapshot_eps_,
+                                template_.units, meta);
         return;
     }
-    banyan::write_snapshot(path, snapshot(hdf5), format, meta);
+    banyan::write_snapshot(path, snapshot(with_acc), format, meta);
 }
 
 const Snapshot& Run::snapshot(bool with_acc)
