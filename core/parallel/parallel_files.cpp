@@ -299,13 +299,8 @@ void write_hdf5_parallel(const Comm& comm, const std::string& path, double time,
         }
     };
     turn(comm.rank() == 0, [&] { create_hdf5_for_rows(tmp, time, counts, units, meta); });
-    Hdf5Rows rows;
-    rows.first = first;
-    rows.pos = b.pos, rows.vel = b.vel, rows.acc = b.acc, rows.mass = b.mass, rows.eps = b.eps, rows.phi = b.phi;
-    rows.gas_rho = b.gas_rho, rows.gas_temp = b.gas_temp, rows.gas_metals = b.gas_metals;
-    rows.star_metals = b.star_metals, rows.star_tform = b.star_tform, rows.ids = b.ids;
     for (int q = 0; q < comm.size(); ++q)
-        turn(comm.rank() == q, [&] { write_hdf5_rows(tmp, rows); });
+        turn(comm.rank() == q, [&] { write_hdf5_rows(tmp, first, b); });
     turn(comm.rank() == comm.size() - 1, [&] { rename_durably(tmp, path); });
 }
 
