@@ -13,6 +13,7 @@
 #include "core/files/snapshot_file.hpp"
 #include "core/files/tipsy.hpp"
 #include "core/files/units.hpp"
+#include "core/parallel/parallel_files.hpp"
 #include "core/version.hpp"
 
 #include <hdf5.h>
@@ -27,6 +28,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -791,6 +793,38 @@ TEST_SUITE("static")
                              UsageError);
         CHECK(detect_snapshot_format(temp_path("missing").string()) == SnapshotFormat::tipsy);
         fs::remove(h), fs::remove(t);
+    }
+
+    TEST_CASE("snapshot formats: one table, each row read, written, detected, and written over ranks")
+    {
+        const auto formats = snapshot_formats();
+        REQUIRE(formats.size() >= 2);
+        CHECK(snapshot_format_list([](const SnapshotFormatInfo& f) { return f.name; }) == "hdf5 or tipsy");
+        int fallbacks = 0;
+        Snapshot s = full_snapshot(2, 3, 1, 4);
+        for (std::size_t i = 0; i < formats.size(); ++i) {
+            const SnapshotFormatInfo& f = formats[i];
+            CAPTURE(f.name);
+            CHECK(static_cast<std::size_t>(f.format) == i);
+            CHECK(&snapshot_format_info(f.format) == &f);
+            CHECK(parse_snapshot_format(f.name) == f.format);
+            CHECK(std::string(to_string(f.format)) == f.name);
+            fallbacks += f.detect == nullptr;
+            const auto& writers = parallel_snapshot_writers();
+            CHECK(std::count_if(writers.begin(), writers.end(), [&](const ParallelSnapshotFormat& w) {
+                      return w.format == f.format && w.write != nullptr;
+                  }) == 1);
+            const auto path = temp_path(fmt::format("table.{}", f.name));
+            write_snapshot(path.string(), s, f.format, {});
+            SnapshotFormat detected{};
+            const Snapshot back = read_snapshot(path.string(), nullptr, true, &detected);
+            CHECK(detected == f.format);
+            CHECK(bits_equal(back.pos, s.pos));
+            CHECK(back.acc.empty() == !f.keeps_accelerations);
+            CHECK(back.ids.empty() == !f.keeps_ids);
+            fs::remove(path);
+        }
+        CHECK(fallbacks == 1); // one format takes the files no other claims
     }
 
     TEST_CASE("units: LENGTH,MASS with velocity and time from G = 1; bad items named")

@@ -42,7 +42,9 @@ int run_forces(const std::vector<std::string>& args)
                 "  banyan forces --in snap.tipsy --direct --out acc-direct.npy\n"
                 "  mpirun -n 4 banyan forces --in big.hdf5 --out acc.npy");
     opt.device_options();
-    opt.value("in", "FILE", "snapshot file to read: HDF5 or tipsy (detected)");
+    opt.value("in", "FILE",
+              fmt::format("snapshot file to read: {} (detected)",
+                          snapshot_format_list([](const SnapshotFormatInfo& f) { return f.title; })));
     opt.value("out", "OUT.npy", "where to write the (N, 4) float32 array (temporary name, then renamed)");
     opt.value("theta", "T", "opening angle, 0 <= T <= 1 (0 opens every cell)", "0.75");
     opt.value("eps", "E",

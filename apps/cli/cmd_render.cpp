@@ -59,8 +59,8 @@ int run_render(const std::vector<std::string>& raw_args)
                 "  banyan render paper/snapshot_00020.hdf5 --type disc --axis x --centre density --out discs.png\n"
                 "  banyan run --render ...   draws every snapshot of a run beside it");
     opt.value("in", "FILE",
-              "the snapshot (HDF5 or tipsy, detected from its first bytes); or give it as the first "
-              "argument");
+              fmt::format("the snapshot ({}, detected from its first bytes); or give it as the first argument",
+                          snapshot_format_list([](const SnapshotFormatInfo& f) { return f.title; })));
     opt.value("out", "IMAGE.png", "where to write the image");
     opt.value("axis", "x|y|z", "projection axis", "z");
     opt.value("size", "PIXELS", "pixels on each side of the map, 1 .. 16384", "800");
@@ -165,11 +165,12 @@ int run_render(const std::vector<std::string>& raw_args)
             selected = select_particle_types(s, types);
         } catch (const UsageError& e) {
             // Tipsy has no place for types 2, 3 and 5: its dark particles all read as type 1.
-            const bool typeless = format == SnapshotFormat::tipsy && std::any_of(types.begin(), types.end(), [](int t) {
-                                      return t == 2 || t == 3 || t == 5;
-                                  });
-            throw UsageError(fmt::format("render: --type {}: {}{}", opt.str("type"), e.what(),
-                                         typeless ? " (a tipsy file holds types 0, 1 and 4 only)" : ""));
+            const SnapshotFormatInfo& f = snapshot_format_info(format);
+            const bool typeless = !f.keeps_types && std::any_of(types.begin(), types.end(),
+                                                                [](int t) { return t == 2 || t == 3 || t == 5; });
+            throw UsageError(
+                fmt::format("render: --type {}: {}{}", opt.str("type"), e.what(),
+                            typeless ? fmt::format(" (a {} file holds types 0, 1 and 4 only)", f.name) : ""));
         }
     }
     const Snapshot& shown = types.empty() ? s : selected;

@@ -148,6 +148,7 @@ namespace {
 /// The options of `banyan run` and their help.
 Options run_options()
 {
+    static const RunOptions defaults;
     Options opt(
         "run",
         "A whole N-body simulation on the device (paper sections 3.1, 4.2): leapfrog (kick-drift-kick, Hut\n"
@@ -180,8 +181,9 @@ Options run_options()
               "galaxies, the paper's merger by default: -n 240002, --eps 0.1, --t-end 1000)",
               "plummer");
     opt.value("in", "FILE",
-              "start from a snapshot file instead: HDF5 (GADGET-2/4, SWIFT layout; all particle types) "
-              "or tipsy (either byte order), detected from its first bytes");
+              fmt::format("start from a snapshot file instead: {}, detected from its first bytes",
+                          snapshot_format_list(
+                              [](const SnapshotFormatInfo& f) { return fmt::format("{} ({})", f.title, f.reads); })));
     opt.value("n", "N", "number of particles (also -n)", "65536");
     opt.value("seed", "S", "random seed of the initial conditions", "1");
     opt.value("theta", "T", "opening angle, 0 < T <= 1", "0.75");
@@ -215,10 +217,10 @@ Options run_options()
     opt.value("snapshot-every", "T", "time between snapshots (0: at the start and the end only; never: none)", "1");
     opt.value("checkpoint-every", "T", "time between checkpoints (0: start, end and Ctrl-C only; never: none)", "1");
     opt.value("out", "DIR", "output folder (created; must not hold a run already)", "banyan-run");
-    opt.value("format", "F",
-              "snapshot format: hdf5 (GADGET-4 layout with potentials, accelerations, the options and "
-              "the units) or tipsy (standard big-endian)",
-              "hdf5");
+    opt.value("format", "F", "snapshot format: " + snapshot_format_list([](const SnapshotFormatInfo& f) {
+                                 return fmt::format("{} ({})", f.name, f.writes);
+                             }),
+              to_string(defaults.format));
     opt.value("units", "L,M",
               "physical units of the numbers, written into HDF5 snapshots: a length and a mass unit "
               "(kpc,1e10Msun  pc,Msun  au,Msun  Mpc,1e10Msun); velocity and time units follow from "

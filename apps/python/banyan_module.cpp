@@ -695,6 +695,12 @@ NB_MODULE(_banyan, m)
     for (const auto& c : opening_criteria)
         criteria.emplace_back(c.name);
     m.attr("opening_criteria") = nb::steal(PySequence_Tuple(nb::cast(criteria).ptr()));
+    {
+        nb::list names; // the table of snapshot formats (core/files/snapshot_file.hpp), in its order
+        for (const SnapshotFormatInfo& f : snapshot_formats())
+            names.append(f.name);
+        m.attr("snapshot_formats") = nb::tuple(names);
+    }
     nb::exception<UsageError>(m, "UsageError", PyExc_ValueError);
     nb::exception<NumericalError>(m, "NumericalError", PyExc_ArithmeticError);
     nb::exception<DeviceError>(m, "DeviceError", PyExc_RuntimeError);

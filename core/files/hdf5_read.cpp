@@ -9,6 +9,7 @@
 
 #include "core/files/child_process.hpp"
 #include "core/files/hdf5_access.hpp"
+#include "core/files/hdf5_fields.hpp"
 #include "core/files/hdf5_units.hpp"
 
 #include <fmt/format.h>
@@ -17,7 +18,10 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <system_error>
@@ -38,10 +42,8 @@ struct Header {
     double time = 0;
 };
 
-/// Which of the fields a file may leave out every type had.
-struct Present {
-    bool acc = true, ids = true, softening = true;
-};
+/// Which fields of hdf5_fields.hpp some type with particles lacked.
+using Lacking = std::array<bool, std::size(fields)>;
 
 /// The file at r.path opened, after the checks that say why a path is no HDF5 file.
 Id open_file(const Reader& r)
@@ -163,20 +165,22 @@ std::string read_parameters(const Reader& r, hid_t f)
     return lines;
 }
 
-/// A snapshot of @p counts particles, every field there and zero (or only the counts, without @p fields).
-Snapshot sized_snapshot(const std::array<std::uint64_t, ntypes>& counts, bool fields = true)
+/// A snapshot of @p counts particles, every field there and zero (or only the counts, without @p with_fields).
+Snapshot sized_snapshot(const std::array<std::uint64_t, ntypes>& counts, bool with_fields = true)
 {
     Snapshot s;
     s.n_gas = counts[0];
     s.n_star = counts[4];
     s.n_dark = counts[1] + counts[2] + counts[3] + counts[5];
     s.n_type2 = counts[2], s.n_type3 = counts[3], s.n_type5 = counts[5];
-    if (!fields) return s;
-    const std::size_t n = s.size();
-    s.mass.resize(n), s.pos.resize(3 * n), s.vel.resize(3 * n), s.eps.resize(n), s.phi.resize(n);
-    s.acc.resize(3 * n), s.ids.resize(n);
-    s.gas_rho.resize(s.n_gas), s.gas_temp.resize(s.n_gas), s.gas_metals.resize(s.n_gas);
-    s.star_metals.resize(s.n_star), s.star_tform.resize(s.n_star);
+    if (!with_fields) return s;
+    for (const Field& f : fields) {
+        const std::size_t size = full_size(f, s.size(), s.n_gas, s.n_star);
+        if (f.floats)
+            (s.*f.floats).resize(size);
+        else
+            (s.*f.ints).resize(size);
+    }
     return s;
 }
 
@@ -186,38 +190,11 @@ void place(const std::vector<float>& from, std::vector<float>& to, std::size_t w
     std::copy(from.begin(), from.end(), to.begin() + static_cast<std::ptrdiff_t>(where));
 }
 
-/// The fields only gas has, of the rows @p w of the @p m particles of group @p g (the snapshot's gas, from 0).
-void read_gas_fields(const Reader& r, hid_t g, const std::string& gname, std::uint64_t m, const std::string& source,
-                     Snapshot& s, std::size_t at, Window w)
-{
-    if (const char* name = first_of(r, g, {"SmoothingLength", "SmoothingLengths"}))
-        place(r.floats(g, gname, name, m, 1, source, false, w), s.eps, at);
-    if (const char* name = first_of(r, g, {"Density", "Densities"}))
-        place(r.floats(g, gname, name, m, 1, source, false, w), s.gas_rho, 0);
-    if (const char* name = first_of(r, g, {"Temperature", "Temperatures"}))
-        place(r.floats(g, gname, name, m, 1, source, false, w), s.gas_temp, 0);
-    if (r.exists(g, "Metallicity")) {
-        const auto z = r.floats(g, gname, "Metallicity", m, 1, source, true, w);
-        if (!z.empty()) place(z, s.gas_metals, 0);
-    }
-}
-
-/// The fields only stars have, of the rows @p w of the @p m particles of group @p g (the snapshot's stars).
-void read_star_fields(const Reader& r, hid_t g, const std::string& gname, std::uint64_t m, const std::string& source,
-                      Snapshot& s, Window w)
-{
-    if (r.exists(g, "Metallicity")) {
-        const auto z = r.floats(g, gname, "Metallicity", m, 1, source, true, w);
-        if (!z.empty()) place(z, s.star_metals, 0);
-    }
-    if (const char* name = first_of(r, g, {"StellarFormationTime", "BirthTimes"}))
-        place(r.floats(g, gname, name, m, 1, source, false, w), s.star_tform, 0);
-}
-
-/// The rows @p w of the particles of type @p t (group PartType<t> of @p f) into rows [at, at + w.count) of @p s;
-/// @p present learns which of the fields a file may leave out this type had.
-void read_type(const Reader& r, hid_t f, const Header& head, int t, std::size_t at, Window w, bool need_velocities,
-               Snapshot& s, Present& present)
+/// The rows @p w of the particles of type @p t (group PartType<t> of @p f) into rows [at, at + w.count) of @p s, and
+/// of its kind from @p kind_at on: every field of hdf5_fields.hpp the type has, in their order, by their name or the
+/// other one; @p lacking learns which fields this type lacked.
+void read_type(const Reader& r, hid_t f, const Header& head, int t, std::size_t at, std::size_t kind_at, Window w,
+               bool need_velocities, Snapshot& s, Lacking& lacking)
 {
     const std::uint64_t m = head.counts[static_cast<std::size_t>(t)];
     const std::string gname = group_name(t);
@@ -225,45 +202,51 @@ void read_type(const Reader& r, hid_t f, const Header& head, int t, std::size_t 
     // The group and its positions are there, as many as the header says (check_counts).
     const Id group(r.check(H5Gopen2(f, gname.c_str(), H5P_DEFAULT), gname), H5Gclose);
     const hid_t g = group.get();
-    place(r.floats(g, gname, "Coordinates", m, 3, source, false, w), s.pos, 3 * at);
-    if (r.exists(g, "Velocities"))
-        place(r.floats(g, gname, "Velocities", m, 3, source, false, w), s.vel, 3 * at);
-    else if (need_velocities)
-        r.fail(fmt::format("{}/Velocities is missing: a run cannot start without velocities (banyan forces "
-                           "needs positions and masses only)",
-                           gname));
-    if (const char* name = first_of(r, g, {"Masses", "Mass"})) {
-        place(r.floats(g, gname, name, m, 1, source, false, w), s.mass, at);
-    } else {
-        const double mt = head.mass_table[static_cast<std::size_t>(t)];
-        if (!(mt > 0))
-            r.fail(fmt::format("{} has no Masses dataset and Header/MassTable[{}] is {}: the particles have no "
-                               "mass",
-                               gname, t, mt));
-        if (!(mt <= std::numeric_limits<float>::max()))
-            r.fail(fmt::format("Header/MassTable[{}] is {}, beyond single precision's range", t, mt));
-        std::fill_n(s.mass.begin() + static_cast<std::ptrdiff_t>(at), w.count, static_cast<float>(mt));
-    }
-    if (const char* name = first_of(r, g, {"Potential", "Potentials"}))
-        place(r.floats(g, gname, name, m, 1, source, false, w), s.phi, at);
-    if (r.exists(g, "Acceleration"))
-        place(r.floats(g, gname, "Acceleration", m, 3, source, false, w), s.acc, 3 * at);
-    else
-        present.acc = false;
-    if (r.exists(g, "ParticleIDs")) {
-        const auto ids = r.integers(g, gname, "ParticleIDs", m, source, w);
-        std::copy(ids.begin(), ids.end(), s.ids.begin() + static_cast<std::ptrdiff_t>(at));
-    } else {
-        present.ids = false;
-    }
-    if (t == 0) {
-        read_gas_fields(r, g, gname, m, source, s, at, w);
-    } else {
-        if (const char* name = first_of(r, g, {"Softenings", "Softening"}))
-            place(r.floats(g, gname, name, m, 1, source, false, w), s.eps, at);
-        else
-            present.softening = false;
-        if (t == 4) read_star_fields(r, g, gname, m, source, s, w);
+    for (std::size_t k = 0; k < std::size(fields); ++k) {
+        const Field& field = fields[k];
+        if (!has(field, kind_of_type(t))) continue;
+        const char* name = field.other_name          ? first_of(r, g, {field.name, field.other_name})
+                           : r.exists(g, field.name) ? field.name
+                                                     : nullptr;
+        if (!name) {
+            switch (field.absent) {
+            case Absent::required:
+                r.fail(fmt::format("{}/{} is missing", gname, field.name));
+            case Absent::velocities:
+                if (need_velocities)
+                    r.fail(fmt::format("{}/{} is missing: a run cannot start without velocities (banyan forces "
+                                       "needs positions and masses only)",
+                                       gname, field.name));
+                break;
+            case Absent::mass_table: {
+                const double mt = head.mass_table[static_cast<std::size_t>(t)];
+                if (!(mt > 0))
+                    r.fail(fmt::format("{} has no {} dataset and Header/MassTable[{}] is {}: the particles have no "
+                                       "mass",
+                                       gname, field.name, t, mt));
+                if (!(mt <= std::numeric_limits<float>::max()))
+                    r.fail(fmt::format("Header/MassTable[{}] is {}, beyond single precision's range", t, mt));
+                std::fill_n((s.*field.floats).begin() + static_cast<std::ptrdiff_t>(at), w.count,
+                            static_cast<float>(mt));
+                break;
+            }
+            case Absent::dropped:
+            case Absent::indices:
+            case Absent::no_softening:
+                lacking[k] = true;
+                break;
+            case Absent::zero:
+                break;
+            }
+            continue;
+        }
+        const std::size_t into = static_cast<std::size_t>(field.cols) * (field.per_kind ? at - kind_at : at);
+        if (field.ints) {
+            const auto v = r.integers(g, gname, name, m, source, w);
+            std::copy(v.begin(), v.end(), (s.*field.ints).begin() + static_cast<std::ptrdiff_t>(into));
+        } else {
+            place(r.floats(g, gname, name, m, field.cols, source, field.optional_2d, w), s.*field.floats, into);
+        }
     }
 }
 
@@ -331,15 +314,25 @@ Snapshot read_file(const Reader& r, SnapshotMeta* meta_out, bool need_velocities
     Snapshot s = sized_snapshot(mine);
     s.time = head.time;
     s.units = units;
-    Present present;
+    Lacking lacking{};
     const auto at = type_offsets(mine);
-    for (const int t : type_order)
+    for (const int t : type_order) {
+        const Kind kind = kind_of_type(t);
+        const std::size_t kind_at = kind == gas ? 0 : kind == star ? s.n_gas + s.n_dark : s.n_gas;
         if (mine[static_cast<std::size_t>(t)] > 0)
-            read_type(r, f, head, t, at[static_cast<std::size_t>(t)], windows[static_cast<std::size_t>(t)],
-                      need_velocities, s, present);
-    if (!present.acc) s.acc.clear();
-    if (!present.ids) s.ids.clear();
-    meta.has_softening = present.softening;
+            read_type(r, f, head, t, at[static_cast<std::size_t>(t)], kind_at, windows[static_cast<std::size_t>(t)],
+                      need_velocities, s, lacking);
+    }
+    for (std::size_t k = 0; k < std::size(fields); ++k) {
+        if (!lacking[k]) continue;
+        const Field& field = fields[k];
+        if (field.absent == Absent::no_softening)
+            meta.has_softening = false;
+        else if (field.floats)
+            (s.*field.floats).clear();
+        else
+            (s.*field.ints).clear();
+    }
 
     if (meta.velocity_factor != 1.0) rescale_to_g1(r, s, meta.velocity_factor);
     if (meta_out) *meta_out = std::move(meta);
@@ -347,6 +340,23 @@ Snapshot read_file(const Reader& r, SnapshotMeta* meta_out, bool need_velocities
 }
 
 } // namespace
+
+bool has_hdf5_signature(const std::string& path)
+{
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path, ec);
+    if (ec) return false;
+    std::ifstream in(path, std::ios::binary);
+    static constexpr char signature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+    // HDF5 looks for its superblock at 0, 512, 1024, 2048, ... (after a user block of that size).
+    for (std::uintmax_t at = 0; at + 8 <= size; at = at ? 2 * at : 512) {
+        char head[8];
+        in.seekg(static_cast<std::streamoff>(at));
+        if (!in.read(head, 8)) break;
+        if (std::memcmp(head, signature, 8) == 0) return true;
+    }
+    return false;
+}
 
 Snapshot read_hdf5(const std::string& path, SnapshotMeta* meta_out, bool need_velocities, Rows rows, FileCounts* whole)
 {

@@ -40,7 +40,8 @@
  * Writes go to "<path>.tmp.<pid>" in the same folder, are synced, then renamed over @p path.
  *
  * Implemented by hdf5_read.cpp, hdf5_write.cpp and hdf5_units.cpp (the units, both ways), on the checked HDF5 calls
- * of hdf5_access.hpp; those headers are theirs alone.
+ * of hdf5_access.hpp; the datasets of the PartTypeK groups are declared once, in hdf5_fields.hpp, which the reader,
+ * the writer and the units loop over; those headers are theirs alone.
  */
 #pragma once
 
@@ -49,7 +50,6 @@
 
 #include <array>
 #include <cstdint>
-#include <span>
 #include <string>
 
 namespace banyan {
@@ -61,6 +61,10 @@ struct SnapshotMeta {
     bool has_softening = true;  ///< read: whether every collisionless particle had a softening in the file
     double velocity_factor = 1; ///< read: file velocities were multiplied by this to make G = 1 (1: as they were)
 };
+
+/// Whether the regular file at @p path starts as an HDF5 file does: the signature at byte 0, 512, 1024, 2048, ...
+/// (after a user block). Reads those bytes only, without the HDF5 library.
+bool has_hdf5_signature(const std::string& path);
 
 /// Reads an HDF5 snapshot (layout above), with its units (Snapshot::units), or only its particles @p rows (hyperslabs
 /// of every dataset: the rest is never read), with the whole file's counts in @p whole. Without @p need_velocities a
@@ -82,18 +86,10 @@ std::array<std::uint64_t, 6> gadget_type_counts(const Snapshot& s);
 void create_hdf5_for_rows(const std::string& path, double time, const std::array<std::uint64_t, 6>& counts,
                           const Units& units, const SnapshotMeta& meta);
 
-/// Rows [first, first + n) of the particles (in the order 0, 1, 2, 3, 5, 4 of the types: gas first, stars last).
-struct Hdf5Rows {
-    std::uint64_t first = 0;
-    std::span<const float> pos, vel, acc;                 ///< 3n each
-    std::span<const float> mass, eps, phi;                ///< n each (eps: a gas particle's smoothing length)
-    std::span<const float> gas_rho, gas_temp, gas_metals; ///< one each per gas particle among the rows
-    std::span<const float> star_metals, star_tform;       ///< one each per star particle among the rows
-    std::span<const std::uint64_t> ids;                   ///< n particle ids, or empty: the rows' indices
-};
-
-/// Writes @p rows into the file that create_hdf5_for_rows made (opened, written, closed). Throws std::runtime_error
-/// naming the file.
-void write_hdf5_rows(const std::string& path, const Hdf5Rows& rows);
+/// Writes the particles [first, first + rows.size()) of the snapshot's order (types 0, 1, 2, 3, 5, 4: gas first, stars
+/// last) from @p rows (rows_of cuts such a slice; every field, Acceleration included, ParticleIDs empty for the rows'
+/// indices) into the file that create_hdf5_for_rows made (opened, written, closed). Throws std::invalid_argument
+/// when the arrays disagree with the rows, std::runtime_error naming the file.
+void write_hdf5_rows(const std::string& path, std::uint64_t first, const Snapshot& rows);
 
 } // namespace banyan

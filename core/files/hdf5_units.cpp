@@ -5,10 +5,13 @@
  */
 #include "core/files/hdf5_units.hpp"
 
+#include "core/files/hdf5_fields.hpp"
+
 #include <fmt/format.h>
 
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <vector>
 
 namespace banyan::hdf5 {
@@ -112,10 +115,13 @@ void rescale_to_g1(const Reader& r, Snapshot& s, double v)
             x = static_cast<float>(y);
         }
     };
-    scale(s.vel, v, "velocity");
-    scale(s.phi, v * v, "potential");
-    scale(s.acc, v * v, "acceleration");
-    scale(s.star_tform, 1.0 / v, "formation time");
+    // Every field whose unit has the velocity unit in it (hdf5_fields.hpp), in their order.
+    for (const Field& f : fields) {
+        if (f.velocity_power == 0) continue;
+        const int p = f.velocity_power;
+        if (p != 1 && p != 2 && p != -1) throw std::logic_error("rescale_to_g1: a unit of velocity^p, |p| > 2");
+        scale(s.*f.floats, p == 1 ? v : p == 2 ? v * v : 1.0 / v, f.quantity);
+    }
     s.time /= v;
 }
 

@@ -1,14 +1,15 @@
 /**
  * @file hdf5_write.cpp
- * @brief Writing HDF5 snapshots (hdf5_snapshot.hpp): the layout (header, metadata, every dataset at its full size),
- *        then the particles' rows; whole snapshots through a temporary name and a rename, or, for writers over
- *        several ranks (core/parallel/parallel_files.cpp), the layout first and each rank's rows in its turn.
+ * @brief Writing HDF5 snapshots (hdf5_snapshot.hpp): the layout (header, metadata, every dataset of hdf5_fields.hpp at
+ *        its full size), then the particles' rows; whole snapshots through a temporary name and a rename, or, for
+ * writers over several ranks (core/parallel/parallel_files.cpp), the layout first and each rank's rows in its turn.
  */
 #include "core/files/hdf5_snapshot.hpp"
 
 #include "core/error.hpp"
 #include "core/files/atomic_file.hpp"
 #include "core/files/hdf5_access.hpp"
+#include "core/files/hdf5_fields.hpp"
 #include "core/files/hdf5_units.hpp"
 #include "core/files/key_values.hpp"
 #include "core/version.hpp"
@@ -27,8 +28,15 @@ using namespace hdf5; // the checked calls of hdf5_access.hpp and the units of h
 
 namespace {
 
-/// Header, Parameters, Units and every dataset of types with particles, at full size.
-void create_layout(hid_t file, double time, const std::array<std::uint64_t, ntypes>& counts, bool acc,
+/// The file type of @p f's dataset.
+hid_t file_type(const Field& f)
+{
+    return f.stored == Stored::u64 ? H5T_STD_U64LE : H5T_IEEE_F32LE;
+}
+
+/// Header, Parameters, Units and every dataset of types with particles, at full size: those of hdf5_fields.hpp, but
+/// a dropped one (Acceleration) only where @p known holds it (nullptr: every one).
+void create_layout(hid_t file, double time, const std::array<std::uint64_t, ntypes>& counts, const Snapshot* known,
                    const Units& units, const SnapshotMeta& meta)
 {
     {
@@ -79,82 +87,64 @@ void create_layout(hid_t file, double time, const std::array<std::uint64_t, ntyp
         const std::uint64_t n = counts[static_cast<std::size_t>(t)];
         if (n == 0) continue;
         const Id g = make_group(file, group_name(t));
-        make_dataset(g.get(), "Coordinates", H5T_IEEE_F32LE, n, 3);
-        make_dataset(g.get(), "Velocities", H5T_IEEE_F32LE, n, 3);
-        make_dataset(g.get(), "ParticleIDs", H5T_STD_U64LE, n, 1);
-        make_dataset(g.get(), "Masses", H5T_IEEE_F32LE, n, 1);
-        make_dataset(g.get(), "Potential", H5T_IEEE_F32LE, n, 1);
-        if (acc) make_dataset(g.get(), "Acceleration", H5T_IEEE_F32LE, n, 3);
-        if (t == 0) {
-            for (const char* name : {"Density", "Temperature", "SmoothingLength", "Metallicity"})
-                make_dataset(g.get(), name, H5T_IEEE_F32LE, n, 1);
-        } else if (t == 4) {
-            for (const char* name : {"Metallicity", "StellarFormationTime", "Softenings"})
-                make_dataset(g.get(), name, H5T_IEEE_F32LE, n, 1);
-        } else {
-            make_dataset(g.get(), "Softenings", H5T_IEEE_F32LE, n, 1);
-        }
+        for (const Field& f : fields)
+            if (has(f, kind_of_type(t)) && (f.absent != Absent::dropped || !known || size_in(*known, f) > 0))
+                make_dataset(g.get(), f.name, file_type(f), n, f.cols);
     }
 }
 
-/// Rows [rows.first, rows.first + n) of the snapshot's order, split over the types: the fields every particle has,
-/// and those of gas and stars among them.
-void write_rows(hid_t file, const std::array<std::uint64_t, ntypes>& counts, const Hdf5Rows& rows)
+/// Rows [first, first + rows.size()) of the snapshot's order, split over the types: every field of
+/// hdf5_fields.hpp that the rows hold (@p rows' arrays; its gas and star fields those of the gas and stars among the
+/// rows, which the file's @p counts say).
+void write_rows(hid_t file, const std::array<std::uint64_t, ntypes>& counts, std::uint64_t first, const Snapshot& rows)
 {
-    const std::uint64_t n = rows.mass.size();
-    const std::span<const std::uint64_t> ids = rows.ids;
+    const std::uint64_t n = rows.size();
+    const std::vector<std::uint64_t>& ids = rows.ids;
     if (!ids.empty() && ids.size() != n) throw std::invalid_argument("HDF5 snapshot rows: ids disagree with the rows");
     // Gas rows come first in the snapshot's order, stars last.
     std::uint64_t total = 0;
     for (const auto c : counts)
         total += c;
-    const std::uint64_t gas_end = std::min(rows.first + n, counts[0]), star_begin = total - counts[4];
-    const std::uint64_t ngas = gas_end > rows.first ? gas_end - rows.first : 0;
-    const std::uint64_t star_first = std::max(rows.first, star_begin);
-    const std::uint64_t nstar = rows.first + n > star_first ? rows.first + n - star_first : 0;
-    if (rows.gas_rho.size() != ngas || rows.gas_temp.size() != ngas || rows.gas_metals.size() != ngas ||
-        rows.star_metals.size() != nstar || rows.star_tform.size() != nstar)
-        throw std::invalid_argument("HDF5 snapshot rows: gas or star fields disagree with the rows");
-    if (ngas) {
-        const Id g(must(H5Gopen2(file, "PartType0", H5P_DEFAULT), "open PartType0"), H5Gclose);
-        write_slab(g.get(), "PartType0", "Density", H5T_NATIVE_FLOAT, rows.first, ngas, 1, rows.gas_rho.data());
-        write_slab(g.get(), "PartType0", "Temperature", H5T_NATIVE_FLOAT, rows.first, ngas, 1, rows.gas_temp.data());
-        write_slab(g.get(), "PartType0", "Metallicity", H5T_NATIVE_FLOAT, rows.first, ngas, 1, rows.gas_metals.data());
-    }
-    if (nstar) {
-        const Id g(must(H5Gopen2(file, "PartType4", H5P_DEFAULT), "open PartType4"), H5Gclose);
-        const std::uint64_t row = star_first - star_begin;
-        write_slab(g.get(), "PartType4", "Metallicity", H5T_NATIVE_FLOAT, row, nstar, 1, rows.star_metals.data());
-        write_slab(g.get(), "PartType4", "StellarFormationTime", H5T_NATIVE_FLOAT, row, nstar, 1,
-                   rows.star_tform.data());
-    }
+    const std::uint64_t gas_end = std::min(first + n, counts[0]), star_begin = total - counts[4];
+    const std::uint64_t ngas = gas_end > first ? gas_end - first : 0;
+    const std::uint64_t star_first = std::max(first, star_begin);
+    const std::uint64_t nstar = first + n > star_first ? first + n - star_first : 0;
+    for (const Field& f : fields)
+        if (f.per_kind && size_in(rows, f) != full_size(f, n, ngas, nstar))
+            throw std::invalid_argument("HDF5 snapshot rows: gas or star fields disagree with the rows");
     const auto off = type_offsets(counts);
     for (const int t : type_order) {
         const std::uint64_t a = off[static_cast<std::size_t>(t)], b = a + counts[static_cast<std::size_t>(t)];
-        const std::uint64_t lo = std::max(a, rows.first), hi = std::min(b, rows.first + n);
+        const std::uint64_t lo = std::max(a, first), hi = std::min(b, first + n);
         if (lo >= hi) continue;
         const std::string gname = group_name(t);
         const Id g(must(H5Gopen2(file, gname.c_str(), H5P_DEFAULT), "open group " + gname), H5Gclose);
-        const std::uint64_t row = lo - a, m = hi - lo, i = lo - rows.first;
-        write_slab(g.get(), gname, "Coordinates", H5T_NATIVE_FLOAT, row, m, 3, rows.pos.data() + 3 * i);
-        write_slab(g.get(), gname, "Velocities", H5T_NATIVE_FLOAT, row, m, 3, rows.vel.data() + 3 * i);
-        write_slab(g.get(), gname, "Masses", H5T_NATIVE_FLOAT, row, m, 1, rows.mass.data() + i);
-        write_slab(g.get(), gname, "Potential", H5T_NATIVE_FLOAT, row, m, 1, rows.phi.data() + i);
-        if (!rows.acc.empty())
-            write_slab(g.get(), gname, "Acceleration", H5T_NATIVE_FLOAT, row, m, 3, rows.acc.data() + 3 * i);
-        write_slab(g.get(), gname, t == 0 ? "SmoothingLength" : "Softenings", H5T_NATIVE_FLOAT, row, m, 1,
-                   rows.eps.data() + i);
-        std::vector<std::uint64_t> index;
-        const std::uint64_t* id = nullptr;
-        if (ids.empty()) {
-            index.resize(m);
-            for (std::uint64_t k = 0; k < m; ++k)
-                index[k] = lo + k; // the row in the snapshot's order
-            id = index.data();
-        } else {
-            id = ids.data() + i;
+        const std::uint64_t row = lo - a, m = hi - lo, i = lo - first;
+        const Kind kind = kind_of_type(t);
+        // The first of the rows of this kind, for the fields held per kind.
+        const std::uint64_t kind_first = kind == gas ? 0 : kind == star ? n - nstar : ngas;
+        for (const Field& f : fields) {
+            if (!has(f, kind)) continue;
+            const std::uint64_t at = static_cast<std::uint64_t>(f.cols) * (f.per_kind ? i - kind_first : i);
+            if (f.ints) {
+                const std::vector<std::uint64_t>& v = rows.*f.ints;
+                std::vector<std::uint64_t> index;
+                const std::uint64_t* id = nullptr;
+                if (v.empty()) {
+                    index.resize(m);
+                    for (std::uint64_t k = 0; k < m; ++k)
+                        index[k] = lo + k; // the row in the snapshot's order
+                    id = index.data();
+                } else {
+                    id = v.data() + at;
+                }
+                write_slab(g.get(), gname, f.name, H5T_NATIVE_UINT64, row, m, f.cols, id);
+            } else {
+                const std::vector<float>& v = rows.*f.floats;
+                if (v.empty() && f.absent == Absent::dropped) continue; // not known: no dataset
+                write_slab(g.get(), gname, f.name, H5T_NATIVE_FLOAT, row, m, f.cols, v.data() + at);
+            }
         }
-        write_slab(g.get(), gname, "ParticleIDs", H5T_NATIVE_UINT64, row, m, 1, id);
     }
 }
 
@@ -172,22 +162,14 @@ void write_hdf5(const std::string& path, const Snapshot& s, const SnapshotMeta& 
 {
     silence_hdf5();
     const std::size_t n = s.size();
-    if (s.mass.size() != n || s.pos.size() != 3 * n || s.vel.size() != 3 * n || s.eps.size() != n ||
-        s.phi.size() != n || s.gas_rho.size() != s.n_gas || s.gas_temp.size() != s.n_gas ||
-        s.gas_metals.size() != s.n_gas || s.star_metals.size() != s.n_star || s.star_tform.size() != s.n_star ||
-        !(s.acc.empty() || s.acc.size() == 3 * n) || !(s.ids.empty() || s.ids.size() == n))
-        throw std::invalid_argument("write_hdf5: snapshot arrays disagree with its particle counts");
+    if (!sizes_agree(s)) throw std::invalid_argument("write_hdf5: snapshot arrays disagree with its particle counts");
     if (n > 0x7fffffffu) throw UsageError(fmt::format("{}: {} particles is more than the 2^31 - 1 supported", path, n));
     const auto counts = gadget_type_counts(s);
     const std::string tmp = temporary_path(path, std::to_string(::getpid()));
     try {
         Id f = create_file(tmp);
-        create_layout(f.get(), s.time, counts, !s.acc.empty(), s.units, meta);
-        Hdf5Rows rows;
-        rows.pos = s.pos, rows.vel = s.vel, rows.acc = s.acc, rows.mass = s.mass, rows.eps = s.eps, rows.phi = s.phi;
-        rows.gas_rho = s.gas_rho, rows.gas_temp = s.gas_temp, rows.gas_metals = s.gas_metals;
-        rows.star_metals = s.star_metals, rows.star_tform = s.star_tform, rows.ids = s.ids;
-        write_rows(f.get(), counts, rows);
+        create_layout(f.get(), s.time, counts, &s, s.units, meta);
+        write_rows(f.get(), counts, 0, s);
         close_file(f);
         commit(tmp, path);
     } catch (const WriteFailure& e) {
@@ -209,20 +191,18 @@ void create_hdf5_for_rows(const std::string& path, double time, const std::array
     if (n > 0x7fffffffu) throw UsageError(fmt::format("{}: {} particles is more than the 2^31 - 1 supported", path, n));
     try {
         Id f = create_file(path);
-        create_layout(f.get(), time, counts, true, units, meta);
+        create_layout(f.get(), time, counts, nullptr, units, meta);
         close_file(f);
     } catch (const WriteFailure& e) {
         throw std::runtime_error(fmt::format("writing the HDF5 snapshot {} failed: {}", path, e.what()));
     }
 }
 
-void write_hdf5_rows(const std::string& path, const Hdf5Rows& rows)
+void write_hdf5_rows(const std::string& path, std::uint64_t first, const Snapshot& rows)
 {
     silence_hdf5();
-    const std::size_t n = rows.mass.size();
-    if (rows.pos.size() != 3 * n || rows.vel.size() != 3 * n || rows.acc.size() != 3 * n || rows.eps.size() != n ||
-        rows.phi.size() != n)
-        throw std::invalid_argument("write_hdf5_rows: arrays of different lengths");
+    const std::size_t n = rows.size();
+    if (!sizes_agree(rows, true)) throw std::invalid_argument("write_hdf5_rows: arrays of different lengths");
     try {
         Id f(must(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), "cannot open the file"), H5Fclose);
         // The counts per type, from the file's header.
@@ -233,10 +213,10 @@ void write_hdf5_rows(const std::string& path, const Hdf5Rows& rows)
         std::uint64_t total = 0;
         for (const auto c : counts)
             total += c;
-        if (rows.first + n > total)
-            throw std::invalid_argument(fmt::format("write_hdf5_rows: rows {} .. {} of a file of {} particles",
-                                                    rows.first, rows.first + n, total));
-        write_rows(f.get(), counts, rows);
+        if (first + n > total)
+            throw std::invalid_argument(
+                fmt::format("write_hdf5_rows: rows {} .. {} of a file of {} particles", first, first + n, total));
+        write_rows(f.get(), counts, first, rows);
         close_file(f);
     } catch (const WriteFailure& e) {
         throw std::runtime_error(fmt::format("writing the HDF5 snapshot {} failed: {}", path, e.what()));

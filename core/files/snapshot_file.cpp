@@ -1,6 +1,6 @@
 /**
  * @file snapshot_file.cpp
- * @brief Either snapshot format, detected from the first bytes (snapshot_file.hpp).
+ * @brief The table of snapshot formats, and reading and writing any of them (snapshot_file.hpp).
  */
 #include "core/files/snapshot_file.hpp"
 
@@ -9,41 +9,109 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <iterator>
 
 namespace banyan {
 
+namespace {
+
+// The rows of snapshot_formats(): a format's functions adapted to the table's signatures.
+
+Snapshot read_tipsy_row(const std::string& path, SnapshotMeta* meta, bool, Rows rows, FileCounts* whole)
+{
+    if (meta) *meta = SnapshotMeta{};
+    return read_tipsy(path, nullptr, rows, whole);
+}
+
+void write_tipsy_row(const std::string& path, const Snapshot& s, const SnapshotMeta&)
+{
+    write_tipsy(path, s, Endian::big);
+}
+
+constexpr SnapshotFormatInfo formats[] = {
+    {.format = SnapshotFormat::hdf5,
+     .name = "hdf5",
+     .title = "HDF5",
+     .reads = "GADGET-2/4, SWIFT layout; all particle types",
+     .writes = "GADGET-4 layout with potentials, accelerations, the options and the units",
+     .detect = has_hdf5_signature,
+     .read = read_hdf5,
+     .write = write_hdf5,
+     .keeps_accelerations = true,
+     .keeps_ids = true,
+     .keeps_types = true,
+     .keeps_units = true,
+     .keeps_parameters = true},
+    {.format = SnapshotFormat::tipsy,
+     .name = "tipsy",
+     .title = "tipsy",
+     .reads = "either byte order",
+     .writes = "standard big-endian",
+     .detect = nullptr, // any file no other format claims
+     .read = read_tipsy_row,
+     .write = write_tipsy_row,
+     .keeps_accelerations = false,
+     .keeps_ids = false,
+     .keeps_types = false,
+     .keeps_units = false,
+     .keeps_parameters = false},
+};
+
+constexpr bool rows_in_order()
+{
+    for (std::size_t i = 0; i < std::size(formats); ++i)
+        if (static_cast<std::size_t>(formats[i].format) != i) return false;
+    return true;
+}
+static_assert(rows_in_order(), "row i of the snapshot formats is SnapshotFormat i");
+
+} // namespace
+
+std::span<const SnapshotFormatInfo> snapshot_formats()
+{
+    return formats;
+}
+
+const SnapshotFormatInfo& snapshot_format_info(SnapshotFormat f)
+{
+    return formats[static_cast<std::size_t>(f)];
+}
+
+std::string snapshot_format_list(const std::function<std::string(const SnapshotFormatInfo&)>& item)
+{
+    std::string list;
+    const std::size_t n = std::size(formats);
+    for (std::size_t i = 0; i < n; ++i)
+        list += (i == 0 ? "" : i + 1 == n ? " or " : ", ") + item(formats[i]);
+    return list;
+}
+
 SnapshotFormat parse_snapshot_format(const std::string& text, const std::string& what)
 {
-    if (text == "hdf5") return SnapshotFormat::hdf5;
-    if (text == "tipsy") return SnapshotFormat::tipsy;
-    throw UsageError(fmt::format("{} must be hdf5 or tipsy, got '{}'", what, text));
+    for (const SnapshotFormatInfo& f : formats)
+        if (text == f.name) return f.format;
+    throw UsageError(fmt::format("{} must be {}, got '{}'", what,
+                                 snapshot_format_list([](const SnapshotFormatInfo& f) { return f.name; }), text));
 }
 
 const char* to_string(SnapshotFormat f) noexcept
 {
-    return f == SnapshotFormat::hdf5 ? "hdf5" : "tipsy";
+    return snapshot_format_info(f).name;
 }
 
 SnapshotFormat detect_snapshot_format(const std::string& path)
 {
-    // Regular files only: opening a pipe could block (read_tipsy refuses them with a message).
+    // The format that detects nothing takes what no other claims.
+    SnapshotFormat fallback = formats[0].format;
+    for (const SnapshotFormatInfo& f : formats)
+        if (!f.detect) fallback = f.format;
+    // Regular files only: opening a pipe could block (the readers refuse them with a message).
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) return SnapshotFormat::tipsy;
-    const auto size = std::filesystem::file_size(path, ec);
-    if (ec) return SnapshotFormat::tipsy;
-    std::ifstream in(path, std::ios::binary);
-    static constexpr char signature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
-    // HDF5 looks for its superblock at 0, 512, 1024, 2048, ... (after a user block of that size).
-    for (std::uintmax_t at = 0; at + 8 <= size; at = at ? 2 * at : 512) {
-        char head[8];
-        in.seekg(static_cast<std::streamoff>(at));
-        if (!in.read(head, 8)) break;
-        if (std::memcmp(head, signature, 8) == 0) return SnapshotFormat::hdf5;
-    }
-    return SnapshotFormat::tipsy;
+    if (!std::filesystem::is_regular_file(path, ec)) return fallback;
+    for (const SnapshotFormatInfo& f : formats)
+        if (f.detect && f.detect(path)) return f.format;
+    return fallback;
 }
 
 Snapshot read_snapshot(const std::string& path, SnapshotMeta* meta, bool need_velocities, SnapshotFormat* detected,
@@ -51,17 +119,12 @@ Snapshot read_snapshot(const std::string& path, SnapshotMeta* meta, bool need_ve
 {
     const SnapshotFormat f = detect_snapshot_format(path);
     if (detected) *detected = f;
-    if (f == SnapshotFormat::hdf5) return read_hdf5(path, meta, need_velocities, rows, whole);
-    if (meta) *meta = SnapshotMeta{};
-    return read_tipsy(path, nullptr, rows, whole);
+    return snapshot_format_info(f).read(path, meta, need_velocities, rows, whole);
 }
 
 void write_snapshot(const std::string& path, const Snapshot& s, SnapshotFormat format, const SnapshotMeta& meta)
 {
-    if (format == SnapshotFormat::hdf5)
-        write_hdf5(path, s, meta);
-    else
-        write_tipsy(path, s, Endian::big);
+    snapshot_format_info(format).write(path, s, meta);
 }
 
 float softening_from_file(const Snapshot& s, const SnapshotMeta& meta, const std::string& path,

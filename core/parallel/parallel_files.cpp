@@ -299,14 +299,38 @@ void write_hdf5_parallel(const Comm& comm, const std::string& path, double time,
         }
     };
     turn(comm.rank() == 0, [&] { create_hdf5_for_rows(tmp, time, counts, units, meta); });
-    Hdf5Rows rows;
-    rows.first = first;
-    rows.pos = b.pos, rows.vel = b.vel, rows.acc = b.acc, rows.mass = b.mass, rows.eps = b.eps, rows.phi = b.phi;
-    rows.gas_rho = b.gas_rho, rows.gas_temp = b.gas_temp, rows.gas_metals = b.gas_metals;
-    rows.star_metals = b.star_metals, rows.star_tform = b.star_tform, rows.ids = b.ids;
     for (int q = 0; q < comm.size(); ++q)
-        turn(comm.rank() == q, [&] { write_hdf5_rows(tmp, rows); });
+        turn(comm.rank() == q, [&] { write_hdf5_rows(tmp, first, b); });
     turn(comm.rank() == comm.size() - 1, [&] { rename_durably(tmp, path); });
+}
+
+namespace {
+
+void write_tipsy_row(const Comm& comm, const std::string& path, double time, const FileCounts& whole,
+                     const RankParticles& mine, const Snapshot& fields, float eps, const Units&, const SnapshotMeta&)
+{
+    write_tipsy_parallel(comm, path, time, whole, mine, fields, eps);
+}
+
+constexpr ParallelSnapshotFormat parallel_writers[] = {
+    {SnapshotFormat::hdf5, write_hdf5_parallel},
+    {SnapshotFormat::tipsy, write_tipsy_row},
+};
+
+} // namespace
+
+std::span<const ParallelSnapshotFormat> parallel_snapshot_writers()
+{
+    return parallel_writers;
+}
+
+void write_snapshot_parallel(const Comm& comm, SnapshotFormat format, const std::string& path, double time,
+                             const FileCounts& whole, const RankParticles& mine, const Snapshot& fields, float eps,
+                             const Units& units, const SnapshotMeta& meta)
+{
+    for (const ParallelSnapshotFormat& w : parallel_writers)
+        if (w.format == format) return w.write(comm, path, time, whole, mine, fields, eps, units, meta);
+    throw std::logic_error(fmt::format("no writer over ranks for {} snapshots", to_string(format)));
 }
 
 void write_npy_parallel(const Comm& comm, const std::string& path, std::size_t n_total, std::span<const bn_u32> ids,

@@ -17,6 +17,7 @@
 
 #include "core/device_shared.h"
 #include "core/files/hdf5_snapshot.hpp"
+#include "core/files/snapshot_file.hpp"
 #include "core/gravity/precision.hpp"
 #include "core/parallel/comm.hpp"
 
@@ -69,6 +70,28 @@ void write_tipsy_parallel(const Comm& comm, const std::string& path, double time
 void write_hdf5_parallel(const Comm& comm, const std::string& path, double time, const FileCounts& whole,
                          const RankParticles& mine, const Snapshot& fields, float eps, const Units& units,
                          const SnapshotMeta& meta);
+
+/// The writer over ranks of one snapshot format: write_tipsy_parallel, write_hdf5_parallel or the like, in one
+/// signature (a format that keeps no units or parameters ignores them; one that keeps no accelerations reads only
+/// mine.phi of the potentials and accelerations).
+using ParallelSnapshotWriter = void (*)(const Comm& comm, const std::string& path, double time, const FileCounts& whole,
+                                        const RankParticles& mine, const Snapshot& fields, float eps,
+                                        const Units& units, const SnapshotMeta& meta);
+/// A row of the writers over ranks: the part of the table of snapshot formats (core/files/snapshot_file.hpp,
+/// snapshot_formats()) that needs a communicator, and so lives in this layer, keyed by the format.
+struct ParallelSnapshotFormat {
+    SnapshotFormat format;
+    ParallelSnapshotWriter write;
+};
+/// The writer over ranks of every snapshot format, in the order of snapshot_formats().
+std::span<const ParallelSnapshotFormat> parallel_snapshot_writers();
+
+/// Writes @p path in @p format by all ranks together (its row of parallel_snapshot_writers(); the arguments as
+/// write_hdf5_parallel takes them; mine.acc is needed where snapshot_format_info(format).keeps_accelerations).
+/// Collective. Throws std::logic_error for a format without a writer over ranks.
+void write_snapshot_parallel(const Comm& comm, SnapshotFormat format, const std::string& path, double time,
+                             const FileCounts& whole, const RankParticles& mine, const Snapshot& fields, float eps,
+                             const Units& units, const SnapshotMeta& meta);
 
 /// Writes @p path as a float32 .npy array of shape (n_total, 4) whose row ids[i] is @p rows[i] (x, y, z, w of this
 /// rank's particle i). Collective; on one rank the same bytes as write_npy.

@@ -280,12 +280,12 @@ void Run::write_snapshot()
 void Run::write_snapshot(const std::string& path, SnapshotFormat format)
 {
     // One path on one rank and on many: the collective writers give the same bytes at any rank count.
-    const bool hdf5 = format == SnapshotFormat::hdf5;
+    const bool with_acc = snapshot_format_info(format).keeps_accelerations;
     SnapshotMeta meta;
     meta.parameters = opt_.to_text();
     RankParticles mine;
     std::uint64_t lost = 0;
-    if (hdf5) {
+    if (with_acc) {
         // The exact state has the accelerations too, in device order with the ids, as rank_particles gives.
         SimulationState st = sim_->save();
         st.units.from_internal(st.pos);
@@ -307,11 +307,9 @@ void Run::write_snapshot(const std::string& path, SnapshotFormat format)
     std::vector<bn_f4> acc(mine.phi.size());
     for (std::size_t i = 0; i < acc.size(); ++i)
         acc[i] = bn_f4{0, 0, 0, mine.phi[i]};
-    check_state(mine.pos, mine.vel, hdf5 ? mine.acc : acc, mine.ids);
-    if (hdf5)
-        write_hdf5_parallel(comm_, path, sim_->time(), whole_, mine, template_, snapshot_eps_, template_.units, meta);
-    else
-        write_tipsy_parallel(comm_, path, sim_->time(), whole_, mine, template_, snapshot_eps_);
+    check_state(mine.pos, mine.vel, with_acc ? mine.acc : acc, mine.ids);
+    write_snapshot_parallel(comm_, format, path, sim_->time(), whole_, mine, template_, snapshot_eps_, template_.units,
+                            meta);
 }
 
 const Snapshot& Run::snapshot(bool with_acc)

@@ -216,11 +216,9 @@ void Run::restore_bookkeeping(Checkpoint& c, std::uint64_t ranks, bool other_ran
     whole_.n_type2 = count_of("n_type2"), whole_.n_type3 = count_of("n_type3");
     whole_.n_type5 = count_of("n_type5");
     if (!comm_.parallel())
-        template_.n_type2 = whole_.n_type2, template_.n_type3 = whole_.n_type3,
-        template_.n_type5 = whole_.n_type5;
+        template_.n_type2 = whole_.n_type2, template_.n_type3 = whole_.n_type3, template_.n_type5 = whole_.n_type5;
     if (whole_.n_type2 + whole_.n_type3 + whole_.n_type5 > whole_.n_dark)
         throw UsageError(fmt::format("{}: n_type2, n_type3 and n_type5 add up to more than the dark particles", path));
-
 }
 
 std::unique_ptr<Run> Run::resume(Backend& be, const std::string& where, std::optional<double> t_end, RunHooks hooks,

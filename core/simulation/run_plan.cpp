@@ -17,7 +17,8 @@ namespace {
 void check_count(std::size_t n, const std::string& what)
 {
     if (n == 0) throw UsageError(fmt::format("{}: no particles (N = 0); at least one is needed", what));
-    if (n > 0x7FFFFFFFull) throw UsageError(fmt::format("{}: {} particles is more than the 2^31 - 1 supported", what, n));
+    if (n > 0x7FFFFFFFull)
+        throw UsageError(fmt::format("{}: {} particles is more than the 2^31 - 1 supported", what, n));
 }
 
 } // namespace

@@ -101,8 +101,8 @@ struct InputParticles {
     std::span<const bn_f4> pos_mass;  ///< the same in the device's layout, for the precision range
     /// Or particles on the device, checked by the front end in their own library (values and pos_mass unused).
     const DeviceParticles* device = nullptr;
-    bool sized_by_n = false;          ///< options.n asks for this many (a model, a front end's particles)
-    bool over_ranks = false;          ///< the precision range of all ranks' particles (collective)
+    bool sized_by_n = false; ///< options.n asks for this many (a model, a front end's particles)
+    bool over_ranks = false; ///< the precision range of all ranks' particles (collective)
 };
 
 /// The one check of a run's initial particles, for files, front ends' arrays and models alike: a count in 1 ..

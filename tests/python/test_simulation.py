@@ -154,6 +154,17 @@ def test_a_simulation_writes_snapshots_with_units_and_renders_images(backend, tm
             call()
 
 
+def test_snapshot_formats_are_the_table_of_formats_and_each_is_written(backend, tmp_path):
+    assert banyan.snapshot_formats == ("hdf5", "tipsy") and "snapshot_formats" in banyan.__all__
+    pos, vel, mass = plummer(300, seed=9)
+    sim = banyan.Simulation(pos, vel, mass, dt=1 / 64, backend=backend)
+    for name in banyan.snapshot_formats:
+        sim.write_snapshot(tmp_path / f"now.{name}", format=name)
+        assert (tmp_path / f"now.{name}").stat().st_size > 0
+    with pytest.raises(banyan.UsageError, match="format must be hdf5 or tipsy, got 'fits'"):
+        sim.write_snapshot(tmp_path / "x.fits", format="fits")
+
+
 def test_evolve_shows_a_progress_bar_when_asked(backend, capsys):
     pytest.importorskip("tqdm")
     pos, vel, mass = plummer(500, seed=8)

@@ -43,8 +43,11 @@ from ._banyan import DeviceError, NumericalError, UsageError
 __version__: str = _banyan.__version__
 #: The opening criteria by name, the paper's first: what Simulation's opening takes (core's list, tree/opening.hpp).
 opening_criteria: Tuple[str, ...] = tuple(_banyan.opening_criteria)
+#: The snapshot formats Simulation.write_snapshot writes (and `banyan run --format` names), from banyan's table of
+#: formats: ("hdf5", "tipsy").
+snapshot_formats: Tuple[str, ...] = tuple(_banyan.snapshot_formats)
 __all__ = ["devices", "gravity", "gravity_at", "galaxy", "galaxy_merger", "Galaxy", "Simulation", "UsageError",
-           "NumericalError", "DeviceError", "opening_criteria"]
+           "NumericalError", "DeviceError", "opening_criteria", "snapshot_formats"]
 
 _opened: dict = {}
 _opening = threading.Lock()  # threads that open the same device at once share one Device (and its lock)
@@ -553,7 +556,7 @@ class Simulation:
     def write_snapshot(self, path: "str | os.PathLike[str]", format: str = "hdf5") -> None:
         """Writes the particles now as `banyan run` writes its snapshots: "hdf5" (GADGET-4 layout, with the units
         given to the constructor or of the run loaded, the ids, types and the run's parameters; pynbody and yt open
-        it) or "tipsy"; through a temporary name and a rename."""
+        it) or "tipsy" (one of snapshot_formats); through a temporary name and a rename."""
         self._sim.write_snapshot(os.fspath(path), str(format))
 
     def render(self, path: "str | os.PathLike[str]", axis: str = "z", size: int = 800,
