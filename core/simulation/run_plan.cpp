@@ -85,7 +85,8 @@ RunPlan plan_run(RunRequest request, const Comm& comm)
     std::optional<std::size_t> first_row;
     if (request.device_particles) {
         DeviceParticles& d = *request.device_particles;
-        check_input({.what = "initial conditions", .time = d.time, .total = d.n, .device = &d}, o, comm);
+        check_input({.what = "initial conditions", .time = d.time, .total = d.n, .pos_mass = {}, .device = &d}, o,
+                    comm);
         const InternalUnits u = InternalUnits::for_extent_and_mass(d.extent, d.total_mass, o.eps);
         if (u.k != d.units.k || u.j != d.units.j)
             throw std::logic_error("plan_run: particles on the device in other units than their extent and mass ask");
