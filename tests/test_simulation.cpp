@@ -1005,7 +1005,7 @@ TEST_SUITE("static")
         CHECK_THROWS_AS(steps_between(0, std::numeric_limits<double>::infinity(), 1.0 / 64), UsageError);
         CHECK_THROWS_AS(steps_between(0, std::nan(""), 1.0 / 64), UsageError);
         bad([](RunOptions& x) { x.dt = 0; });
-        bad([](RunOptions& x) { x.theta = 0; });
+        bad([](RunOptions& x) { x.theta = -0.1; });
         bad([](RunOptions& x) { x.theta = 1.5; });
         bad([](RunOptions& x) { x.opening = "dehnen"; });
         bad([](RunOptions& x) { x.alpha = -0.5; });
