@@ -322,12 +322,11 @@ std::unique_ptr<Backend> cuda_open(int index)
 
 void register_cuda_backend(BackendRegistry& registry)
 {
-    BackendEntry entry;
-    entry.name = cuda::backend_name;
-    entry.title = "CUDA";
-    entry.discover = cuda_discover;
-    entry.open = cuda_open;
-    registry.add(std::move(entry));
+    registry.add({.name = cuda::backend_name,
+                  .title = "CUDA",
+                  .discover = cuda_discover,
+                  .open = cuda_open,
+                  .absent_reason = {}});
 }
 
 } // namespace banyan

@@ -536,12 +536,11 @@ std::unique_ptr<Backend> opencl_open(int index)
 
 void register_opencl_backend(BackendRegistry& registry)
 {
-    BackendEntry entry;
-    entry.name = opencl::backend_name;
-    entry.title = "OpenCL";
-    entry.discover = opencl_discover;
-    entry.open = opencl_open;
-    registry.add(std::move(entry));
+    registry.add({.name = opencl::backend_name,
+                  .title = "OpenCL",
+                  .discover = opencl_discover,
+                  .open = opencl_open,
+                  .absent_reason = {}});
 }
 
 } // namespace banyan
