@@ -13,6 +13,7 @@
 #include "core/gravity/precision.hpp"
 #include "core/files/snapshot_file.hpp"
 #include "core/parallel/comm.hpp"
+#include "core/parallel/input.hpp"
 #include "core/parallel/parallel_files.hpp"
 #include "core/parallel/parallel_forces.hpp"
 #include "core/parallel/rank_device.hpp"
@@ -68,40 +69,19 @@ int run_forces(const std::vector<std::string>& args)
     const std::string in = opt.str("in");
     const std::size_t P = static_cast<std::size_t>(comm.size()), r = static_cast<std::size_t>(comm.rank());
     const bool rows = comm.parallel() && !direct;
-    SnapshotMeta meta;
-    Snapshot s;
-    std::size_t n = 0, first = 0, count = 0;
-    if (rows) {
-        FileCounts whole;
-        read_snapshot(in, nullptr, false, nullptr, Rows{0, 0}, &whole);
-        n = whole.size();
-        if (n == 0) throw UsageError(fmt::format("{}: no particles (N = 0); at least one is needed", in));
-        first = r * n / P, count = (r + 1) * n / P - first;
-        s = read_snapshot(in, &meta, false, nullptr, Rows{first, count}); // positions and masses are enough
-        meta.has_softening = !comm.any(!meta.has_softening);              // a rank without collisionless rows says yes
-        check_particle_values(s, in, first);
-    } else {
-        s = read_snapshot(in, &meta, false); // positions and masses are enough: no velocities needed
-        check_particles(s, in);
-        n = s.size(), first = r * n / P, count = (r + 1) * n / P - first;
-    }
-    const double eps =
-        opt.has("eps") ? opt.number("eps") : softening_from_file(meta, in, "forces", common_softening(s, comm));
-    if (!opt.has("eps") && root) fmt::print("softening eps = {} (the particles' own, from {})\n", eps, in);
+    // Positions and masses are enough: no velocities needed.
+    InputFile f = read_input_file(
+        in, {.command = "forces", .velocities = false, .by_rows = rows, .eps_from_file = !opt.has("eps")}, comm);
+    const std::size_t n = f.whole.size();
+    const std::size_t first = rows ? f.first_row : r * n / P, count = rows ? f.rows.size() : (r + 1) * n / P - first;
+    const double eps = f.softening ? *f.softening : opt.number("eps");
+    if (f.softening && root) fmt::print("softening eps = {} (the particles' own, from {})\n", eps, in);
     if (!(eps >= 0.0)) throw UsageError(fmt::format("forces: --eps must be >= 0, got {}", eps));
-    std::vector<bn_f4> pos(s.size());
-    for (std::size_t i = 0; i < pos.size(); ++i)
-        pos[i] = {s.pos[3 * i], s.pos[3 * i + 1], s.pos[3 * i + 2], s.mass[i]};
-    s = Snapshot();
+    std::vector<bn_f4> pos = std::move(f.particles.pos);
+    check_initial_particles(&f.rows, pos, f.first_row, n, eps, in, rows, comm);
+    f = InputFile();
     // In internal units (precision.hpp), the same on every rank: they come from all particles.
-    InternalUnits units;
-    if (rows) {
-        check_precision_range(pos, first, n, eps, in, comm);
-        units = system_units(pos, eps, comm);
-    } else {
-        check_precision_range(pos, eps, in);
-        units = InternalUnits::for_system(pos, eps);
-    }
+    const InternalUnits units = rows ? system_units(pos, eps, comm) : InternalUnits::for_system(pos, eps);
     units.to_internal(pos);
     const float eps_internal = static_cast<float>(units.length_to_internal(eps));
 

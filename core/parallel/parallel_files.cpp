@@ -23,62 +23,6 @@
 
 namespace banyan {
 
-// ---- An input read by rows ----------------------------------------------------------------------------------------
-
-std::optional<float> common_softening(const Snapshot& mine, const Comm& comm)
-{
-    if (!comm.parallel()) return common_softening(mine);
-    double bounds[2] = {-INFINITY, -INFINITY}; // -min and max
-    for (std::size_t i = mine.n_gas; i < mine.size(); ++i)
-        bounds[0] = std::max<double>(bounds[0], -mine.eps[i]), bounds[1] = std::max<double>(bounds[1], mine.eps[i]);
-    comm.max(std::span<double>(bounds, 2));
-    if (!(-bounds[0] == bounds[1])) return std::nullopt; // none at all (min > max), or not all the same
-    return static_cast<float>(bounds[1]);
-}
-
-InternalUnits system_units(std::span<const bn_f4> mine, double eps, const Comm& comm)
-{
-    float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-    double mass = 0;
-    for (const bn_f4& p : mine) {
-        const float c[3] = {p.x, p.y, p.z};
-        for (int k = 0; k < 3; ++k)
-            lo[k] = std::min(lo[k], c[k]), hi[k] = std::max(hi[k], c[k]);
-        mass += p.w;
-    }
-    comm.min(std::span<float>(lo, 3));
-    comm.max(std::span<float>(hi, 3));
-    comm.sum(std::span<double>(&mass, 1));
-    double extent = 0;
-    for (int k = 0; k < 3; ++k)
-        extent = std::max(extent, static_cast<double>(hi[k]) - lo[k]);
-    return InternalUnits::for_extent_and_mass(extent, mass, eps);
-}
-
-void check_precision_range(std::span<const bn_f4> pos_mass, std::size_t first, std::size_t total, double eps,
-                           const std::string& what, const Comm& comm)
-{
-    // Minima as maxima of the negated values: -x_min, -y_min, -z_min, x_max, y_max, z_max, -(smallest mass).
-    double m[7] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY}, total_mass = 0;
-    std::size_t lightest = 0;
-    for (std::size_t i = 0; i < pos_mass.size(); ++i) {
-        const bn_f4& p = pos_mass[i];
-        const double x[3] = {p.x, p.y, p.z};
-        for (int a = 0; a < 3; ++a)
-            m[a] = std::max(m[a], -x[a]), m[3 + a] = std::max(m[3 + a], x[a]);
-        total_mass += p.w;
-        if (-double(p.w) > m[6]) m[6] = -double(p.w), lightest = first + i;
-    }
-    const double mine_least = m[6];
-    comm.max(std::span<double>(m, 7));
-    comm.sum(std::span<double>(&total_mass, 1));
-    // The lightest particle's index: the first rank's that holds the smallest mass.
-    double who = mine_least == m[6] ? -static_cast<double>(lightest) : -INFINITY;
-    comm.max(std::span<double>(&who, 1));
-    const double extent = std::max({m[3] + m[0], m[4] + m[1], m[5] + m[2], 0.0});
-    check_precision_range(extent, total_mass, -m[6], static_cast<std::size_t>(-who), total, eps, what);
-}
-
 // ---- Files written by all ranks -----------------------------------------------------------------------------------
 
 namespace {

@@ -30,21 +30,6 @@
 
 namespace banyan {
 
-// ---- An input read by rows: what needs all of it, over the ranks (collective) ---------------------------------
-
-/// The softening every collisionless particle of every rank's @p mine carries, when they all carry the same one
-/// (common_softening of all ranks' particles).
-std::optional<float> common_softening(const Snapshot& mine, const Comm& comm);
-
-/// InternalUnits::for_system of the particles of every rank, from each rank's @p mine: the bounding box's largest
-/// side and the total mass.
-InternalUnits system_units(std::span<const bn_f4> mine, double eps, const Comm& comm);
-
-/// check_precision_range (precision.hpp) of the particles of every rank, from each rank's @p pos_mass, particles
-/// [first, first + pos_mass.size()) of @p total: the lightest particle is named by its index in the input.
-void check_precision_range(std::span<const bn_f4> pos_mass, std::size_t first, std::size_t total, double eps,
-                           const std::string& what, const Comm& comm);
-
 // ---- Files written by all ranks ---------------------------------------------------------------------------------
 
 /// This rank's particles: ids (0 .. N - 1 over all ranks, each once), x y z mass, vx vy vz, and the potential.

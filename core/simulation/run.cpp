@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/gravity/precision.hpp"
 #include "core/parallel/comm.hpp"
+#include "core/parallel/input.hpp"
 #include "core/parallel/parallel_files.hpp"
 #include "core/simulation/checkpoint.hpp"
 

@@ -7,6 +7,7 @@
 
 #include "core/device/devices.hpp"
 #include "core/error.hpp"
+#include "core/parallel/input.hpp"
 #include "core/parallel/parallel_files.hpp"
 #include "core/simulation/checkpoint.hpp"
 #include "core/version.hpp"

@@ -5,23 +5,11 @@
 #include "core/simulation/run_plan.hpp"
 
 #include "core/error.hpp"
-#include "core/parallel/parallel_files.hpp"
+#include "core/parallel/input.hpp"
 
 #include <fmt/format.h>
 
 namespace banyan {
-
-namespace {
-
-/// A run's particle count: 1 .. 2^31 - 1.
-void check_count(std::size_t n, const std::string& what)
-{
-    if (n == 0) throw UsageError(fmt::format("{}: no particles (N = 0); at least one is needed", what));
-    if (n > 0x7FFFFFFFull)
-        throw UsageError(fmt::format("{}: {} particles is more than the 2^31 - 1 supported", what, n));
-}
-
-} // namespace
 
 void check_input(const InputParticles& in, const RunOptions& o, const Comm& comm)
 {
@@ -31,51 +19,15 @@ void check_input(const InputParticles& in, const RunOptions& o, const Comm& comm
         throw UsageError(fmt::format("run: {} particles given for -n {}", in.total, o.n));
     if (in.device && !in.device->ids.empty() && in.device->ids.size() != in.total)
         throw UsageError(fmt::format("run: {} ids for {} particles", in.device->ids.size(), in.total));
-    if (in.values) check_particle_values(*in.values, in.what, in.first);
     check_start_time(in.time, o.dt, in.what);
     if (!(o.t_end > in.time))
         throw UsageError(
             fmt::format("run: --t-end {} must be later than the start time {} of {}", o.t_end, in.time, in.what));
     if (const DeviceParticles* d = in.device)
         check_precision_range(d->extent, d->total_mass, d->min_mass, d->lightest, d->n, o.eps, in.what);
-    else if (in.over_ranks)
-        check_precision_range(in.pos_mass, in.first, in.total, o.eps, in.what, comm);
     else
-        check_precision_range(in.pos_mass, o.eps, in.what);
+        check_initial_particles(in.values, in.pos_mass, in.first, in.total, o.eps, in.what, in.over_ranks, comm);
 }
-
-namespace {
-
-/// The input file's particles of this rank: over several ranks each reads only its rows [r N / P, (r + 1) N / P)
-/// (tipsy from their offset, HDF5 by hyperslabs; the first decomposition moves them where they belong), on one
-/// rank the whole file (@p whole: the file's counts, over ranks); with eps_from_file the softening they carry becomes
-/// the run's.
-Snapshot read_input(RunRequest& request, FileCounts& whole, std::optional<std::size_t>& first_row, const Comm& comm)
-{
-    RunOptions& o = request.options;
-    SnapshotMeta meta;
-    Snapshot input;
-    if (comm.parallel()) {
-        read_snapshot(o.in, nullptr, true, nullptr, Rows{0, 0}, &whole);
-        const std::size_t n = whole.size();
-        check_count(n, o.in); // before any rows are read
-        const std::size_t P = static_cast<std::size_t>(comm.size()), r = static_cast<std::size_t>(comm.rank());
-        first_row = r * n / P;
-        input = read_snapshot(o.in, &meta, true, nullptr, Rows{r * n / P, (r + 1) * n / P - r * n / P});
-        // A rank whose rows hold no collisionless type says yes.
-        meta.has_softening = !comm.any(!meta.has_softening);
-    } else {
-        input = initial_conditions(o, &meta);
-    }
-    if (request.eps_from_file) {
-        check_softenings(input, o.in, first_row.value_or(0));
-        o.eps = softening_from_file(meta, o.in, "run", common_softening(input, comm));
-        o.check(request.style); // the file's softening, judged as a given one would be
-    }
-    return input;
-}
-
-} // namespace
 
 RunPlan plan_run(RunRequest request, const Comm& comm)
 {
@@ -95,13 +47,23 @@ RunPlan plan_run(RunRequest request, const Comm& comm)
     } else if (request.particles) {
         plan.input_ = std::move(request.particles);
     } else if (o.ic == "file") {
-        plan.input_ = read_input(request, plan.whole_, first_row, comm);
+        InputFile f = read_input_file(o.in, {.eps_from_file = request.eps_from_file}, comm);
+        if (f.softening) {
+            o.eps = *f.softening;
+            o.check(request.style); // the file's softening, judged as a given one would be
+        }
+        plan.whole_ = f.whole;
+        if (f.by_rows) first_row = f.first_row;
+        plan.input_ = std::move(f.rows);
+        plan.particles_ = std::move(f.particles);
     }
     if (plan.input_) {
         const Snapshot& ic = *plan.input_;
-        if (!first_row) plan.whole_ = FileCounts{ic.n_gas, ic.n_dark, ic.n_star, ic.n_type2, ic.n_type3, ic.n_type5};
+        if (request.particles) {
+            plan.whole_ = FileCounts{ic.n_gas, ic.n_dark, ic.n_star, ic.n_type2, ic.n_type3, ic.n_type5};
+            plan.particles_ = to_particles(ic); // the one conversion of the front end's particles
+        }
         adopt_units(o, ic);
-        plan.particles_ = to_particles(ic); // the one conversion of the input into the device's layout
         check_input({.what = o.ic == "file" ? o.in : "initial conditions",
                      .time = ic.time,
                      .total = plan.whole_.size(),
