@@ -10,6 +10,7 @@
  * banyan's errors become Python exceptions with the CLI's messages: UsageError (a ValueError), NumericalError (an
  * ArithmeticError), DeviceError (a RuntimeError).
  */
+#include "core/device/backend_registry.hpp"
 #include "core/device/devices.hpp"
 #include "core/files/png_image.hpp"
 #include "core/files/snapshot_file.hpp"
@@ -691,16 +692,18 @@ NB_MODULE(_banyan, m)
     using namespace banyan::python;
     m.doc() = "banyan's compiled core; use the functions of the banyan package, which check and lay out arrays";
     m.attr("__version__") = banyan::version;
-    std::vector<std::string> criteria; // the opening criteria's names, from core's one list (opening.hpp)
-    for (const auto& c : opening_criteria)
-        criteria.emplace_back(c.name);
-    m.attr("opening_criteria") = nb::steal(PySequence_Tuple(nb::cast(criteria).ptr()));
-    {
-        nb::list names; // the table of snapshot formats (core/files/snapshot_file.hpp), in its order
-        for (const SnapshotFormatInfo& f : snapshot_formats())
-            names.append(f.name);
-        m.attr("snapshot_formats") = nb::tuple(names);
-    }
+    // The lists a front end must not copy, each from core's one list and in its order: the opening criteria
+    // (tree/opening.hpp), the snapshot formats (files/snapshot_file.hpp), the backends this build knows
+    // (device/backend_registry.hpp).
+    auto names = [](const auto& list, auto name_of) {
+        nb::list out;
+        for (const auto& x : list)
+            out.append(std::string(name_of(x)));
+        return nb::tuple(out);
+    };
+    m.attr("opening_criteria") = names(opening_criteria, [](const OpeningName& c) { return c.name; });
+    m.attr("snapshot_formats") = names(snapshot_formats(), [](const SnapshotFormatInfo& f) { return f.name; });
+    m.attr("backends") = names(backend_registry().entries(), [](const BackendEntry& b) { return b.name; });
     nb::exception<UsageError>(m, "UsageError", PyExc_ValueError);
     nb::exception<NumericalError>(m, "NumericalError", PyExc_ArithmeticError);
     nb::exception<DeviceError>(m, "DeviceError", PyExc_RuntimeError);

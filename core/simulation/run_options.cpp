@@ -49,8 +49,8 @@ void RunOptions::check(OptionStyle style) const
             throw UsageError(fmt::format("{}a merger needs {} 4 or more, got {}", prefix, name("n"), n));
     }
     if (!opening_angle_ok(theta)) throw bad("theta", fmt::format("must be in {}, got {}", opening_angle_range, theta));
-    if (opening != "paper" && opening != "bmax")
-        throw bad("opening", fmt::format("must be 'paper' or 'bmax', got '{}'", opening));
+    if (!is_opening_name(opening))
+        throw bad("opening", fmt::format("must be {}, got '{}'", opening_names("'"), opening));
     // Each refusal names the range allowed: a huge finite value is no "not finite".
     if (!(alpha >= 0.0 && alpha < 1e30)) throw bad("alpha", fmt::format("must be in [0, 1e30), got {}", alpha));
     if (!(eps >= 0.0 && eps < 1e30)) throw bad("eps", fmt::format("must be in [0, 1e30), got {}", eps));

@@ -23,13 +23,28 @@ const char* to_string(Opening o) noexcept
 
 Opening parse_opening(std::string_view text, std::string_view what)
 {
+    for (const auto& c : opening_criteria)
+        if (text == c.name) return c.kind;
+    throw UsageError(fmt::format("{}: the opening criterion must be {}, got '{}'", what, opening_names(), text));
+}
+
+bool is_opening_name(std::string_view text) noexcept
+{
+    for (const auto& c : opening_criteria)
+        if (text == c.name) return true;
+    return false;
+}
+
+std::string opening_names(std::string_view quote)
+{
     std::string names;
-    for (std::size_t i = 0; i < opening_criteria.size(); ++i) {
-        if (text == opening_criteria[i].name) return opening_criteria[i].kind;
-        names += (i == 0 ? "" : i + 1 == opening_criteria.size() ? " or " : ", ");
-        names += opening_criteria[i].name;
-    }
-    throw UsageError(fmt::format("{}: the opening criterion must be {}, got '{}'", what, names, text));
+    for (std::size_t i = 0; i < opening_criteria.size(); ++i)
+        names += fmt::format("{}{}{}{}",
+                             i == 0                             ? ""
+                             : i + 1 == opening_criteria.size() ? " or "
+                                                                : ", ",
+                             quote, opening_criteria[i].name, quote);
+    return names;
 }
 
 float OpeningCriterion::inv_theta() const noexcept

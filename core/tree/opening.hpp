@@ -8,6 +8,7 @@
 #include "core/tree_shared.h"
 
 #include <array>
+#include <string>
 #include <string_view>
 
 namespace banyan {
@@ -30,6 +31,10 @@ inline constexpr std::array<OpeningName, 2> opening_criteria{{{"paper", Opening:
 const char* to_string(Opening o) noexcept;
 /// The criterion named @p text (one of opening_criteria); UsageError naming @p what otherwise.
 Opening parse_opening(std::string_view text, std::string_view what);
+/// Whether @p text names one of opening_criteria.
+bool is_opening_name(std::string_view text) noexcept;
+/// Their names for a refusal, @p quote around each: "paper or bmax", "'paper' or 'bmax'".
+std::string opening_names(std::string_view quote = "");
 
 /// The one rule for the opening angle theta, for every front end (`banyan run`, `banyan forces`, `banyan accuracy`,
 /// Python's gravity and Simulation) and the walk itself: theta in [0, 1]. Above 1 a group could accept a cell that

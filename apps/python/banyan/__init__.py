@@ -46,8 +46,11 @@ opening_criteria: Tuple[str, ...] = tuple(_banyan.opening_criteria)
 #: The snapshot formats Simulation.write_snapshot writes (and `banyan run --format` names), from banyan's table of
 #: formats: ("hdf5", "tipsy").
 snapshot_formats: Tuple[str, ...] = tuple(_banyan.snapshot_formats)
+#: What backend= takes: "auto" (the best device found), then the backends this build knows, in order of preference
+#: (banyan's registry of backends; one that was not built has no devices).
+backends: Tuple[str, ...] = ("auto",) + tuple(_banyan.backends)
 __all__ = ["devices", "gravity", "gravity_at", "galaxy", "galaxy_merger", "Galaxy", "Simulation", "UsageError",
-           "NumericalError", "DeviceError", "opening_criteria", "snapshot_formats"]
+           "NumericalError", "DeviceError", "opening_criteria", "snapshot_formats", "backends"]
 
 _opened: dict = {}
 _opening = threading.Lock()  # threads that open the same device at once share one Device (and its lock)
@@ -60,8 +63,9 @@ def devices() -> list:
 
 
 def _device(backend: str, device: Optional[int]) -> Any:
-    if backend not in ("auto", "cuda", "opencl"):
-        raise UsageError(f"backend must be 'auto', 'cuda' or 'opencl', got {backend!r}")
+    if backend not in backends:
+        names = ", ".join(f"'{b}'" for b in backends[:-1]) + f" or '{backends[-1]}'"
+        raise UsageError(f"backend must be {names}, got {backend!r}")
     if device is not None and (not isinstance(device, (int, np.integer)) or isinstance(device, bool) or device < 0):
         raise UsageError(f"device must be None (the best) or an index >= 0, got {device!r}")
     key = (backend, -1 if device is None else int(device))
