@@ -21,11 +21,10 @@ float64 is converted to float32 once, on the device.) So does Simulation: made f
 it starts from them on their GPU and gives its positions, velocities, accelerations and potentials back as arrays
 of the same library there.
 
-Devices: backend="auto" takes a CUDA GPU, else an OpenCL GPU, else the CPU through PoCL (as `banyan run`); "cuda"
-or "opencl" (banyan.backends lists them) asks for one, and device=N for its N-th device (banyan.devices() lists
-them). Opened devices are kept
-for the life of the process, so the first call pays for opening (and, on OpenCL, compiling the kernels once per
-machine: about 20 s through PoCL), later calls do not.
+Devices: backend="auto" takes a CUDA GPU, else an OpenCL GPU, else the CPU through PoCL (as `banyan run`); "cuda" or
+"opencl" (banyan.backends lists them) asks for one, and device=N for its N-th device (banyan.devices() lists them).
+Opened devices are kept for the life of the process, so the first call pays for opening (and, on OpenCL, compiling the
+kernels once per machine: about 20 s through PoCL), later calls do not.
 """
 from __future__ import annotations
 
