@@ -552,9 +552,11 @@ class Simulation:
 
     def energies(self) -> dict:
         """kinetic, potential (half the sum of m phi), total, momentum (3-tuple), angular_momentum (3-tuple), and
-        de = (E0 - E) / E0 against the start, summed on the device in double precision."""
+        de = (E0 - E) / E0 against the start, summed on the device in double precision (0 where E0 is 0, as the
+        CLI's energy log: one particle at rest, say)."""
         e = self._sim.energies()
-        e["de"] = (self._sim.e0 - e["total"]) / self._sim.e0
+        e0 = self._sim.e0
+        e["de"] = (e0 - e["total"]) / e0 + 0.0 if e0 != 0 else 0.0  # + 0.0: no -0, as the log
         return e
 
     def write_snapshot(self, path: "str | os.PathLike[str]", format: str = "hdf5") -> None:
