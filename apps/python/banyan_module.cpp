@@ -12,6 +12,7 @@
  */
 #include "core/device/backend_registry.hpp"
 #include "core/device/devices.hpp"
+#include "core/device_shared.h"
 #include "core/files/png_image.hpp"
 #include "core/files/snapshot_file.hpp"
 #include "core/render/render.hpp"
@@ -704,6 +705,8 @@ NB_MODULE(_banyan, m)
     m.attr("opening_criteria") = names(opening_criteria, [](const OpeningName& c) { return c.name; });
     m.attr("snapshot_formats") = names(snapshot_formats(), [](const SnapshotFormatInfo& f) { return f.name; });
     m.attr("backends") = names(backend_registry().entries(), [](const BackendEntry& b) { return b.name; });
+    m.attr("max_rung_limit") = BANYAN_MAX_RUNG;  // the deepest rung (block steps), for max_rung's check
+    m.attr("max_render_size") = max_render_size; // the largest image side, for render's size
     nb::exception<UsageError>(m, "UsageError", PyExc_ValueError);
     nb::exception<NumericalError>(m, "NumericalError", PyExc_ArithmeticError);
     nb::exception<DeviceError>(m, "DeviceError", PyExc_RuntimeError);
