@@ -153,42 +153,50 @@ private:
     {
         if (inside(at, static_cast<std::size_t>(width))) fields_.push_back({name, at, width});
     }
+    /// A field at a fixed place in its structure: its name, its offset from the structure's start, its width.
+    struct Slot {
+        const char* name;
+        std::size_t offset;
+        int width;
+    };
+    /// The fields @p slots of the structure @p what at @p at, each named "@p what name".
+    void add_fields(const std::string& what, std::size_t at, std::initializer_list<Slot> slots)
+    {
+        for (const Slot& f : slots)
+            add(what + " " + f.name, at + f.offset, f.width);
+    }
     static std::size_t pad8(std::size_t n) { return (n + 7) / 8 * 8; }
 
     void superblock()
     {
-        const char* names[] = {"version",
-                               "free-space version",
-                               "root symbol table version",
-                               "reserved",
-                               "shared header version",
-                               "size of offsets",
-                               "size of lengths",
-                               "reserved 2"};
-        for (int i = 0; i < 8; ++i)
-            add(fmt::format("superblock {}", names[i]), 8 + static_cast<std::size_t>(i), 1);
-        add("superblock leaf K", 16, 2);
-        add("superblock internal K", 18, 2);
-        add("superblock flags", 20, 4);
-        add("superblock base address", 24, 8);
-        add("superblock free-space address", 32, 8);
-        add("superblock end of file", 40, 8);
-        add("superblock driver address", 48, 8);
-        add("superblock root name offset", 56, 8);
-        add("superblock root object header", 64, 8);
-        add("superblock root cache type", 72, 4);
-        add("superblock root B-tree", 80, 8);
-        add("superblock root heap", 88, 8);
+        add_fields("superblock", 0,
+                   {{"version", 8, 1},
+                    {"free-space version", 9, 1},
+                    {"root symbol table version", 10, 1},
+                    {"reserved", 11, 1},
+                    {"shared header version", 12, 1},
+                    {"size of offsets", 13, 1},
+                    {"size of lengths", 14, 1},
+                    {"reserved 2", 15, 1},
+                    {"leaf K", 16, 2},
+                    {"internal K", 18, 2},
+                    {"flags", 20, 4},
+                    {"base address", 24, 8},
+                    {"free-space address", 32, 8},
+                    {"end of file", 40, 8},
+                    {"driver address", 48, 8},
+                    {"root name offset", 56, 8},
+                    {"root object header", 64, 8},
+                    {"root cache type", 72, 4},
+                    {"root B-tree", 80, 8},
+                    {"root heap", 88, 8}});
     }
 
     void object_header(const std::string& obj, std::uint64_t addr)
     {
         if (!inside(addr, 16) || b_[addr] != 1) return;
-        const std::string o = obj + " header";
-        add(o + " version", addr, 1);
-        add(o + " messages", addr + 2, 2);
-        add(o + " references", addr + 4, 4);
-        add(o + " size", addr + 8, 4);
+        add_fields(obj + " header", addr,
+                   {{"version", 0, 1}, {"messages", 2, 2}, {"references", 4, 4}, {"size", 8, 4}});
         message_ = 0;
         messages(obj, addr + 16, get(addr + 8, 4), 0);
     }
@@ -200,9 +208,7 @@ private:
             const unsigned type = static_cast<unsigned>(get(at, 2));
             const std::size_t n = get(at + 2, 2);
             const std::string m = fmt::format("{} message {} (type {})", obj, message_, type);
-            add(m + " type", at, 2);
-            add(m + " size", at + 2, 2);
-            add(m + " flags", at + 4, 1);
+            add_fields(m, at, {{"type", 0, 2}, {"size", 2, 2}, {"flags", 4, 1}});
             const std::size_t data = at + 8;
             if (!inside(data, n)) return;
             if (type == 0x01) {
@@ -214,19 +220,15 @@ private:
                     add(fmt::format("{} fill byte {}", m, i), data + static_cast<std::size_t>(i), 1);
                 add(m + " fill size", data + 4, 4);
             } else if (type == 0x08) {
-                add(m + " layout version", data, 1);
-                add(m + " layout class", data + 1, 1);
-                add(m + " layout address", data + 2, 8);
-                add(m + " layout size", data + 10, 8);
+                add_fields(m + " layout", data,
+                           {{"version", 0, 1}, {"class", 1, 1}, {"address", 2, 8}, {"size", 10, 8}});
             } else if (type == 0x0c) {
                 attribute(obj, data);
             } else if (type == 0x10) {
-                add(m + " continuation address", data, 8);
-                add(m + " continuation length", data + 8, 8);
+                add_fields(m + " continuation", data, {{"address", 0, 8}, {"length", 8, 8}});
                 messages(obj, get(data, 8), get(data + 8, 8), depth + 1);
             } else if (type == 0x11) {
-                add(m + " B-tree", data, 8);
-                add(m + " heap", data + 8, 8);
+                add_fields(m, data, {{"B-tree", 0, 8}, {"heap", 8, 8}});
             }
             at = data + n;
         }
@@ -234,9 +236,7 @@ private:
 
     void dataspace(const std::string& m, std::size_t at)
     {
-        add(m + " dataspace version", at, 1);
-        add(m + " dataspace rank", at + 1, 1);
-        add(m + " dataspace flags", at + 2, 1);
+        add_fields(m + " dataspace", at, {{"version", 0, 1}, {"rank", 1, 1}, {"flags", 2, 1}});
         const std::size_t dims = at + (b_[at] == 1 ? 8 : 4);
         const int rank = b_[at + 1];
         for (int i = 0; i < rank && i < 4; ++i)
@@ -248,22 +248,18 @@ private:
 
     void datatype(const std::string& m, std::size_t at)
     {
-        add(m + " datatype class and version", at, 1);
-        add(m + " datatype bits 0", at + 1, 1);
-        add(m + " datatype bits 1", at + 2, 1);
-        add(m + " datatype size", at + 4, 4);
+        const std::string t = m + " datatype";
+        add_fields(t, at, {{"class and version", 0, 1}, {"bits 0", 1, 1}, {"bits 1", 2, 1}, {"size", 4, 4}});
         const unsigned cls = b_[at] & 0x0f;
-        if (cls == 0 || cls == 1) { // integer, float: bit offset and precision (float: exponent and mantissa)
-            add(m + " datatype bit offset", at + 8, 2);
-            add(m + " datatype precision", at + 10, 2);
-        }
-        if (cls == 1) {
-            add(m + " datatype exponent location", at + 12, 1);
-            add(m + " datatype exponent size", at + 13, 1);
-            add(m + " datatype mantissa location", at + 14, 1);
-            add(m + " datatype mantissa size", at + 15, 1);
-            add(m + " datatype exponent bias", at + 16, 4);
-        }
+        // Integer, float: bit offset and precision (float: exponent and mantissa).
+        if (cls == 0 || cls == 1) add_fields(t, at, {{"bit offset", 8, 2}, {"precision", 10, 2}});
+        if (cls == 1)
+            add_fields(t, at,
+                       {{"exponent location", 12, 1},
+                        {"exponent size", 13, 1},
+                        {"mantissa location", 14, 1},
+                        {"mantissa size", 15, 1},
+                        {"exponent bias", 16, 4}});
     }
 
     /// An attribute message at @p at of object @p obj: its fields named by the attribute's name.
@@ -275,10 +271,7 @@ private:
         if (!inside(text, name)) return;
         const std::string a = fmt::format("{} attribute {}", obj,
                                           std::string(reinterpret_cast<const char*>(&b_[text]), name ? name - 1 : 0));
-        add(a + " version", at, 1);
-        add(a + " name size", at + 2, 2);
-        add(a + " datatype size", at + 4, 2);
-        add(a + " dataspace size", at + 6, 2);
+        add_fields(a, at, {{"version", 0, 1}, {"name size", 2, 2}, {"datatype size", 4, 2}, {"dataspace size", 6, 2}});
         const bool padded = version == 1;
         const std::size_t t = text + (padded ? pad8(name) : name);
         const std::size_t s = t + (padded ? pad8(type) : type);
@@ -289,21 +282,14 @@ private:
 
     void local_heap(std::size_t at)
     {
-        const std::string h = fmt::format("heap at {}", at);
-        add(h + " version", at + 4, 1);
-        add(h + " data size", at + 8, 8);
-        add(h + " free list", at + 16, 8);
-        add(h + " data address", at + 24, 8);
+        add_fields(fmt::format("heap at {}", at), at,
+                   {{"version", 4, 1}, {"data size", 8, 8}, {"free list", 16, 8}, {"data address", 24, 8}});
     }
 
     void btree(std::size_t at)
     {
         const std::string t = fmt::format("B-tree at {}", at);
-        add(t + " node type", at + 4, 1);
-        add(t + " level", at + 5, 1);
-        add(t + " entries", at + 6, 2);
-        add(t + " left", at + 8, 8);
-        add(t + " right", at + 16, 8);
+        add_fields(t, at, {{"node type", 4, 1}, {"level", 5, 1}, {"entries", 6, 2}, {"left", 8, 8}, {"right", 16, 8}});
         for (int i = 0; i < 2; ++i) {
             add(fmt::format("{} key {}", t, i), at + 24 + 16 * static_cast<std::size_t>(i), 8);
             add(fmt::format("{} child {}", t, i), at + 32 + 16 * static_cast<std::size_t>(i), 8);
@@ -313,14 +299,10 @@ private:
     void symbol_node(std::size_t at)
     {
         const std::string s = fmt::format("symbol node at {}", at);
-        add(s + " version", at + 4, 1);
-        add(s + " symbols", at + 6, 2);
-        for (int i = 0; i < 8; ++i) {
-            const std::size_t e = at + 8 + 40 * static_cast<std::size_t>(i);
-            add(fmt::format("{} entry {} name offset", s, i), e, 8);
-            add(fmt::format("{} entry {} object header", s, i), e + 8, 8);
-            add(fmt::format("{} entry {} cache type", s, i), e + 16, 4);
-        }
+        add_fields(s, at, {{"version", 4, 1}, {"symbols", 6, 2}});
+        for (int i = 0; i < 8; ++i)
+            add_fields(fmt::format("{} entry {}", s, i), at + 8 + 40 * static_cast<std::size_t>(i),
+                       {{"name offset", 0, 8}, {"object header", 8, 8}, {"cache type", 16, 4}});
     }
 };
 
