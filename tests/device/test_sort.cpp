@@ -36,29 +36,18 @@ namespace {
 
 enum class KeySet { random63, equal, few, sorted, reversed, all_bits, random64 };
 
+/// Every key set, with the name a failure prints.
+constexpr std::pair<KeySet, const char*> key_sets[] = {
+    {KeySet::random63, "random 63-bit"}, {KeySet::equal, "all equal"},         {KeySet::few, "few distinct"},
+    {KeySet::sorted, "sorted"},          {KeySet::reversed, "reverse sorted"}, {KeySet::all_bits, "all 63 bits used"},
+    {KeySet::random64, "random 64-bit"}};
+
 const char* name(KeySet s)
 {
-    switch (s) {
-    case KeySet::random63:
-        return "random 63-bit";
-    case KeySet::equal:
-        return "all equal";
-    case KeySet::few:
-        return "few distinct";
-    case KeySet::sorted:
-        return "sorted";
-    case KeySet::reversed:
-        return "reverse sorted";
-    case KeySet::all_bits:
-        return "all 63 bits used";
-    case KeySet::random64:
-        return "random 64-bit";
-    }
+    for (const auto& [set, set_name] : key_sets)
+        if (set == s) return set_name;
     return "?";
 }
-
-constexpr KeySet all_key_sets[] = {KeySet::random63, KeySet::equal,    KeySet::few,     KeySet::sorted,
-                                   KeySet::reversed, KeySet::all_bits, KeySet::random64};
 
 std::vector<bn_u64> make_keys(KeySet set, std::size_t n)
 {
@@ -130,22 +119,18 @@ void check_sort(const std::vector<bn_u64>& keys, int begin_bit, int end_bit)
     const std::size_t n = keys.size();
     std::vector<bn_u32> values(n);
     std::iota(values.begin(), values.end(), 0u);
-    const auto keys_in = be.upload<bn_u64>(keys, "keys_in");
-    const auto values_in = be.upload<bn_u32>(values, "values_in");
-    auto keys_out = be.alloc<bn_u64>(n, "keys_out");
-    auto values_out = be.alloc<bn_u32>(n, "values_out");
-    keys_out.fill(0xdeadbeefdeadbeefull);
-    values_out.fill(0xdeadbeefu);
-
-    be.sort_pairs(keys_in, values_in, keys_out, values_out, n, begin_bit, end_bit);
+    test::SortBuffers pairs(be, keys, values);
+    pairs.keys_out.fill(0xdeadbeefdeadbeefull);
+    pairs.values_out.fill(0xdeadbeefu);
+    pairs.sort(begin_bit, end_bit);
 
     std::vector<bn_u32> order(n);
     std::iota(order.begin(), order.end(), 0u);
     std::stable_sort(order.begin(), order.end(), [&](bn_u32 a, bn_u32 b) {
         return field(keys[a], begin_bit, end_bit) < field(keys[b], begin_bit, end_bit);
     });
-    const auto got_keys = keys_out.download();
-    const auto got_values = values_out.download();
+    const auto got_keys = pairs.keys_out.download();
+    const auto got_values = pairs.values_out.download();
     std::size_t bad = 0, first_bad = n;
     for (std::size_t i = 0; i < n; ++i) {
         if (got_values[i] != order[i] || got_keys[i] != keys[order[i]]) {
@@ -155,18 +140,17 @@ void check_sort(const std::vector<bn_u64>& keys, int begin_bit, int end_bit)
     }
     INFO("first wrong output at ", first_bad, " of ", n);
     CHECK(bad == 0);
-    CHECK(keys_in.download() == keys);
-    CHECK(values_in.download() == values);
+    CHECK(pairs.keys_in.download() == keys);
+    CHECK(pairs.values_in.download() == values);
 
-    auto keys_a = be.upload<bn_u64>(keys, "keys_a");
-    auto values_a = be.upload<bn_u32>(values, "values_a");
-    auto keys_b = be.alloc<bn_u64>(n, "keys_b");
-    auto values_b = be.alloc<bn_u32>(n, "values_b");
-    keys_b.fill(0xdeadbeefdeadbeefull);
-    values_b.fill(0xdeadbeefu);
-    const bool in_b = be.sort_pairs_double(keys_a, values_a, keys_b, values_b, n, begin_bit, end_bit);
-    const auto dk = (in_b ? keys_b : keys_a).download(n);
-    const auto dv = (in_b ? values_b : values_a).download(n);
+    // Pair A the inputs, pair B the outputs.
+    test::SortBuffers two(be, keys, values);
+    two.keys_out.fill(0xdeadbeefdeadbeefull);
+    two.values_out.fill(0xdeadbeefu);
+    const bool in_b =
+        be.sort_pairs_double(two.keys_in, two.values_in, two.keys_out, two.values_out, n, begin_bit, end_bit);
+    const auto dk = (in_b ? two.keys_out : two.keys_in).download(n);
+    const auto dv = (in_b ? two.values_out : two.values_in).download(n);
     std::size_t bad_double = 0;
     for (std::size_t i = 0; i < n; ++i)
         bad_double += dv[i] != order[i] || dk[i] != keys[order[i]];
@@ -221,14 +205,14 @@ TEST_CASE("sort_pairs: every key set and bit range")
             const bool full = wg == BANYAN_WG_DEFAULT;
             std::vector<std::size_t> sizes{1, 255, 2049, 4097};
             if (full) sizes.push_back(large);
-            for (KeySet set : all_key_sets) {
+            for (const auto& [set, set_name] : key_sets) {
                 for (const Range& r : all_ranges) {
                     // At the non-default sizes, every key set at the main ranges, and every range on random keys.
                     if (!full && !(r.begin_bit == 0 && r.end_bit >= 63) && set != KeySet::random64) continue;
                     for (std::size_t n : sizes) {
                         CAPTURE(vendor);
                         CAPTURE(wg);
-                        CAPTURE(name(set));
+                        CAPTURE(set_name);
                         CAPTURE(r.begin_bit);
                         CAPTURE(r.end_bit);
                         CAPTURE(n);
@@ -324,19 +308,16 @@ TEST_CASE("sort timing" * doctest::skip())
             const auto keys = make_keys(KeySet::random63, n);
             std::vector<bn_u32> values(n);
             std::iota(values.begin(), values.end(), 0u);
-            const auto keys_in = be.upload<bn_u64>(keys, "keys_in");
-            const auto values_in = be.upload<bn_u32>(values, "values_in");
-            auto keys_out = be.alloc<bn_u64>(n, "keys_out");
-            auto values_out = be.alloc<bn_u32>(n, "values_out");
-            be.sort_pairs(keys_in, values_in, keys_out, values_out, n, 0, 63); // warm-up: builds, scratch
+            test::SortBuffers b(be, keys, values);
+            b.sort(0, 63); // warm-up: builds, scratch
             be.synchronize();
             const int reps = test::on_gpu() ? 20 : 3;
             std::vector<double> ms;
             for (int r = 0; r < reps; ++r) {
                 auto a = be.record();
-                be.sort_pairs(keys_in, values_in, keys_out, values_out, n, 0, 63);
-                auto b = be.record();
-                ms.push_back(be.elapsed_ms(a, b));
+                b.sort(0, 63);
+                auto end = be.record();
+                ms.push_back(be.elapsed_ms(a, end));
             }
             std::sort(ms.begin(), ms.end());
             fmt::print("sort_pairs {} {} pairs, 63 bits, wg {}: median {:.3f} ms, min {:.3f} ms ({:.0f} Mpairs/s)\n",

@@ -36,6 +36,28 @@ void check_walk_against_cpu(Octree& tree, TreeForces& forces, float theta, float
 /// against the CPU to the bit, and the new forces against double-precision direct sums.
 void check_one_step(Backend& be, std::size_t n, bool direct, std::uint64_t seed);
 
+/// The buffers of Backend::sort_pairs: @p keys and @p values uploaded, and outputs of their size.
+struct SortBuffers {
+    Backend& be;
+    std::size_t n;
+    Buffer<bn_u64> keys_in;
+    Buffer<bn_u32> values_in;
+    Buffer<bn_u64> keys_out;
+    Buffer<bn_u32> values_out;
+
+    SortBuffers(Backend& be, const std::vector<bn_u64>& keys, const std::vector<bn_u32>& values)
+        : be(be), n(keys.size()), keys_in(be.upload<bn_u64>(keys, "keys_in")),
+          values_in(be.upload<bn_u32>(values, "values_in")), keys_out(be.alloc<bn_u64>(n, "keys_out")),
+          values_out(be.alloc<bn_u32>(n, "values_out"))
+    {
+    }
+    /// Backend::sort_pairs on bits [begin_bit, end_bit), inputs to outputs.
+    void sort(int begin_bit, int end_bit)
+    {
+        be.sort_pairs(keys_in, values_in, keys_out, values_out, n, begin_bit, end_bit);
+    }
+};
+
 /// @p keys and @p values uploaded, sorted on the device by Backend::sort_pairs on bits [begin_bit, end_bit), and
 /// downloaded.
 struct SortedPairs {
@@ -45,13 +67,9 @@ struct SortedPairs {
 inline SortedPairs sorted_on_device(Backend& be, const std::vector<bn_u64>& keys, const std::vector<bn_u32>& values,
                                     int begin_bit, int end_bit)
 {
-    const std::size_t n = keys.size();
-    const auto keys_in = be.upload<bn_u64>(keys, "keys_in");
-    const auto values_in = be.upload<bn_u32>(values, "values_in");
-    auto keys_out = be.alloc<bn_u64>(n, "keys_out");
-    auto values_out = be.alloc<bn_u32>(n, "values_out");
-    be.sort_pairs(keys_in, values_in, keys_out, values_out, n, begin_bit, end_bit);
-    return {keys_out.download(), values_out.download()};
+    SortBuffers b(be, keys, values);
+    b.sort(begin_bit, end_bit);
+    return {b.keys_out.download(), b.values_out.download()};
 }
 
 /// Two halves of a Plummer sphere of @p n particles (@p all, a = those with x < 0.1 first, na of them), each in its
