@@ -33,6 +33,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <span>
 #include <string>
 
 using namespace banyan;
@@ -47,22 +48,25 @@ namespace {
 /// Three Plummer spheres of different sizes and masses, far apart and overlapping in part: clustered, deep trees.
 std::vector<bn_f4> clustered_input(std::size_t n, std::uint64_t seed)
 {
-    auto p = plummer(n, seed).pos;
-    const float scale[3] = {1.0f, 0.05f, 0.002f};
-    const float off[3][3] = {{0, 0, 0}, {3.0f, 1.0f, -2.0f}, {3.05f, 1.0f, -2.0f}};
-    for (std::size_t i = 0; i < n; ++i) {
-        const std::size_t c = i % 3;
-        p[i].x = p[i].x * scale[c] + off[c][0];
-        p[i].y = p[i].y * scale[c] + off[c][1];
-        p[i].z = p[i].z * scale[c] + off[c][2];
-        p[i].w = static_cast<float>((c + 1) * 2.0 / (6.0 * static_cast<double>(n)));
-    }
-    return p;
+    const double total = 6.0 * static_cast<double>(n); // masses 2, 4 and 6 / total: the clusters weigh 1 : 2 : 3
+    const test::Cluster clusters[] = {{1.0f, {0, 0, 0}, 2.0 / total},
+                                      {0.05f, {3.0f, 1.0f, -2.0f}, 4.0 / total},
+                                      {0.002f, {3.05f, 1.0f, -2.0f}, 6.0 / total}};
+    return test::plummer_clusters(n, seed, clusters);
 }
 
 struct Input {
     const char* name;
     std::function<std::vector<bn_f4>(std::size_t, std::uint64_t)> make;
+};
+
+/// The tree of @p p, built (an Octree does not move, so no function returns one).
+struct BuiltTree : Octree {
+    BuiltTree(Backend& be, std::span<const bn_f4> p) : Octree(be)
+    {
+        set_particles(p);
+        build();
+    }
 };
 
 // ---- CPU references -------------------------------------------------------------------------------------------
@@ -496,11 +500,21 @@ TEST_CASE("tree walk: the device builds the CPU walk's lists (counts exactly, fo
 
 namespace {
 
+/// Particles with their forces by double-precision direct summation (cpu_direct, eps 0).
+struct WithReference {
+    const char* name;
+    std::vector<bn_f4> p;
+    std::vector<std::array<double, 4>> ref;
+};
+
 /// The particles the criteria's direct-summation tests use: a Plummer sphere of 2^14 and a clustered set of 2^13.
-std::vector<std::pair<const char*, std::vector<bn_f4>>> plummer_and_clustered(std::uint64_t seed)
+std::vector<WithReference> plummer_and_clustered(std::uint64_t seed)
 {
-    return {{"plummer", plummer_input(std::size_t{1} << 14, seed)},
-            {"clustered", clustered_input(std::size_t{1} << 13, seed)}};
+    std::vector<WithReference> out{{"plummer", plummer_input(std::size_t{1} << 14, seed), {}},
+                                   {"clustered", clustered_input(std::size_t{1} << 13, seed), {}}};
+    for (auto& r : out)
+        r.ref = cpu_direct(r.p, 0.0f);
+    return out;
 }
 
 } // namespace
@@ -510,9 +524,8 @@ TEST_CASE("tree forces with the relative criterion against double-precision dire
     auto& be = test::backend();
     Octree tree(be);
     TreeForces forces(be);
-    for (const auto& [name, p] : plummer_and_clustered(44)) {
+    for (const auto& [name, p, ref] : plummer_and_clustered(44)) {
         const std::size_t n = p.size();
-        const auto ref = cpu_direct(p, 0.0f);
         tree.set_particles(p);
         tree.build();
         forces.set_previous_accelerations(nullptr);
@@ -596,9 +609,8 @@ TEST_CASE("tree forces with the bmax criterion against double-precision direct s
     Octree tree(be);
     tree.set_opening(Opening::bmax);
     TreeForces forces(be);
-    for (const auto& [name, p] : plummer_and_clustered(43)) {
+    for (const auto& [name, p, ref] : plummer_and_clustered(43)) {
         const std::size_t n = p.size();
-        const auto ref = cpu_direct(p, 0.0f);
         tree.set_particles(p);
         tree.build();
         auto out = be.alloc<bn_f4>(n, "test.acc");
@@ -797,9 +809,7 @@ TEST_CASE("tree walk: deterministic; spill buffer overflow is caught and the wal
     auto& be = test::backend();
     const std::size_t n = 8192;
     const auto p = cube_input(n, 9);
-    Octree tree(be);
-    tree.set_particles(p);
-    tree.build();
+    BuiltTree tree(be, p);
     // theta = 0 opens everything: the level lists are whole tree levels, here longer than BANYAN_WALK_LIST.
     const std::size_t widest = tree.widest_level();
     REQUIRE(widest > BANYAN_WALK_LIST + 2);
@@ -884,9 +894,7 @@ TEST_CASE("tree walk: its spill buffer is sized by the particles and the tree, n
         be.reset_peak();
         const std::size_t base = be.memory().live;
         {
-            Octree tree(be);
-            tree.set_particles(p);
-            tree.build();
+            BuiltTree tree(be, p);
             TreeForces f(be);
             f.set_groups_per_unit(per_unit);
             if (spill_cap) f.set_spill_capacity(spill_cap);
@@ -896,9 +904,7 @@ TEST_CASE("tree walk: its spill buffer is sized by the particles and the tree, n
         return double(be.memory().peak - base) / double(p.size());
     };
     auto same_as_default = [&](const std::vector<bn_f4>& p, float theta, const std::vector<bn_f4>& acc) {
-        Octree tree(be);
-        tree.set_particles(p);
-        tree.build();
+        BuiltTree tree(be, p);
         TreeForces f(be);
         f.compute(tree, theta, 0.0f);
         return std::memcmp(f.acc().download(p.size()).data(), acc.data(), p.size() * sizeof(bn_f4)) == 0;
@@ -919,9 +925,7 @@ TEST_CASE("tree walk: its spill buffer is sized by the particles and the tree, n
         // capacity asked for, the walk allocates no more than the widest level needs.
         const std::size_t n = 8192;
         const auto p = cube_input(n, 9);
-        Octree tree(be);
-        tree.set_particles(p);
-        tree.build();
+        BuiltTree tree(be, p);
         const std::size_t widest = tree.widest_level();
         REQUIRE(widest > BANYAN_WALK_LIST);
         const double spill = 2.0 * double(std::min<std::size_t>(tree.groups(), per_unit * units)) *

@@ -8,8 +8,10 @@
 #include "core/files/snapshot.hpp"
 #include "core/models/plummer.hpp"
 
+#include <array>
 #include <cstdint>
 #include <random>
+#include <span>
 #include <vector>
 
 namespace banyan::test {
@@ -45,6 +47,29 @@ inline double uniform01(std::mt19937_64& g)
 inline std::vector<bn_f4> plummer_input(std::size_t n, std::uint64_t seed)
 {
     return plummer(n, seed).pos;
+}
+
+/// Where plummer_clusters puts one of its clusters: its particles' positions times @p scale plus @p offset, and each
+/// particle's mass @p mass, or the sphere's own (1 / n) when 0.
+struct Cluster {
+    float scale;
+    std::array<float, 3> offset;
+    double mass = 0;
+};
+
+/// A Plummer sphere of @p n particles dealt in turn to @p clusters (particle i to cluster i % clusters.size()), each
+/// shrunk and moved as it says: clustered inputs, whose trees are deep.
+inline std::vector<bn_f4> plummer_clusters(std::size_t n, std::uint64_t seed, std::span<const Cluster> clusters)
+{
+    auto p = plummer(n, seed).pos;
+    for (std::size_t i = 0; i < n; ++i) {
+        const Cluster& c = clusters[i % clusters.size()];
+        p[i].x = p[i].x * c.scale + c.offset[0];
+        p[i].y = p[i].y * c.scale + c.offset[1];
+        p[i].z = p[i].z * c.scale + c.offset[2];
+        if (c.mass > 0) p[i].w = static_cast<float>(c.mass);
+    }
+    return p;
 }
 
 /// Uniform in [-1, 1]^3 with masses between 0.5 / n and 1.5 / n.
