@@ -224,19 +224,24 @@ TEST_SUITE("static")
 
     TEST_CASE("the parameter comparison reduces both languages' spellings to one and finds what differs")
     {
-        CHECK(canonical_param("__global const uint* restrict in") == "const bn_u32*");
-        CHECK(canonical_param("const bn_u32* __restrict__ perm") == "const bn_u32*");
-        CHECK(canonical_param(" __global bn_u2* link") == "bn_u2*");
-        CHECK(canonical_param("__global uint2 *link") == "bn_u2*");
-        CHECK(canonical_param("__global const ulong* keys") == "const bn_u64*");
-        CHECK(canonical_param("volatile __global bn_u32* p") == "bn_u32*");
-        CHECK(canonical_param("__global float4* const out") == "bn_f4*");
-        CHECK(canonical_param("const uint4* __restrict__ in") == "const uint4*");
-        CHECK(canonical_param("bn_u32 n") == "bn_u32");
-        CHECK(canonical_param("const float alpha") == "float");
-        CHECK(canonical_param("unsigned int n") == "bn_u32");
-        CHECK(canonical_param("int level") == "bn_i32");
-        CHECK(canonical_param("__local bn_u32* scratch") == "__local bn_u32*"); // not a global buffer: no match
+        // Each spelling with the one it reduces to ("__local": not a global buffer, so it matches nothing).
+        const std::pair<const char*, const char*> spellings[] = {{"__global const uint* restrict in", "const bn_u32*"},
+                                                                 {"const bn_u32* __restrict__ perm", "const bn_u32*"},
+                                                                 {" __global bn_u2* link", "bn_u2*"},
+                                                                 {"__global uint2 *link", "bn_u2*"},
+                                                                 {"__global const ulong* keys", "const bn_u64*"},
+                                                                 {"volatile __global bn_u32* p", "bn_u32*"},
+                                                                 {"__global float4* const out", "bn_f4*"},
+                                                                 {"const uint4* __restrict__ in", "const uint4*"},
+                                                                 {"bn_u32 n", "bn_u32"},
+                                                                 {"const float alpha", "float"},
+                                                                 {"unsigned int n", "bn_u32"},
+                                                                 {"int level", "bn_i32"},
+                                                                 {"__local bn_u32* scratch", "__local bn_u32*"}};
+        for (const auto& [spelling, canonical] : spellings) {
+            CAPTURE(spelling);
+            CHECK(canonical_param(spelling) == canonical);
+        }
 
         const KernelDecl& prepare = decl_of("walkPrepare");
         const std::vector<std::string> right{"__global const bn_f4* cell_com",

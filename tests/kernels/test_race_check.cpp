@@ -382,27 +382,16 @@ TEST_CASE("race check: walk in a leapfrog step with tree forces")
 
 TEST_CASE("race check: walk over the active groups of block time steps")
 {
-    auto& be = test::backend();
     const std::size_t n = 1500;
-    Octree tree(be);
-    tree.set_particles(test::plummer_input(n, 25));
-    tree.build();
-    TreeForces forces(be);
-    forces.compute(tree, 0.75f, 0.01f);
-    const auto whole = forces.acc().download(n);
+    test::ActiveWalks walks(test::backend(), n, 25, 0.75f, 0.01f);
     std::vector<bn_u32> r(n, 0u);
     for (std::size_t i = 0; i < n; i += 97)
         r[i] = 2;
-    const auto rungs = be.upload<bn_u32>(r, "race.rungs");
-    forces.poison(tree);
-    forces.set_active(&rungs, 1);
-    forces.compute(tree, 0.75f, 0.01f);
-    forces.set_active(nullptr, 0);
-    const auto part = forces.acc().download(n);
+    const auto part = walks.active(r, 1);
     std::size_t bad = 0;
     for (std::size_t i = 0; i < n; i += 97)
-        bad += std::memcmp(&part[i], &whole[i], sizeof(bn_f4)) != 0;
+        bad += std::memcmp(&part[i], &walks.whole[i], sizeof(bn_f4)) != 0;
     CHECK(bad == 0);
-    CHECK(forces.walked_groups() > 0);
-    CHECK(forces.walked_groups() < tree.groups());
+    CHECK(walks.forces.walked_groups() > 0);
+    CHECK(walks.forces.walked_groups() < walks.tree.groups());
 }

@@ -8,6 +8,7 @@
  *        stopped and continued from its checkpoint equals one that ran straight through; a particle beyond the rung
  *        limit stops the run with an error naming it; the options (device-free, suite "static").
  */
+#include "tests/support/checks.hpp"
 #include "tests/support/harness.hpp"
 #include "tests/support/run_files.hpp"
 #include "tests/support/inputs.hpp"
@@ -82,6 +83,25 @@ double kepler_energy(const SimulationState& s)
 }
 
 } // namespace
+
+test::ActiveWalks::ActiveWalks(Backend& be, std::size_t n, std::uint64_t seed, float theta, float eps)
+    : be(be), theta(theta), eps(eps), tree(be), forces(be)
+{
+    tree.set_particles(test::plummer_input(n, seed));
+    tree.build();
+    forces.compute(tree, theta, eps);
+    whole = forces.acc().download(n);
+}
+
+std::vector<bn_f4> test::ActiveWalks::active(const std::vector<bn_u32>& rungs, bn_u32 level)
+{
+    const auto on_device = be.upload<bn_u32>(rungs, "test.rungs");
+    forces.poison(tree);
+    forces.set_active(&on_device, level);
+    forces.compute(tree, theta, eps);
+    forces.set_active(nullptr, 0);
+    return forces.acc().download(tree.size());
+}
 
 TEST_CASE("block steps: opening kick and drift, closing kick, rungs and histogram against the CPU, to the bit")
 {
@@ -167,28 +187,17 @@ TEST_CASE("block steps: opening kick and drift, closing kick, rungs and histogra
 
 TEST_CASE("block steps: the walk over the active groups equals the whole walk on them, to the bit")
 {
-    auto& be = test::backend();
     const std::size_t n = 6000;
-    Octree tree(be);
-    tree.set_particles(test::plummer_input(n, 31));
-    tree.build();
-    TreeForces forces(be);
-    forces.compute(tree, 0.6f, 0.01f);
-    const auto whole = forces.acc().download(n);
-    const auto first = tree.group_first().download(tree.groups());
-    const auto count = tree.group_count().download(tree.groups());
+    test::ActiveWalks walks(test::backend(), n, 31, 0.6f, 0.01f);
+    const auto first = walks.tree.group_first().download(walks.tree.groups());
+    const auto count = walks.tree.group_count().download(walks.tree.groups());
     std::mt19937_64 g(32);
     for (const double share : {0.002, 0.1, 1.0}) {
         INFO("share of particles on a deep rung " << share);
         std::vector<bn_u32> r(n);
         for (auto& x : r)
             x = test::uniform01(g) < share ? 3u : static_cast<bn_u32>(g() % 2);
-        const auto rungs = be.upload<bn_u32>(r, "test.rungs");
-        forces.poison(tree);
-        forces.set_active(&rungs, 2);
-        forces.compute(tree, 0.6f, 0.01f);
-        forces.set_active(nullptr, 0);
-        const auto part = forces.acc().download(n);
+        const auto part = walks.active(r, 2);
         std::size_t active_groups = 0, bad = 0, checked = 0;
         for (std::size_t gi = 0; gi < first.size(); ++gi) {
             bool active = false;
@@ -197,9 +206,9 @@ TEST_CASE("block steps: the walk over the active groups equals the whole walk on
             if (!active) continue;
             ++active_groups;
             for (bn_u32 i = first[gi]; i < first[gi] + count[gi]; ++i, ++checked)
-                bad += std::memcmp(&part[i], &whole[i], sizeof(bn_f4)) != 0;
+                bad += std::memcmp(&part[i], &walks.whole[i], sizeof(bn_f4)) != 0;
         }
-        CHECK(forces.walked_groups() == active_groups);
+        CHECK(walks.forces.walked_groups() == active_groups);
         CHECK(bad == 0);
         CHECK(checked >= static_cast<std::size_t>(std::count_if(r.begin(), r.end(), [](bn_u32 x) { return x >= 2; })));
         if (share < 1.0) CHECK(active_groups < first.size());

@@ -36,6 +36,22 @@ void check_walk_against_cpu(Octree& tree, TreeForces& forces, float theta, float
 /// against the CPU to the bit, and the new forces against double-precision direct sums.
 void check_one_step(Backend& be, std::size_t n, bool direct, std::uint64_t seed);
 
+/// test_block_steps.cpp: the tree of a Plummer sphere of @p n particles (seed @p seed) and its walk over every group
+/// at @p theta and @p eps, against which the walks over the active groups of block time steps are checked.
+struct ActiveWalks {
+    Backend& be;
+    float theta, eps;
+    Octree tree;
+    TreeForces forces;
+    std::vector<bn_f4> whole; ///< the walk over every group: accelerations in tree order
+
+    ActiveWalks(Backend& be, std::size_t n, std::uint64_t seed, float theta, float eps);
+    /// The accelerations (tree order) of the walk over the groups with a particle on rung @p level or deeper
+    /// (TreeForces::set_active; @p rungs per particle in tree order), its outputs poisoned first so that a group it
+    /// skips shows; the walk then goes back to every group.
+    std::vector<bn_f4> active(const std::vector<bn_u32>& rungs, bn_u32 level);
+};
+
 /// The buffers of Backend::sort_pairs: @p keys and @p values uploaded, and outputs of their size.
 struct SortBuffers {
     Backend& be;
