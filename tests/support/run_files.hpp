@@ -1,13 +1,15 @@
 /**
  * @file run_files.hpp
  * @brief Helpers of the tests that run simulations and compare their states and files (test_simulation.cpp,
- *        test_block_steps.cpp): a temporary output folder, a file's bytes, bit-for-bit equal particle arrays, and a
- *        run stopped as Ctrl-C stops it.
+ *        test_block_steps.cpp, the multi-rank runs of tests/parallel/mpi/): a temporary output folder, a file's
+ *        bytes, bit-for-bit equal particle arrays and particle fields, and a run stopped as Ctrl-C stops it.
  */
 #pragma once
 
 #include "core/device_shared.h"
+#include "core/files/snapshot.hpp"
 #include "core/simulation/run.hpp"
+#include "core/simulation/run_options.hpp"
 #include "core/simulation/simulation.hpp"
 
 #include <doctest/doctest.h>
@@ -64,6 +66,35 @@ inline void check_same_state(const SimulationState& a, const SimulationState& b)
     CHECK(same_bits(a.vel, b.vel));
     CHECK(same_bits(a.acc, b.acc));
     CHECK(a.ids == b.ids);
+}
+
+/// A Plummer run into the folder @p out to @p t_end in steps of 1/64, its energy logged every 4 steps, a snapshot and a
+/// checkpoint every 1/8.
+inline RunOptions short_run(const std::filesystem::path& out, double t_end)
+{
+    RunOptions o;
+    o.ic = "plummer";
+    o.dt = 1.0 / 64;
+    o.t_end = t_end;
+    o.log_every = 4;
+    o.snapshot_every = 0.125;
+    o.checkpoint_every = 0.125;
+    o.out = out.string();
+    return o;
+}
+
+/// Checks that snapshot @p s holds the gas and stars of @p in (test::make_gas_and_stars) with their fields, and every
+/// particle's softening (gas: its smoothing length).
+inline void check_gas_and_stars(const Snapshot& s, const Snapshot& in)
+{
+    CHECK(s.n_gas == in.n_gas);
+    CHECK(s.n_star == in.n_star);
+    CHECK(s.eps == in.eps);
+    CHECK(s.gas_rho == in.gas_rho);
+    CHECK(s.gas_temp == in.gas_temp);
+    CHECK(s.gas_metals == in.gas_metals);
+    CHECK(s.star_metals == in.star_metals);
+    CHECK(s.star_tform == in.star_tform);
 }
 
 /// Runs the Run that @p make builds (with the hooks it is handed) until step @p step has ended, where it stops as

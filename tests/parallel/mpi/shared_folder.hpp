@@ -1,17 +1,18 @@
 /**
  * @file shared_folder.hpp
- * @brief A temporary folder made by rank 0 and named to every rank, for the multi-rank tests that write files, and
- *        the bytes of a file they wrote (to compare files written over different numbers of ranks).
+ * @brief A temporary folder made by rank 0 and named to every rank, for the multi-rank tests that write files.
  */
 #pragma once
 
 #include "core/parallel/comm.hpp"
 
+#include <doctest/doctest.h>
+
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
+#include <system_error>
 #include <vector>
 
 namespace banyan::test {
@@ -34,11 +35,22 @@ inline std::filesystem::path shared_temp_folder(const Comm& comm)
     return s;
 }
 
-/// The whole content of the file at @p p (empty when it cannot be read).
-inline std::string file_bytes(const std::filesystem::path& p)
-{
-    std::ifstream f(p, std::ios::binary);
-    return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
+/// A shared_temp_folder for one test case (collective): the same path on every rank, REQUIREd to have been made, and
+/// removed by rank 0 at the end of the scope once every rank is done with it (a barrier first). A scope left by an
+/// exception may have left the ranks in different places: then nothing collective is done, and the folder stays.
+struct SharedFolder : std::filesystem::path {
+    const Comm& comm;
+
+    explicit SharedFolder(const Comm& c) : std::filesystem::path(shared_temp_folder(c)), comm(c) { REQUIRE(!empty()); }
+    SharedFolder(const SharedFolder&) = delete;
+    SharedFolder& operator=(const SharedFolder&) = delete;
+    ~SharedFolder()
+    {
+        if (std::uncaught_exceptions() > 0) return;
+        comm.barrier();
+        std::error_code ec;
+        if (comm.rank() == 0) std::filesystem::remove_all(*this, ec);
+    }
+};
 
 } // namespace banyan::test

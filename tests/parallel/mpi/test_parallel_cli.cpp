@@ -14,6 +14,7 @@
 #include "core/parallel/comm.hpp"
 #include "core/models/plummer.hpp"
 #include "tests/support/harness.hpp"
+#include "tests/support/run_files.hpp"
 #include "tests/parallel/mpi/force_errors.hpp"
 #include "tests/parallel/mpi/shared_folder.hpp"
 
@@ -42,8 +43,7 @@ std::vector<bn_f4> as_f4(const std::vector<float>& rows)
 TEST_CASE("banyan forces over P ranks: one file in the input's order, direct bit for bit, tree as on one rank")
 {
     const Comm& comm = Comm::world();
-    const fs::path dir = test::shared_temp_folder(comm);
-    REQUIRE(!dir.empty());
+    const test::SharedFolder dir(comm);
     // Gas, dark and star particles (the command takes all three) from one Plummer sphere, written by rank 0.
     const std::size_t n = 3001;
     const float eps = 0.01f;
@@ -100,17 +100,13 @@ TEST_CASE("banyan forces over P ranks: one file in the input's order, direct bit
     for (std::size_t i = 0; i < n; ++i)
         off += std::abs(tree[4 * i + 3] - direct[4 * i + 3]) > 0.01f * std::abs(direct[4 * i + 3]);
     CHECK(off == 0);
-
-    comm.barrier();
-    if (comm.rank() == 0) fs::remove_all(dir);
 }
 
 TEST_CASE("banyan bench forces over P ranks times --reps evaluations after --warmup untimed ones")
 {
     // The two counts were once passed the wrong way round: --reps 5 timed one evaluation after five.
     const Comm& comm = Comm::world();
-    const fs::path dir = test::shared_temp_folder(comm);
-    REQUIRE(!dir.empty());
+    const test::SharedFolder dir(comm);
     const DeviceInfo& d = backend().info();
     const fs::path json = dir / "bench.json";
     CHECK(cli::run_bench_forces({"--backend", d.backend, "--device", std::to_string(d.index), "--per-rank",
@@ -120,8 +116,6 @@ TEST_CASE("banyan bench forces over P ranks times --reps evaluations after --war
     const std::string text = test::file_bytes(json);
     CHECK(text.find("\"warmup\": 2,") != std::string::npos);
     CHECK(text.find("\"reps\": 3,") != std::string::npos);
-    comm.barrier();
-    if (comm.rank() == 0) fs::remove_all(dir);
 }
 
 } // namespace banyan

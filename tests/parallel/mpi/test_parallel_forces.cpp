@@ -72,6 +72,15 @@ std::vector<bn_f4> gather_global(const Comm& comm, Octree& tree, const TreeForce
     return out;
 }
 
+/// gather_global of @p f's accelerations, with the check that every particle came back exactly once.
+std::vector<bn_f4> gather_each_once(const Comm& comm, Octree& tree, const TreeForces& f, std::size_t n)
+{
+    std::vector<int> seen;
+    auto acc = gather_global(comm, tree, f, n, seen);
+    CHECK(std::all_of(seen.begin(), seen.end(), [](int s) { return s == 1; }));
+    return acc;
+}
+
 /// Errors over ranks (@p mine) against one rank's (@p one), sorted. Same opening test, other cells: each rank's tree
 /// covers its own particles only, so particle by particle the errors differ from one rank's either way (the medians
 /// measured come out 10-20 % lower). Tolerances: the median within 25 %, the 99th percentile within 50 %, the worst
@@ -93,9 +102,7 @@ ParallelTimings check_against_one_rank(const std::vector<bn_f4>& all, float thet
     if (from_slices) set_slice(tree, all, comm);
     ParallelTimings t;
     pf.compute(tree, theta, eps, &t);
-    std::vector<int> seen;
-    const auto acc = gather_global(comm, tree, pf.forces(), n, seen);
-    CHECK(std::all_of(seen.begin(), seen.end(), [](int s) { return s == 1; }));
+    const auto acc = gather_each_once(comm, tree, pf.forces(), n);
     const auto mine = test::force_errors(all, acc, eps);
     const auto one = test::force_errors(all, tree_forces(backend(), all, theta, eps).acc, eps);
     const std::string what =
@@ -217,9 +224,7 @@ TEST_CASE("the relative criterion over P ranks: the trees sent are cut for the r
     for (int round = 0; round < 2; ++round) {
         ParallelTimings t;
         pf.compute(tree, criterion, eps, &t);
-        std::vector<int> seen;
-        const auto acc = gather_global(comm, tree, pf.forces(), n, seen);
-        CHECK(std::all_of(seen.begin(), seen.end(), [](int k) { return k == 1; }));
+        const auto acc = gather_each_once(comm, tree, pf.forces(), n);
         const auto e = test::force_errors(all, acc, eps);
         // The previous |a| travelled with its particle: vel.w is still that particle's.
         const std::size_t m = tree.size();
@@ -266,9 +271,7 @@ TEST_CASE("the far groups, walked while the trees travel, get bit for bit the fo
             pf.let().set_top_per_rank(split ? 256 : 0);
             ParallelTimings t;
             pf.compute(tree, theta, 0.01f, &t);
-            std::vector<int> seen;
-            acc[split] = gather_global(comm, tree, pf.forces(), n, seen);
-            CHECK(std::all_of(seen.begin(), seen.end(), [](int k) { return k == 1; }));
+            acc[split] = gather_each_once(comm, tree, pf.forces(), n);
             totals[split] = pf.forces().totals();
             if (split) counts[0] = t.let.far_groups, counts[1] = t.let.groups;
         }

@@ -16,6 +16,7 @@
 #include "core/simulation/run.hpp"
 #include "core/simulation/run_options.hpp"
 #include "tests/support/harness.hpp"
+#include "tests/support/run_files.hpp"
 #include "tests/parallel/mpi/shared_folder.hpp"
 
 #include <doctest/doctest.h>
@@ -30,8 +31,7 @@ namespace fs = std::filesystem;
 TEST_CASE("snapshots written by P ranks have the bytes of one rank's, gas and stars included")
 {
     const Comm& comm = Comm::world();
-    const fs::path dir = test::shared_temp_folder(comm);
-    REQUIRE(!dir.empty());
+    const test::SharedFolder dir(comm);
     const std::size_t P = static_cast<std::size_t>(comm.size()), me = static_cast<std::size_t>(comm.rank());
     // Collisionless types only (the softening given: fields of no rows), and gas and stars (each rank gives the
     // fields of its block of rows, as a run that read its rows of the input does).
@@ -108,25 +108,17 @@ TEST_CASE("snapshots written by P ranks have the bytes of one rank's, gas and st
             CHECK(e.path().string().find(".tmp") == std::string::npos);
         comm.barrier();
     }
-    if (comm.rank() == 0) fs::remove_all(dir);
 }
 
 TEST_CASE("a run over P ranks writes HDF5 snapshots of the input's particles and restarts bit for bit")
 {
     const Comm& comm = Comm::world();
-    const fs::path dir = test::shared_temp_folder(comm);
-    REQUIRE(!dir.empty());
+    const test::SharedFolder dir(comm);
     auto options = [&](const char* name, double t_end) {
-        RunOptions o;
+        RunOptions o = test::short_run(dir / name, t_end);
         o.n = 1200;
         o.seed = 6;
-        o.dt = 1.0 / 64;
-        o.t_end = t_end;
-        o.log_every = 4;
-        o.snapshot_every = 0.125;
-        o.checkpoint_every = 0.125;
         o.units = "kpc,1e10Msun";
-        o.out = (dir / name).string();
         return o;
     };
     for (const auto& [name, t_end] : {std::pair{"straight", 0.375}, std::pair{"split", 0.125}}) {
@@ -146,8 +138,6 @@ TEST_CASE("a run over P ranks writes HDF5 snapshots of the input's particles and
     CHECK(test::file_bytes(dir / "straight" / "snapshot_00003.hdf5") ==
           test::file_bytes(dir / "split" / "snapshot_00003.hdf5"));
     CHECK(!test::file_bytes(dir / "split" / "snapshot_00003.hdf5").empty());
-    comm.barrier();
-    if (comm.rank() == 0) fs::remove_all(dir);
 }
 
 } // namespace banyan

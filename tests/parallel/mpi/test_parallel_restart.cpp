@@ -12,6 +12,7 @@
 #include "core/simulation/run.hpp"
 #include "core/simulation/run_options.hpp"
 #include "tests/support/harness.hpp"
+#include "tests/support/run_files.hpp"
 #include "tests/support/inputs.hpp"
 #include "tests/parallel/mpi/shared_folder.hpp"
 
@@ -95,18 +96,10 @@ void check_restarts(const RunOptions& o, const Snapshot* in, const fs::path& dir
             // Every particle's fields; the files of ranks beyond P2 gone with the first checkpoint on P2.
             const Snapshot end = read_snapshot((then / "snapshot_00002.tipsy").string());
             CHECK(end.mass == saved.mass);
-            if (in) {
-                CHECK(end.n_gas == in->n_gas);
-                CHECK(end.n_star == in->n_star);
-                CHECK(end.eps == in->eps);
-                CHECK(end.gas_rho == in->gas_rho);
-                CHECK(end.gas_temp == in->gas_temp);
-                CHECK(end.gas_metals == in->gas_metals);
-                CHECK(end.star_metals == in->star_metals);
-                CHECK(end.star_tform == in->star_tform);
-            } else {
+            if (in)
+                test::check_gas_and_stars(end, *in);
+            else
                 CHECK(end.eps == std::vector<float>(end.size(), static_cast<float>(o.eps)));
-            }
             for (int k = 1; k < std::max(P, P2); ++k)
                 CHECK(fs::exists(then / fmt::format("checkpoint.bin.rank{}", k)) == (k < P2));
             world.barrier();
@@ -146,8 +139,7 @@ RunOptions restart_options()
 TEST_CASE("a checkpoint of P ranks continues on any other number of ranks with the same particles and fields")
 {
     const Comm& world = Comm::world();
-    const fs::path dir = test::shared_temp_folder(world);
-    REQUIRE(!dir.empty());
+    const test::SharedFolder dir(world);
     // A Plummer sphere whose first 300 particles are gas and last 200 stars, each with fields of its own: file k of
     // a checkpoint holds the fields of rows [k N / P, (k + 1) N / P) of the input, which a restart cuts anew.
     RunOptions o = restart_options();
@@ -159,8 +151,6 @@ TEST_CASE("a checkpoint of P ranks continues on any other number of ranks with t
     o.ic = "file";
     o.in = file.string();
     check_restarts(o, &in, dir, every_count(), every_count());
-    world.barrier();
-    if (world.rank() == 0) fs::remove_all(dir);
 }
 
 TEST_CASE("a generated run continues from all ranks on one, and from one on all")
@@ -168,8 +158,7 @@ TEST_CASE("a generated run continues from all ranks on one, and from one on all"
     // Over ranks a generated run's checkpoints hold no fields (every particle has the run's softening): on one rank
     // they are made for the snapshots; from one rank each takes its rows of them.
     const Comm& world = Comm::world();
-    const fs::path dir = test::shared_temp_folder(world);
-    REQUIRE(!dir.empty());
+    const test::SharedFolder dir(world);
     check_restarts(restart_options(), nullptr, dir, {1, world.size()}, {1, world.size()});
     world.barrier();
     // A set of rank files with one missing is refused, naming it.
@@ -187,15 +176,12 @@ TEST_CASE("a generated run continues from all ranks on one, and from one on all"
     } else if (world.size() > 1) {
         world.first(1);
     }
-    world.barrier();
-    if (world.rank() == 0) fs::remove_all(dir);
 }
 
 TEST_CASE("an HDF5 input's particle ids are in every snapshot, over P ranks and after a restart on another number")
 {
     const Comm& world = Comm::world();
-    const fs::path dir = test::shared_temp_folder(world);
-    REQUIRE(!dir.empty());
+    const test::SharedFolder dir(world);
     RunOptions o = restart_options();
     o.format = SnapshotFormat::hdf5;
     Snapshot in = initial_conditions(o);
@@ -222,8 +208,6 @@ TEST_CASE("an HDF5 input's particle ids are in every snapshot, over P ranks and 
         CAPTURE(name);
         CHECK(read_snapshot((dir / "run" / name).string()).ids == in.ids);
     }
-    world.barrier();
-    if (world.rank() == 0) fs::remove_all(dir);
 }
 
 } // namespace banyan

@@ -12,6 +12,7 @@
 #include "core/simulation/run.hpp"
 #include "core/simulation/run_options.hpp"
 #include "tests/support/harness.hpp"
+#include "tests/support/run_files.hpp"
 #include "tests/support/inputs.hpp"
 #include "tests/parallel/mpi/shared_folder.hpp"
 
@@ -28,17 +29,10 @@ namespace fs = std::filesystem;
 
 RunOptions options(const fs::path& out, double t_end)
 {
-    RunOptions o;
-    o.ic = "plummer";
+    RunOptions o = test::short_run(out, t_end);
     o.n = 2000;
     o.seed = 5;
     o.eps = 0.05f;
-    o.dt = 1.0 / 64;
-    o.t_end = t_end;
-    o.log_every = 4;
-    o.snapshot_every = 0.125;
-    o.checkpoint_every = 0.125;
-    o.out = out.string();
     o.format = SnapshotFormat::tipsy; // these tests read tipsy; test_parallel_hdf5.cpp the HDF5 snapshots
     return o;
 }
@@ -64,8 +58,7 @@ void check_same_particles(const Snapshot& s0, const Snapshot& ic)
 TEST_CASE("a run over P ranks: the input's particles in order, energy and momentum as on one rank")
 {
     const Comm& comm = Comm::world();
-    const fs::path dir = test::shared_temp_folder(comm);
-    REQUIRE(!dir.empty());
+    const test::SharedFolder dir(comm);
     const RunRecord many = run_to_end(options(dir / "many", 0.25));
     // The snapshot at t = 0 holds particle i of the input as record i: the same bytes as the input's positions,
     // velocities and masses (the potentials come from the walk and differ a little with the decomposition).
@@ -84,15 +77,12 @@ TEST_CASE("a run over P ranks: the input's particles in order, energy and moment
         p += c * c;
     CHECK(std::sqrt(p) < 5e-5);
     INFO(fmt::format("P = {}: dE/E {:.3e}, |p| {:.3e}", comm.size(), many.de, std::sqrt(p)));
-    comm.barrier();
-    if (comm.rank() == 0) fs::remove_all(dir);
 }
 
 TEST_CASE("a run over P ranks from a file: each rank reads its rows, and runs as from the same particles made")
 {
     const Comm& comm = Comm::world();
-    const fs::path dir = test::shared_temp_folder(comm);
-    REQUIRE(!dir.empty());
+    const test::SharedFolder dir(comm);
     const RunOptions made = options(dir / "made", 0.125);
     run_to_end(made);
     for (const SnapshotFormat format : {SnapshotFormat::tipsy, SnapshotFormat::hdf5}) {
@@ -136,8 +126,6 @@ TEST_CASE("a run over P ranks from a file: each rank reads its rows, and runs as
     comm.barrier();
     const Snapshot s0 = read_tipsy((dir / "three" / "snapshot_00000.tipsy").string());
     CHECK(s0.pos == read_tipsy(few.string()).pos);
-    comm.barrier();
-    if (comm.rank() == 0) fs::remove_all(dir);
 }
 
 TEST_CASE("a run over P ranks from a gas, dark and star file keeps every particle's fields and restarts bit for bit")
@@ -146,23 +134,15 @@ TEST_CASE("a run over P ranks from a gas, dark and star file keeps every particl
     // rank reads its rows, keeps their fields and writes them into its block of every snapshot, while the particles
     // move between ranks. Gravity treats every kind alike, so the motion is that of the all-dark run.
     const Comm& comm = Comm::world();
-    const fs::path dir = test::shared_temp_folder(comm);
-    REQUIRE(!dir.empty());
+    const test::SharedFolder dir(comm);
     const RunOptions made = options(dir / "made", 0.375);
     run_to_end(made);
     Snapshot in = initial_conditions(made);
     test::make_gas_and_stars(in, 300, 200, static_cast<float>(made.eps));
     auto check_fields = [&](const Snapshot& s, const char* what) {
         CAPTURE(what);
-        CHECK(s.n_gas == in.n_gas);
         CHECK(s.n_dark == in.n_dark);
-        CHECK(s.n_star == in.n_star);
-        CHECK(s.eps == in.eps);
-        CHECK(s.gas_rho == in.gas_rho);
-        CHECK(s.gas_temp == in.gas_temp);
-        CHECK(s.gas_metals == in.gas_metals);
-        CHECK(s.star_metals == in.star_metals);
-        CHECK(s.star_tform == in.star_tform);
+        test::check_gas_and_stars(s, in);
     };
     const Snapshot dark_end = read_tipsy((dir / "made" / "snapshot_00003.tipsy").string());
     for (const SnapshotFormat format : {SnapshotFormat::tipsy, SnapshotFormat::hdf5}) {
@@ -198,7 +178,6 @@ TEST_CASE("a run over P ranks from a gas, dark and star file keeps every particl
         if (comm.rank() == 0) fs::remove_all(dir / "straight"), fs::remove_all(dir / "split");
         comm.barrier();
     }
-    if (comm.rank() == 0) fs::remove_all(dir);
 }
 
 TEST_CASE("a galaxy merger over P ranks: each rank makes its share, the snapshot holds the one-rank particles")
@@ -206,8 +185,7 @@ TEST_CASE("a galaxy merger over P ranks: each rank makes its share, the snapshot
     // GalaxyGenerator makes any share alone; Run over P ranks makes only its rank's. Snapshot 0 must hold, record
     // for record and type for type, the particles one rank makes (initial_conditions, here on every rank).
     const Comm& comm = Comm::world();
-    const fs::path dir = test::shared_temp_folder(comm);
-    REQUIRE(!dir.empty());
+    const test::SharedFolder dir(comm);
     RunOptions o = options(dir / "galaxy", 1.0 / 64);
     o.ic = "galaxy-merger";
     o.n = 3002;
@@ -226,8 +204,6 @@ TEST_CASE("a galaxy merger over P ranks: each rank makes its share, the snapshot
     // The black holes' distance is logged: 100 kpc at the start, a little less one step on.
     CHECK(r.centre_distance < 100);
     CHECK(r.centre_distance > 99);
-    comm.barrier();
-    if (comm.rank() == 0) fs::remove_all(dir);
 }
 
 TEST_CASE("every generated model over P ranks: each rank makes only its share, the one-rank particles")
@@ -235,8 +211,7 @@ TEST_CASE("every generated model over P ranks: each rank makes only its share, t
     // Run over P ranks makes each rank's share alone (generated_share: the sequential draws of the whole model, its
     // sums over all of them, but only the share held). Snapshot 0 must hold the particles one rank makes.
     const Comm& comm = Comm::world();
-    const fs::path dir = test::shared_temp_folder(comm);
-    REQUIRE(!dir.empty());
+    const test::SharedFolder dir(comm);
     for (const char* ic_name : {"hernquist", "disc", "uniform", "uniform-cold", "merger"}) {
         RunOptions o = options(dir / ic_name, 1.0 / 64);
         o.ic = ic_name;
@@ -248,8 +223,6 @@ TEST_CASE("every generated model over P ranks: each rank makes only its share, t
         CHECK(s0.size() == ic.size());
         check_same_particles(s0, ic);
     }
-    comm.barrier();
-    if (comm.rank() == 0) fs::remove_all(dir);
 }
 
 TEST_CASE("block time steps over P ranks: the same substeps on every rank, energy as on one, a restart bit for bit")
@@ -258,8 +231,7 @@ TEST_CASE("block time steps over P ranks: the same substeps on every rank, energ
     // particles between ranks, the histogram is summed over ranks (every rank runs the same substeps), and the
     // particles move between ranks only at the end of a step, weighed by the work of all its substeps.
     const Comm& comm = Comm::world();
-    const fs::path dir = test::shared_temp_folder(comm);
-    REQUIRE(!dir.empty());
+    const test::SharedFolder dir(comm);
     auto options_of = [&](const char* name, double t_end) {
         RunOptions o = options(dir / name, t_end);
         o.ic = "merger";
@@ -301,15 +273,12 @@ TEST_CASE("block time steps over P ranks: the same substeps on every rank, energ
     CHECK(!test::file_bytes(dir / "split" / "snapshot_00002.tipsy").empty());
     CHECK(test::file_bytes(dir / "straight" / "snapshot_00002.tipsy") ==
           test::file_bytes(dir / "split" / "snapshot_00002.tipsy"));
-    comm.barrier();
-    if (comm.rank() == 0) fs::remove_all(dir);
 }
 
 TEST_CASE("a run over P ranks stopped and continued on P ranks matches the straight run bit for bit")
 {
     const Comm& comm = Comm::world();
-    const fs::path dir = test::shared_temp_folder(comm);
-    REQUIRE(!dir.empty());
+    const test::SharedFolder dir(comm);
     // The geometric test, and the relative criterion (whose previous |a| travel with the particles and the
     // checkpoints, and cut the trees sent to other ranks).
     for (const double alpha : {0.0, 0.002}) {
@@ -339,7 +308,6 @@ TEST_CASE("a run over P ranks stopped and continued on P ranks matches the strai
         }
         comm.barrier();
     }
-    if (comm.rank() == 0) fs::remove_all(dir);
 }
 
 } // namespace banyan
