@@ -366,7 +366,20 @@ std::vector<std::uint64_t> Reader::integers(hid_t group, const std::string& gnam
     std::vector<std::uint64_t> out(rows);
     if (rows == 0) return out;
     const Selection sel = select_rows(*this, d.get(), n, 1, first, rows, what);
-    ok(H5Dread(d.get(), H5T_NATIVE_UINT64, sel.mem_space(), sel.file_space(), H5P_DEFAULT, out.data()), what);
+    if (H5Tget_sign(type.get()) != H5T_SGN_2) {
+        ok(H5Dread(d.get(), H5T_NATIVE_UINT64, sel.mem_space(), sel.file_space(), H5P_DEFAULT, out.data()), what);
+        return out;
+    }
+    // HDF5 converts a negative signed value to the unsigned 0 without a word: signed ids are read as such, and a
+    // negative one is refused rather than changed.
+    std::vector<std::int64_t> signed_ids(rows);
+    ok(H5Dread(d.get(), H5T_NATIVE_INT64, sel.mem_space(), sel.file_space(), H5P_DEFAULT, signed_ids.data()), what);
+    for (std::size_t i = 0; i < rows; ++i) {
+        if (signed_ids[i] < 0)
+            fail(fmt::format("{} holds {} at row {}: particle ids are whole numbers 0 or more", what, signed_ids[i],
+                             first + i));
+        out[i] = static_cast<std::uint64_t>(signed_ids[i]);
+    }
     return out;
 }
 

@@ -166,6 +166,8 @@ struct Reader {
     std::vector<float> floats(hid_t group, const std::string& gname, const char* name, std::uint64_t n, int cols,
                               const std::string& count_source, bool optional = false, Window window = {}) const;
 
+    /// Dataset @p name of @p group, which must hold n integers, as whole numbers 0 or more (the rows of @p window);
+    /// a negative one is refused, naming its row, never converted (HDF5 would make it 0).
     std::vector<std::uint64_t> integers(hid_t group, const std::string& gname, const char* name, std::uint64_t n,
                                         const std::string& count_source, Window window = {}) const;
 };
