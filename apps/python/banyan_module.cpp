@@ -93,6 +93,7 @@ struct Device {
         if (direct) {
             if (!pos || pos.size() < n) pos = backend->alloc<bn_f4>(n, "python.pos");
             put(pos);
+            if (unsoftened(static_cast<float>(eps))) check_coincident(pos.download(n), {}, "pos");
             direct_forces(*backend, pos, n, static_cast<float>(eps), acc);
         } else {
             tree.resize(n, false);

@@ -424,6 +424,10 @@ void gadget_file(const std::string& path, std::size_t n, std::size_t m, bool uni
         w.data("PartType4", "Coordinates", H5T_NATIVE_FLOAT, xs, m, 3);
         w.data("PartType4", "Velocities", H5T_NATIVE_FLOAT, vs, m, 3);
         w.data("PartType4", "Masses", H5T_NATIVE_FLOAT, ms, m, 1);
+        std::vector<std::uint32_t> star_ids(m);
+        for (std::size_t i = 0; i < m; ++i)
+            star_ids[i] = std::uint32_t(2000 + i);
+        w.data("PartType4", "ParticleIDs", H5T_NATIVE_UINT32, star_ids, m, 1);
     }
     if (units) {
         w.attr<double>("Parameters", "UnitLength_in_cm", H5T_NATIVE_DOUBLE, {cgs::kpc});
@@ -547,7 +551,7 @@ TEST_SUITE("static")
             CHECK(s.mass[i] == 0.25f); // from the MassTable
         CHECK(s.mass[4] == 0.125f);
         CHECK(s.pos[12] == 1.5f);
-        CHECK(s.ids[0] == 1000);
+        CHECK(s.ids == std::vector<std::uint64_t>{1000, 1001, 1002, 1003, 2000, 2001});
         CHECK(!meta.has_softening); // no Softenings: runs must be given --eps
         // kpc, 1e10 Msun, km/s: G is not 1; velocities and the time go to the velocity unit G = 1 implies.
         CHECK(s.units.length_cm == cgs::kpc);
@@ -765,6 +769,52 @@ TEST_SUITE("static")
             CHECK(starts_with_path(e));
             CHECK((contains(e, "truncated") || contains(e, "damaged")));
         }
+        fs::remove(path);
+    }
+
+    TEST_CASE("hdf5: particle ids are kept or refused, never changed: negative ids, ids for some types only")
+    {
+        const auto path = temp_path("ids.hdf5");
+        auto with_ids = [&](hid_t type, const std::vector<std::int64_t>& dark, const std::vector<std::int64_t>& star) {
+            H5Writer w(path);
+            w.attr<std::int32_t>("Header", "NumPart_ThisFile", H5T_NATIVE_INT32, {0, 3, 0, 0, 1, 0});
+            for (const char* g : {"PartType1", "PartType4"}) {
+                const hsize_t n = std::string(g) == "PartType1" ? 3 : 1;
+                w.data<float>(g, "Coordinates", H5T_NATIVE_FLOAT, std::vector<float>(3 * n, 1.0f), n, 3);
+                w.data<float>(g, "Velocities", H5T_NATIVE_FLOAT, std::vector<float>(3 * n, 0.0f), n, 3);
+                w.data<float>(g, "Masses", H5T_NATIVE_FLOAT, std::vector<float>(n, 1.0f), n, 1);
+                const std::vector<std::int64_t>& ids = n == 3 ? dark : star;
+                if (ids.empty()) continue;
+                const hid_t grp = w.group(g);
+                const hid_t space = H5Screate_simple(1, &n, nullptr);
+                const hid_t d = H5Dcreate2(grp, "ParticleIDs", type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+                REQUIRE(H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, ids.data()) >= 0);
+                H5Dclose(d), H5Sclose(space), H5Gclose(grp);
+            }
+        };
+        // Signed ids of any width are read as they are.
+        with_ids(H5T_STD_I64LE, {5, 7, 9}, {11});
+        CHECK(read_snapshot(path).ids == std::vector<std::uint64_t>{5, 7, 9, 11});
+        // A negative one is refused, naming the file, the dataset and its row (HDF5 made it 0).
+        for (const hid_t type : {H5T_STD_I64LE, H5T_STD_I32LE, H5T_STD_I8LE}) {
+            with_ids(type, {5, -7, -9}, {11});
+            const std::string e = hdf5_error(path);
+            INFO(e);
+            CHECK(e.rfind(path.string() + ": ", 0) == 0);
+            CHECK(contains(e, "PartType1/ParticleIDs holds -7 at row 1: particle ids are whole numbers 0 or more"));
+        }
+        with_ids(H5T_STD_I32LE, {5, 7, 9}, {-1});
+        CHECK(contains(hdf5_error(path), "PartType4/ParticleIDs holds -1 at row 0"));
+        // Ids for some types only: refused, naming a type without them, whatever rows are read (an MPI rank's).
+        with_ids(H5T_STD_U64LE, {5, 7, 9}, {});
+        CHECK(contains(hdf5_error(path), "PartType4/ParticleIDs is missing but PartType1/ParticleIDs is there: "
+                                         "particle ids for some types only"));
+        CHECK_THROWS_AS(read_snapshot(path, nullptr, true, nullptr, Rows{0, 2}), UsageError);
+        with_ids(H5T_STD_U64LE, {}, {11});
+        CHECK(contains(hdf5_error(path), "PartType1/ParticleIDs is missing but PartType4/ParticleIDs is there"));
+        // None at all: the rows' indices, as before.
+        with_ids(H5T_STD_U64LE, {}, {});
+        CHECK(read_snapshot(path).ids.empty());
         fs::remove(path);
     }
 

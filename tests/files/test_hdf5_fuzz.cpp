@@ -553,3 +553,50 @@ TEST_SUITE("static")
         fs::remove(damaged);
     }
 }
+
+TEST_SUITE("static")
+{
+    TEST_CASE("hdf5: a dataset whose layout puts its data past the file's end, or states another size, is refused")
+    {
+        // HDF5 1.10 read such a dataset as zeros (data past the end, or never stored) or ignored the size its layout
+        // states, where h5py (a newer HDF5) refuses the file: the layout is checked before the data are read.
+        const std::string clean = temp_path("clean.hdf5").string(), damaged = temp_path("layout.hdf5").string();
+        write_sample(clean);
+        const std::vector<unsigned char> bytes = load(clean);
+        const Structure structure(bytes, objects_of(clean));
+        const Field& address = structure.field("/PartType1/Coordinates message ", "layout address");
+        const Field& size = structure.field("/PartType1/Coordinates message ", "layout size");
+        const std::uint64_t file_size = bytes.size();
+        struct Recipe {
+            const Field* field;
+            std::uint64_t value;
+            const char* says;
+        };
+        const Recipe recipes[] = {
+            {&address, file_size - 8, "PartType1/Coordinates's 48 bytes of data start at byte"},
+            {&address, file_size, "they lie past its end"},
+            {&address, ~0ull, "PartType1/Coordinates has no data stored"},
+            {&size, 0, "PartType1/Coordinates's layout says 0 bytes of data, but its 12 values take 48"},
+            {&size, 1000000, "layout says 1000000 bytes"},
+        };
+        for (const Recipe& recipe : recipes) {
+            std::vector<unsigned char> copy = bytes;
+            put(copy, Change{recipe.field->name, recipe.field->at, recipe.field->width, recipe.value});
+            save(damaged, copy);
+            INFO(recipe.field->name, " = ", recipe.value);
+            for (const Rows rows : {Rows{}, Rows{3, 2}}) { // all of it, and rows of PartType1 only (an MPI rank's)
+                std::string error = "no error";
+                try {
+                    read_snapshot(damaged, nullptr, true, nullptr, rows);
+                } catch (const UsageError& e) {
+                    error = e.what();
+                }
+                CHECK(contains(error, damaged + ": "));
+                CHECK(contains(error, recipe.says));
+            }
+        }
+        CHECK(read_snapshot(clean).size() == 7);
+        fs::remove(clean);
+        fs::remove(damaged);
+    }
+}

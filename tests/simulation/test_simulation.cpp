@@ -345,6 +345,29 @@ TEST_CASE("simulation: momentum and angular momentum are conserved to round-off 
     CHECK(worst_l <= 2e-6);
 }
 
+TEST_CASE("simulation: particles at one point without softening are refused (their pull would be left out)")
+{
+    // With eps = 0 two particles at one point pull each other infinitely; the interaction leaves the pair out as it
+    // leaves out a particle's own, so a run "conserved" energy with a potential of 0 between them.
+    auto& be = test::backend();
+    Particles p = plummer(300, 3);
+    p.pos[200].x = p.pos[17].x, p.pos[200].y = p.pos[17].y, p.pos[200].z = p.pos[17].z;
+    for (const bool direct : {false, true}) {
+        CAPTURE(direct);
+        SimulationOptions o;
+        o.direct = direct;
+        o.eps = 0.0f;
+        Simulation sim(be, o);
+        CHECK_THROWS_WITH_AS(sim.start(p.pos, p.vel, 0.0),
+                             "the particles: particles 17 and 200 lie at one point; without softening (eps = 0) their "
+                             "pull on each other is infinite: give a softening eps > 0 (README, \"Limits\")",
+                             UsageError);
+        o.eps = 0.01f;
+        Simulation soft(be, o);
+        CHECK_NOTHROW(soft.start(p.pos, p.vel, 0.0));
+    }
+}
+
 TEST_CASE("simulation: energy of a Plummer sphere (N 4096, theta 0.5, eps 0.05, dt 1/64, 640 steps)")
 {
     auto& be = test::backend();

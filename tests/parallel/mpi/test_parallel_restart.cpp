@@ -178,6 +178,47 @@ TEST_CASE("a generated run continues from all ranks on one, and from one on all"
     }
 }
 
+TEST_CASE("a rank file of another run among a checkpoint's files is refused at once, naming it")
+{
+    // Two runs of the same size and steps, of other seeds; a rank file of the second put among the first's was read
+    // until the particles' ids collided.
+    const Comm& world = Comm::world();
+    const fs::path dir = test::shared_temp_folder(world);
+    REQUIRE(!dir.empty());
+    for (const std::uint64_t seed : {11, 12}) {
+        RunOptions o = restart_options();
+        o.seed = seed;
+        o.t_end = 0.125;
+        o.out = (dir / fmt::format("seed{}", seed)).string();
+        Run(test::backend(), plan_run({o}, world), {}, world).run();
+    }
+    world.barrier();
+    const fs::path run = dir / "seed11", odd = run / "checkpoint.bin.rank1";
+    if (world.size() > 1) {
+        if (world.rank() == 0)
+            fs::copy_file(dir / "seed12" / "checkpoint.bin.rank1", odd, fs::copy_options::overwrite_existing);
+        world.barrier();
+        const std::string says =
+            fmt::format("{} and {} are of different runs", odd.string(), (run / "checkpoint.bin").string());
+        // On as many ranks as wrote it (each reads its own file) and cut anew on one (which reads them all).
+        CHECK_THROWS_WITH_AS(
+            Run::resume(test::backend(), run.string(), 0.25, {}, RunOutputs::files(run.string()), world),
+            doctest::Contains(says.c_str()), UsageError);
+        if (const auto one = world.first(1))
+            CHECK_THROWS_WITH_AS(
+                Run::resume(test::backend(), run.string(), 0.25, {}, RunOutputs::files(run.string()), *one),
+                doctest::Contains(says.c_str()), UsageError);
+    }
+    // The run's own files continue.
+    world.barrier();
+    if (world.rank() == 0) fs::copy(dir / "seed12", dir / "copy", fs::copy_options::recursive);
+    world.barrier();
+    const std::string copy = (dir / "copy").string();
+    CHECK_NOTHROW(Run::resume(test::backend(), copy, 0.25, {}, RunOutputs::files(copy), world));
+    world.barrier();
+    if (world.rank() == 0) fs::remove_all(dir);
+}
+
 TEST_CASE("an HDF5 input's particle ids are in every snapshot, over P ranks and after a restart on another number")
 {
     const Comm& world = Comm::world();
