@@ -430,6 +430,22 @@ TEST_SUITE("static")
                     refused(o, "units");
                 }
         }
+        // The N-body merger's (--ic merger) lengths and central particles: an internal error of the exact sums
+        // ("ExactSums: a value out of range") at 1e14 or 1e-30, a central particle of mass 0 at 1e-100.
+        for (const double v : both(tiny, far)) {
+            RunOptions o;
+            o.ic = "merger";
+            o.merger.pericentre = o.merger.separation = v, o.merger.eccentricity = 0;
+            CHECK_THROWS_WITH_AS(o.check(), doctest::Contains("--pericentre"), UsageError);
+            o.merger = MergerOptions{};
+            o.merger.separation = v, o.merger.pericentre = 1e-4, o.merger.eccentricity = 1 - 1e-15;
+            CHECK_THROWS_WITH_AS(o.check(), doctest::Contains("--separation"), UsageError);
+        }
+        for (const double v : {1e-300, 1e-100, 1e-30}) {
+            RunOptions o;
+            o.ic = "merger", o.merger.bh_fraction = v;
+            CHECK_THROWS_WITH_AS(o.check(), doctest::Contains("--bh-fraction"), UsageError);
+        }
     }
 
     TEST_CASE("galaxy: options at the edges of their ranges make finite particles single precision holds")
