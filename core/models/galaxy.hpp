@@ -74,7 +74,7 @@ const std::vector<std::string_view>& galaxy_preset_names();
 /// The orbit and orientations of a merger of two galaxies: the second is the first scaled to mass_ratio of its mass
 /// (every mass times q, every length times q^(1/3): the same density, hence the same dynamical times).
 struct GalaxyOrbit {
-    double mass_ratio = 1.0 / 3; ///< second / first galaxy, in (0, 1]
+    double mass_ratio = 1.0 / 3; ///< second / first galaxy, in [1e-4, 1] (GalaxyLimits)
     /// kpc: of the Kepler orbit of the centres as two point masses, each the mass its galaxy holds within the
     /// starting separation (the mass that pulls at that distance: the halos overlap there)
     double pericentre = 10;
