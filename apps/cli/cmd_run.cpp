@@ -212,7 +212,7 @@ Options run_options()
               "0.9");
     opt.value("bh-fraction", "F", "merger: mass of each central particle as a fraction of its galaxy's", "0.01");
     add_galaxy_model_options(opt);
-    opt.value("mass-ratio", "Q", "galaxy-merger: mass of the second galaxy over the first's, in (0, 1]", "1/3");
+    opt.value("mass-ratio", "Q", "galaxy-merger: mass of the second galaxy over the first's, in [1e-4, 1]", "1/3");
     opt.value("orientation", "I1,W1,I2,W2",
               "galaxy-merger: each disc's spin axis, inclination to the orbit's axis and azimuth, in degrees",
               "30,0,60,90");

@@ -88,13 +88,14 @@ void RunOptions::check(OptionStyle style) const
         throw UsageError(
             fmt::format("{}{} {} at {} {} is more than 10^15 steps", prefix, name("t_end"), t_end, name("dt"), dt));
     if (ic == "merger") check_merger_options(merger);
+    parse_units(units, prefix + name("units"));
     if (galaxy_ic(ic)) {
-        check_galaxy_model(galaxy, prefix + ic);
-        if (ic == "galaxy-merger") check_galaxy_orbit(orbit);
-        (void)GalaxyGenerator(galaxy_setup(*this)); // the model's tables and enough particles for each component
+        // What the model can make, in the front end's spelling, before its tables; then the tables and enough
+        // particles for each component.
+        check_galaxy_parameters(galaxy_setup(*this), prefix + ic, name);
+        (void)GalaxyGenerator(galaxy_setup(*this));
     }
     if (out.empty()) throw bad("out", "must name a folder");
-    parse_units(units, prefix + name("units"));
 }
 
 std::string RunOptions::to_text() const

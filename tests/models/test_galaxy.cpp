@@ -7,14 +7,19 @@
  *        stay put, and in which a disc without dispersions fails the thickness and Q checks.
  */
 #include "core/error.hpp"
+#include "core/gravity/precision.hpp"
 #include "core/models/legendre_potential.hpp"
+#include "core/simulation/run.hpp"
 #include "core/simulation/run_options.hpp"
 #include "core/simulation/simulation.hpp"
 #include "tests/support/harness.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 #include <numbers>
 #include <string>
 #include <vector>
@@ -367,6 +372,166 @@ TEST_SUITE("static")
         o.n = 20; // too few for three components in each galaxy
         CHECK_THROWS_AS(o.check(), UsageError);
     }
+
+    TEST_CASE("galaxy: options beyond what the model can make are refused before any table, naming the option")
+    {
+        // Each galaxy option at values that crashed the generator (a bulge scale of 1e-100, a mass ratio of 1e-300:
+        // SIGSEGV), gave non-finite velocities, masses of 0 or particles single precision cannot hold (issue 45),
+        // and units in which the particles leave float's range: refused by RunOptions::check (what plan_run and the
+        // Python module call) in each front end's spelling, and by GalaxyGenerator itself, before any table.
+        struct Bad {
+            const char* key;
+            bool merger;
+            std::vector<double> values;
+        };
+        const std::vector<double> tiny{1e-300, 1e-100, 1e-30, 1e-10}, huge{1e30, 1e300}, far{1e10, 1e30, 1e300};
+        auto both = [&](const std::vector<double>& a, const std::vector<double>& b) {
+            std::vector<double> v = a;
+            v.insert(v.end(), b.begin(), b.end());
+            return v;
+        };
+        const Bad table[] = {
+            {"halo_mass", false, both(tiny, huge)},         {"halo_scale", false, both(tiny, far)},
+            {"halo_concentration", false, both(tiny, far)}, {"disc_mass", false, both(tiny, huge)},
+            {"disc_scale_length", false, both(tiny, far)},  {"disc_scale_height", false, both(tiny, far)},
+            {"toomre_q", false, both(tiny, far)},           {"q_radius", false, both(tiny, far)},
+            {"bulge_mass", false, both(tiny, huge)},        {"bulge_scale", false, both(tiny, far)},
+            {"bh_mass", false, both(tiny, huge)},           {"star_fraction", false, far},
+            {"mass_ratio", true, both(tiny, far)},          {"pericentre", true, both(tiny, far)},
+            {"separation", true, both(tiny, far)},          {"eccentricity", true, far}};
+        for (const OptionStyle style : {OptionStyle::cli, OptionStyle::python}) {
+            auto refused = [&](const RunOptions& o, std::string_view key) {
+                const std::string name = option_name(key, style);
+                INFO(name << ", " << (style == OptionStyle::cli ? "CLI" : "Python"));
+                try {
+                    o.check(style);
+                    FAIL("accepted");
+                } catch (const UsageError& e) {
+                    INFO(e.what());
+                    CHECK(std::string(e.what()).find(name) != std::string::npos);
+                }
+            };
+            for (const Bad& b : table)
+                for (const double v : b.values) {
+                    RunOptions o;
+                    o.ic = b.merger ? "galaxy-merger" : "galaxy";
+                    o.n = 4096;
+                    set_galaxy_option(o.galaxy, o.orbit, b.key, fmt::format("{}", v), b.key);
+                    INFO(b.key << " = " << v);
+                    refused(o, b.key);
+                    CHECK_THROWS_AS(GalaxyGenerator(galaxy_setup(o)), UsageError);
+                }
+            // Masses of 10^41 (cm,g), accelerations below 10^-36 (cm,Msun), lengths below 10^-33.
+            for (const char* units : {"cm,g", "m,kg", "km,kg", "Gpc,g", "cm,Msun", "1e30Gpc,1e30Msun"})
+                for (const char* ic : {"galaxy", "galaxy-merger"}) {
+                    RunOptions o;
+                    o.ic = ic, o.n = 4096, o.units = units;
+                    INFO(ic << " --units " << units);
+                    refused(o, "units");
+                }
+        }
+        // The N-body merger's (--ic merger) lengths and central particles: an internal error of the exact sums
+        // ("ExactSums: a value out of range") at 1e14 or 1e-30, a central particle of mass 0 at 1e-100.
+        for (const double v : both(tiny, far)) {
+            RunOptions o;
+            o.ic = "merger";
+            o.merger.pericentre = o.merger.separation = v, o.merger.eccentricity = 0;
+            CHECK_THROWS_WITH_AS(o.check(), doctest::Contains("--pericentre"), UsageError);
+            o.merger = MergerOptions{};
+            o.merger.separation = v, o.merger.pericentre = 1e-4, o.merger.eccentricity = 1 - 1e-15;
+            CHECK_THROWS_WITH_AS(o.check(), doctest::Contains("--separation"), UsageError);
+        }
+        for (const double v : {1e-300, 1e-100, 1e-30}) {
+            RunOptions o;
+            o.ic = "merger", o.merger.bh_fraction = v;
+            CHECK_THROWS_WITH_AS(o.check(), doctest::Contains("--bh-fraction"), UsageError);
+        }
+    }
+
+    TEST_CASE("galaxy: options at the edges of their ranges make finite particles single precision holds")
+    {
+        // The Milky Way's disc (R_d 2.5 kpc, M_d 4.57e10 Msun) as the reference: each edge alone, then the widest
+        // spans together. Every particle finite, every mass a positive normal float, the masses and the softening
+        // within what the run accepts (check_precision_range), as the run would judge them.
+        struct Edge {
+            bool merger;
+            std::vector<std::pair<const char*, const char*>> options;
+            const char* units = "";
+            std::uint64_t n = 8192;
+        };
+        const Edge edges[] = {
+            {false, {{"halo_scale", "2.5e-4"}}},
+            {false, {{"halo_scale", "2.5e4"}}},
+            {false, {{"halo", "hernquist"}, {"halo_scale", "2.5e4"}}},
+            {false, {{"halo", "hernquist"}, {"halo_scale", "2.5e-4"}}},
+            {false, {{"halo_concentration", "1"}}},
+            {false, {{"halo_concentration", "100"}}},
+            {false, {{"halo_mass", "4.57e6"}, {"star_fraction", "0.5"}}},
+            {false, {{"halo_mass", "4.57e14"}, {"bh_mass", "0"}, {"star_fraction", "0.25"}}},
+            {false, {{"disc_scale_height", "2.5e-4"}}},
+            {false, {{"disc_scale_height", "2.5"}}},
+            {false, {{"bulge_scale", "2.5e-4"}}},
+            {false, {{"bulge_scale", "2.5e4"}}},
+            {false, {{"bulge_mass", "4.57e6"}, {"star_fraction", "0.5"}}, "", 65536}, // a bulge of 3 particles
+            {false, {{"bulge_mass", "4.57e14"}, {"bh_mass", "0"}, {"star_fraction", "0.5"}}, "", 65536}, // disc: 3
+            {false, {{"bh_mass", "13546"}}},     // 1e-8 of 1.3546e12 Msun
+            {false, {{"bh_mass", "1.3546e11"}}}, // a tenth
+            {false, {{"q_radius", "0.0025"}}},
+            {false, {{"q_radius", "25"}}},
+            {false, {{"toomre_q", "0.1"}}},
+            {false,
+             {{"disc_mass", "1e-30"}, {"halo_mass", "1e-28"}, {"bulge_mass", "1e-31"}, {"bh_mass", "0"}},
+             "kpc,1e-40Msun"},
+            {false,
+             {{"disc_scale_length", "1e30"},
+              {"halo_scale", "1e26"},
+              {"disc_scale_height", "1e26"},
+              {"bulge_scale", "1e34"}},
+             "1e30kpc,1e10Msun"},
+            {false,
+             {{"halo_scale", "2.5e4"},
+              {"halo_concentration", "100"},
+              {"bulge_scale", "2.5e-4"},
+              {"disc_scale_height", "2.5e-4"},
+              {"bh_mass", "1.3e11"}}},
+            {false, {}, "pc,Msun"},
+            {false, {}, "au,Msun"},
+            {false, {}, "Mpc,1e10Msun"},
+            {true, {{"mass_ratio", "1e-4"}, {"separation", "2.5e4"}}},
+            {true, {{"pericentre", "2.5e-4"}, {"separation", "2.5e-4"}, {"eccentricity", "0"}}},
+            {true, {{"pericentre", "2.5e4"}, {"separation", "2.5e4"}, {"eccentricity", "0"}}},
+            {true, {{"eccentricity", "1000"}}},
+            {true,
+             {{"mass_ratio", "1e-4"},
+              {"bulge_scale", "2.5e-4"},
+              {"halo_scale", "2.5e4"},
+              {"halo_concentration", "100"},
+              {"separation", "2.5e4"},
+              {"bh_mass", "13546"}}},
+        };
+        for (const Edge& e : edges) {
+            RunOptions o;
+            o.ic = e.merger ? "galaxy-merger" : "galaxy";
+            o.n = e.n, o.units = e.units;
+            std::string shown = o.ic + " " + e.units;
+            for (const auto& [key, value] : e.options) {
+                set_galaxy_option(o.galaxy, o.orbit, key, value, key);
+                shown += fmt::format(" {}={}", key, value);
+            }
+            INFO(shown);
+            std::unique_ptr<GalaxyGenerator> gen; // checks the setup as RunOptions::check does, then counts
+            REQUIRE_NOTHROW(gen = std::make_unique<GalaxyGenerator>(galaxy_setup(o)));
+            const Particles p = gen->make_all();
+            std::size_t bad = 0;
+            for (std::size_t i = 0; i < p.size(); ++i) {
+                const bn_f4 &x = p.pos[i], &v = p.vel[i];
+                bad += !(std::isfinite(x.x) && std::isfinite(x.y) && std::isfinite(x.z) && std::isnormal(x.w) &&
+                         x.w > 0 && std::isfinite(v.x) && std::isfinite(v.y) && std::isfinite(v.z));
+            }
+            CHECK(bad == 0);
+            CHECK_NOTHROW(check_precision_range(p.pos, o.eps, shown));
+        }
+    }
 }
 
 namespace {
@@ -427,4 +592,46 @@ TEST_CASE("galaxy: a short run keeps the disc's thickness, Q and radii; a disc w
     INFO("cold disc: thickness " << c.end.thickness << ", Q " << c.end.toomre_q);
     CHECK(!thickness_ok(c));
     CHECK(!q_ok(c));
+}
+
+TEST_CASE("galaxy: the widest models the ranges allow run to their end with finite numbers")
+{
+    // What `banyan run` does with them: the plan's checks, the particles made, four steps and a snapshot in the
+    // particles' units (where forces and potentials beyond float's range would stop the run: "went non-finite").
+    struct Wide {
+        const char* ic;
+        std::vector<std::pair<const char*, const char*>> options;
+        const char* units = "";
+    };
+    const Wide wide[] = {
+        {"galaxy",
+         {{"halo_scale", "2.5e4"},
+          {"halo_concentration", "100"},
+          {"bulge_scale", "2.5e-4"},
+          {"disc_scale_height", "2.5e-4"},
+          {"bh_mass", "1.3e11"}}},
+        {"galaxy-merger",
+         {{"mass_ratio", "1e-4"}, {"bulge_scale", "2.5e-4"}, {"separation", "2.5e4"}, {"bh_mass", "13546"}}},
+        {"galaxy", {}, "au,Msun"},
+    };
+    for (const Wide& w : wide) {
+        RunOptions o;
+        o.ic = w.ic, o.n = 8192, o.units = w.units, o.t_end = 4 * o.dt;
+        o.snapshot_every = o.checkpoint_every = RunOptions::never;
+        std::string shown = o.ic + " " + w.units;
+        for (const auto& [key, value] : w.options) {
+            set_galaxy_option(o.galaxy, o.orbit, key, value, key);
+            shown += fmt::format(" {}={}", key, value);
+        }
+        INFO(shown);
+        RunRequest request(o);
+        request.outputs = RunOutputs::none();
+        Run run(test::backend(), plan_run(std::move(request)));
+        CHECK(run.run() == Run::Outcome::finished);
+        CHECK(all_finite(run.record().energies));
+        const Snapshot& s = run.snapshot();
+        CHECK_NOTHROW(check_particle_values(s, shown));
+        CHECK(std::all_of(s.acc.begin(), s.acc.end(), [](float a) { return std::isfinite(a); }));
+        CHECK(std::all_of(s.phi.begin(), s.phi.end(), [](float a) { return std::isfinite(a) && a != 0; }));
+    }
 }
