@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <stdexcept>
 
 namespace banyan::cli {
@@ -153,11 +154,7 @@ DeviceRequest Options::device_request() const
 {
     DeviceRequest r;
     r.backend = str("backend");
-    if (has("device")) {
-        const long long d = integer("device");
-        if (d < 0) throw UsageError(fmt::format("{}: --device must be 0 or more", command_));
-        r.device = static_cast<int>(d);
-    }
+    if (has("device")) r.device = integer_in("device", 0, std::numeric_limits<int>::max()); // never wrapped
     return r;
 }
 

@@ -291,7 +291,7 @@ RunRequest parse_new_run(const Options& opt, std::optional<double> t_end)
     ro.dt = parse_time(opt.str("dt"), "--dt");
     ro.steps = opt.str("steps");
     ro.eta = opt.number("eta");
-    ro.max_rung = static_cast<unsigned>(std::min<std::uint64_t>(count_option(opt, "max-rung", 0), 1000));
+    ro.max_rung = count_option(opt, "max-rung", 0); // the value given: RunOptions::check names it when out of range
     ro.t_end = t_end ? *t_end : galaxy_merger && !opt.has("t-end") ? 1000.0 : parse_time(opt.str("t-end"), "--t-end");
     ro.log_every = count_option(opt, "log-every", 1);
     auto every = [&](const char* name) {

@@ -315,9 +315,9 @@ RunRequest simulation_request(double theta, double eps, double dt, double time, 
     o.opening = opening, o.alpha = alpha;
     o.steps = steps, o.eta = eta;
     if (max_rung < 0) throw UsageError(fmt::format("max_rung must be >= 0, got {}", max_rung));
-    o.max_rung = static_cast<unsigned>(std::min<long long>(max_rung, 1000)); // RunOptions::check judges the rest
-    o.t_end = time + dt; // evolve() moves the end to the time it is given
-    o.units = units;     // of the numbers given, for the snapshots; checked with the rest
+    o.max_rung = static_cast<std::uint64_t>(max_rung); // RunOptions::check judges the rest, naming the value given
+    o.t_end = time + dt;                               // evolve() moves the end to the time it is given
+    o.units = units;                                   // of the numbers given, for the snapshots; checked with the rest
     // A Simulation writes no outputs on a grid; its checkpoints carry these for `banyan run --restart`: the CLI's
     // default of one time unit, or every 64 steps where a step is longer (a dt in years, say, which the default
     // refused).
@@ -656,7 +656,7 @@ public:
     double dt() const { return run_->options().dt; }
     const std::string& steps_kind() const { return run_->options().steps; }
     double eta() const { return run_->options().eta; }
-    unsigned max_rung() const { return run_->options().max_rung; }
+    std::uint64_t max_rung() const { return run_->options().max_rung; }
     /// Block time steps: {"rungs": particles per rung (to the deepest allowed), "deepest": the deepest rung used,
     /// "substeps", "active_updates", "steps", "saving": shared_step_ratio}.
     nb::dict block_stats()

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -18,8 +19,22 @@ namespace banyan::hdf5 {
 
 // ---- Errors -----------------------------------------------------------------------------------------------------
 
+namespace {
+
+// A file whose close failed (a full disk, a file-size limit) stays in the library's tables, and HDF5 1.10's own
+// exit handler then crashes on it (H5F__close_cb): the program would end in SIGSEGV after its error message. Every
+// file banyan opens is closed by its owner (Id), so nothing is left for that handler to do. It must be turned off
+// before the library's first call: at load time.
+const bool no_hdf5_exit_handler = [] {
+    H5dont_atexit();
+    return true;
+}();
+
+} // namespace
+
 void silence_hdf5()
 {
+    (void)no_hdf5_exit_handler;
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
 }
 
@@ -34,7 +49,14 @@ std::string hdf5_reason()
         },
         &reason);
     H5Eclear2(H5E_DEFAULT);
-    return reason.empty() ? std::string("no reason given") : reason;
+    if (reason.empty()) return "no reason given";
+    // A failed system call: "file write failed: time = ..., filename = ..., errno = 28, error message = ..., buf =
+    // 0x..., ...": what failed and the errno's meaning, as the other writers say it.
+    const std::size_t at = reason.find("errno = "), cut = reason.find(": time = ");
+    if (at != std::string::npos && cut != std::string::npos)
+        if (const int err = std::atoi(reason.c_str() + at + 8); err > 0)
+            return fmt::format("{}: {}", reason.substr(0, cut), io_reason(err));
+    return reason;
 }
 
 hid_t must(hid_t id, const std::string& what)

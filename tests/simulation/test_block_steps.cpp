@@ -411,6 +411,10 @@ TEST_SUITE("static")
         CHECK(refused(bad, "--eta must be in (0, 1e30), got 0"));
         bad = o, bad.max_rung = 31;
         CHECK(refused(bad, "--max-rung must be at most 30"));
+        // The value given, whatever its size: never wrapped or clipped before the check (issue 45).
+        bad = o, bad.max_rung = 4294967299ull;
+        CHECK(refused(bad, "--max-rung must be at most 30, got 4294967299"));
+        CHECK_THROWS_AS(bad.simulation(), std::logic_error);
         bad = o, bad.eps = 0;
         CHECK(refused(bad, "need --eps > 0"));
         // A checkpoint written before block steps is a shared-step run.
