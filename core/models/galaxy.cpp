@@ -389,7 +389,7 @@ std::string galaxy_option_text(const GalaxyModel& m, const GalaxyOrbit& o, std::
     return fmt::format("{}", *field);
 }
 
-GalaxyCounts galaxy_counts(const GalaxyModel& m, std::uint64_t n, double halo_particle_mass)
+GalaxyCounts galaxy_counts(const GalaxyModel& m, std::uint64_t n, double halo_particle_mass, const OptionSpelling& name)
 {
     GalaxyCounts c;
     c.bh = m.bh_mass > 0 ? 1 : 0;
@@ -405,9 +405,10 @@ GalaxyCounts galaxy_counts(const GalaxyModel& m, std::uint64_t n, double halo_pa
     c.bulge = stars - c.disc;
     if (c.halo < 2 || c.disc < 2 || (m.bulge_mass > 0 && c.bulge < 2))
         throw UsageError(fmt::format("galaxy: {} particles are too few for a halo, a disc{} of two particles or more "
-                                     "(halo {}, disc {}, bulge {}{})",
+                                     "(halo {}, disc {}, bulge {}{}): raise {} or {}",
                                      n, m.bulge_mass > 0 ? " and a bulge" : "", c.halo, c.disc, c.bulge,
-                                     m.star_fraction > 0 ? "" : "; equal-mass particles: raise -n or --star-fraction"));
+                                     m.star_fraction > 0 ? "" : "; equal-mass particles", name("n"),
+                                     name("star_fraction")));
     return c;
 }
 
@@ -851,9 +852,9 @@ struct GalaxyGenerator::Placement {
 
 GalaxyGenerator::~GalaxyGenerator() = default;
 
-GalaxyGenerator::GalaxyGenerator(const GalaxySetup& setup) : n_(setup.n), seed_(setup.seed)
+GalaxyGenerator::GalaxyGenerator(const GalaxySetup& setup, const OptionSpelling& name) : n_(setup.n), seed_(setup.seed)
 {
-    check_galaxy_parameters(setup, "galaxy");
+    check_galaxy_parameters(setup, "galaxy", name);
     length_factor_ = 1.0 / setup.length_unit_kpc;
     mass_factor_ = model_mass_msun / setup.mass_unit_msun;
     velocity_factor_ = std::sqrt(mass_factor_ / length_factor_);
@@ -869,8 +870,8 @@ GalaxyGenerator::GalaxyGenerator(const GalaxySetup& setup) : n_(setup.n), seed_(
     }
     for (std::size_t g = 0; g < models.size(); ++g) {
         profiles_.push_back(std::make_unique<GalaxyProfile>(models[g]));
-        counts_.push_back(galaxy_counts(models[g], n_gal[g],
-                                        profiles_[g]->particle_mass_total(GalaxyProfile::halo) * model_mass_msun));
+        counts_.push_back(galaxy_counts(
+            models[g], n_gal[g], profiles_[g]->particle_mass_total(GalaxyProfile::halo) * model_mass_msun, name));
         places_.emplace_back();
         types_[0] += counts_[g].halo, types_[1] += counts_[g].disc, types_[2] += counts_[g].bulge;
         types_[3] += counts_[g].bh;

@@ -99,15 +99,21 @@ void set_galaxy_option(GalaxyModel& model, GalaxyOrbit& orbit, std::string_view 
 /// The value of option @p key as text that set_galaxy_option reads back to the same bits.
 std::string galaxy_option_text(const GalaxyModel& model, const GalaxyOrbit& orbit, std::string_view key);
 
+/// Spells a galaxy option, from its key ("halo_mass", "units", "n"), as the front end that took it does:
+/// "--halo-mass" for `banyan run` (galaxy_cli_option), "halo_mass" for Python.
+using OptionSpelling = std::function<std::string(std::string_view key)>;
+std::string galaxy_cli_option(std::string_view key);
+
 /// Particles of each component of one galaxy made of @p n particles: one black hole when it has mass, the model's
 /// star_fraction of the rest stars (0: the fraction that gives stars the mass of halo particles, the halo carrying
 /// @p halo_particle_mass in Msun), split between disc and bulge by mass, the others halo. Throws UsageError when a
-/// component would have fewer than two particles.
+/// component would have fewer than two particles, naming the options that raise the counts as @p name spells them.
 struct GalaxyCounts {
     std::uint64_t halo = 0, disc = 0, bulge = 0, bh = 0;
     std::uint64_t total() const noexcept { return halo + disc + bulge + bh; }
 };
-GalaxyCounts galaxy_counts(const GalaxyModel& model, std::uint64_t n, double halo_particle_mass);
+GalaxyCounts galaxy_counts(const GalaxyModel& model, std::uint64_t n, double halo_particle_mass,
+                           const OptionSpelling& name = galaxy_cli_option);
 
 /// What to make: one galaxy (merger false) or two (n split, the first taking the odd particle), in which units.
 struct GalaxySetup {
@@ -119,11 +125,6 @@ struct GalaxySetup {
     double length_unit_kpc = 1;   ///< the particles' unit of length in kpc
     double mass_unit_msun = 1e10; ///< the particles' unit of mass in Msun
 };
-
-/// Spells a galaxy option, from its key ("halo_mass", "units", "n"), as the front end that took it does:
-/// "--halo-mass" for `banyan run` (galaxy_cli_option), "halo_mass" for Python.
-using OptionSpelling = std::function<std::string(std::string_view key)>;
-std::string galaxy_cli_option(std::string_view key);
 
 /// What the galaxy model can make; check_galaxy_parameters refuses the rest (README, "Limits").
 struct GalaxyLimits {
@@ -162,10 +163,11 @@ void check_galaxy_parameters(const GalaxySetup& setup, const std::string& what,
 class GalaxyProfile;
 class LegendrePotential;
 
-/// Makes the particles of a GalaxySetup (check_galaxy_parameters first; UsageError otherwise).
+/// Makes the particles of a GalaxySetup (check_galaxy_parameters first, then the counts; UsageError otherwise, naming
+/// the options as @p name spells them).
 class GalaxyGenerator {
 public:
-    explicit GalaxyGenerator(const GalaxySetup& setup);
+    explicit GalaxyGenerator(const GalaxySetup& setup, const OptionSpelling& name = galaxy_cli_option);
     ~GalaxyGenerator();
     GalaxyGenerator(const GalaxyGenerator&) = delete;
     GalaxyGenerator& operator=(const GalaxyGenerator&) = delete;

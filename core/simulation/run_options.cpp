@@ -93,7 +93,7 @@ void RunOptions::check(OptionStyle style) const
         // What the model can make, in the front end's spelling, before its tables; then the tables and enough
         // particles for each component.
         check_galaxy_parameters(galaxy_setup(*this), prefix + ic, name);
-        (void)GalaxyGenerator(galaxy_setup(*this));
+        (void)GalaxyGenerator(galaxy_setup(*this), name);
     }
     if (out.empty()) throw bad("out", "must name a folder");
 }

@@ -396,7 +396,7 @@ TEST_SUITE("static")
             {"disc_scale_length", false, both(tiny, far)},  {"disc_scale_height", false, both(tiny, far)},
             {"toomre_q", false, both(tiny, far)},           {"q_radius", false, both(tiny, far)},
             {"bulge_mass", false, both(tiny, huge)},        {"bulge_scale", false, both(tiny, far)},
-            {"bh_mass", false, both(tiny, huge)},           {"star_fraction", false, far},
+            {"bh_mass", false, both(tiny, huge)},           {"star_fraction", false, both(tiny, far)},
             {"mass_ratio", true, both(tiny, far)},          {"pericentre", true, both(tiny, far)},
             {"separation", true, both(tiny, far)},          {"eccentricity", true, far}};
         for (const OptionStyle style : {OptionStyle::cli, OptionStyle::python}) {
