@@ -2,8 +2,9 @@
  * @file test_models.cpp
  * @brief The particle models of core/models/initial_conditions.hpp for benchmarks and runs: the Hernquist sphere
  *        (enclosed mass against the analytic profile, radial dispersion, virial equilibrium by a direct sum), the
- *        exponential disc (enclosed mass, thickness, rotation about +z), their determinism, and make_model() by
- *        name. Device-free (test suite "static").
+ *        exponential disc (enclosed mass, thickness, rotation about +z), uniform spheres, cold and virialised, the
+ *        galaxy merger on its Kepler orbit, their determinism, and make_model() by name. Device-free (test suite
+ *        "static").
  */
 #include "core/error.hpp"
 #include "core/models/centring.hpp"
@@ -279,6 +280,96 @@ TEST_SUITE("static")
         const double w = potential_energy(small), k = totals(small).kinetic;
         MESSAGE(fmt::format("N 4000: K {:.4f}, W {:.4f}, 2K/|W| {:.4f}", k, w, 2 * k / std::fabs(w)));
         CHECK(off(w, -0.5) < 0.1);
+    }
+
+    TEST_CASE("initial conditions: uniform spheres, cold and virialised")
+    {
+        for (bool vir : {false, true}) {
+            const std::size_t n = 20000;
+            const Particles p = uniform_sphere(n, 9, vir);
+            const double radius = vir ? 1.2 : 2.4;
+            double m = 0, cx = 0, cv = 0, rmax = 0, v2 = 0;
+            for (std::size_t i = 0; i < n; ++i) {
+                m += p.pos[i].w;
+                cx += p.pos[i].w * p.pos[i].x;
+                cv += p.pos[i].w * p.vel[i].y;
+                rmax = std::max(rmax, double(std::hypot(p.pos[i].x, p.pos[i].y, p.pos[i].z)));
+                v2 += p.pos[i].w * (double(p.vel[i].x) * p.vel[i].x + double(p.vel[i].y) * p.vel[i].y +
+                                    double(p.vel[i].z) * p.vel[i].z);
+            }
+            CHECK(m == doctest::Approx(1.0).epsilon(1e-6));
+            CHECK(std::fabs(cx) < 1e-7);
+            CHECK(std::fabs(cv) < 1e-7);
+            CHECK(rmax <= radius * 1.01);
+            CHECK(rmax >= radius * 0.95);
+            // Kinetic energy: 0 (cold) or -W/2 = 3 / (10 R) = 1/4 (virialised), to sampling noise.
+            if (vir)
+                CHECK(0.5 * v2 == doctest::Approx(0.25).epsilon(0.03));
+            else
+                CHECK(v2 == 0.0);
+            const Particles again = uniform_sphere(n, 9, vir);
+            CHECK(std::memcmp(again.pos.data(), p.pos.data(), n * 16) == 0);
+        }
+        CHECK_THROWS_AS(uniform_sphere(0, 1, true), UsageError);
+    }
+
+    TEST_CASE("initial conditions: galaxy merger, 1:3 on a bound Kepler orbit with central particles")
+    {
+        MergerOptions o;
+        o.pericentre = 0.5;
+        o.separation = 4;
+        o.eccentricity = 0.8;
+        o.bh_fraction = 0.02;
+        const std::size_t n = 10001;
+        const Merger m = galaxy_merger(n, 3, o);
+        const auto& p = m.particles;
+        REQUIRE(p.size() == n);
+        CHECK(m.centre_a == 0);
+        CHECK(m.centre_b == n - n / 2);
+        double mass[2] = {0, 0}, com[2][3] = {}, mom[2][3] = {};
+        for (std::size_t i = 0; i < n; ++i) {
+            const int g = i < m.centre_b ? 0 : 1;
+            const double w = p.pos[i].w;
+            mass[g] += w;
+            const double x[3] = {p.pos[i].x, p.pos[i].y, p.pos[i].z}, v[3] = {p.vel[i].x, p.vel[i].y, p.vel[i].z};
+            for (int k = 0; k < 3; ++k)
+                com[g][k] += w * x[k], mom[g][k] += w * v[k];
+        }
+        CHECK(mass[0] == doctest::Approx(0.75).epsilon(1e-5));
+        CHECK(mass[1] == doctest::Approx(0.25).epsilon(1e-5));
+        CHECK(p.pos[m.centre_a].w == doctest::Approx(0.02 * 0.75).epsilon(1e-6));
+        CHECK(p.pos[m.centre_b].w == doctest::Approx(0.02 * 0.25).epsilon(1e-6));
+        // Total momentum zero; the relative orbit of the galaxies' centres of mass is the Kepler orbit asked for.
+        double rel_x[3], rel_v[3];
+        for (int k = 0; k < 3; ++k) {
+            CHECK(std::fabs(mom[0][k] + mom[1][k]) < 1e-6);
+            rel_x[k] = com[1][k] / mass[1] - com[0][k] / mass[0];
+            rel_v[k] = mom[1][k] / mass[1] - mom[0][k] / mass[0];
+        }
+        const double r = std::hypot(rel_x[0], rel_x[1], rel_x[2]);
+        const double v2 = rel_v[0] * rel_v[0] + rel_v[1] * rel_v[1] + rel_v[2] * rel_v[2];
+        const double energy = 0.5 * v2 - 1.0 / r; // specific orbital energy, G M = 1
+        const double a = 0.5 / (1 - 0.8);
+        CHECK(r == doctest::Approx(4).epsilon(0.02));
+        CHECK(energy == doctest::Approx(-1 / (2 * a)).epsilon(0.05));
+        CHECK(rel_x[0] * rel_v[0] + rel_x[1] * rel_v[1] < 0); // approaching
+        // The central particles sit at their galaxies' centres.
+        CHECK(std::fabs(p.pos[m.centre_a].x - com[0][0] / mass[0]) < 0.05);
+        CHECK(std::fabs(p.pos[m.centre_b].x - com[1][0] / mass[1]) < 0.05);
+
+        CHECK_THROWS_AS(galaxy_merger(3, 1), UsageError);
+        MergerOptions bad = o;
+        bad.eccentricity = 1.0;
+        CHECK_THROWS_AS(check_merger_options(bad), UsageError);
+        bad = o;
+        bad.separation = 0.1;
+        CHECK_THROWS_AS(check_merger_options(bad), UsageError);
+        bad = o;
+        bad.separation = 100;
+        CHECK_THROWS_AS(check_merger_options(bad), UsageError);
+        bad = o;
+        bad.bh_fraction = 0;
+        CHECK_THROWS_AS(check_merger_options(bad), UsageError);
     }
 
     TEST_CASE("models: the same seed gives the same bits, another seed others")
