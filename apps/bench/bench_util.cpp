@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/files/snapshot_file.hpp"
 #include "core/gravity/precision.hpp"
+#include "core/numbers.hpp"
 #include "core/tree/octree.hpp"
 
 #include <fmt/format.h>
@@ -272,13 +273,9 @@ Buffer<bn_f4> previous_accelerations(Backend& be, const std::vector<bn_f4>& pos,
 std::vector<Opening> opening_list(const std::string& s, std::string_view what)
 {
     std::vector<Opening> out;
-    std::size_t pos = 0;
-    while (true) {
-        const std::size_t comma = s.find(',', pos);
-        out.push_back(parse_opening(s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos), what));
-        if (comma == std::string::npos) return out;
-        pos = comma + 1;
-    }
+    for (const std::string& item : comma_items(s))
+        out.push_back(parse_opening(item, what));
+    return out;
 }
 
 ForceRow time_forces(Backend& be, const std::vector<bn_f4>& pos, double theta, Opening opening, float eps, int warmup,

@@ -34,23 +34,6 @@ namespace banyan::cli {
 
 namespace {
 
-/// Comma-separated numbers, e.g. "0.2,0.3,0.5".
-std::vector<double> number_list(const std::string& s, const std::string& what)
-{
-    std::vector<double> out;
-    std::size_t pos = 0;
-    while (pos <= s.size()) {
-        const std::size_t comma = s.find(',', pos);
-        const std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-        const auto v = parse_decimal(item);
-        if (!v) throw UsageError(fmt::format("accuracy: --{} expects comma-separated numbers, got '{}'", what, s));
-        out.push_back(*v);
-        if (comma == std::string::npos) break;
-        pos = comma + 1;
-    }
-    return out;
-}
-
 /// Value at fraction @p q (0..1) of the sorted @p v (nearest rank).
 double at_fraction(const std::vector<double>& v, double q)
 {
@@ -107,14 +90,14 @@ int run_accuracy(const std::vector<std::string>& args)
             throw UsageError(fmt::format("accuracy: --n values must be in [2, 2^28], got {}", v));
         sizes.push_back(static_cast<std::size_t>(v));
     }
-    const std::vector<double> thetas = number_list(opt.str("theta"), "theta");
+    const std::vector<double> thetas = opt.number_list("theta");
     for (double t : thetas)
         if (!opening_angle_ok(t))
             throw UsageError(fmt::format("accuracy: --theta values must be in {}, got {}", opening_angle_range, t));
     const std::vector<Opening> openings = bench::opening_list(opt.str("opening"), "accuracy: --opening");
     std::vector<double> alphas{0.0};
     if (opt.has("alpha")) {
-        alphas = number_list(opt.str("alpha"), "alpha");
+        alphas = opt.number_list("alpha");
         for (double a : alphas)
             if (!(a > 0)) throw UsageError(fmt::format("accuracy: --alpha values must be > 0, got {}", a));
     }

@@ -38,17 +38,12 @@ namespace {
 std::vector<double> theta_list(const std::string& s)
 {
     std::vector<double> out;
-    std::size_t pos = 0;
-    while (pos <= s.size()) {
-        const std::size_t comma = s.find(',', pos);
-        const std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    for (const std::string& item : comma_items(s)) {
         const auto v = parse_decimal(item);
         if (!v || !(*v >= 0 && *v <= 1))
             throw UsageError(
                 fmt::format("bench forces: --theta expects comma-separated numbers in [0, 1], got '{}'", s));
         out.push_back(*v);
-        if (comma == std::string::npos) break;
-        pos = comma + 1;
     }
     return out;
 }

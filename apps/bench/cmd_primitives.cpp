@@ -12,6 +12,7 @@
 #include "apps/bench/bench_util.hpp"
 #include "apps/cli/cli.hpp"
 #include "core/error.hpp"
+#include "core/numbers.hpp"
 
 #ifdef BANYAN_HAVE_OPENCL
 #include "backend_opencl/boost_reference.hpp"
@@ -470,20 +471,12 @@ int run_bench_primitives(const std::vector<std::string>& args)
     s.warmup = opt.integer_in("warmup", 1, 100000);
     s.boost_max_log2 = opt.integer_in("boost-max-log2", 0, 30);
     s.boost_reps = opt.integer_in("boost-reps", 1, 100000);
-    {
-        const std::string list = opt.str("primitives");
-        std::size_t pos = 0;
-        while (pos <= list.size()) {
-            std::size_t comma = list.find(',', pos);
-            if (comma == std::string::npos) comma = list.size();
-            const std::string p = list.substr(pos, comma - pos);
-            if (p != "sort" && p != "scan" && p != "compact")
-                throw UsageError(fmt::format("bench primitives: unknown primitive '{}' in --primitives (expected "
-                                             "sort, scan, compact)",
-                                             p));
-            s.primitives.insert(p);
-            pos = comma + 1;
-        }
+    for (const std::string& p : comma_items(opt.str("primitives"))) {
+        if (p != "sort" && p != "scan" && p != "compact")
+            throw UsageError(fmt::format("bench primitives: unknown primitive '{}' in --primitives (expected "
+                                         "sort, scan, compact)",
+                                         p));
+        s.primitives.insert(p);
     }
     if (opt.has("work-group")) s.work_group = static_cast<std::size_t>(opt.integer_in("work-group", 32, 256));
 

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/files/hdf5_snapshot.hpp"
+#include "core/numbers.hpp"
 
 #include <fmt/format.h>
 
@@ -139,10 +140,7 @@ const char* particle_type_name(int type)
 std::vector<int> parse_particle_types(const std::string& text)
 {
     std::vector<int> types;
-    std::size_t pos = 0;
-    while (true) {
-        const std::size_t comma = text.find(',', pos);
-        std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    for (std::string item : comma_items(text)) {
         // " disc, bulge" from a quoted list reads as "disc,bulge".
         item.erase(0, item.find_first_not_of(' '));
         item.erase(item.find_last_not_of(' ') + 1);
@@ -161,8 +159,6 @@ std::vector<int> parse_particle_types(const std::string& text)
                             item.empty() ? "an empty item" : fmt::format("unknown particle type '{}'", item),
                             item == text ? "" : fmt::format(" in '{}'", text)));
         types.push_back(type);
-        if (comma == std::string::npos) break;
-        pos = comma + 1;
     }
     std::sort(types.begin(), types.end());
     types.erase(std::unique(types.begin(), types.end()), types.end());
