@@ -105,6 +105,13 @@ void Table::print_header() const
     fmt::print(out_, "{}\n", std::string(static_cast<std::size_t>(std::max(total - 2, 0)), '-'));
 }
 
+void Table::print_note(std::vector<std::string> first, const std::string& note) const
+{
+    first.resize(columns_.size() - 1);
+    first.push_back(note);
+    print_row(first);
+}
+
 void Table::print_row(const std::vector<std::string>& cells) const
 {
     std::string line;

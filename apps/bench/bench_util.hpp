@@ -140,11 +140,23 @@ public:
     void print_header() const;
     /// One row; missing trailing cells print empty. Flushes, so that progress shows at once.
     void print_row(const std::vector<std::string>& cells) const;
+    /// A row of @p first cells, empty ones after them, and @p note in the last column (why a row has no figures).
+    void print_note(std::vector<std::string> first, const std::string& note) const;
 
 private:
     std::vector<Column> columns_;
     std::FILE* out_;
 };
+
+/// A column of a Table, @p width characters wide: right-aligned (numbers) or left-aligned (text).
+inline Table::Column right(std::string title, int width)
+{
+    return {std::move(title), width, true};
+}
+inline Table::Column left(std::string title, int width)
+{
+    return {std::move(title), width, false};
+}
 
 /// Builds JSON text with two-space indentation. Calls must nest correctly (begin/end pairs; key() before each
 /// value inside an object); misuse is a programming error and is not diagnosed.

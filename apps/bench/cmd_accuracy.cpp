@@ -122,18 +122,10 @@ int run_accuracy(const std::vector<std::string>& args)
                "summation\n\n",
                d.backend, d.index, d.name, d.gpu ? "GPU" : "CPU", opt.has("in") ? opt.str("in") : model, eps,
                BANYAN_N_LEAF, BANYAN_N_CRIT);
-    bench::Table table({{"N", 8, true},
-                        {"opening", 7, true},
-                        {"theta", 6, true},
-                        {"alpha", 8, true},
-                        {"sample", 7, true},
-                        {"ms", 9, true},
-                        {"median", 10, true},
-                        {"90%", 10, true},
-                        {"99%", 10, true},
-                        {"max", 10, true},
-                        {"pp", 8, true},
-                        {"pc", 0}});
+    bench::Table table({bench::right("N", 8), bench::right("opening", 7), bench::right("theta", 6),
+                        bench::right("alpha", 8), bench::right("sample", 7), bench::right("ms", 9),
+                        bench::right("median", 10), bench::right("90%", 10), bench::right("99%", 10),
+                        bench::right("max", 10), bench::right("pp", 8), bench::left("pc", 0)});
     table.print_header();
     std::ostringstream csv;
     csv << "n,opening,theta,alpha,eps,sample,ms,median,p90,p99,max,pp_mean,pc_mean\n";

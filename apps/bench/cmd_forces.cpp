@@ -208,22 +208,11 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
             at += lengths[q];
         }
     }
-    bench::Table table({{"N", 5, true},
-                        {"P", 2, true},
-                        {"theta", 6, true},
-                        {"balance", 8, true},
-                        {"build", 8, true},
-                        {"LET", 7, true},
-                        {"exchange", 9, true},
-                        {"walk", 8, true},
-                        {"total ms", 9, true},
-                        {"Mpart/s", 8, true},
-                        {"pp", 5, true},
-                        {"pc", 5, true},
-                        {"spread", 6, true},
-                        {"moved", 8, true},
-                        {"LET MB", 7, true},
-                        {"B/part", 0}});
+    bench::Table table(
+        {bench::right("N", 5), bench::right("P", 2), bench::right("theta", 6), bench::right("balance", 8),
+         bench::right("build", 8), bench::right("LET", 7), bench::right("exchange", 9), bench::right("walk", 8),
+         bench::right("total ms", 9), bench::right("Mpart/s", 8), bench::right("pp", 5), bench::right("pc", 5),
+         bench::right("spread", 6), bench::right("moved", 8), bench::right("LET MB", 7), bench::left("B/part", 0)});
     if (root) {
         fmt::print("\n");
         table.print_header();
@@ -288,16 +277,10 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
     j.end_object();
     if (root) {
         // Inside the phases: where the host's part of LET and walk goes, and the walks alone on the device.
-        bench::Table inside({{"N", 5, true},
-                             {"theta", 6, true},
-                             {"boxes", 7, true},
-                             {"download", 9, true},
-                             {"MPI", 7, true},
-                             {"upload", 7, true},
-                             {"walk dev", 9, true},
-                             {"far %", 6, true},
-                             {"top cells", 10, true},
-                             {"spill", 0}});
+        bench::Table inside({bench::right("N", 5), bench::right("theta", 6), bench::right("boxes", 7),
+                             bench::right("download", 9), bench::right("MPI", 7), bench::right("upload", 7),
+                             bench::right("walk dev", 9), bench::right("far %", 6), bench::right("top cells", 10),
+                             bench::left("spill", 0)});
         fmt::print("\n");
         inside.print_header();
         for (const auto& [label, r] : done)
@@ -420,18 +403,10 @@ int run_bench_forces(const std::vector<std::string>& args)
                opt.has("in") ? opt.str("in") : model, to_string(opening),
                alpha > 0 ? fmt::format(" + relative alpha {}", alpha) : "", eps, BANYAN_N_LEAF, BANYAN_N_CRIT,
                BANYAN_WALK_WG);
-    bench::Table table({{"N", 5, true},
-                        {"theta", 6, true},
-                        {"tree", 8, true},
-                        {"multip", 8, true},
-                        {"walk", 9, true},
-                        {"total ms", 9, true},
-                        {"Mpart/s", 8, true},
-                        {"pp", 7, true},
-                        {"pc", 7, true},
-                        {"TFLOP/s", 8, true},
-                        {"MiB", 8, true},
-                        {"B/part", 0}});
+    bench::Table table({bench::right("N", 5), bench::right("theta", 6), bench::right("tree", 8),
+                        bench::right("multip", 8), bench::right("walk", 9), bench::right("total ms", 9),
+                        bench::right("Mpart/s", 8), bench::right("pp", 7), bench::right("pc", 7),
+                        bench::right("TFLOP/s", 8), bench::right("MiB", 8), bench::left("B/part", 0)});
     fmt::print("\n");
     table.print_header();
     const unsigned groups_per_unit =
@@ -442,7 +417,7 @@ int run_bench_forces(const std::vector<std::string>& args)
     // One size: the file's particles, or a Plummer sphere of 2^log2 (made only when the device can hold it).
     auto run_size = [&](const std::string& label, std::size_t n, const std::function<std::vector<bn_f4>()>& make) {
         if (std::string why = bench::fit_error(*be, n, false); !why.empty()) {
-            table.print_row({label, "", "n/a", "", "", "", "", "", "", "", "", why});
+            table.print_note({label, "", "n/a"}, why);
             for (double theta : thetas) {
                 bench::ForceRow r;
                 r.n = n, r.theta = theta, r.error = why;
@@ -462,7 +437,7 @@ int run_bench_forces(const std::vector<std::string>& args)
             const std::string& n = label;
             if (!r.error.empty()) {
                 ok = false;
-                table.print_row({n, fmt::format("{:.2f}", theta), "FAILED", "", "", "", "", "", "", "", "", r.error});
+                table.print_note({n, fmt::format("{:.2f}", theta), "FAILED"}, r.error);
             } else {
                 auto ms = [](double v) { return fmt::format("{:.3f}", v); };
                 table.print_row({n, fmt::format("{:.2f}", theta), ms(r.tree_ms), ms(r.multipoles_ms), ms(r.walk_ms),

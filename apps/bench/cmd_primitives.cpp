@@ -138,13 +138,9 @@ void measure(Backend& be, Result& r, int warmup, int reps, const std::function<v
 class Reporter {
 public:
     Reporter()
-        : table_({{"primitive", 9},
-                  {"impl", 13},
-                  {"n", 5, true},
-                  {"median ms", 11, true},
-                  {"rate", 18, true},
-                  {"ours/ref", 8, true},
-                  {"note", 0}})
+        : table_({bench::left("primitive", 9), bench::left("impl", 13), bench::right("n", 5),
+                  bench::right("median ms", 11), bench::right("rate", 18), bench::right("ours/ref", 8),
+                  bench::left("note", 0)})
     {
     }
 

@@ -173,20 +173,11 @@ int run_bench_tree(const std::vector<std::string>& args)
     fmt::print("device: {} #{}  {}  ({}; {}, {} compute units; work-group {}); Plummer, N_leaf {}, N_crit {}\n",
                i.backend, i.index, i.name, i.version, i.gpu ? "GPU" : "CPU", i.compute_units, be->work_group_size(),
                BANYAN_N_LEAF, BANYAN_N_CRIT);
-    bench::Table table({{"N", 5, true},
-                        {"keys", 7, true},
-                        {"sort", 7, true},
-                        {"move", 7, true},
-                        {"build", 7, true},
-                        {"link", 7, true},
-                        {"groups", 7, true},
-                        {"multip", 7, true},
-                        {"total ms", 9, true},
-                        {"cells", 9, true},
-                        {"depth", 5, true},
-                        {"groups", 8, true},
-                        {"MiB", 7, true},
-                        {"B/part", 0}});
+    bench::Table table({bench::right("N", 5), bench::right("keys", 7), bench::right("sort", 7), bench::right("move", 7),
+                        bench::right("build", 7), bench::right("link", 7), bench::right("groups", 7),
+                        bench::right("multip", 7), bench::right("total ms", 9), bench::right("cells", 9),
+                        bench::right("depth", 5), bench::right("groups", 8), bench::right("MiB", 7),
+                        bench::left("B/part", 0)});
     fmt::print("\n");
     table.print_header();
     std::vector<Row> rows;
@@ -196,7 +187,7 @@ int run_bench_tree(const std::vector<std::string>& args)
         const std::string n = fmt::format("2^{}", log2);
         if (!r.error.empty()) {
             ok = false;
-            table.print_row({n, "FAILED", "", "", "", "", "", "", "", "", "", "", "", r.error});
+            table.print_note({n, "FAILED"}, r.error);
         } else {
             const TreeTimings& t = r.median;
             const double bytes = double(r.peak_bytes);
