@@ -3,14 +3,17 @@
  * @brief Device-event timing, table printing and JSON text for the benchmarks.
  */
 #include "apps/bench/bench_util.hpp"
+#include "apps/cli/cli.hpp"
 
 #include "core/gravity/forces.hpp"
 
 #include "core/error.hpp"
+#include "core/files/atomic_file.hpp"
 #include "core/files/snapshot_file.hpp"
 #include "core/gravity/precision.hpp"
 #include "core/numbers.hpp"
 #include "core/tree/octree.hpp"
+#include "core/version.hpp"
 
 #include <fmt/format.h>
 
@@ -153,6 +156,7 @@ JsonWriter& JsonWriter::open(char c)
     before_value();
     out_ += c;
     has_items_.push_back(false);
+    closers_ += c == '{' ? '}' : ']';
     return *this;
 }
 
@@ -160,6 +164,7 @@ JsonWriter& JsonWriter::close(char c)
 {
     const bool had = has_items_.back();
     has_items_.pop_back();
+    closers_.pop_back();
     if (had) {
         out_ += '\n';
         out_.append(2 * has_items_.size(), ' ');
@@ -247,6 +252,33 @@ JsonWriter& JsonWriter::null()
     before_value();
     out_ += "null";
     return *this;
+}
+
+const std::string& JsonWriter::finish()
+{
+    while (!closers_.empty())
+        close(closers_.back());
+    return out_;
+}
+
+JsonWriter begin_report(std::string_view name)
+{
+    JsonWriter j;
+    j.begin_object();
+    j.key("benchmark").string(name);
+    j.key("banyan_version").string(version);
+    return j;
+}
+
+void add_json_option(cli::Options& opt)
+{
+    opt.value("json", "FILE", "also write the results as JSON to FILE (temporary name, then renamed)");
+}
+
+void write_report(const std::string& path, const std::string& text)
+{
+    write_file_atomically(path, [&](std::ostream& f) { f << text; });
+    fmt::print("wrote {}\n", path);
 }
 
 std::string sanity(const TreeForces& f, std::size_t n)

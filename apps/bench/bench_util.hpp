@@ -17,6 +17,10 @@
 #include <string_view>
 #include <vector>
 
+namespace banyan::cli {
+class Options;
+}
+
 namespace banyan::bench {
 
 /// Device times of the timed repetitions of one operation, in milliseconds.
@@ -176,6 +180,8 @@ public:
 
     /// The text so far (complete once every begin has its end).
     const std::string& text() const noexcept { return out_; }
+    /// Ends every object and array still open; the text, complete.
+    const std::string& finish();
 
 private:
     void before_value();
@@ -184,7 +190,37 @@ private:
 
     std::string out_;
     std::vector<bool> has_items_; // one per open object/array
+    std::string closers_;         // one per open object/array: '}' or ']'
     bool after_key_ = false;
 };
+
+/// A benchmark's JSON report begun: an open object with "benchmark": @p name and "banyan_version"; the caller adds
+/// its settings and results, then finish().
+JsonWriter begin_report(std::string_view name);
+
+/// "results": one object per row of @p rows (ForceRows or rows of their kind: n and error): "n", what @p setting(r)
+/// writes (the row's setting beside n), then "error" for a failed row or what @p figures(r) writes.
+template <class Row, class Setting, class Figures>
+void write_results(JsonWriter& j, const std::vector<Row>& rows, Setting&& setting, Figures&& figures)
+{
+    j.key("results").begin_array();
+    for (const Row& r : rows) {
+        j.begin_object();
+        j.key("n").integer(static_cast<long long>(r.n));
+        setting(r);
+        if (!r.error.empty())
+            j.key("error").string(r.error);
+        else
+            figures(r);
+        j.end_object();
+    }
+    j.end_array();
+}
+
+/// The --json FILE option of the benchmarks that write their results as JSON (write_report writes them).
+void add_json_option(cli::Options& opt);
+
+/// Writes @p text to @p path (temporary name, then renamed) and prints "wrote PATH".
+void write_report(const std::string& path, const std::string& text);
 
 } // namespace banyan::bench

@@ -14,7 +14,6 @@
 #include "apps/cli/cli.hpp"
 #include "core/error.hpp"
 
-#include "core/files/atomic_file.hpp"
 #include "core/gravity/forces.hpp"
 #include "core/gravity/precision.hpp"
 #include "core/models/initial_conditions.hpp"
@@ -212,9 +211,8 @@ int run_accuracy(const std::vector<std::string>& args)
         fmt::print("  (N = {}: direct reference on {} targets took {:.2f} s)\n", n, k, direct_s);
     }
     if (opt.has("csv")) {
-        const std::string text = csv.str();
-        write_file_atomically(opt.str("csv"), [&](std::ostream& f) { f << text; });
-        fmt::print("\nwrote {}\n", opt.str("csv"));
+        fmt::print("\n");
+        bench::write_report(opt.str("csv"), csv.str());
     }
     return 0;
 }

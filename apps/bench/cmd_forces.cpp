@@ -15,11 +15,9 @@
 #include "apps/cli/cli.hpp"
 #include "core/error.hpp"
 
-#include "core/files/atomic_file.hpp"
 #include "core/parallel/comm.hpp"
 #include "core/parallel/parallel_forces.hpp"
 #include "core/parallel/rank_device.hpp"
-#include "core/version.hpp"
 #include "core/gravity/forces.hpp"
 #include "core/tree/octree.hpp"
 #include "core/models/initial_conditions.hpp"
@@ -51,10 +49,7 @@ std::vector<double> theta_list(const std::string& s)
 std::string json_report(const DeviceInfo& info, Opening opening, double alpha, double eps, int warmup, int reps,
                         const std::vector<bench::ForceRow>& rows)
 {
-    bench::JsonWriter j;
-    j.begin_object();
-    j.key("benchmark").string("forces");
-    j.key("banyan_version").string(version);
+    bench::JsonWriter j = bench::begin_report("forces");
     j.key("backend").string(info.backend);
     j.key("device").string(info.name);
     j.key("gpu").boolean(info.gpu);
@@ -64,14 +59,9 @@ std::string json_report(const DeviceInfo& info, Opening opening, double alpha, d
     j.key("eps").number(eps);
     j.key("warmup").integer(warmup);
     j.key("reps").integer(reps);
-    j.key("results").begin_array();
-    for (const auto& r : rows) {
-        j.begin_object();
-        j.key("n").integer(static_cast<long long>(r.n));
-        j.key("theta").number(r.theta);
-        if (!r.error.empty()) {
-            j.key("error").string(r.error);
-        } else {
+    bench::write_results(
+        j, rows, [&](const bench::ForceRow& r) { j.key("theta").number(r.theta); },
+        [&](const bench::ForceRow& r) {
             j.key("tree_ms").number(r.tree_ms);
             j.key("multipoles_ms").number(r.multipoles_ms);
             j.key("walk_ms").number(r.walk_ms);
@@ -84,12 +74,8 @@ std::string json_report(const DeviceInfo& info, Opening opening, double alpha, d
             j.key("peak_device_bytes").integer(static_cast<long long>(r.bytes));
             j.key("bytes_per_particle").number(double(r.bytes) / double(r.n));
             j.key("spill_retries").integer(r.retries);
-        }
-        j.end_object();
-    }
-    j.end_array();
-    j.end_object();
-    return j.text();
+        });
+    return j.finish();
 }
 
 /// One row over all ranks: wall times per phase (the rank that took longest), traffic summed over ranks.
@@ -217,10 +203,7 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
         fmt::print("\n");
         table.print_header();
     }
-    bench::JsonWriter j;
-    j.begin_object();
-    j.key("benchmark").string("forces_parallel");
-    j.key("banyan_version").string(version);
+    bench::JsonWriter j = bench::begin_report("forces_parallel");
     j.key("ranks").integer(static_cast<long long>(P));
     j.key("mpi").string(Comm::library());
     j.key("backend").string(be.info().backend);
@@ -273,8 +256,6 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
             j.end_object();
         }
     }
-    j.end_array();
-    j.end_object();
     if (root) {
         // Inside the phases: where the host's part of LET and walk goes, and the walks alone on the device.
         bench::Table inside({bench::right("N", 5), bench::right("theta", 6), bench::right("boxes", 7),
@@ -304,10 +285,7 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
             "trees received, summed over ranks; spill = the walk's spill room per work-group and level list (entries, "
             "largest rank: it grows when level lists outgrow local memory)\n",
             per_rank ? "per rank" : "in all");
-        if (opt.has("json")) {
-            write_file_atomically(opt.str("json"), [&](std::ostream& f) { f << j.text(); });
-            fmt::print("wrote {}\n", opt.str("json"));
-        }
+        if (opt.has("json")) bench::write_report(opt.str("json"), j.finish());
     }
     return 0;
 }
@@ -344,7 +322,7 @@ int run_bench_forces(const std::vector<std::string>& args)
     opt.value("groups-per-unit", "G", "persistent walk work-groups per compute unit (default: 16 GPU, 4 CPU)");
     opt.value("model", "M", "the particles: plummer, hernquist (cuspy) or disc (flattened), N-body units", "plummer");
     opt.value("in", "FILE", "the particles of a snapshot (HDF5 or tipsy) instead of a model: one size, the file's N");
-    opt.value("json", "FILE", "also write the results as JSON to FILE (temporary name, then renamed)");
+    bench::add_json_option(opt);
     opt.flag("per-rank", "under mpirun: 2^K particles per rank (weak scaling) instead of in all");
     opt.value("top-per-rank", "T",
               "under mpirun: the top trees sent with the boxes hold the cells of more than 1/T of a rank's "
@@ -462,11 +440,8 @@ int run_bench_forces(const std::vector<std::string>& args)
     fmt::print("MiB, B/part: peak device memory of one force evaluation from unsorted particles (everything held at "
                "once, scratch included)\n");
     if (retries) fmt::print("(the walk's spill buffer grew {} times, during warm-ups)\n", retries);
-    if (opt.has("json")) {
-        const std::string text = json_report(be->info(), opening, alpha, eps, warmup, reps, rows);
-        write_file_atomically(opt.str("json"), [&](std::ostream& f) { f << text; });
-        fmt::print("wrote {}\n", opt.str("json"));
-    }
+    if (opt.has("json"))
+        bench::write_report(opt.str("json"), json_report(be->info(), opening, alpha, eps, warmup, reps, rows));
     if (!ok) fmt::print(stderr, "bench forces: some evaluations failed or gave wrong results\n");
     return ok ? 0 : 1;
 }

@@ -7,8 +7,6 @@
  * once per size (the same for every implementation and device); each implementation's result is checked on the
  * CPU once per size, and a wrong result posts no time.
  */
-#include "core/files/atomic_file.hpp"
-#include "core/version.hpp"
 #include "apps/bench/bench_util.hpp"
 #include "apps/cli/cli.hpp"
 #include "core/error.hpp"
@@ -374,10 +372,7 @@ bool bench_device(Backend& be, const Settings& s, Reporter& out, DeviceReport& r
 
 std::string json_report(const Settings& s, const std::vector<DeviceReport>& devices)
 {
-    bench::JsonWriter j;
-    j.begin_object();
-    j.key("benchmark").string("primitives");
-    j.key("banyan_version").string(version);
+    bench::JsonWriter j = bench::begin_report("primitives");
     j.key("warmup").integer(s.warmup);
     j.key("reps").integer(s.reps);
     j.key("boost_reps").integer(std::min(s.reps, s.boost_reps));
@@ -426,9 +421,7 @@ std::string json_report(const Settings& s, const std::vector<DeviceReport>& devi
         j.end_array();
         j.end_object();
     }
-    j.end_array();
-    j.end_object();
-    return j.text();
+    return j.finish();
 }
 
 } // namespace
@@ -457,7 +450,7 @@ int run_bench_primitives(const std::vector<std::string>& args)
     opt.value("boost-max-log2", "K", "largest size for Boost.Compute's sort (it is slow)", "24");
     opt.value("boost-reps", "R", "timed repetitions for Boost.Compute's sort (at most --reps)", "5");
     opt.value("work-group", "N", "work-group size of our OpenCL kernels, 32|64|128|256 (default: 256)");
-    opt.value("json", "FILE", "also write the results as JSON to FILE (temporary name, then renamed)");
+    bench::add_json_option(opt);
     if (!opt.parse(args)) return 0;
 
     Settings s;
@@ -496,9 +489,8 @@ int run_bench_primitives(const std::vector<std::string>& args)
         if (!bench_device(*backends[i], s, out, reports.back())) all_ok = false;
     }
     if (opt.has("json")) {
-        const std::string text = json_report(s, reports);
-        write_file_atomically(opt.str("json"), [&](std::ostream& f) { f << text; });
-        fmt::print("\nwrote {}\n", opt.str("json"));
+        fmt::print("\n");
+        bench::write_report(opt.str("json"), json_report(s, reports));
     }
     if (!all_ok) fmt::print(stderr, "bench primitives: some of our primitives failed or gave wrong results\n");
     return all_ok ? 0 : 1;
