@@ -78,4 +78,15 @@ std::optional<std::uint64_t> parse_count(std::string_view t)
     return v;
 }
 
+std::vector<std::string> comma_items(std::string_view text)
+{
+    std::vector<std::string> items;
+    for (std::size_t at = 0;;) {
+        const std::size_t comma = text.find(',', at);
+        items.emplace_back(text.substr(at, comma == std::string_view::npos ? std::string_view::npos : comma - at));
+        if (comma == std::string_view::npos) return items;
+        at = comma + 1;
+    }
+}
+
 } // namespace banyan

@@ -3,14 +3,16 @@
  * @brief Numbers read from text (command-line options, unit strings, the Python module's unit strings, checkpoint
  *        entries) in the one form people mean: decimal, as in 2, -0.5, .5, 3., 1e10, 6.674E-8. Never hexadecimal
  *        (0x10, 0x1p3), infinity or NaN, spaces around the digits, or a leading plus on whole numbers; the C library's
- *        readers accept all of those, and a mass of 0x1p3 is nobody's 8.
+ *        readers accept all of those, and a mass of 0x1p3 is nobody's 8. Lists of them are comma-separated.
  */
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace banyan {
 
@@ -26,5 +28,8 @@ std::optional<long long> parse_whole(std::string_view text);
 
 /// The whole of @p text as a count: decimal digits only, within 64 bits; else nullopt.
 std::optional<std::uint64_t> parse_count(std::string_view text);
+
+/// The comma-separated items of @p text, as written (empty ones kept: "" is one empty item, "a," two items).
+std::vector<std::string> comma_items(std::string_view text);
 
 } // namespace banyan

@@ -3,13 +3,17 @@
  * @brief Device-event timing, table printing and JSON text for the benchmarks.
  */
 #include "apps/bench/bench_util.hpp"
+#include "apps/cli/cli.hpp"
 
 #include "core/gravity/forces.hpp"
 
 #include "core/error.hpp"
+#include "core/files/atomic_file.hpp"
 #include "core/files/snapshot_file.hpp"
 #include "core/gravity/precision.hpp"
+#include "core/numbers.hpp"
 #include "core/tree/octree.hpp"
+#include "core/version.hpp"
 
 #include <fmt/format.h>
 
@@ -104,6 +108,13 @@ void Table::print_header() const
     fmt::print(out_, "{}\n", std::string(static_cast<std::size_t>(std::max(total - 2, 0)), '-'));
 }
 
+void Table::print_note(std::vector<std::string> first, const std::string& note) const
+{
+    first.resize(columns_.size() - 1);
+    first.push_back(note);
+    print_row(first);
+}
+
 void Table::print_row(const std::vector<std::string>& cells) const
 {
     std::string line;
@@ -145,6 +156,7 @@ JsonWriter& JsonWriter::open(char c)
     before_value();
     out_ += c;
     has_items_.push_back(false);
+    closers_ += c == '{' ? '}' : ']';
     return *this;
 }
 
@@ -152,6 +164,7 @@ JsonWriter& JsonWriter::close(char c)
 {
     const bool had = has_items_.back();
     has_items_.pop_back();
+    closers_.pop_back();
     if (had) {
         out_ += '\n';
         out_.append(2 * has_items_.size(), ' ');
@@ -241,6 +254,33 @@ JsonWriter& JsonWriter::null()
     return *this;
 }
 
+const std::string& JsonWriter::finish()
+{
+    while (!closers_.empty())
+        close(closers_.back());
+    return out_;
+}
+
+JsonWriter begin_report(std::string_view name)
+{
+    JsonWriter j;
+    j.begin_object();
+    j.key("benchmark").string(name);
+    j.key("banyan_version").string(version);
+    return j;
+}
+
+void add_json_option(cli::Options& opt)
+{
+    opt.value("json", "FILE", "also write the results as JSON to FILE (temporary name, then renamed)");
+}
+
+void write_report(const std::string& path, const std::string& text)
+{
+    write_file_atomically(path, [&](std::ostream& f) { f << text; });
+    fmt::print("wrote {}\n", path);
+}
+
 std::string sanity(const TreeForces& f, std::size_t n)
 {
     if (f.totals().pp + f.totals().pc == 0 && n > 1) return "no interactions";
@@ -272,13 +312,9 @@ Buffer<bn_f4> previous_accelerations(Backend& be, const std::vector<bn_f4>& pos,
 std::vector<Opening> opening_list(const std::string& s, std::string_view what)
 {
     std::vector<Opening> out;
-    std::size_t pos = 0;
-    while (true) {
-        const std::size_t comma = s.find(',', pos);
-        out.push_back(parse_opening(s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos), what));
-        if (comma == std::string::npos) return out;
-        pos = comma + 1;
-    }
+    for (const std::string& item : comma_items(s))
+        out.push_back(parse_opening(item, what));
+    return out;
 }
 
 ForceRow time_forces(Backend& be, const std::vector<bn_f4>& pos, double theta, Opening opening, float eps, int warmup,

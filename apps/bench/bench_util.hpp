@@ -17,6 +17,10 @@
 #include <string_view>
 #include <vector>
 
+namespace banyan::cli {
+class Options;
+}
+
 namespace banyan::bench {
 
 /// Device times of the timed repetitions of one operation, in milliseconds.
@@ -140,11 +144,23 @@ public:
     void print_header() const;
     /// One row; missing trailing cells print empty. Flushes, so that progress shows at once.
     void print_row(const std::vector<std::string>& cells) const;
+    /// A row of @p first cells, empty ones after them, and @p note in the last column (why a row has no figures).
+    void print_note(std::vector<std::string> first, const std::string& note) const;
 
 private:
     std::vector<Column> columns_;
     std::FILE* out_;
 };
+
+/// A column of a Table, @p width characters wide: right-aligned (numbers) or left-aligned (text).
+inline Table::Column right(std::string title, int width)
+{
+    return {std::move(title), width, true};
+}
+inline Table::Column left(std::string title, int width)
+{
+    return {std::move(title), width, false};
+}
 
 /// Builds JSON text with two-space indentation. Calls must nest correctly (begin/end pairs; key() before each
 /// value inside an object); misuse is a programming error and is not diagnosed.
@@ -164,6 +180,8 @@ public:
 
     /// The text so far (complete once every begin has its end).
     const std::string& text() const noexcept { return out_; }
+    /// Ends every object and array still open; the text, complete.
+    const std::string& finish();
 
 private:
     void before_value();
@@ -172,7 +190,37 @@ private:
 
     std::string out_;
     std::vector<bool> has_items_; // one per open object/array
+    std::string closers_;         // one per open object/array: '}' or ']'
     bool after_key_ = false;
 };
+
+/// A benchmark's JSON report begun: an open object with "benchmark": @p name and "banyan_version"; the caller adds
+/// its settings and results, then finish().
+JsonWriter begin_report(std::string_view name);
+
+/// "results": one object per row of @p rows (ForceRows or rows of their kind: n and error): "n", what @p setting(r)
+/// writes (the row's setting beside n), then "error" for a failed row or what @p figures(r) writes.
+template <class Row, class Setting, class Figures>
+void write_results(JsonWriter& j, const std::vector<Row>& rows, Setting&& setting, Figures&& figures)
+{
+    j.key("results").begin_array();
+    for (const Row& r : rows) {
+        j.begin_object();
+        j.key("n").integer(static_cast<long long>(r.n));
+        setting(r);
+        if (!r.error.empty())
+            j.key("error").string(r.error);
+        else
+            figures(r);
+        j.end_object();
+    }
+    j.end_array();
+}
+
+/// The --json FILE option of the benchmarks that write their results as JSON (write_report writes them).
+void add_json_option(cli::Options& opt);
+
+/// Writes @p text to @p path (temporary name, then renamed) and prints "wrote PATH".
+void write_report(const std::string& path, const std::string& text);
 
 } // namespace banyan::bench

@@ -14,7 +14,6 @@
 #include "apps/cli/cli.hpp"
 #include "core/error.hpp"
 
-#include "core/files/atomic_file.hpp"
 #include "core/gravity/forces.hpp"
 #include "core/gravity/precision.hpp"
 #include "core/models/initial_conditions.hpp"
@@ -33,23 +32,6 @@
 namespace banyan::cli {
 
 namespace {
-
-/// Comma-separated numbers, e.g. "0.2,0.3,0.5".
-std::vector<double> number_list(const std::string& s, const std::string& what)
-{
-    std::vector<double> out;
-    std::size_t pos = 0;
-    while (pos <= s.size()) {
-        const std::size_t comma = s.find(',', pos);
-        const std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-        const auto v = parse_decimal(item);
-        if (!v) throw UsageError(fmt::format("accuracy: --{} expects comma-separated numbers, got '{}'", what, s));
-        out.push_back(*v);
-        if (comma == std::string::npos) break;
-        pos = comma + 1;
-    }
-    return out;
-}
 
 /// Value at fraction @p q (0..1) of the sorted @p v (nearest rank).
 double at_fraction(const std::vector<double>& v, double q)
@@ -107,14 +89,14 @@ int run_accuracy(const std::vector<std::string>& args)
             throw UsageError(fmt::format("accuracy: --n values must be in [2, 2^28], got {}", v));
         sizes.push_back(static_cast<std::size_t>(v));
     }
-    const std::vector<double> thetas = number_list(opt.str("theta"), "theta");
+    const std::vector<double> thetas = opt.number_list("theta");
     for (double t : thetas)
         if (!opening_angle_ok(t))
             throw UsageError(fmt::format("accuracy: --theta values must be in {}, got {}", opening_angle_range, t));
     const std::vector<Opening> openings = bench::opening_list(opt.str("opening"), "accuracy: --opening");
     std::vector<double> alphas{0.0};
     if (opt.has("alpha")) {
-        alphas = number_list(opt.str("alpha"), "alpha");
+        alphas = opt.number_list("alpha");
         for (double a : alphas)
             if (!(a > 0)) throw UsageError(fmt::format("accuracy: --alpha values must be > 0, got {}", a));
     }
@@ -139,18 +121,10 @@ int run_accuracy(const std::vector<std::string>& args)
                "summation\n\n",
                d.backend, d.index, d.name, d.gpu ? "GPU" : "CPU", opt.has("in") ? opt.str("in") : model, eps,
                BANYAN_N_LEAF, BANYAN_N_CRIT);
-    bench::Table table({{"N", 8, true},
-                        {"opening", 7, true},
-                        {"theta", 6, true},
-                        {"alpha", 8, true},
-                        {"sample", 7, true},
-                        {"ms", 9, true},
-                        {"median", 10, true},
-                        {"90%", 10, true},
-                        {"99%", 10, true},
-                        {"max", 10, true},
-                        {"pp", 8, true},
-                        {"pc", 0}});
+    bench::Table table({bench::right("N", 8), bench::right("opening", 7), bench::right("theta", 6),
+                        bench::right("alpha", 8), bench::right("sample", 7), bench::right("ms", 9),
+                        bench::right("median", 10), bench::right("90%", 10), bench::right("99%", 10),
+                        bench::right("max", 10), bench::right("pp", 8), bench::left("pc", 0)});
     table.print_header();
     std::ostringstream csv;
     csv << "n,opening,theta,alpha,eps,sample,ms,median,p90,p99,max,pp_mean,pc_mean\n";
@@ -237,9 +211,8 @@ int run_accuracy(const std::vector<std::string>& args)
         fmt::print("  (N = {}: direct reference on {} targets took {:.2f} s)\n", n, k, direct_s);
     }
     if (opt.has("csv")) {
-        const std::string text = csv.str();
-        write_file_atomically(opt.str("csv"), [&](std::ostream& f) { f << text; });
-        fmt::print("\nwrote {}\n", opt.str("csv"));
+        fmt::print("\n");
+        bench::write_report(opt.str("csv"), csv.str());
     }
     return 0;
 }

@@ -15,11 +15,9 @@
 #include "apps/cli/cli.hpp"
 #include "core/error.hpp"
 
-#include "core/files/atomic_file.hpp"
 #include "core/parallel/comm.hpp"
 #include "core/parallel/parallel_forces.hpp"
 #include "core/parallel/rank_device.hpp"
-#include "core/version.hpp"
 #include "core/gravity/forces.hpp"
 #include "core/tree/octree.hpp"
 #include "core/models/initial_conditions.hpp"
@@ -38,17 +36,12 @@ namespace {
 std::vector<double> theta_list(const std::string& s)
 {
     std::vector<double> out;
-    std::size_t pos = 0;
-    while (pos <= s.size()) {
-        const std::size_t comma = s.find(',', pos);
-        const std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    for (const std::string& item : comma_items(s)) {
         const auto v = parse_decimal(item);
         if (!v || !(*v >= 0 && *v <= 1))
             throw UsageError(
                 fmt::format("bench forces: --theta expects comma-separated numbers in [0, 1], got '{}'", s));
         out.push_back(*v);
-        if (comma == std::string::npos) break;
-        pos = comma + 1;
     }
     return out;
 }
@@ -56,10 +49,7 @@ std::vector<double> theta_list(const std::string& s)
 std::string json_report(const DeviceInfo& info, Opening opening, double alpha, double eps, int warmup, int reps,
                         const std::vector<bench::ForceRow>& rows)
 {
-    bench::JsonWriter j;
-    j.begin_object();
-    j.key("benchmark").string("forces");
-    j.key("banyan_version").string(version);
+    bench::JsonWriter j = bench::begin_report("forces");
     j.key("backend").string(info.backend);
     j.key("device").string(info.name);
     j.key("gpu").boolean(info.gpu);
@@ -69,14 +59,9 @@ std::string json_report(const DeviceInfo& info, Opening opening, double alpha, d
     j.key("eps").number(eps);
     j.key("warmup").integer(warmup);
     j.key("reps").integer(reps);
-    j.key("results").begin_array();
-    for (const auto& r : rows) {
-        j.begin_object();
-        j.key("n").integer(static_cast<long long>(r.n));
-        j.key("theta").number(r.theta);
-        if (!r.error.empty()) {
-            j.key("error").string(r.error);
-        } else {
+    bench::write_results(
+        j, rows, [&](const bench::ForceRow& r) { j.key("theta").number(r.theta); },
+        [&](const bench::ForceRow& r) {
             j.key("tree_ms").number(r.tree_ms);
             j.key("multipoles_ms").number(r.multipoles_ms);
             j.key("walk_ms").number(r.walk_ms);
@@ -89,12 +74,8 @@ std::string json_report(const DeviceInfo& info, Opening opening, double alpha, d
             j.key("peak_device_bytes").integer(static_cast<long long>(r.bytes));
             j.key("bytes_per_particle").number(double(r.bytes) / double(r.n));
             j.key("spill_retries").integer(r.retries);
-        }
-        j.end_object();
-    }
-    j.end_array();
-    j.end_object();
-    return j.text();
+        });
+    return j.finish();
 }
 
 /// One row over all ranks: wall times per phase (the rank that took longest), traffic summed over ranks.
@@ -213,30 +194,16 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
             at += lengths[q];
         }
     }
-    bench::Table table({{"N", 5, true},
-                        {"P", 2, true},
-                        {"theta", 6, true},
-                        {"balance", 8, true},
-                        {"build", 8, true},
-                        {"LET", 7, true},
-                        {"exchange", 9, true},
-                        {"walk", 8, true},
-                        {"total ms", 9, true},
-                        {"Mpart/s", 8, true},
-                        {"pp", 5, true},
-                        {"pc", 5, true},
-                        {"spread", 6, true},
-                        {"moved", 8, true},
-                        {"LET MB", 7, true},
-                        {"B/part", 0}});
+    bench::Table table(
+        {bench::right("N", 5), bench::right("P", 2), bench::right("theta", 6), bench::right("balance", 8),
+         bench::right("build", 8), bench::right("LET", 7), bench::right("exchange", 9), bench::right("walk", 8),
+         bench::right("total ms", 9), bench::right("Mpart/s", 8), bench::right("pp", 5), bench::right("pc", 5),
+         bench::right("spread", 6), bench::right("moved", 8), bench::right("LET MB", 7), bench::left("B/part", 0)});
     if (root) {
         fmt::print("\n");
         table.print_header();
     }
-    bench::JsonWriter j;
-    j.begin_object();
-    j.key("benchmark").string("forces_parallel");
-    j.key("banyan_version").string(version);
+    bench::JsonWriter j = bench::begin_report("forces_parallel");
     j.key("ranks").integer(static_cast<long long>(P));
     j.key("mpi").string(Comm::library());
     j.key("backend").string(be.info().backend);
@@ -289,20 +256,12 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
             j.end_object();
         }
     }
-    j.end_array();
-    j.end_object();
     if (root) {
         // Inside the phases: where the host's part of LET and walk goes, and the walks alone on the device.
-        bench::Table inside({{"N", 5, true},
-                             {"theta", 6, true},
-                             {"boxes", 7, true},
-                             {"download", 9, true},
-                             {"MPI", 7, true},
-                             {"upload", 7, true},
-                             {"walk dev", 9, true},
-                             {"far %", 6, true},
-                             {"top cells", 10, true},
-                             {"spill", 0}});
+        bench::Table inside({bench::right("N", 5), bench::right("theta", 6), bench::right("boxes", 7),
+                             bench::right("download", 9), bench::right("MPI", 7), bench::right("upload", 7),
+                             bench::right("walk dev", 9), bench::right("far %", 6), bench::right("top cells", 10),
+                             bench::left("spill", 0)});
         fmt::print("\n");
         inside.print_header();
         for (const auto& [label, r] : done)
@@ -326,10 +285,7 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
             "trees received, summed over ranks; spill = the walk's spill room per work-group and level list (entries, "
             "largest rank: it grows when level lists outgrow local memory)\n",
             per_rank ? "per rank" : "in all");
-        if (opt.has("json")) {
-            write_file_atomically(opt.str("json"), [&](std::ostream& f) { f << j.text(); });
-            fmt::print("wrote {}\n", opt.str("json"));
-        }
+        if (opt.has("json")) bench::write_report(opt.str("json"), j.finish());
     }
     return 0;
 }
@@ -366,7 +322,7 @@ int run_bench_forces(const std::vector<std::string>& args)
     opt.value("groups-per-unit", "G", "persistent walk work-groups per compute unit (default: 16 GPU, 4 CPU)");
     opt.value("model", "M", "the particles: plummer, hernquist (cuspy) or disc (flattened), N-body units", "plummer");
     opt.value("in", "FILE", "the particles of a snapshot (HDF5 or tipsy) instead of a model: one size, the file's N");
-    opt.value("json", "FILE", "also write the results as JSON to FILE (temporary name, then renamed)");
+    bench::add_json_option(opt);
     opt.flag("per-rank", "under mpirun: 2^K particles per rank (weak scaling) instead of in all");
     opt.value("top-per-rank", "T",
               "under mpirun: the top trees sent with the boxes hold the cells of more than 1/T of a rank's "
@@ -425,18 +381,10 @@ int run_bench_forces(const std::vector<std::string>& args)
                opt.has("in") ? opt.str("in") : model, to_string(opening),
                alpha > 0 ? fmt::format(" + relative alpha {}", alpha) : "", eps, BANYAN_N_LEAF, BANYAN_N_CRIT,
                BANYAN_WALK_WG);
-    bench::Table table({{"N", 5, true},
-                        {"theta", 6, true},
-                        {"tree", 8, true},
-                        {"multip", 8, true},
-                        {"walk", 9, true},
-                        {"total ms", 9, true},
-                        {"Mpart/s", 8, true},
-                        {"pp", 7, true},
-                        {"pc", 7, true},
-                        {"TFLOP/s", 8, true},
-                        {"MiB", 8, true},
-                        {"B/part", 0}});
+    bench::Table table({bench::right("N", 5), bench::right("theta", 6), bench::right("tree", 8),
+                        bench::right("multip", 8), bench::right("walk", 9), bench::right("total ms", 9),
+                        bench::right("Mpart/s", 8), bench::right("pp", 7), bench::right("pc", 7),
+                        bench::right("TFLOP/s", 8), bench::right("MiB", 8), bench::left("B/part", 0)});
     fmt::print("\n");
     table.print_header();
     const unsigned groups_per_unit =
@@ -447,7 +395,7 @@ int run_bench_forces(const std::vector<std::string>& args)
     // One size: the file's particles, or a Plummer sphere of 2^log2 (made only when the device can hold it).
     auto run_size = [&](const std::string& label, std::size_t n, const std::function<std::vector<bn_f4>()>& make) {
         if (std::string why = bench::fit_error(*be, n, false); !why.empty()) {
-            table.print_row({label, "", "n/a", "", "", "", "", "", "", "", "", why});
+            table.print_note({label, "", "n/a"}, why);
             for (double theta : thetas) {
                 bench::ForceRow r;
                 r.n = n, r.theta = theta, r.error = why;
@@ -467,7 +415,7 @@ int run_bench_forces(const std::vector<std::string>& args)
             const std::string& n = label;
             if (!r.error.empty()) {
                 ok = false;
-                table.print_row({n, fmt::format("{:.2f}", theta), "FAILED", "", "", "", "", "", "", "", "", r.error});
+                table.print_note({n, fmt::format("{:.2f}", theta), "FAILED"}, r.error);
             } else {
                 auto ms = [](double v) { return fmt::format("{:.3f}", v); };
                 table.print_row({n, fmt::format("{:.2f}", theta), ms(r.tree_ms), ms(r.multipoles_ms), ms(r.walk_ms),
@@ -492,11 +440,8 @@ int run_bench_forces(const std::vector<std::string>& args)
     fmt::print("MiB, B/part: peak device memory of one force evaluation from unsorted particles (everything held at "
                "once, scratch included)\n");
     if (retries) fmt::print("(the walk's spill buffer grew {} times, during warm-ups)\n", retries);
-    if (opt.has("json")) {
-        const std::string text = json_report(be->info(), opening, alpha, eps, warmup, reps, rows);
-        write_file_atomically(opt.str("json"), [&](std::ostream& f) { f << text; });
-        fmt::print("wrote {}\n", opt.str("json"));
-    }
+    if (opt.has("json"))
+        bench::write_report(opt.str("json"), json_report(be->info(), opening, alpha, eps, warmup, reps, rows));
     if (!ok) fmt::print(stderr, "bench forces: some evaluations failed or gave wrong results\n");
     return ok ? 0 : 1;
 }

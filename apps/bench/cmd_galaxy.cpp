@@ -79,13 +79,9 @@ int run_bench_galaxy(const std::vector<std::string>& args)
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const GalaxyMeasures b = measure();
 
-    bench::Table table({{"quantity", 26, false},
-                        {"model", 9, true},
-                        {"start", 9, true},
-                        {"end", 9, true},
-                        {"change", 8, true},
-                        {"target", 8, true},
-                        {"holds", 5, false}});
+    bench::Table table({bench::left("quantity", 26), bench::right("model", 9), bench::right("start", 9),
+                        bench::right("end", 9), bench::right("change", 8), bench::right("target", 8),
+                        bench::left("holds", 5)});
     table.print_header();
     int failed = 0;
     auto row = [&](const char* name, double model_value, double start, double end, double change, double limit) {

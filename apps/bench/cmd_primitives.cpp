@@ -7,11 +7,10 @@
  * once per size (the same for every implementation and device); each implementation's result is checked on the
  * CPU once per size, and a wrong result posts no time.
  */
-#include "core/files/atomic_file.hpp"
-#include "core/version.hpp"
 #include "apps/bench/bench_util.hpp"
 #include "apps/cli/cli.hpp"
 #include "core/error.hpp"
+#include "core/numbers.hpp"
 
 #ifdef BANYAN_HAVE_OPENCL
 #include "backend_opencl/boost_reference.hpp"
@@ -137,13 +136,9 @@ void measure(Backend& be, Result& r, int warmup, int reps, const std::function<v
 class Reporter {
 public:
     Reporter()
-        : table_({{"primitive", 9},
-                  {"impl", 13},
-                  {"n", 5, true},
-                  {"median ms", 11, true},
-                  {"rate", 18, true},
-                  {"ours/ref", 8, true},
-                  {"note", 0}})
+        : table_({bench::left("primitive", 9), bench::left("impl", 13), bench::right("n", 5),
+                  bench::right("median ms", 11), bench::right("rate", 18), bench::right("ours/ref", 8),
+                  bench::left("note", 0)})
     {
     }
 
@@ -377,10 +372,7 @@ bool bench_device(Backend& be, const Settings& s, Reporter& out, DeviceReport& r
 
 std::string json_report(const Settings& s, const std::vector<DeviceReport>& devices)
 {
-    bench::JsonWriter j;
-    j.begin_object();
-    j.key("benchmark").string("primitives");
-    j.key("banyan_version").string(version);
+    bench::JsonWriter j = bench::begin_report("primitives");
     j.key("warmup").integer(s.warmup);
     j.key("reps").integer(s.reps);
     j.key("boost_reps").integer(std::min(s.reps, s.boost_reps));
@@ -429,9 +421,7 @@ std::string json_report(const Settings& s, const std::vector<DeviceReport>& devi
         j.end_array();
         j.end_object();
     }
-    j.end_array();
-    j.end_object();
-    return j.text();
+    return j.finish();
 }
 
 } // namespace
@@ -460,7 +450,7 @@ int run_bench_primitives(const std::vector<std::string>& args)
     opt.value("boost-max-log2", "K", "largest size for Boost.Compute's sort (it is slow)", "24");
     opt.value("boost-reps", "R", "timed repetitions for Boost.Compute's sort (at most --reps)", "5");
     opt.value("work-group", "N", "work-group size of our OpenCL kernels, 32|64|128|256 (default: 256)");
-    opt.value("json", "FILE", "also write the results as JSON to FILE (temporary name, then renamed)");
+    bench::add_json_option(opt);
     if (!opt.parse(args)) return 0;
 
     Settings s;
@@ -470,20 +460,12 @@ int run_bench_primitives(const std::vector<std::string>& args)
     s.warmup = opt.integer_in("warmup", 1, 100000);
     s.boost_max_log2 = opt.integer_in("boost-max-log2", 0, 30);
     s.boost_reps = opt.integer_in("boost-reps", 1, 100000);
-    {
-        const std::string list = opt.str("primitives");
-        std::size_t pos = 0;
-        while (pos <= list.size()) {
-            std::size_t comma = list.find(',', pos);
-            if (comma == std::string::npos) comma = list.size();
-            const std::string p = list.substr(pos, comma - pos);
-            if (p != "sort" && p != "scan" && p != "compact")
-                throw UsageError(fmt::format("bench primitives: unknown primitive '{}' in --primitives (expected "
-                                             "sort, scan, compact)",
-                                             p));
-            s.primitives.insert(p);
-            pos = comma + 1;
-        }
+    for (const std::string& p : comma_items(opt.str("primitives"))) {
+        if (p != "sort" && p != "scan" && p != "compact")
+            throw UsageError(fmt::format("bench primitives: unknown primitive '{}' in --primitives (expected "
+                                         "sort, scan, compact)",
+                                         p));
+        s.primitives.insert(p);
     }
     if (opt.has("work-group")) s.work_group = static_cast<std::size_t>(opt.integer_in("work-group", 32, 256));
 
@@ -507,9 +489,8 @@ int run_bench_primitives(const std::vector<std::string>& args)
         if (!bench_device(*backends[i], s, out, reports.back())) all_ok = false;
     }
     if (opt.has("json")) {
-        const std::string text = json_report(s, reports);
-        write_file_atomically(opt.str("json"), [&](std::ostream& f) { f << text; });
-        fmt::print("\nwrote {}\n", opt.str("json"));
+        fmt::print("\n");
+        bench::write_report(opt.str("json"), json_report(s, reports));
     }
     if (!all_ok) fmt::print(stderr, "bench primitives: some of our primitives failed or gave wrong results\n");
     return all_ok ? 0 : 1;

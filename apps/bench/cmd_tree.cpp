@@ -12,8 +12,6 @@
 #include "apps/cli/cli.hpp"
 #include "core/error.hpp"
 
-#include "core/files/atomic_file.hpp"
-#include "core/version.hpp"
 #include "core/tree/octree.hpp"
 #include "core/models/plummer.hpp"
 
@@ -94,23 +92,16 @@ Row bench_size(Backend& be, int log2, int warmup, int reps, std::uint64_t seed)
 
 std::string json_report(const DeviceInfo& info, std::size_t wg, int warmup, int reps, const std::vector<Row>& rows)
 {
-    bench::JsonWriter j;
-    j.begin_object();
-    j.key("benchmark").string("tree");
-    j.key("banyan_version").string(version);
+    bench::JsonWriter j = bench::begin_report("tree");
     j.key("backend").string(info.backend);
     j.key("device").string(info.name);
     j.key("gpu").boolean(info.gpu);
     j.key("work_group").integer(static_cast<long long>(wg));
     j.key("warmup").integer(warmup);
     j.key("reps").integer(reps);
-    j.key("results").begin_array();
-    for (const auto& r : rows) {
-        j.begin_object();
-        j.key("n").integer(static_cast<long long>(r.n));
-        if (!r.error.empty()) {
-            j.key("error").string(r.error);
-        } else {
+    bench::write_results(
+        j, rows, [](const Row&) {},
+        [&](const Row& r) {
             const TreeTimings& t = r.median;
             j.key("keys_ms").number(t.keys);
             j.key("sort_ms").number(t.sort);
@@ -124,12 +115,8 @@ std::string json_report(const DeviceInfo& info, std::size_t wg, int warmup, int 
             j.key("groups").integer(static_cast<long long>(r.groups));
             j.key("depth").integer(r.depth);
             j.key("peak_device_bytes").integer(static_cast<long long>(r.peak_bytes));
-        }
-        j.end_object();
-    }
-    j.end_array();
-    j.end_object();
-    return j.text();
+        });
+    return j.finish();
 }
 
 } // namespace
@@ -153,7 +140,7 @@ int run_bench_tree(const std::vector<std::string>& args)
     opt.value("warmup", "W", "untimed builds first; at least 1", "2");
     opt.value("seed", "S", "seed of the Plummer spheres (plus log2 of the size)", "1");
     opt.value("work-group", "N", "OpenCL only: work-group size of the kernels, 32|64|128|256 (default: 256)");
-    opt.value("json", "FILE", "also write the results as JSON to FILE (temporary name, then renamed)");
+    bench::add_json_option(opt);
     if (!opt.parse(args)) return 0;
 
     auto be = open_device(opt.device_request());
@@ -173,20 +160,11 @@ int run_bench_tree(const std::vector<std::string>& args)
     fmt::print("device: {} #{}  {}  ({}; {}, {} compute units; work-group {}); Plummer, N_leaf {}, N_crit {}\n",
                i.backend, i.index, i.name, i.version, i.gpu ? "GPU" : "CPU", i.compute_units, be->work_group_size(),
                BANYAN_N_LEAF, BANYAN_N_CRIT);
-    bench::Table table({{"N", 5, true},
-                        {"keys", 7, true},
-                        {"sort", 7, true},
-                        {"move", 7, true},
-                        {"build", 7, true},
-                        {"link", 7, true},
-                        {"groups", 7, true},
-                        {"multip", 7, true},
-                        {"total ms", 9, true},
-                        {"cells", 9, true},
-                        {"depth", 5, true},
-                        {"groups", 8, true},
-                        {"MiB", 7, true},
-                        {"B/part", 0}});
+    bench::Table table({bench::right("N", 5), bench::right("keys", 7), bench::right("sort", 7), bench::right("move", 7),
+                        bench::right("build", 7), bench::right("link", 7), bench::right("groups", 7),
+                        bench::right("multip", 7), bench::right("total ms", 9), bench::right("cells", 9),
+                        bench::right("depth", 5), bench::right("groups", 8), bench::right("MiB", 7),
+                        bench::left("B/part", 0)});
     fmt::print("\n");
     table.print_header();
     std::vector<Row> rows;
@@ -196,7 +174,7 @@ int run_bench_tree(const std::vector<std::string>& args)
         const std::string n = fmt::format("2^{}", log2);
         if (!r.error.empty()) {
             ok = false;
-            table.print_row({n, "FAILED", "", "", "", "", "", "", "", "", "", "", "", r.error});
+            table.print_note({n, "FAILED"}, r.error);
         } else {
             const TreeTimings& t = r.median;
             const double bytes = double(r.peak_bytes);
@@ -209,9 +187,8 @@ int run_bench_tree(const std::vector<std::string>& args)
         rows.push_back(std::move(r));
     }
     if (opt.has("json")) {
-        const std::string text = json_report(be->info(), be->work_group_size(), warmup, reps, rows);
-        write_file_atomically(opt.str("json"), [&](std::ostream& f) { f << text; });
-        fmt::print("\nwrote {}\n", opt.str("json"));
+        fmt::print("\n");
+        bench::write_report(opt.str("json"), json_report(be->info(), be->work_group_size(), warmup, reps, rows));
     }
     if (!ok) fmt::print(stderr, "bench tree: some builds failed or gave wrong results\n");
     return ok ? 0 : 1;

@@ -131,23 +131,34 @@ double Options::number(const std::string& name) const
     return *v;
 }
 
-std::vector<long long> Options::integer_list(const std::string& name) const
+namespace {
+
+/// The comma-separated items of option --@p name of @p command, @p text, each read by @p parse (parse_whole,
+/// parse_decimal); a UsageError saying that it expects @p what when one does not read.
+template <class Parse>
+auto read_list(const std::string& command, const std::string& name, const std::string& text, Parse parse,
+               const char* what)
 {
-    std::vector<long long> out;
-    const std::string s = str(name);
-    std::size_t pos = 0;
-    while (pos <= s.size()) {
-        const std::size_t comma = s.find(',', pos);
-        const std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-        const auto v = parse_whole(item);
+    std::vector<typename decltype(parse(text))::value_type> out;
+    for (const std::string& item : comma_items(text)) {
+        const auto v = parse(item);
         if (!v)
-            throw UsageError(
-                fmt::format("{}: --{} expects comma-separated whole numbers, got '{}'", command_, name, s));
+            throw UsageError(fmt::format("{}: --{} expects comma-separated {}, got '{}'", command, name, what, text));
         out.push_back(*v);
-        if (comma == std::string::npos) break;
-        pos = comma + 1;
     }
     return out;
+}
+
+} // namespace
+
+std::vector<long long> Options::integer_list(const std::string& name) const
+{
+    return read_list(command_, name, str(name), parse_whole, "whole numbers");
+}
+
+std::vector<double> Options::number_list(const std::string& name) const
+{
+    return read_list(command_, name, str(name), parse_decimal, "numbers");
 }
 
 DeviceRequest Options::device_request() const

@@ -46,7 +46,9 @@ public:
     /// integer(), refused with a UsageError naming the option unless it lies in [lo, hi].
     int integer_in(const std::string& name, long long lo, long long hi) const;
     double number(const std::string& name) const;
+    /// Comma-separated whole numbers, or decimal numbers; a UsageError naming the option for an item that is not one.
     std::vector<long long> integer_list(const std::string& name) const;
+    std::vector<double> number_list(const std::string& name) const;
     DeviceRequest device_request() const;
 
     std::string help() const;

@@ -24,18 +24,15 @@ namespace {
 /// "x,y,z" as three finite numbers; a UsageError otherwise.
 std::array<double, 3> parse_point(const std::string& text)
 {
+    const std::vector<std::string> items = comma_items(text);
     std::array<double, 3> p{};
-    std::size_t pos = 0;
-    for (int k = 0; k < 3; ++k) {
-        const std::size_t comma = text.find(',', pos);
-        if ((k < 2) != (comma != std::string::npos)) break;
-        const std::string item = text.substr(pos, k < 2 ? comma - pos : std::string::npos);
-        const auto v = parse_decimal(item);
-        if (!v) break;
-        p[k] = *v;
-        if (k == 2) return p;
-        pos = comma + 1;
+    bool ok = items.size() == p.size();
+    for (std::size_t k = 0; ok && k < p.size(); ++k) {
+        const auto v = parse_decimal(items[k]);
+        ok = v.has_value();
+        if (ok) p[k] = *v;
     }
+    if (ok) return p;
     throw UsageError(fmt::format("render: --centre expects mass, density or three comma-separated numbers x,y,z, got "
                                  "'{}'",
                                  text));

@@ -24,6 +24,7 @@
 #include <new>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace banyan::cli {
 
@@ -132,6 +133,25 @@ std::string prefix()
     return c.parallel() ? fmt::format("banyan (rank {} of {})", c.rank(), c.size()) : "banyan";
 }
 
+/// What the exception in flight says, and the exit code it gives: 2 bad usage, 3 a numerical failure, 1 any other.
+/// Call inside a catch block; what is not a std::exception goes on.
+std::pair<std::string, int> current_error()
+{
+    try {
+        throw;
+    } catch (const banyan::UsageError& e) {
+        return {e.what(), 2};
+    } catch (const banyan::NumericalError& e) {
+        return {e.what(), 3};
+    } catch (const std::bad_alloc&) {
+        return {"out of host memory (the particles' arrays on the host do not fit)", 1};
+    } catch (const banyan::DeviceError& e) {
+        return {fmt::format("device failure: {}", e.what()), 1};
+    } catch (const std::exception& e) {
+        return {fmt::format("error: {}", e.what()), 1};
+    }
+}
+
 int run_command(int argc, char** argv)
 {
     std::vector<std::string> args(argv + 1, argv + argc);
@@ -180,21 +200,10 @@ int run_command(int argc, char** argv)
             return 2;
         }
         return best->run(std::vector<std::string>(args.begin() + static_cast<long>(best_words), args.end()));
-    } catch (const banyan::UsageError& e) {
-        fmt::print(stderr, "{}: {}\n", prefix(), e.what());
-        return failed(2);
-    } catch (const banyan::NumericalError& e) {
-        fmt::print(stderr, "{}: {}\n", prefix(), e.what());
-        return failed(3);
-    } catch (const std::bad_alloc&) {
-        fmt::print(stderr, "{}: out of host memory (the particles' arrays on the host do not fit)\n", prefix());
-        return failed(1);
-    } catch (const banyan::DeviceError& e) {
-        fmt::print(stderr, "{}: device failure: {}\n", prefix(), e.what());
-        return failed(1);
-    } catch (const std::exception& e) {
-        fmt::print(stderr, "{}: error: {}\n", prefix(), e.what());
-        return failed(1);
+    } catch (...) {
+        const auto [message, code] = current_error();
+        fmt::print(stderr, "{}: {}\n", prefix(), message);
+        return failed(code);
     }
 }
 

@@ -142,22 +142,22 @@ struct KernelDecl {
 
 namespace detail {
 
+/// The place of T among L; the number of L when T is not among them.
+template <class T, class... L> constexpr std::size_t index_among()
+{
+    constexpr bool is[] = {std::is_same_v<T, L>...};
+    std::size_t i = 0;
+    while (i < sizeof...(L) && !is[i])
+        ++i;
+    return i;
+}
+
+/// T's name in kernel code, for the types kernels take (scalars and buffer elements); another type does not compile
+/// (no name at its place).
 template <class T> constexpr std::string_view type_name()
 {
-    if constexpr (std::is_same_v<T, bn_u32>)
-        return "bn_u32";
-    else if constexpr (std::is_same_v<T, bn_i32>)
-        return "bn_i32";
-    else if constexpr (std::is_same_v<T, bn_u64>)
-        return "bn_u64";
-    else if constexpr (std::is_same_v<T, bn_u2>)
-        return "bn_u2";
-    else if constexpr (std::is_same_v<T, bn_f4>)
-        return "bn_f4";
-    else if constexpr (std::is_same_v<T, float>)
-        return "float";
-    else if constexpr (std::is_same_v<T, double>)
-        return "double";
+    constexpr std::string_view names[] = {"bn_u32", "bn_i32", "bn_u64", "bn_u2", "bn_f4", "float", "double"};
+    return names[index_among<T, bn_u32, bn_i32, bn_u64, bn_u2, bn_f4, float, double>()];
 }
 
 constexpr std::string_view bits_name(std::size_t n)

@@ -50,12 +50,7 @@ constexpr SnapshotFormatInfo formats[] = {
      .writes = "standard big-endian",
      .detect = nullptr, // any file no other format claims
      .read = read_tipsy_row,
-     .write = write_tipsy_row,
-     .keeps_accelerations = false,
-     .keeps_ids = false,
-     .keeps_types = false,
-     .keeps_units = false,
-     .keeps_parameters = false},
+     .write = write_tipsy_row}, // keeps none of the extras
 };
 
 constexpr bool rows_in_order()

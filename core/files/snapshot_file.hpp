@@ -47,12 +47,12 @@ struct SnapshotFormatInfo {
     /// Writes @p s (and, where the format has a place for it, @p meta) through a temporary name and a rename.
     void (*write)(const std::string& path, const Snapshot& s, const SnapshotMeta& meta);
     /// What a file of the format keeps of a Snapshot beside the particles' masses, positions, velocities,
-    /// softenings, potentials and gas and star fields; writing drops the rest.
-    bool keeps_accelerations; ///< Snapshot::acc (so a run gathers them for its snapshots)
-    bool keeps_ids;           ///< Snapshot::ids
-    bool keeps_types;         ///< GADGET types 2, 3, 5 (Snapshot::n_type2 ...); without, dark particles are type 1
-    bool keeps_units;         ///< Snapshot::units
-    bool keeps_parameters;    ///< SnapshotMeta::parameters
+    /// softenings, potentials and gas and star fields (none unless its row says so); writing drops the rest.
+    bool keeps_accelerations = false; ///< Snapshot::acc (so a run gathers them for its snapshots)
+    bool keeps_ids = false;           ///< Snapshot::ids
+    bool keeps_types = false;         ///< GADGET types 2, 3, 5 (Snapshot::n_type2 ...); else dark ones are type 1
+    bool keeps_units = false;         ///< Snapshot::units
+    bool keeps_parameters = false;    ///< SnapshotMeta::parameters
 };
 
 /// Every snapshot format, in the order help texts list them: row i is SnapshotFormat i.

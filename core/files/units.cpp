@@ -98,14 +98,9 @@ Units parse_units(const std::string& text, const std::string& what)
 {
     const std::string all = trim(text);
     if (all.empty() || all == "nbody" || all == "N-body") return {};
-    std::vector<std::string> items;
-    std::size_t at = 0;
-    for (;;) {
-        const std::size_t comma = all.find(',', at);
-        items.push_back(trim(all.substr(at, comma == std::string::npos ? std::string::npos : comma - at)));
-        if (comma == std::string::npos) break;
-        at = comma + 1;
-    }
+    std::vector<std::string> items = comma_items(all);
+    for (auto& item : items)
+        item = trim(item);
     if (items.size() < 2)
         throw UsageError(fmt::format("{}: '{}' names one unit; give LENGTH,MASS (e.g. kpc,1e10Msun): with G = 1 the "
                                      "velocity and time units follow from them",

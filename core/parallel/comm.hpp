@@ -145,4 +145,28 @@ std::vector<T> all_gather(const Comm& comm, std::span<const T> mine, std::vector
     return out;
 }
 
+/// What Comm::exchange sends: the bytes, and the offsets of the ranks' parts in them (ranks + 1 entries).
+struct Packed {
+    std::vector<std::byte> bytes;
+    std::vector<std::size_t> offsets;
+};
+
+/// Records of @p bytes each packed for Comm::exchange: record i goes to rank @p dest[i] (of @p ranks), written by
+/// @p write(i, at) at @p at; each rank's records in the order of i.
+template <class Write>
+Packed pack_by_rank(std::span<const std::size_t> dest, std::size_t ranks, std::size_t bytes, Write&& write)
+{
+    Packed p{std::vector<std::byte>(dest.size() * bytes), std::vector<std::size_t>(ranks + 1, 0)};
+    for (const std::size_t q : dest)
+        ++p.offsets[q + 1];
+    for (std::size_t q = 0; q < ranks; ++q)
+        p.offsets[q + 1] += p.offsets[q];
+    std::vector<std::size_t> fill(p.offsets.begin(), p.offsets.end() - 1);
+    for (std::size_t i = 0; i < dest.size(); ++i)
+        write(i, p.bytes.data() + fill[dest[i]]++ * bytes);
+    for (auto& o : p.offsets)
+        o *= bytes;
+    return p;
+}
+
 } // namespace banyan

@@ -186,36 +186,27 @@ BalanceStats Decomposition::balance(Octree& tree, double work)
     const std::size_t rec = sizeof(bn_f4) * (with_vel ? 2 : 1) + sizeof(bn_u32) * (with_rungs ? 2 : 1);
     const std::size_t rung_at = sizeof(bn_f4) * (with_vel ? 2 : 1);
     const std::size_t leave = leaver_keys.size();
-    std::vector<std::size_t> dest(leave), offsets(P + 1, 0);
-    for (std::size_t i = 0; i < leave; ++i) {
+    std::vector<std::size_t> dest(leave);
+    for (std::size_t i = 0; i < leave; ++i)
         dest[i] = static_cast<std::size_t>(std::upper_bound(splitters_.begin(), splitters_.end(), leaver_keys[i]) -
                                            splitters_.begin());
-        ++offsets[dest[i] + 1];
-    }
-    for (std::size_t q = 0; q < P; ++q)
-        offsets[q + 1] += offsets[q];
-    std::vector<std::size_t> fill(offsets.begin(), offsets.end() - 1);
-    std::vector<std::byte> send(leave * rec);
-    for (std::size_t i = 0; i < leave; ++i) {
-        std::byte* r = send.data() + fill[dest[i]]++ * rec;
+    Packed send = pack_by_rank(dest, P, rec, [&](std::size_t i, std::byte* r) {
         std::memcpy(r, &leaver_pos[i], sizeof(bn_f4));
         if (with_vel) std::memcpy(r + sizeof(bn_f4), &leaver_vel[i], sizeof(bn_f4));
         if (with_rungs) std::memcpy(r + rung_at, &leaver_rungs[i], sizeof(bn_u32));
         std::memcpy(r + rec - sizeof(bn_u32), &leaver_ids[i], sizeof(bn_u32));
-    }
+    });
     // Host memory is what limits a start: the first balance moves most particles (a rank's initial slice lies all
     // over the system), so every copy goes as soon as the next is made.
     release(leaver_keys), release(leaver_pos), release(leaver_vel), release(leaver_ids), release(leaver_rungs);
     release(dest);
-    for (auto& o : offsets)
-        o *= rec;
     std::vector<std::size_t> recv_offsets;
-    std::vector<std::byte> recv = comm_.exchange(send, offsets, recv_offsets);
+    std::vector<std::byte> recv = comm_.exchange(send.bytes, send.offsets, recv_offsets);
     const std::size_t arrive = recv.size() / rec;
     st.sent = leave;
     st.received = arrive;
-    st.bytes += send.size();
-    release(send);
+    st.bytes += send.bytes.size();
+    release(send.bytes);
 
     tree.resize_keep(stays + arrive);
     // Unpacked and uploaded in pieces, so that no second copy of all arrivals is ever held.

@@ -76,22 +76,15 @@ std::vector<std::byte> records_of_my_block(const Comm& comm, std::size_t n_total
     if (comm.any(bad_id)) throw std::runtime_error("parallel file: particle ids are not 0 .. N-1");
     // Records with their ids, to the ranks that write them.
     const std::size_t wire = 4 + record_bytes;
-    std::vector<std::size_t> offsets(P + 1, 0), dest(n);
+    std::vector<std::size_t> dest(n);
     for (std::size_t i = 0; i < n; ++i)
-        ++offsets[(dest[i] = owner(ids[i])) + 1];
-    for (std::size_t q = 0; q < P; ++q)
-        offsets[q + 1] += offsets[q];
-    std::vector<std::size_t> fill(offsets.begin(), offsets.end() - 1);
-    std::vector<std::byte> send(n * wire);
-    for (std::size_t i = 0; i < n; ++i) {
-        std::byte* r = send.data() + fill[dest[i]]++ * wire;
+        dest[i] = owner(ids[i]);
+    const Packed send = pack_by_rank(dest, P, wire, [&](std::size_t i, std::byte* r) {
         std::memcpy(r, &ids[i], 4);
         std::memcpy(r + 4, records.data() + i * record_bytes, record_bytes);
-    }
-    for (auto& o : offsets)
-        o *= wire;
+    });
     std::vector<std::size_t> recv_offsets;
-    const auto recv = comm.exchange(send, offsets, recv_offsets);
+    const auto recv = comm.exchange(send.bytes, send.offsets, recv_offsets);
 
     first = block_start(me), last = block_start(me + 1);
     std::vector<std::byte> block((last - first) * record_bytes);
