@@ -6,7 +6,8 @@
  *
  * Every option is checked, the input file read and the output folder made writable before the device is opened;
  * the device memory a run needs is estimated before the particles are uploaded. SIGINT and SIGTERM set a flag that
- * the step loop reads between steps: it writes a checkpoint and stops (a second signal ends the program at once).
+ * the step loop reads between steps, and between the substeps of a block step: it writes a checkpoint and stops
+ * (a second signal ends the program at once).
  */
 #include "apps/cli/cli.hpp"
 #include "core/device/devices.hpp"
@@ -352,6 +353,7 @@ public:
             draw();
             std::fflush(stdout);
         };
+        hooks.on_substep = hooks.on_step; // a block step of many substeps may take minutes
     }
     void follow(const Run& run)
     {
@@ -435,13 +437,18 @@ void print_summary(const Run& run, Run::Outcome outcome, const SessionStart& bef
     const double per = steps ? 1.0 / static_cast<double>(steps) : 0.0;
     const PhaseTimes& t = sim.times();
     const double output_ms = (run.output_seconds() - before.output_seconds) * 1e3;
+    // Between the substeps of a block step: where in the step it paused.
+    const std::string where = sim.tick()
+                                  ? fmt::format("in step {} (t = {} to {}), after {} of its {} ticks of dt / 2^{}",
+                                                run.step_count() + 1, sim.time(), sim.time() + run.options().dt,
+                                                sim.tick(), sim.ticks_per_step(), run.options().max_rung)
+                                  : fmt::format("at step {} (t = {})", run.step_count(), sim.time());
     if (outcome == Run::Outcome::stopped && run.options().checkpoint_every == RunOptions::never)
-        fmt::print("stopped by {} at step {} (t = {}); no checkpoint (--checkpoint-every never)\n",
-                   g_stop == SIGTERM ? "SIGTERM" : "SIGINT", run.step_count(), sim.time());
+        fmt::print("stopped by {} {}; no checkpoint (--checkpoint-every never)\n",
+                   g_stop == SIGTERM ? "SIGTERM" : "SIGINT", where);
     else if (outcome == Run::Outcome::stopped)
-        fmt::print("stopped by {} at step {} (t = {}): checkpoint written; continue with\n  banyan run --restart "
-                   "{}\n",
-                   g_stop == SIGTERM ? "SIGTERM" : "SIGINT", run.step_count(), sim.time(), run.options().out);
+        fmt::print("stopped by {} {}: checkpoint written; continue with\n  banyan run --restart {}\n",
+                   g_stop == SIGTERM ? "SIGTERM" : "SIGINT", where, run.options().out);
     else if (steps == 0)
         fmt::print("nothing to do: the run is at t = {} already (extend it with --t-end)\n", sim.time());
     if (steps) {
@@ -598,9 +605,13 @@ int run_run(const std::vector<std::string>& raw_args)
             run = Run::resume(*be, dir, t_end, hooks, RunOutputs::files(dir), comm);
             n = run->simulation().total_size();
             if (!quiet) {
-                fmt::print("banyan run: continuing {} ({} particles) from step {} (t = {}) to step {} (t = {}) on {}\n",
-                           dir, n, run->step_count(), run->simulation().time(), run->end_step(), run->options().t_end,
-                           dev_text);
+                const Simulation& sim = run->simulation();
+                fmt::print(
+                    "banyan run: continuing {} ({} particles) from step {} (t = {}{}) to step {} (t = {}) on {}\n", dir,
+                    n, run->step_count(), sim.time(),
+                    sim.tick() ? fmt::format("; {} of the next step's {} ticks done", sim.tick(), sim.ticks_per_step())
+                               : "",
+                    run->end_step(), run->options().t_end, dev_text);
                 if (!comm.parallel() && written_on != device_label(dev))
                     fmt::print("note: the checkpoint was written on {}; a continuation is bit for bit the same as an "
                                "uninterrupted run only on the same device and backend\n",

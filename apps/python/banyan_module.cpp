@@ -454,6 +454,9 @@ public:
         auto s = std::unique_ptr<PySimulation>(new PySimulation(dev));
         const DeviceLock lock(dev);
         s->run_ = Run::resume(*dev.backend, path, std::nullopt, {}, RunOutputs::none());
+        // A checkpoint `banyan run` wrote between the substeps of a block step (stopped by a signal): the step is
+        // finished first, so that every query reads particles synchronised at a step's end.
+        if (s->run_->simulation().tick()) s->run_->step();
         return s;
     }
 

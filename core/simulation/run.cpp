@@ -337,21 +337,27 @@ void Run::set_end(double t_end)
 Run::Outcome Run::run(const volatile std::sig_atomic_t* stop)
 {
     while (sim_->steps() < end_step_) {
-        // Every rank stops at the same step (a signal may reach the ranks at different moments).
-        if (comm_.any(stop && *stop)) {
+        // Every rank stops at the same step, or substep (a signal may reach the ranks at different moments).
+        if (comm_.any(stop && *stop) || !step(stop)) {
             write_checkpoint();
             return Outcome::stopped;
         }
-        step();
     }
     return Outcome::finished;
 }
 
-void Run::step()
+bool Run::step(const volatile std::sig_atomic_t* stop)
 {
     const auto t0 = Clock::now();
+    auto pause = [&] {
+        if (hooks_.on_substep) hooks_.on_substep();
+        return stop && *stop;
+    };
     try {
-        sim_->step();
+        if (!sim_->step(pause)) {
+            session_seconds_ += seconds_since(t0);
+            return false;
+        }
     } catch (const DeviceError&) {
         // Out of device memory when the tree outgrows its arrays (another process took the memory), or any
         // other device failure: say what survives, then let the error (which names the allocation) go on.
@@ -377,6 +383,7 @@ void Run::step()
     ++session_steps_;
     session_seconds_ += seconds_since(t0);
     if (hooks_.on_step) hooks_.on_step();
+    return true;
 }
 
 } // namespace banyan

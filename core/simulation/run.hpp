@@ -9,7 +9,8 @@
  * banyan's version and the units) or standard big-endian tipsy (potentials); particle i of the input is particle i
  * of every snapshot, written by the collective writers (core/parallel/parallel_files.hpp) on one rank as on many.
  * Checkpoints: the exact device state and the run's bookkeeping (every checkpoint_every time units, at the end and
- * when stopped), enough to continue bit for bit. A restart cuts the energy log back to its length at the
+ * when stopped: between steps, or between the substeps of a block step with the substep reached), enough to
+ * continue bit for bit. A restart cuts the energy log back to its length at the
  * checkpoint, and the steps it repeats write the same lines and snapshots again (every phase is deterministic on
  * one device and backend).
  */
@@ -45,8 +46,9 @@ struct RunRecord {
 };
 
 struct RunHooks {
-    std::function<void(const RunRecord&)> on_log;         ///< after each line of the energy log
-    std::function<void()> on_step;                        ///< after each step (and its outputs)
+    std::function<void(const RunRecord&)> on_log; ///< after each line of the energy log
+    std::function<void()> on_step;                ///< after each step (and its outputs)
+    std::function<void()> on_substep; ///< block time steps: after each substep but a step's last (its progress)
     std::function<void(const std::string& path)> on_file; ///< after each snapshot or this rank's checkpoint file
 };
 
@@ -64,13 +66,18 @@ public:
                                        const Comm& comm = Comm::world());
 
     enum class Outcome { finished, stopped };
-    /// Steps until the end time, or until *stop is nonzero (checked between steps; then a checkpoint is written).
-    /// Energies and the state are checked to be finite at every log line and before every snapshot and checkpoint:
-    /// a run whose numbers went NaN or infinite stops with a NumericalError, its last good outputs untouched.
+    /// Steps until the end time, or until *stop is nonzero on any rank: checked between steps and, with block time
+    /// steps, between substeps (a step of 2^16 substeps can take minutes, more than a batch system's grace period
+    /// after SIGTERM); then a checkpoint is written, from which a restart continues bit for bit (mid-step, the
+    /// checkpoint holds the substep reached: SimulationState::tick). Energies and the state are checked to be
+    /// finite at every log line and before every snapshot and checkpoint: a run whose numbers went NaN or infinite
+    /// stops with a NumericalError, its last good outputs untouched.
     Outcome run(const volatile std::sig_atomic_t* stop = nullptr);
-    /// One step and the outputs due after it (a line of the energy log every options().log_every steps and at the
-    /// end, snapshots and checkpoints on their time grids): what run() repeats.
-    void step();
+    /// One step (or the rest of one a checkpoint paused) and the outputs due after it (a line of the energy log
+    /// every options().log_every steps and at the end, snapshots and checkpoints on their time grids): what run()
+    /// repeats. With block time steps it pauses between substeps when *stop is nonzero on any rank, and returns
+    /// false (no outputs; run() then writes the checkpoint).
+    bool step(const volatile std::sig_atomic_t* stop = nullptr);
     /// Energies now: a line of the energy log (where the outputs keep one), e0, dE/E and the largest |dE/E| updated.
     const RunRecord& record();
     /// Moves the end time to @p t_end (the step count to it on the run's time grid).

@@ -16,6 +16,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 
 namespace banyan {
@@ -92,10 +94,15 @@ Checkpoint read_cut_anew(const std::string& path, const std::string& dir, std::u
                 fmt::format("{}: not the checkpoint of rank {} of the {} ranks that wrote {}", names[k], k, P, path));
         if (k == 0) head = kv, identity = run_identity(kv, path);
         if (run_identity(kv, names[k]) != identity) throw other_run(names[k], path, dir);
-        if (u("step") != u64_of(head, "step", path))
+        // The step, and between substeps the tick.
+        auto at = [](const KeyValues& h, const std::string& name) {
+            const std::uint64_t tick = h.count("tick") ? u64_of(h, "tick", name) : 0;
+            return fmt::format("{}{}", u64_of(h, "step", name), tick ? fmt::format(" tick {}", tick) : "");
+        };
+        if (at(kv, names[k]) != at(head, path))
             throw UsageError(fmt::format("run: the checkpoint files in {} are of different steps ({} and {}): the run "
                                          "was killed while writing them",
-                                         dir, u64_of(head, "step", path), u("step")));
+                                         dir, at(head, path), at(kv, names[k])));
         n[k] = u("particles");
         nf[k] = P == 1 ? n[k] : kv.count("rank_rows") ? u("n_gas") + u("n_dark") + u("n_star") : 0;
     }
@@ -139,18 +146,41 @@ Checkpoint read_cut_anew(const std::string& path, const std::string& dir, std::u
     return c;
 }
 
+/// The box "lo.x,lo.y,lo.z,hi.x,hi.y,hi.z" of a checkpoint's frame line (floats in shortest round-trip form).
+std::array<bn_f4, 2> frame_of(const std::string& text, const std::string& path)
+{
+    float v[6];
+    std::size_t at = 0;
+    for (int k = 0; k < 6; ++k) {
+        const std::size_t comma = k < 5 ? text.find(',', at) : text.size();
+        const std::string item = comma == std::string::npos ? std::string() : text.substr(at, comma - at);
+        char* end = nullptr;
+        v[k] = item.empty() ? NAN : std::strtof(item.c_str(), &end);
+        if (item.empty() || end != item.c_str() + item.size() || !std::isfinite(v[k]))
+            throw UsageError(fmt::format("{}: frame={} is not six finite numbers", path, text));
+        at = comma + 1;
+    }
+    if (!(v[0] <= v[3] && v[1] <= v[4] && v[2] <= v[5]))
+        throw UsageError(fmt::format("{}: frame={} is not a box (low corner, then high)", path, text));
+    return {bn_f4{v[0], v[1], v[2], 0.0f}, bn_f4{v[3], v[4], v[5], 0.0f}};
+}
+
 } // namespace
 
 std::string Run::checkpoint_text_now(const SimulationState& st) const
 {
     // Over several ranks each writes its own file (rank 0: checkpoint.bin, rank r: checkpoint.bin.rankR); a
     // restart checks that all are of one step.
-    const std::string ranks = comm_.parallel()
-                                  ? fmt::format("ranks={}\nrank={}\nwork={}\nparticles_total={}\nsnapshot_eps={}\n"
-                                                "n_gas_total={}\nn_star_total={}\nrank_rows=1\n",
-                                                comm_.size(), comm_.rank(), st.work, sim_->total_size(), snapshot_eps_,
-                                                whole_.n_gas, whole_.n_star)
-                                  : std::string();
+    std::string ranks = comm_.parallel()
+                            ? fmt::format("ranks={}\nrank={}\nwork={}\nparticles_total={}\nsnapshot_eps={}\n"
+                                          "n_gas_total={}\nn_star_total={}\nrank_rows=1\n",
+                                          comm_.size(), comm_.rank(), st.work, sim_->total_size(), snapshot_eps_,
+                                          whole_.n_gas, whole_.n_star)
+                            : std::string();
+    if (st.frame) { // between substeps over ranks: the box the trees are built in until the step's end
+        const auto& [lo, hi] = *st.frame;
+        ranks += fmt::format("frame={},{},{},{},{},{}\n", lo.x, lo.y, lo.z, hi.x, hi.y, hi.z);
+    }
     const RunProgress progress{e0_, max_de_, next_snapshot_, snapshots_written_, next_checkpoint_, log_bytes_, last_};
     return checkpoint_text(opt_, st, progress, be_, whole_) + ranks;
 }
@@ -191,10 +221,11 @@ std::string checkpoint_text(const RunOptions& options, const SimulationState& st
            fmt::format("banyan_version={}\nstep={}\nt_begin={}\ne0={}\nmax_de={}\nnext_snapshot={}\n"
                        "snapshots_written={}\nnext_checkpoint={}\nlog_bytes={}\nwork_group_size={}\ndevice={}\n"
                        "last_log_step={}\nlast_log_time={}\nlast_de={}\nlast_centre_distance={}\n"
-                       "n_type2={}\nn_type3={}\nn_type5={}\n",
+                       "n_type2={}\nn_type3={}\nn_type5={}\ntick={}\n",
                        version, state.step, state.t_begin, p.e0, p.max_de, p.next_snapshot, p.snapshots_written,
                        p.next_checkpoint, p.log_bytes, be.work_group_size(), device_label(be.info()), p.last.step,
-                       p.last.time, p.last.de, p.last.centre_distance, types.n_type2, types.n_type3, types.n_type5);
+                       p.last.time, p.last.de, p.last.centre_distance, types.n_type2, types.n_type3, types.n_type5,
+                       state.tick);
 }
 
 std::string checkpoint_device(const std::string& dir)
@@ -216,15 +247,16 @@ void Run::restore_bookkeeping(Checkpoint& c, std::uint64_t ranks, bool other_ran
         st.work = other_ranks ? 0.0 : d("work");
         snapshot_eps_ =
             from_one ? common_softening(c.fields, comm_).value_or(opt_.eps) : static_cast<float>(d("snapshot_eps"));
-        // Every rank's file must be of the same step (a kill between the ranks' renames leaves a mixed set).
-        std::uint64_t lo = st.step, hi = st.step;
-        comm_.max(std::span<std::uint64_t>(&hi, 1));
-        lo = ~lo;
-        comm_.max(std::span<std::uint64_t>(&lo, 1));
-        if (~lo != hi)
-            throw UsageError(fmt::format("run: the checkpoint files in {} are of different steps ({} to {}): the run "
-                                         "was killed while writing them",
-                                         dir, ~lo, hi));
+        // Every rank's file must be of the same step and tick (a kill between the ranks' renames leaves a mixed
+        // set).
+        std::uint64_t lo[2] = {~st.step, ~st.tick}, hi[2] = {st.step, st.tick};
+        comm_.max(std::span<std::uint64_t>(hi));
+        comm_.max(std::span<std::uint64_t>(lo));
+        if (~lo[0] != hi[0] || ~lo[1] != hi[1])
+            throw UsageError(fmt::format("run: the checkpoint files in {} are of different steps ({} to {}{}): the "
+                                         "run was killed while writing them",
+                                         dir, ~lo[0], hi[0],
+                                         ~lo[0] == hi[0] ? fmt::format(", ticks {} to {}", ~lo[1], hi[1]) : ""));
     } else {
         // From several ranks of generated particles, whose files hold no fields: all dark, of their softening.
         if (c.fields.size() != c.state.pos.size()) {
@@ -305,6 +337,9 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& where, std::opt
     SimulationState& st = c.state;
     st.step = u("step");
     st.t_begin = d("t_begin");
+    // Between substeps of a block step (checkpoints before them: at a step's end); over ranks, with the frame.
+    st.tick = kv.count("tick") ? u("tick") : 0;
+    if (kv.count("frame")) st.frame = frame_of(value_of(kv, "frame", path), path);
     r.restore_bookkeeping(c, ranks, other_ranks, path, dir);
     const std::size_t wg = u("work_group_size");
 
@@ -314,10 +349,14 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& where, std::opt
     if (t_end && !(*t_end > st.t_begin + static_cast<double>(st.step) * opt.dt - 0.5 * opt.dt))
         throw UsageError(fmt::format("run: --t-end {} is before the checkpoint's time {}", *t_end,
                                      st.t_begin + static_cast<double>(st.step) * opt.dt));
+    r.end_step_ = steps_between(st.t_begin, opt.t_end, opt.dt);
+    if (st.tick && r.end_step_ <= st.step) // the step the checkpoint paused must be finished
+        throw UsageError(fmt::format("run: --t-end {} ends before the step in progress at the checkpoint, which "
+                                     "ends at t = {}",
+                                     opt.t_end, st.t_begin + static_cast<double>(st.step + 1) * opt.dt));
     outputs->prepare(false);
     // Bit-for-bit continuation needs the kernels of the same work-group size (OpenCL may vary it).
     if (wg != be.work_group_size()) be.set_work_group_size(wg);
-    r.end_step_ = steps_between(st.t_begin, opt.t_end, opt.dt);
     r.sim_ = std::make_unique<Simulation>(be, opt.simulation(), comm);
     r.sim_->restore(st, other_ranks);
     r.last_.step = u("last_log_step");

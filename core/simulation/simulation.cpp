@@ -129,6 +129,7 @@ void Simulation::prepare(std::size_t n, double t_begin, const InternalUnits& uni
     if (total_ > 0x7FFFFFFFu)
         throw UsageError(fmt::format("simulation: {} particles is more than the 2^31 - 1 supported", total_));
     step_ = 0;
+    tick_ = 0;
     t_begin_ = t_begin;
     times_ = {};
     kick_begin_ = kick_end_ = Event{};
@@ -173,19 +174,31 @@ void Simulation::restore(const SimulationState& s, bool other_ranks)
         if (id >= total || seen[id]) throw UsageError("simulation: the saved particle ids are not a permutation");
         seen[id] = 1;
     }
+    if (s.tick && (!options_.block || s.tick >= ticks_per_step()))
+        throw UsageError(
+            fmt::format("simulation: a saved state at tick {} of a step{}", s.tick,
+                        options_.block ? fmt::format(" of {} ticks", ticks_per_step()) : " without block time steps"));
     n_ = n;
     total_ = total;
     forces_.set_work(s.work);
     step_ = s.step;
+    tick_ = s.tick;
     t_begin_ = s.t_begin;
     times_ = {};
     kick_begin_ = kick_end_ = Event{};
     set_units(s.units);
     if (options_.direct) ensure_size(be_, direct_acc_, n_, "sim.direct_acc");
     tree_.set_particles(s.pos, s.vel, s.ids);
-    // A state is saved at the end of a step, right after a balance: the trees until the next one are built in its
-    // frame, as in the straight run.
-    if (comm_.parallel() && !other_ranks) forces_.decomposition().adopt_frame(tree_);
+    // A state saved at the end of a step, right after a balance: the trees until the next one are built in its
+    // frame, as in the straight run. Between substeps, the frame the step's balance chose (saved with the state).
+    if (comm_.parallel() && !other_ranks) {
+        if (s.tick == 0)
+            forces_.decomposition().adopt_frame(tree_);
+        else if (s.frame)
+            tree_.set_frame_box(s.frame);
+        else
+            throw UsageError("simulation: a state saved over ranks between substeps without the frame of its trees");
+    }
     if (!other_ranks) acc_mut().upload(s.acc);
     if (options_.block) {
         if (s.rungs.size() != n)
@@ -220,6 +233,16 @@ SimulationState Simulation::save()
     if (options_.block) s.rungs = tree_.rungs().download(n_);
     s.units = units_;
     s.work = forces_.work();
+    s.tick = tick_;
+    if (tick_) {
+        // Between substeps the walk gave accelerations to the particles whose steps ended here (rung >= the level
+        // of the tick) only; the others' entries hold what the build left there, which nothing reads before their
+        // next walk: saved as 0, so that a checkpoint holds no such bytes.
+        const bn_u32 level = sync_level(tick_, options_.max_rung);
+        for (std::size_t i = 0; i < n_; ++i)
+            if (s.rungs[i] < level) s.acc[i] = bn_f4{0.0f, 0.0f, 0.0f, 0.0f};
+        if (comm_.parallel()) s.frame = tree_.frame_box();
+    }
     return s;
 }
 
@@ -257,13 +280,13 @@ void Simulation::compute_forces(bool relative, bool rebalance)
     times_.forces += walk_ms;
 }
 
-void Simulation::step()
+bool Simulation::step(const std::function<bool()>& pause)
 {
     if (total_ == 0) throw std::logic_error("Simulation::step before start() or restore()");
     if (options_.block) {
-        block_step();
+        if (!block_step(pause)) return false;
         ++step_;
-        return;
+        return true;
     }
     const float dt = static_cast<float>(dt_);
     const float half = static_cast<float>(0.5 * dt_);
@@ -281,9 +304,10 @@ void Simulation::step()
     if (n_) be_.launch(kernels::integrateKick, grid_for(be_, n_), tree_.vel(), acc(), to_u32(n_), half);
     kick_end_ = be_.record();
     ++step_;
+    return true;
 }
 
-void Simulation::block_step()
+bool Simulation::block_step(const std::function<bool()>& pause)
 {
     // A step of dt is 2^max_rung ticks; rung k's steps are 2^(max_rung - k) ticks long. Each substep ends where the
     // deepest occupied rung's step does: every particle is drifted there, and the particles whose steps end there
@@ -291,9 +315,9 @@ void Simulation::block_step()
     // start of the next substep, their opening kick. With every particle on rung 0 this is the shared step's
     // kick-drift, walk and kick, operation for operation.
     const unsigned top = options_.max_rung;
-    const std::uint64_t ticks = std::uint64_t{1} << top;
+    const std::uint64_t ticks = ticks_per_step();
     const float half_max = static_cast<float>(0.5 * dt_);
-    for (std::uint64_t t = 0; t < ticks;) {
+    for (std::uint64_t& t = tick_; t < ticks;) {
         unsigned deepest = 0;
         for (unsigned k = 0; k <= top; ++k)
             if (block_.rungs[k]) deepest = k;
@@ -321,7 +345,8 @@ void Simulation::block_step()
             throw;
         }
         forces_.forces().set_active(nullptr, 0);
-        const double kick_ms = block_kick(level, true);
+        bool paused = t < ticks && pause && pause();
+        const double kick_ms = block_kick(level, true, &paused);
         times_.integrate += be_.elapsed_ms(e0, e1) + kick_ms;
         auto& l = block_.levels[level];
         ++l.substeps;
@@ -331,11 +356,14 @@ void Simulation::block_step()
         l.integrate += times_.integrate - before.integrate;
         ++block_.substeps;
         block_.active_updates += active;
+        if (paused) return false; // on every rank: the sum told all
     }
+    tick_ = 0;
     ++block_.steps;
+    return true;
 }
 
-double Simulation::block_kick(bn_u32 level, bool kick)
+double Simulation::block_kick(bn_u32 level, bool kick, bool* pause)
 {
     const unsigned top = options_.max_rung;
     const double c = 2.0 * options_.eta * static_cast<double>(eps_);
@@ -347,10 +375,13 @@ double Simulation::block_kick(bn_u32 level, bool kick)
     const Event b = be_.record();
     std::array<bn_u32, BANYAN_RUNG_BINS> mine{};
     rung_hist_.download(std::span<bn_u32>(mine));
-    // Over ranks the histogram of all particles: every rank then runs the same substeps.
-    std::array<std::uint64_t, BANYAN_RUNG_BINS> h{};
+    // Over ranks the histogram of all particles: every rank then runs the same substeps. The last entry counts the
+    // ranks that ask to pause, so that all pause at the same substep at no cost of its own.
+    std::array<std::uint64_t, BANYAN_RUNG_BINS + 1> h{};
     std::copy(mine.begin(), mine.end(), h.begin());
+    h[BANYAN_RUNG_BINS] = pause && *pause ? 1 : 0;
     comm_.sum(std::span<std::uint64_t>(h));
+    if (pause) *pause = h[BANYAN_RUNG_BINS] > 0;
     if (h[top + 1]) refuse_rung();
     for (unsigned k = 0; k <= BANYAN_MAX_RUNG; ++k) {
         block_.rungs[k] = k <= top ? h[k] : 0;

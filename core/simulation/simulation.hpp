@@ -22,6 +22,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -97,6 +98,14 @@ struct SimulationState {
     std::vector<bn_u32> rungs; ///< block time steps: rungs[i], the rung the next step starts with (empty otherwise)
     InternalUnits units;       ///< the units pos, vel and acc are in (precision.hpp), fixed at the start
     double work = 0;           ///< several ranks: the measured work that weighs the next decomposition
+    /// Block time steps: how far into step + 1 the state was saved, in ticks of dt / 2^max_rung (0: at the step's
+    /// start, every particle synchronised). Between substeps only the particles whose steps end there are
+    /// synchronised; the others are mid-step (their opening kick given) and their entries of acc, which the next
+    /// substep does not read, are 0. Simulation::step() continues the step where it was saved.
+    std::uint64_t tick = 0;
+    /// Several ranks, saved between substeps: the box the trees are built in until the step's end (Octree::
+    /// set_frame_box), which the balance at the step's start chose from positions the state no longer holds.
+    std::optional<std::array<bn_f4, 2>> frame;
 };
 
 /// Over several ranks (core/parallel/), each rank holds a share of the particles, which changes every step (the
@@ -132,7 +141,16 @@ public:
 
     /// One kick-drift-kick step: v += a dt/2, x += v dt, rebuild the tree, new forces, v += a dt/2. With block time
     /// steps, every particle advances by dt in substeps (block_step()); at the end all are synchronised again.
-    void step();
+    /// Block time steps: @p pause is asked on every rank after each substep but the last, and when it says yes on
+    /// any rank (the ranks agree through the sum of the rung histogram they exchange anyway), the step pauses
+    /// there: step() returns false, steps() is unchanged, tick() says where, and save() keeps the state for a
+    /// restart; the next step() continues the step. A long step (65,536 substeps at --max-rung 16) then stops
+    /// within a substep of a signal. Returns true when the step is complete.
+    bool step(const std::function<bool()>& pause = {});
+    /// Block time steps: ticks (of dt / 2^max_rung) of the step in progress done so far; 0 between steps.
+    std::uint64_t tick() const noexcept { return tick_; }
+    /// The ticks of one step: 2^max_rung with block time steps, else 1.
+    std::uint64_t ticks_per_step() const noexcept { return options_.block ? std::uint64_t{1} << options_.max_rung : 1; }
 
     /// Block time steps: the rungs and the substeps' costs so far (zero with a shared step).
     const BlockStats& block_stats() const noexcept { return block_; }
@@ -193,12 +211,14 @@ private:
 
     /// Sets the units and the softening and time step in them.
     void set_units(const InternalUnits& units);
-    /// The substeps of one step of dt with block time steps (Quinn et al. 1997, GADGET-4's form of it).
-    void block_step();
+    /// The substeps of one step of dt with block time steps (Quinn et al. 1997, GADGET-4's form of it), from tick_
+    /// on; false when @p pause stopped it between two substeps (step()).
+    bool block_step(const std::function<bool()>& pause);
     /// Block time steps: the closing half kick of the particles with rung >= @p level (when @p kick), their new
-    /// rungs, and the rung histogram read back; refuses a particle that asks for more than max_rung. Returns the
+    /// rungs, and the rung histogram read back; refuses a particle that asks for more than max_rung. @p pause: in,
+    /// whether this rank asks to pause; out, whether any rank does (summed with the histogram). Returns the
     /// kernel's device time in milliseconds.
-    double block_kick(bn_u32 level, bool kick);
+    double block_kick(bn_u32 level, bool kick, bool* pause = nullptr);
     /// Throws the error that names, of the particles whose rung is beyond max_rung, the one of largest |a|.
     [[noreturn]] void refuse_rung();
     /// Adds the time of a pending closing kick to times_ (it is done by then: the next walk or times() waits).
@@ -214,6 +234,7 @@ private:
     ParallelForces forces_; // on one rank: the build and walk of one GPU
     std::size_t n_ = 0, total_ = 0;
     std::uint64_t step_ = 0;
+    std::uint64_t tick_ = 0; // block time steps: ticks of step step_ + 1 done (tick())
     double t_begin_ = 0;
     mutable PhaseTimes times_;
     mutable Event kick_begin_, kick_end_; // the last closing kick, timed but not yet read

@@ -80,6 +80,7 @@ public:
     /// holds a thin slice of this rank's particles beside another rank's domain (such a slice is a group of a few
     /// particles spread across a large cell, whose walk opens every cell near that wide box).
     void set_frame_box(std::optional<std::array<bn_f4, 2>> box) noexcept { frame_box_ = box; }
+    const std::optional<std::array<bn_f4, 2>>& frame_box() const noexcept { return frame_box_; }
     /// Whether the last build used the box of set_frame_box.
     bool built_in_frame_box() const noexcept { return in_frame_box_; }
 

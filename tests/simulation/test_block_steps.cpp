@@ -16,6 +16,7 @@
 #include "core/error.hpp"
 #include "core/models/initial_conditions.hpp"
 #include "core/models/plummer.hpp"
+#include "core/simulation/checkpoint.hpp"
 #include "core/simulation/run.hpp"
 #include "core/simulation/simulation.hpp"
 
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -380,6 +382,69 @@ TEST_CASE("block steps: a run stopped and continued from its checkpoint equals o
     CHECK(file_bytes(straight.path / "energy.csv") == file_bytes(stopped.path / "energy.csv"));
     CHECK(file_bytes(straight.path / "snapshot_00002.tipsy") == file_bytes(stopped.path / "snapshot_00002.tipsy"));
     CHECK(file_bytes(straight.path / "checkpoint.bin") == file_bytes(stopped.path / "checkpoint.bin"));
+}
+
+TEST_CASE("block steps: a stop between substeps pauses the step; its checkpoint continues bit for bit")
+{
+    // SIGINT and SIGTERM set the flag that Run::run reads (apps/cli/cmd_run.cpp); with block time steps it is read
+    // after every substep, so that a step of many substeps stops within one of them, not at its end (issue 45).
+    auto& be = test::backend();
+    TempDir straight("pause-straight"), stopped("pause-stopped");
+    RunOptions o;
+    o.ic = "merger"; // the central particles sit on deep rungs: several substeps a step
+    o.n = 3000;
+    o.seed = 5;
+    o.theta = 0.6;
+    o.eps = 0.02;
+    o.dt = 1.0 / 16;
+    o.steps = "block";
+    o.t_end = 0.75; // 12 steps
+    o.log_every = 2;
+    o.snapshot_every = 0.25;
+    o.checkpoint_every = 0.25;
+    o.format = SnapshotFormat::tipsy;
+    {
+        RunOptions x = o;
+        x.out = straight.str();
+        Run r(be, plan_run({x}));
+        CHECK(r.run() == Run::Outcome::finished);
+    }
+    std::uint64_t tick = 0, ticks = 0;
+    {
+        RunOptions x = o;
+        x.out = stopped.str();
+        volatile std::sig_atomic_t stop = 0;
+        Run* self = nullptr;
+        int substeps = 0;
+        RunHooks hooks;
+        hooks.on_substep = [&] { // the flag set where a signal would set it: after the second substep of step 6
+            if (self->step_count() == 5 && ++substeps == 2) stop = SIGTERM;
+        };
+        Run r(be, plan_run({x}), std::move(hooks));
+        self = &r;
+        CHECK(r.run(&stop) == Run::Outcome::stopped);
+        tick = r.simulation().tick(), ticks = r.simulation().ticks_per_step();
+        CHECK(r.step_count() == 5); // stopped before the step would have ended
+        CHECK(tick > 0);
+        CHECK(tick < ticks);
+        MESSAGE(fmt::format("stopped in step 6 after tick {} of {}", tick, ticks));
+    }
+    const KeyValues head = read_checkpoint_header((stopped.path / "checkpoint.bin").string());
+    CHECK(head.at("step") == "5");
+    CHECK(head.at("tick") == std::to_string(tick));
+    // The step in progress must be finished: an end before its end is refused.
+    CHECK_THROWS_WITH_AS(Run::resume(be, stopped.str(), 5.0 / 16),
+                         doctest::Contains("ends before the step in progress"), UsageError);
+    {
+        auto r = Run::resume(be, stopped.str(), std::nullopt);
+        CHECK(r->step_count() == 5);
+        CHECK(r->simulation().tick() == tick);
+        CHECK(r->run() == Run::Outcome::finished);
+        CHECK(r->simulation().tick() == 0);
+    }
+    CHECK(!file_bytes(straight.path / "energy.csv").empty());
+    for (const char* name : {"energy.csv", "snapshot_00001.tipsy", "snapshot_00003.tipsy", "checkpoint.bin"})
+        CHECK_MESSAGE(file_bytes(straight.path / name) == file_bytes(stopped.path / name), name);
 }
 
 TEST_SUITE("static")

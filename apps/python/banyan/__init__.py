@@ -466,7 +466,9 @@ class Simulation:
              device: Optional[int] = None) -> "Simulation":
         """Continues the checkpoint at path (a file written by save(), or a `banyan run` output folder) exactly. By
         default on the device that wrote it, when it is present (a continuation is bit for bit on the same device
-        and backend); else on the best one, or on the one asked for."""
+        and backend); else on the best one, or on the one asked for. A `banyan run` stopped by a signal between the
+        substeps of a block step wrote the step in progress: it is finished here, so that the particles are those
+        of a step's end."""
         path = _file_path("Simulation.load", path)
         if backend is None and device is None:
             found = _banyan.checkpoint_device(path)

@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <csignal>
 #include <sstream>
 
 namespace banyan {
@@ -273,6 +274,62 @@ TEST_CASE("block time steps over P ranks: the same substeps on every rank, energ
     CHECK(!test::file_bytes(dir / "split" / "snapshot_00002.tipsy").empty());
     CHECK(test::file_bytes(dir / "straight" / "snapshot_00002.tipsy") ==
           test::file_bytes(dir / "split" / "snapshot_00002.tipsy"));
+}
+
+TEST_CASE("block time steps over P ranks: a stop on one rank pauses every rank at the same substep, bit for bit")
+{
+    // The flag a signal sets, on rank 0 only (a signal may reach one rank first): the ranks agree through the rung
+    // histogram they sum after each substep, pause there, and each writes its file of the paused step with the frame
+    // its trees are built in; a restart on P ranks continues as the straight run (issue 45).
+    const Comm& comm = Comm::world();
+    const fs::path dir = test::shared_temp_folder(comm);
+    REQUIRE(!dir.empty());
+    auto options_of = [&](const char* name) {
+        RunOptions o = options(dir / name, 0.5);
+        o.ic = "merger";
+        o.n = 3000;
+        o.theta = 0.6;
+        o.eps = 0.02;
+        o.dt = 1.0 / 16;
+        o.steps = "block";
+        o.log_every = 2;
+        o.snapshot_every = 0.25;
+        o.checkpoint_every = 0.25;
+        return o;
+    };
+    run_to_end(options_of("straight"));
+    std::uint64_t tick = 0;
+    {
+        volatile std::sig_atomic_t stop = 0;
+        Run* self = nullptr;
+        int substeps = 0;
+        RunHooks hooks;
+        hooks.on_substep = [&] {
+            if (comm.rank() == 0 && self->step_count() == 5 && ++substeps == 2) stop = SIGTERM;
+        };
+        Run r(test::backend(), plan_run({options_of("paused")}), std::move(hooks));
+        self = &r;
+        CHECK(r.run(&stop) == Run::Outcome::stopped);
+        CHECK(r.step_count() == 5);
+        tick = r.simulation().tick();
+        CHECK(tick > 0);
+        std::uint64_t v[2] = {tick, ~tick}; // the same substep on every rank
+        comm.max(std::span<std::uint64_t>(v));
+        CHECK(v[0] == ~v[1]);
+    }
+    comm.barrier();
+    {
+        auto r = Run::resume(test::backend(), (dir / "paused").string(), std::nullopt);
+        CHECK(r->simulation().tick() == tick);
+        CHECK(r->run() == Run::Outcome::finished);
+    }
+    comm.barrier();
+    CHECK(test::file_bytes(dir / "straight" / "energy.csv") == test::file_bytes(dir / "paused" / "energy.csv"));
+    CHECK(!test::file_bytes(dir / "paused" / "snapshot_00002.tipsy").empty());
+    CHECK(test::file_bytes(dir / "straight" / "snapshot_00002.tipsy") ==
+          test::file_bytes(dir / "paused" / "snapshot_00002.tipsy"));
+    comm.barrier();
+    if (comm.rank() == 0) fs::remove_all(dir);
 }
 
 TEST_CASE("a run over P ranks stopped and continued on P ranks matches the straight run bit for bit")
