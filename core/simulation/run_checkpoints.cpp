@@ -161,6 +161,70 @@ Checkpoint read_cut_anew(const std::string& path, const std::string& dir, std::u
     return c;
 }
 
+/// A set of a release before slots (rank R's file checkpoint.bin.rankR, renamed into place one by one) that a kill
+/// between the ranks' renames left of two steps: where every file that lags has its whole successor (the newest
+/// step, of its rank of the same run, checksum intact) still under its temporary name "<file>.tmp.<pid>", the
+/// commit the kill cut short is finished (renamed into place). Otherwise nothing changes, and the set is refused as
+/// one of different steps. Rank 0 of @p comm does it; collective.
+void finish_old_commit(const std::string& path, const std::string& dir, const KeyValues& first, const Comm& comm)
+{
+    const std::uint64_t P = first.count("ranks") ? u64_of(first, "ranks", path) : 1;
+    if (first.count("slot") || P < 2 || P > 1'000'000) return;
+    if (comm.rank() == 0) {
+        std::vector<std::string> names(P);
+        std::vector<std::uint64_t> steps(P);
+        for (std::uint64_t k = 0; k < P; ++k) {
+            names[k] = checkpoint_rank_file(path, k, {});
+            try {
+                steps[k] = u64_of(read_checkpoint_header(names[k]), "step", names[k]);
+            } catch (const UsageError&) {
+                steps.clear(); // a file missing or foreign: refused as such later
+                break;
+            }
+        }
+        const std::uint64_t newest = steps.empty() ? 0 : *std::max_element(steps.begin(), steps.end());
+        // The whole file of rank k, step newest, under a temporary name beside its place.
+        auto successor = [&](std::uint64_t k) -> std::string {
+            const std::string prefix = fs::path(names[k]).filename().string() + ".tmp.";
+            std::error_code ec;
+            for (const auto& e : fs::directory_iterator(dir, ec)) {
+                const std::string name = e.path().filename().string();
+                if (name.rfind(prefix, 0) != 0) continue;
+                try {
+                    const std::string tmp = e.path().string();
+                    const KeyValues kv = read_checkpoint_header(tmp);
+                    auto u = [&](const char* key) { return kv.count(key) ? u64_of(kv, key, tmp) : 0; };
+                    if (u("step") != newest || u("ranks") != P || u("rank") != k || kv.count("slot") ||
+                        run_identity(kv, tmp) != run_identity(first, path))
+                        continue;
+                    read_checkpoint(tmp, CheckpointRows{{0, 0}, {0, 0}}); // its checksum: the whole file read
+                    return tmp;
+                } catch (const UsageError&) {
+                }
+            }
+            return {};
+        };
+        std::vector<std::pair<std::string, std::string>> renames;
+        for (std::uint64_t k = 0; k < steps.size(); ++k) {
+            if (steps[k] == newest) continue;
+            const std::string tmp = successor(k);
+            if (tmp.empty()) {
+                renames.clear();
+                break;
+            }
+            renames.emplace_back(tmp, names[k]);
+        }
+        for (const auto& [tmp, name] : renames)
+            rename_durably(tmp, name);
+        if (!renames.empty())
+            notice(fmt::format("run: the checkpoint files in {} were of different steps (a kill between their "
+                               "renames); the {} whole file{} of step {} left under temporary names now complete the "
+                               "set of step {}",
+                               dir, renames.size(), renames.size() == 1 ? "" : "s", newest, newest));
+    }
+    comm.barrier();
+}
+
 } // namespace
 
 std::string Run::checkpoint_text_now(const SimulationState& st, const std::string& slot) const
@@ -330,7 +394,11 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& where, std::opt
         throw UsageError(fmt::format("run: no checkpoint to continue from in {} ({} is missing)", dir, path));
     // On as many ranks as wrote it, each reads its own file and continues bit for bit; on another number, the
     // particles of all files are cut anew (read_cut_anew) and decomposed afresh.
-    const KeyValues first = read_checkpoint_header(path);
+    KeyValues first = read_checkpoint_header(path);
+    if (folder) {
+        finish_old_commit(path, dir, first, comm);
+        first = read_checkpoint_header(path); // rank 0's file may be another now
+    }
     const std::uint64_t ranks = first.count("ranks") ? u64_of(first, "ranks", path) : 1;
     const bool other_ranks = ranks != static_cast<std::uint64_t>(comm.size());
     if (ranks == 0 || ranks > 1'000'000) throw UsageError(fmt::format("{}: ranks={} is out of range", path, ranks));
