@@ -475,7 +475,7 @@ void print_summary(const Run& run, Run::Outcome outcome, const SessionStart& bef
     if (run.last_record().centre_distance >= 0)
         fmt::print("; central particles {:.4g} apart", run.last_record().centre_distance);
     fmt::print("\nfiles: {0}/snapshot_*.{2}, {0}/energy.csv, {0}/checkpoint.bin{1}\n", run.options().out,
-               comm.parallel() ? " (and checkpoint.bin.rankR of each other rank)" : "",
+               comm.parallel() ? " (and checkpoint.bin.rankR.a or .b of each other rank)" : "",
                to_string(run.options().format));
 }
 

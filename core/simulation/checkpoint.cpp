@@ -120,6 +120,20 @@ void write_checkpoint(const std::string& path, const std::string& header_text, c
         path, [&](std::ostream& out) { out.write(blob.data(), static_cast<std::streamsize>(blob.size())); });
 }
 
+std::string checkpoint_rank_file(const std::string& first, std::uint64_t rank, const std::string& slot)
+{
+    if (rank == 0) return first;
+    return slot.empty() ? fmt::format("{}.rank{}", first, rank) : fmt::format("{}.rank{}.{}", first, rank, slot);
+}
+
+std::string checkpoint_slot(const KeyValues& header, const std::string& path)
+{
+    if (!header.count("slot")) return {};
+    const std::string slot = value_of(header, "slot", path);
+    if (slot != "a" && slot != "b") throw UsageError(fmt::format("{}: slot={} is neither a nor b", path, slot));
+    return slot;
+}
+
 KeyValues read_checkpoint_header(const std::string& path)
 {
     std::ifstream f(path, std::ios::binary);

@@ -10,6 +10,11 @@
  * rho/temp/metals, star metals/tform; over several ranks, rank_rows=1, those of the rows of the input the rank
  * writes: eps for n_gas + n_dark + n_star of them), with file_ids=1 the input's own particle ids of those rows (u64
  * each: HDF5 ParticleIDs), and last an FNV-1a 64-bit checksum of everything before it.
+ *
+ * A run over P ranks writes a set of P files, one per rank. Rank 0's file (checkpoint.bin) names the set: its ranks
+ * (ranks=P) and its slot (slot=a or b); rank R's file is checkpoint.bin.rankR.SLOT (checkpoint_rank_file). Sets go
+ * to the two slots in turn and rank 0's file is renamed into place last, once every rank's file of the new set is
+ * whole on disk: that rename replaces the whole set at once, and until it the previous set is untouched.
  */
 #pragma once
 
@@ -49,6 +54,14 @@ Checkpoint read_checkpoint(const std::string& path, CheckpointRows rows = {});
 /// The internal units a checkpoint's @p header states (length_exp, mass_exp); UsageError naming @p path for
 /// impossible ones.
 InternalUnits checkpoint_units(const KeyValues& header, const std::string& path);
+
+/// The file of rank @p rank in the checkpoint set whose rank-0 file is @p first: @p first itself for rank 0, else
+/// "<first>.rank<R>.<slot>" ("<first>.rank<R>" in sets of releases before slots, @p slot empty).
+std::string checkpoint_rank_file(const std::string& first, std::uint64_t rank, const std::string& slot);
+
+/// The slot a checkpoint's @p header names ("a" or "b"; empty in sets of releases before slots and from one rank);
+/// UsageError naming @p path for another.
+std::string checkpoint_slot(const KeyValues& header, const std::string& path);
 
 /// Reads only the header of the checkpoint at @p path (its text block; the checksum is not verified).
 KeyValues read_checkpoint_header(const std::string& path);

@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/files/atomic_file.hpp"
+#include "core/simulation/checkpoint.hpp"
 
 #include <fmt/format.h>
 
@@ -62,8 +63,10 @@ public:
 
     void start_log(const Comm& comm) const override
     {
+        if (comm.rank() != 0) return;
+        remove_stale_temporaries(dir_);
         std::error_code ec;
-        if (comm.rank() == 0) fs::resize_file(log_path(), 0, ec);
+        fs::resize_file(log_path(), 0, ec);
     }
 
     std::uint64_t resume_log(std::uint64_t log_bytes, const Comm& comm) const override
@@ -95,23 +98,33 @@ public:
         return (fs::path(dir_) / fmt::format("snapshot_{:05d}.{}", number, to_string(format))).string();
     }
 
-    std::optional<std::string> checkpoint_path(const Comm& comm) const override
+    std::optional<std::string> checkpoint_path(const Comm& comm, const std::string& slot) const override
     {
-        const std::string first = (fs::path(dir_) / "checkpoint.bin").string();
-        return comm.rank() == 0 ? first : fmt::format("{}.rank{}", first, comm.rank());
+        return checkpoint_rank_file(first_checkpoint(), static_cast<std::uint64_t>(comm.rank()), slot);
     }
 
-    void checkpoint_written(const Comm& comm) const override
+    void keep_checkpoint_set(const Comm& comm, std::uint64_t ranks, const std::string& slot) const override
     {
         if (comm.rank() != 0) return;
-        const std::string first = (fs::path(dir_) / "checkpoint.bin").string();
+        // Files named checkpoint.bin.rankR or checkpoint.bin.rankR.S, and of those only the set's are kept.
+        const std::string prefix = "checkpoint.bin.rank";
         std::error_code ec;
-        for (int k = comm.size(); fs::remove(fmt::format("{}.rank{}", first, k), ec);)
-            ++k;
+        for (const auto& e : fs::directory_iterator(dir_, ec)) {
+            const std::string name = e.path().filename().string();
+            if (name.rfind(prefix, 0) != 0) continue;
+            const std::size_t digits = name.find_first_not_of("0123456789", prefix.size());
+            const std::string rank = name.substr(prefix.size(), digits - prefix.size());
+            const std::string rest = digits == std::string::npos ? std::string() : name.substr(digits);
+            if (rank.empty() || rank.size() > 9 || rank == "0" || !(rest.empty() || rest == ".a" || rest == ".b"))
+                continue;
+            const bool kept = std::stoull(rank) < ranks && rest == (slot.empty() ? slot : "." + slot);
+            if (!kept) fs::remove(e.path(), ec);
+        }
     }
 
 private:
     std::string log_path() const { return (fs::path(dir_) / "energy.csv").string(); }
+    std::string first_checkpoint() const { return (fs::path(dir_) / "checkpoint.bin").string(); }
     std::string dir_;
 };
 
@@ -123,8 +136,8 @@ public:
     std::uint64_t resume_log(std::uint64_t log_bytes, const Comm&) const override { return log_bytes; }
     void append_log(const std::string&, const Comm&) const override {}
     std::optional<std::string> snapshot_path(std::uint64_t, SnapshotFormat) const override { return std::nullopt; }
-    std::optional<std::string> checkpoint_path(const Comm&) const override { return std::nullopt; }
-    void checkpoint_written(const Comm&) const override {}
+    std::optional<std::string> checkpoint_path(const Comm&, const std::string&) const override { return std::nullopt; }
+    void keep_checkpoint_set(const Comm&, std::uint64_t, const std::string&) const override {}
 };
 
 } // namespace

@@ -8,8 +8,10 @@
  * Files in the output folder:
  *   energy.csv            one line per log interval (CSV, header first), appended in whole lines by rank 0
  *   snapshot_NNNNN.hdf5   snapshots (or .tipsy: the format's extension), written by every rank together
- *   checkpoint.bin        the checkpoint (over P ranks rank r > 0 writes checkpoint.bin.rankR beside it)
- * Snapshots and checkpoints are written to a temporary name and renamed, so a kill leaves only whole files.
+ *   checkpoint.bin        the checkpoint (over P ranks rank R > 0 writes checkpoint.bin.rankR.SLOT beside it, SLOT
+ *                         a or b: two sets in turn, checkpoint.bin naming the one in use; see checkpoint.hpp)
+ * Snapshots and checkpoints are written to a temporary name and renamed, so a kill leaves only whole files; a
+ * checkpoint over ranks is replaced as a whole set, by the rename of checkpoint.bin last.
  */
 #pragma once
 
@@ -36,7 +38,8 @@ public:
     virtual bool logs() const noexcept = 0;
     /// Before a run starts (@p fresh) or continues in the folder: see prepare_output_dir. Throws UsageError.
     virtual void prepare(bool fresh) const = 0;
-    /// Step 0 of a new run: empties an energy log left by an earlier attempt that wrote no checkpoint.
+    /// Step 0 of a new run: empties an energy log left by an earlier attempt that wrote no checkpoint, and removes
+    /// the leftovers of its interrupted writes.
     virtual void start_log(const Comm& comm) const = 0;
     /// A continued run: removes leftovers of interrupted writes and cuts the log back to @p log_bytes, its length at
     /// the checkpoint (the steps after it run again). Returns the length the log has now, the same on every rank.
@@ -45,11 +48,13 @@ public:
     virtual void append_log(const std::string& text, const Comm& comm) const = 0;
     /// Where snapshot number @p number in @p format goes, or nothing.
     virtual std::optional<std::string> snapshot_path(std::uint64_t number, SnapshotFormat format) const = 0;
-    /// Where this rank's checkpoint goes (checkpoint.bin on rank 0, checkpoint.bin.rankR on rank R), or nothing.
-    virtual std::optional<std::string> checkpoint_path(const Comm& comm) const = 0;
-    /// After every rank wrote its checkpoint: the files of ranks beyond @p comm's, left by a run on more ranks that
-    /// this one continues, are removed (the new set is whole now).
-    virtual void checkpoint_written(const Comm& comm) const = 0;
+    /// Where this rank's file of the checkpoint set in @p slot goes (checkpoint.bin on rank 0, which names the set;
+    /// checkpoint.bin.rankR.SLOT on rank R), or nothing.
+    virtual std::optional<std::string> checkpoint_path(const Comm& comm, const std::string& slot) const = 0;
+    /// Rank 0 (every rank calls): removes the checkpoint files of ranks beyond the set of @p ranks ranks in @p slot,
+    /// the one checkpoint.bin names (right after it was renamed into place, and on a restart): the previous set,
+    /// those of a run on more ranks that this one continues, those of a write a kill cut short.
+    virtual void keep_checkpoint_set(const Comm& comm, std::uint64_t ranks, const std::string& slot) const = 0;
 };
 
 /// Creates @p dir if needed and checks that it is writable; with @p fresh, refuses a folder that holds a

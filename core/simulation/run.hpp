@@ -135,8 +135,9 @@ private:
     std::string log_line(const RunRecord& r) const;
     void write_snapshot();
     void write_checkpoint();
-    /// The checkpoint's text block and state, as write_checkpoint and save write them.
-    std::string checkpoint_text_now(const SimulationState& st) const;
+    /// The checkpoint's text block and state, as write_checkpoint and save write them (over ranks into the set of
+    /// @p slot).
+    std::string checkpoint_text_now(const SimulationState& st, const std::string& slot) const;
     bool tracked() const noexcept { return tracked_pair(opt_).has_value(); }
 
     Backend& be_;
@@ -156,6 +157,7 @@ private:
     std::uint64_t next_snapshot_ = 0, next_checkpoint_ = 0; // indices on the time grids
     std::uint64_t snapshots_written_ = 0;                   // the number of the next snapshot file
     std::optional<std::uint64_t> last_checkpoint_step_;     // the step of the checkpoint on disk, if any
+    std::string checkpoint_slot_; // the slot of the set on disk ("a", "b"; empty: none, or of a release before slots)
     std::uint64_t log_bytes_ = 0;
     RunRecord last_;
     std::uint64_t session_steps_ = 0;

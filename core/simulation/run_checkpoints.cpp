@@ -7,6 +7,7 @@
 
 #include "core/device/devices.hpp"
 #include "core/error.hpp"
+#include "core/files/atomic_file.hpp"
 #include "core/parallel/input.hpp"
 #include "core/parallel/parallel_files.hpp"
 #include "core/simulation/checkpoint.hpp"
@@ -17,6 +18,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -25,6 +28,20 @@ namespace banyan {
 namespace fs = std::filesystem;
 
 namespace {
+
+/// For the tests of kills (tests/parallel/mpi/checkpoint_kills.sh): whether BANYAN_TEST_CRASH_AT is "RANK:POINT:STEP"
+/// for this rank of @p comm at @p point of the checkpoint write of step @p step.
+bool crash_due(const Comm& comm, const char* point, std::uint64_t step)
+{
+    static const char* const at = std::getenv("BANYAN_TEST_CRASH_AT");
+    return at && fmt::format("{}:{}:{}", comm.rank(), point, step) == at;
+}
+
+/// Kills this process there (SIGKILL: nothing is flushed, removed or said), as a kill from outside would.
+void crash_at(const Comm& comm, const char* point, std::uint64_t step)
+{
+    if (crash_due(comm, point, step)) std::raise(SIGKILL);
+}
 
 /// What makes the files of a checkpoint set one run's: its options (but the end time, which a restart may move), the
 /// version that wrote it, its start time and energy at the start (a fingerprint of its initial particles and of the
@@ -49,20 +66,22 @@ UsageError other_run(const std::string& odd, const std::string& path, const std:
                                   odd, path, dir));
 }
 
-/// Every rank's file of a checkpoint that as many ranks continue as wrote it (@p mine this rank's, @p path rank
-/// 0's) is of rank 0's run, and its rank's: refused at once, naming the first that is not, rather than read until
-/// its particles' ids collide with the others'. Collective.
-void check_rank_files(const std::string& path, const std::string& mine, const std::string& dir, const Comm& comm)
+/// Every rank's file of a checkpoint set in @p slot that as many ranks continue as wrote it (@p mine this rank's,
+/// @p path rank 0's) is of rank 0's run, and its rank's: refused at once, naming the first that is not, rather than
+/// read until its particles' ids collide with the others'. Collective.
+void check_rank_files(const std::string& path, const std::string& mine, const std::string& slot, const std::string& dir,
+                      const Comm& comm)
 {
     const KeyValues kv = read_checkpoint_header(mine);
     std::uint8_t odd = 0; // 1: not the file of this rank, 2: of another run
-    if ((kv.count("rank") ? u64_of(kv, "rank", mine) : 0) != static_cast<std::uint64_t>(comm.rank()))
+    if ((kv.count("rank") ? u64_of(kv, "rank", mine) : 0) != static_cast<std::uint64_t>(comm.rank()) ||
+        checkpoint_slot(kv, mine) != slot)
         odd = 1;
     else if (run_identity(kv, mine) != run_identity(read_checkpoint_header(path), path))
         odd = 2;
     const auto all = all_gather<std::uint8_t>(comm, std::span<const std::uint8_t>(&odd, 1));
     for (std::size_t k = 0; k < all.size(); ++k) {
-        const std::string name = k == 0 ? path : fmt::format("{}.rank{}", path, k);
+        const std::string name = checkpoint_rank_file(path, k, slot);
         if (all[k] == 1)
             throw UsageError(fmt::format("{}: not the checkpoint of rank {} of the {} ranks that wrote {}", name, k,
                                          all.size(), path));
@@ -70,26 +89,28 @@ void check_rank_files(const std::string& path, const std::string& mine, const st
     }
 }
 
-/// The checkpoint of a run over @p P ranks (files @p path, path.rank1, ..., path.rank{P-1}) cut anew for the ranks
+/// The checkpoint set of a run over @p P ranks in @p slot (files @p path, path.rank1.SLOT, ...) cut anew for the ranks
 /// of @p comm: this rank takes the rows [r T / P', (r + 1) T / P') of the particles of all files taken in rank
 /// order (T in all, P' = comm.size()), and the same rows of the input's fields (file k holds those of the input's
 /// rows [k T / P, (k + 1) T / P); over ranks none for generated particles, whose softening is snapshot_eps). Every
 /// file must be of that run and step; only the files that hold rows of this rank are read. The header is file 0's;
 /// no fields (Snapshot{}) where the files hold none.
-Checkpoint read_cut_anew(const std::string& path, const std::string& dir, std::uint64_t P, const Comm& comm)
+Checkpoint read_cut_anew(const std::string& path, const std::string& dir, std::uint64_t P, const std::string& slot,
+                         const Comm& comm)
 {
     std::vector<std::string> names(P);
     std::vector<std::size_t> n(P), nf(P);
     KeyValues head;
     std::string identity;
     for (std::uint64_t k = 0; k < P; ++k) {
-        names[k] = k == 0 ? path : fmt::format("{}.rank{}", path, k);
+        names[k] = checkpoint_rank_file(path, k, slot);
         if (!fs::exists(names[k]))
             throw UsageError(
                 fmt::format("run: the checkpoint in {} was written by {} ranks, but {} is missing", dir, P, names[k]));
         const KeyValues kv = read_checkpoint_header(names[k]);
         auto u = [&](const char* key) { return u64_of(kv, key, names[k]); };
-        if ((kv.count("ranks") ? u("ranks") : 1) != P || (kv.count("rank") ? u("rank") : 0) != k)
+        if ((kv.count("ranks") ? u("ranks") : 1) != P || (kv.count("rank") ? u("rank") : 0) != k ||
+            checkpoint_slot(kv, names[k]) != slot)
             throw UsageError(
                 fmt::format("{}: not the checkpoint of rank {} of the {} ranks that wrote {}", names[k], k, P, path));
         if (k == 0) head = kv, identity = run_identity(kv, path);
@@ -165,16 +186,80 @@ std::array<bn_f4, 2> frame_of(const std::string& text, const std::string& path)
     return {bn_f4{v[0], v[1], v[2], 0.0f}, bn_f4{v[3], v[4], v[5], 0.0f}};
 }
 
+/// A set of a release before slots (rank R's file checkpoint.bin.rankR, renamed into place one by one) that a kill
+/// between the ranks' renames left of two steps: where every file that lags has its whole successor (the newest
+/// step, of its rank of the same run, checksum intact) still under its temporary name "<file>.tmp.<pid>", the
+/// commit the kill cut short is finished (renamed into place). Otherwise nothing changes, and the set is refused as
+/// one of different steps. Rank 0 of @p comm does it; collective.
+void finish_old_commit(const std::string& path, const std::string& dir, const KeyValues& first, const Comm& comm)
+{
+    const std::uint64_t P = first.count("ranks") ? u64_of(first, "ranks", path) : 1;
+    if (first.count("slot") || P < 2 || P > 1'000'000) return;
+    if (comm.rank() == 0) {
+        std::vector<std::string> names(P);
+        std::vector<std::uint64_t> steps(P);
+        for (std::uint64_t k = 0; k < P; ++k) {
+            names[k] = checkpoint_rank_file(path, k, {});
+            try {
+                steps[k] = u64_of(read_checkpoint_header(names[k]), "step", names[k]);
+            } catch (const UsageError&) {
+                steps.clear(); // a file missing or foreign: refused as such later
+                break;
+            }
+        }
+        const std::uint64_t newest = steps.empty() ? 0 : *std::max_element(steps.begin(), steps.end());
+        // The whole file of rank k, step newest, under a temporary name beside its place.
+        auto successor = [&](std::uint64_t k) -> std::string {
+            const std::string prefix = fs::path(names[k]).filename().string() + ".tmp.";
+            std::error_code ec;
+            for (const auto& e : fs::directory_iterator(dir, ec)) {
+                const std::string name = e.path().filename().string();
+                if (name.rfind(prefix, 0) != 0) continue;
+                try {
+                    const std::string tmp = e.path().string();
+                    const KeyValues kv = read_checkpoint_header(tmp);
+                    auto u = [&](const char* key) { return kv.count(key) ? u64_of(kv, key, tmp) : 0; };
+                    if (u("step") != newest || u("ranks") != P || u("rank") != k || kv.count("slot") ||
+                        run_identity(kv, tmp) != run_identity(first, path))
+                        continue;
+                    read_checkpoint(tmp, CheckpointRows{{0, 0}, {0, 0}}); // its checksum: the whole file read
+                    return tmp;
+                } catch (const UsageError&) {
+                }
+            }
+            return {};
+        };
+        std::vector<std::pair<std::string, std::string>> renames;
+        for (std::uint64_t k = 0; k < steps.size(); ++k) {
+            if (steps[k] == newest) continue;
+            const std::string tmp = successor(k);
+            if (tmp.empty()) {
+                renames.clear();
+                break;
+            }
+            renames.emplace_back(tmp, names[k]);
+        }
+        for (const auto& [tmp, name] : renames)
+            rename_durably(tmp, name);
+        if (!renames.empty())
+            notice(fmt::format("run: the checkpoint files in {} were of different steps (a kill between their "
+                               "renames); the {} whole file{} of step {} left under temporary names now complete the "
+                               "set of step {}",
+                               dir, renames.size(), renames.size() == 1 ? "" : "s", newest, newest));
+    }
+    comm.barrier();
+}
+
 } // namespace
 
-std::string Run::checkpoint_text_now(const SimulationState& st) const
+std::string Run::checkpoint_text_now(const SimulationState& st, const std::string& slot) const
 {
-    // Over several ranks each writes its own file (rank 0: checkpoint.bin, rank r: checkpoint.bin.rankR); a
-    // restart checks that all are of one step.
+    // Over several ranks each writes its own file of the set in @p slot (rank 0: checkpoint.bin, rank r:
+    // checkpoint.bin.rankR.SLOT); a restart checks that all are of one step.
     std::string ranks = comm_.parallel()
-                            ? fmt::format("ranks={}\nrank={}\nwork={}\nparticles_total={}\nsnapshot_eps={}\n"
+                            ? fmt::format("ranks={}\nrank={}\nslot={}\nwork={}\nparticles_total={}\nsnapshot_eps={}\n"
                                           "n_gas_total={}\nn_star_total={}\nrank_rows=1\n",
-                                          comm_.size(), comm_.rank(), st.work, sim_->total_size(), snapshot_eps_,
+                                          comm_.size(), comm_.rank(), slot, st.work, sim_->total_size(), snapshot_eps_,
                                           whole_.n_gas, whole_.n_star)
                             : std::string();
     if (st.frame) { // between substeps over ranks: the box the trees are built in until the step's end
@@ -188,18 +273,44 @@ std::string Run::checkpoint_text_now(const SimulationState& st) const
 void Run::write_checkpoint()
 {
     if (opt_.checkpoint_every == RunOptions::never) return;
-    const std::optional<std::string> path = outputs_->checkpoint_path(comm_);
+    // The new set goes to the slot that the set on disk does not use, which stays whole until the new one is.
+    const std::string slot = checkpoint_slot_ == "a" ? "b" : "a";
+    const std::optional<std::string> path = outputs_->checkpoint_path(comm_, slot);
     if (!path) return;
     const auto t0 = std::chrono::steady_clock::now();
     const SimulationState st = sim_->save();
     check_state(st.pos, st.vel, st.acc, st.ids);
-    const std::string text = checkpoint_text_now(st);
-    // Each rank's file through a temporary name, with the fields of its rows (rank_rows=1); every rank's is written
-    // before any is counted as the checkpoint.
+    const std::string text = checkpoint_text_now(st, slot);
+    // Each rank writes its file (the fields of its rows: rank_rows=1) through a temporary name. Rank 0's names the
+    // set and keeps its temporary name until every rank's file is whole on disk; its rename then replaces the whole
+    // set at once. A kill at any moment leaves one whole set that checkpoint.bin names: the previous or the new.
+    const std::string file = comm_.rank() == 0 ? temporary_path(*path, "set") : *path;
     comm_.barrier();
-    banyan::write_checkpoint(*path, text, st, template_);
+    crash_at(comm_, "start", st.step);
+    if (crash_due(comm_, "torn", st.step)) {
+        // What a kill in the middle of this rank's write leaves: half of its temporary file.
+        const std::string tmp = fmt::format("{}.tmp.torn", file);
+        banyan::write_checkpoint(tmp, text, st, template_);
+        fs::resize_file(tmp, fs::file_size(tmp) / 2);
+        std::raise(SIGKILL);
+    }
+    banyan::write_checkpoint(file, text, st, template_);
+    crash_at(comm_, "written", st.step);
     comm_.barrier();
-    outputs_->checkpoint_written(comm_);
+    crash_at(comm_, "all_written", st.step);
+    if (comm_.rank() == 0) {
+        try {
+            rename_durably(file, *path);
+        } catch (...) {
+            std::remove(file.c_str());
+            throw;
+        }
+    }
+    crash_at(comm_, "committed", st.step);
+    outputs_->keep_checkpoint_set(comm_, static_cast<std::uint64_t>(comm_.size()), slot);
+    crash_at(comm_, "cleaned", st.step);
+    comm_.barrier(); // on every rank the new set is the checkpoint from here on
+    checkpoint_slot_ = slot;
     last_checkpoint_step_ = st.step;
     output_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (hooks_.on_file) hooks_.on_file(*path);
@@ -210,7 +321,7 @@ void Run::save(const std::string& path)
     if (comm_.parallel()) throw UsageError("run: save(path) is for runs on one rank");
     const SimulationState st = sim_->save();
     check_state(st.pos, st.vel, st.acc, st.ids);
-    banyan::write_checkpoint(path, checkpoint_text_now(st), st, template_);
+    banyan::write_checkpoint(path, checkpoint_text_now(st, {}), st, template_);
 }
 
 std::string checkpoint_text(const RunOptions& options, const SimulationState& state, const RunProgress& progress,
@@ -247,8 +358,8 @@ void Run::restore_bookkeeping(Checkpoint& c, std::uint64_t ranks, bool other_ran
         st.work = other_ranks ? 0.0 : d("work");
         snapshot_eps_ =
             from_one ? common_softening(c.fields, comm_).value_or(opt_.eps) : static_cast<float>(d("snapshot_eps"));
-        // Every rank's file must be of the same step and tick (a kill between the ranks' renames leaves a mixed
-        // set).
+        // Every rank's file must be of the same step and tick (releases before slots renamed the ranks' files one
+        // by one, and a kill between the renames left a mixed set).
         std::uint64_t lo[2] = {~st.step, ~st.tick}, hi[2] = {st.step, st.tick};
         comm_.max(std::span<std::uint64_t>(hi));
         comm_.max(std::span<std::uint64_t>(lo));
@@ -313,13 +424,19 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& where, std::opt
         throw UsageError(fmt::format("run: no checkpoint to continue from in {} ({} is missing)", dir, path));
     // On as many ranks as wrote it, each reads its own file and continues bit for bit; on another number, the
     // particles of all files are cut anew (read_cut_anew) and decomposed afresh.
-    const KeyValues first = read_checkpoint_header(path);
+    KeyValues first = read_checkpoint_header(path);
+    if (folder) {
+        finish_old_commit(path, dir, first, comm);
+        first = read_checkpoint_header(path); // rank 0's file may be another now
+    }
     const std::uint64_t ranks = first.count("ranks") ? u64_of(first, "ranks", path) : 1;
     const bool other_ranks = ranks != static_cast<std::uint64_t>(comm.size());
     if (ranks == 0 || ranks > 1'000'000) throw UsageError(fmt::format("{}: ranks={} is out of range", path, ranks));
-    const std::string mine = comm.rank() == 0 ? path : fmt::format("{}.rank{}", path, comm.rank());
-    if (!other_ranks && comm.parallel()) check_rank_files(path, mine, dir, comm);
-    Checkpoint c = other_ranks ? read_cut_anew(path, dir, ranks, comm) : read_checkpoint(mine);
+    // The set checkpoint.bin names: its ranks' files in its slot.
+    const std::string slot = checkpoint_slot(first, path);
+    const std::string mine = checkpoint_rank_file(path, static_cast<std::uint64_t>(comm.rank()), slot);
+    if (!other_ranks && comm.parallel()) check_rank_files(path, mine, slot, dir, comm);
+    Checkpoint c = other_ranks ? read_cut_anew(path, dir, ranks, slot, comm) : read_checkpoint(mine);
     const KeyValues& kv = c.header;
     if (other_ranks && comm.rank() == 0)
         notice(
@@ -341,6 +458,7 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& where, std::opt
     st.tick = kv.count("tick") ? u("tick") : 0;
     if (kv.count("frame")) st.frame = frame_of(value_of(kv, "frame", path), path);
     r.restore_bookkeeping(c, ranks, other_ranks, path, dir);
+    r.checkpoint_slot_ = slot;
     const std::size_t wg = u("work_group_size");
 
     opt.check();
@@ -365,8 +483,10 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& where, std::opt
     r.last_.max_de = r.max_de_;
     r.last_.centre_distance = d("last_centre_distance");
 
-    // Lines logged after the checkpoint (and a line cut by a kill) go: the steps they came from run again.
+    // Lines logged after the checkpoint (and a line cut by a kill) go: the steps they came from run again. So do
+    // the rank files of other sets (one whose write a kill cut short, one the set replaced).
     r.log_bytes_ = outputs->resume_log(r.log_bytes_, comm);
+    outputs->keep_checkpoint_set(comm, ranks, slot);
     return run;
 }
 

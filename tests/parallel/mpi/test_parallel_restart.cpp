@@ -9,6 +9,7 @@
 #include "core/files/snapshot.hpp"
 #include "core/parallel/comm.hpp"
 #include "core/parallel/parallel_files.hpp"
+#include "core/simulation/checkpoint.hpp"
 #include "core/simulation/run.hpp"
 #include "core/simulation/run_options.hpp"
 #include "tests/support/harness.hpp"
@@ -21,6 +22,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 namespace banyan {
 namespace {
@@ -93,15 +95,21 @@ void check_restarts(const RunOptions& o, const Snapshot* in, const fs::path& dir
                 CHECK(std::fabs(max_de) < 2e-4);
             }
             world.barrier();
-            // Every particle's fields; the files of ranks beyond P2 gone with the first checkpoint on P2.
+            // Every particle's fields; the set of P files gone with the first checkpoint on P2, whose set alone is
+            // left.
             const Snapshot end = read_snapshot((then / "snapshot_00002.tipsy").string());
             CHECK(end.mass == saved.mass);
             if (in)
                 test::check_gas_and_stars(end, *in);
             else
                 CHECK(end.eps == std::vector<float>(end.size(), static_cast<float>(o.eps)));
-            for (int k = 1; k < std::max(P, P2); ++k)
-                CHECK(fs::exists(then / fmt::format("checkpoint.bin.rank{}", k)) == (k < P2));
+            const std::string slot = checkpoint_slot(read_checkpoint_header((then / "checkpoint.bin").string()), "");
+            std::set<std::string> left, set;
+            for (const auto& e : fs::directory_iterator(then))
+                if (e.path().filename().string().rfind("checkpoint.bin.rank", 0) == 0) left.insert(e.path().string());
+            for (int k = 1; k < P2; ++k)
+                set.insert(checkpoint_rank_file((then / "checkpoint.bin").string(), k, slot));
+            CHECK(left == set);
             world.barrier();
         }
     }
@@ -165,13 +173,15 @@ TEST_CASE("a generated run continues from all ranks on one, and from one on all"
     if (world.size() > 1 && world.rank() == 0) {
         const fs::path broken = dir / "broken";
         fs::copy(dir / fmt::format("on{}", world.size()), broken, fs::copy_options::recursive);
-        fs::remove(broken / "checkpoint.bin.rank1");
+        const std::string first = (broken / "checkpoint.bin").string();
+        const std::string rank1 = checkpoint_rank_file(first, 1, checkpoint_slot(read_checkpoint_header(first), ""));
+        fs::remove(rank1);
         const auto one = world.first(1);
         try {
             Run::resume(test::backend(), broken.string(), 0.25, {}, RunOutputs::files(broken.string()), *one);
             FAIL("a checkpoint without one of its rank files was continued");
         } catch (const UsageError& e) {
-            CHECK(std::string(e.what()).find("checkpoint.bin.rank1 is missing") != std::string::npos);
+            CHECK(std::string(e.what()).find(rank1 + " is missing") != std::string::npos);
         }
     } else if (world.size() > 1) {
         world.first(1);
@@ -193,10 +203,13 @@ TEST_CASE("a rank file of another run among a checkpoint's files is refused at o
         Run(test::backend(), plan_run({o}, world), {}, world).run();
     }
     world.barrier();
-    const fs::path run = dir / "seed11", odd = run / "checkpoint.bin.rank1";
+    // Rank 1's file of the set (both runs wrote as many checkpoints: their sets are in the same slot).
+    const fs::path run = dir / "seed11";
+    const std::string first = (run / "checkpoint.bin").string();
+    const fs::path odd = checkpoint_rank_file(first, 1, checkpoint_slot(read_checkpoint_header(first), first));
     if (world.size() > 1) {
         if (world.rank() == 0)
-            fs::copy_file(dir / "seed12" / "checkpoint.bin.rank1", odd, fs::copy_options::overwrite_existing);
+            fs::copy_file(dir / "seed12" / odd.filename(), odd, fs::copy_options::overwrite_existing);
         world.barrier();
         const std::string says =
             fmt::format("{} and {} are of different runs", odd.string(), (run / "checkpoint.bin").string());
