@@ -27,15 +27,24 @@ namespace {
 const char* nccl_code_name(ncclResult_t rc)
 {
     switch (rc) {
-    case ncclSuccess: return "ncclSuccess";
-    case ncclUnhandledCudaError: return "ncclUnhandledCudaError";
-    case ncclSystemError: return "ncclSystemError";
-    case ncclInternalError: return "ncclInternalError";
-    case ncclInvalidArgument: return "ncclInvalidArgument";
-    case ncclInvalidUsage: return "ncclInvalidUsage";
-    case ncclRemoteError: return "ncclRemoteError";
-    case ncclInProgress: return "ncclInProgress";
-    default: return "ncclResult";
+    case ncclSuccess:
+        return "ncclSuccess";
+    case ncclUnhandledCudaError:
+        return "ncclUnhandledCudaError";
+    case ncclSystemError:
+        return "ncclSystemError";
+    case ncclInternalError:
+        return "ncclInternalError";
+    case ncclInvalidArgument:
+        return "ncclInvalidArgument";
+    case ncclInvalidUsage:
+        return "ncclInvalidUsage";
+    case ncclRemoteError:
+        return "ncclRemoteError";
+    case ncclInProgress:
+        return "ncclInProgress";
+    default:
+        return "ncclResult";
     }
 }
 
@@ -85,8 +94,7 @@ public:
     void exchange(std::span<const PeerSend> sends, std::span<const PeerRecv> recvs) override
     {
         auto check = [&](int peer, const RawBuffer* b, std::size_t offset, std::size_t bytes) {
-            if (peer < 0 || peer >= ranks_ || peer == rank_ || !b || offset > b->bytes() ||
-                bytes > b->bytes() - offset)
+            if (peer < 0 || peer >= ranks_ || peer == rank_ || !b || offset > b->bytes() || bytes > b->bytes() - offset)
                 throw std::invalid_argument(fmt::format("NCCL exchange: a message of {} bytes at {} with rank {} "
                                                         "(this is rank {} of {})",
                                                         bytes, offset, peer, rank_, ranks_));
@@ -105,8 +113,8 @@ public:
         const char* failed = nullptr;
         for (const auto& s : sends) {
             if (!s.bytes || rc != ncclSuccess) continue;
-            rc = ncclSend(static_cast<const char*>(device_ptr(*s.buffer)) + s.offset, s.bytes, ncclUint8, s.peer,
-                          comm_, stream_);
+            rc = ncclSend(static_cast<const char*>(device_ptr(*s.buffer)) + s.offset, s.bytes, ncclUint8, s.peer, comm_,
+                          stream_);
             if (rc != ncclSuccess) failed = "ncclSend";
         }
         for (const auto& r : recvs) {
@@ -131,9 +139,9 @@ public:
             if (async != ncclSuccess && async != ncclInProgress) {
                 const std::string last = ncclGetLastError(comm_);
                 release(true);
-                throw DeviceError("NCCL", "ncclSend/ncclRecv", static_cast<long>(async), nccl_code_name(async),
-                                  __FILE__, __LINE__,
-                                  fmt::format("{}{}", ncclGetErrorString(async), last.empty() ? "" : " (" + last + ")"));
+                throw DeviceError(
+                    "NCCL", "ncclSend/ncclRecv", static_cast<long>(async), nccl_code_name(async), __FILE__, __LINE__,
+                    fmt::format("{}{}", ncclGetErrorString(async), last.empty() ? "" : " (" + last + ")"));
             }
             std::this_thread::yield();
         }

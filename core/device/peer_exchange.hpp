@@ -2,7 +2,7 @@
  * @file peer_exchange.hpp
  * @brief Bytes from device memory on one rank straight into device memory on others, without a stop in host
  *        memory: the transport a backend may offer between the ranks of a run (NCCL under CUDA, when banyan is
- *        built with it), for the trees and particles that travel in a parallel run (core/parallel/transport.hpp).
+ *        built with it), for the local essential trees of a parallel run (core/parallel/transport.hpp).
  *
  * A backend knows no communicator (core/parallel/ sits above core/device/), so a group of ranks is opened in two
  * steps that core/parallel/transport.cpp runs over MPI: one rank makes a key (PeerTransport::new_key), the ranks pass

@@ -62,9 +62,12 @@ std::vector<RankView> gather_views(const Comm& comm, const RankView& mine)
 const char* name_of(Transport t)
 {
     switch (t) {
-    case Transport::automatic: return "auto";
-    case Transport::host: return "host";
-    case Transport::device: return "device";
+    case Transport::automatic:
+        return "auto";
+    case Transport::host:
+        return "host";
+    case Transport::device:
+        return "device";
     }
     return "?";
 }

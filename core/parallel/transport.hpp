@@ -1,8 +1,9 @@
 /**
  * @file transport.hpp
- * @brief How the trees and particles travel between the ranks of a run: GPU to GPU through the backend's transport
- *        (core/device/peer_exchange.hpp: NCCL under CUDA, when banyan is built with it), or through host memory
- *        (Comm::exchange over MPI: downloaded, sent, uploaded), and which of the two a run takes.
+ * @brief How the local essential trees travel between the ranks of a run: GPU to GPU through the backend's
+ *        transport (core/device/peer_exchange.hpp: NCCL under CUDA, when banyan is built with it), or through host
+ *        memory (Comm::exchange over MPI: downloaded, sent, uploaded), and which of the two a run takes. The
+ *        particles that change rank in the balance go through host memory either way (docs/parallel.md says why).
  *
  * Either way the same bytes land in the same places, so the forces are the same to the bit (tests/mpi). The device
  * path needs a backend with a transport, more than one rank and a device of its own for every rank (NCCL refuses a
@@ -36,7 +37,7 @@ Transport default_transport();
 /// cannot be, naming why, and where the ranks ask for different transports. Collective.
 std::unique_ptr<PeerExchange> open_peer_exchange(Backend& be, const Comm& comm, Transport transport);
 
-/// The path of the trees and particles, for the logs: "trees: GPU to GPU through NCCL 2.28.9" for @p peers, else
+/// The path of the trees, for the logs: "trees: GPU to GPU through NCCL 2.28.9" for @p peers, else
 /// "trees: through host memory (MPI)".
 std::string transport_text(const PeerExchange* peers);
 
