@@ -17,8 +17,8 @@
 # Beside them: backend_cuda/ and backend_opencl/ implement core/device (they include core/ and core/device/ only,
 # never each other); kernels_cu/ include the shared headers, backend_cuda/kernel_registry.hpp and their own .cuh
 # headers (kernels_cu/block.cuh: the block-level building blocks); kernels_cl/ include nothing (the program text is
-# pasted together, kernels_cl/block.cl first: cmake/EmbedCl.cmake). apps/, tests/ and tests/mpi/ stand on top and
-# may include anything.
+# pasted together, kernels_cl/block.cl first: cmake/EmbedCl.cmake). apps/ and tests/ stand on top and may include
+# anything.
 # Every quoted include names its file from the repository root (one include path, no hidden search paths); only the
 # shared .h headers include each other by bare name, since the OpenCL program pastes them from their own folder, and
 # only downwards in their order (shared_headers below: tree_shared.h includes device_shared.h, never the reverse), so
@@ -63,8 +63,9 @@ set(problems "")
 set(checked 0)
 file(GLOB_RECURSE sources RELATIVE "${ROOT}" "${ROOT}/core/*" "${ROOT}/backend_cuda/*" "${ROOT}/backend_opencl/*"
      "${ROOT}/kernels_cu/*" "${ROOT}/kernels_cl/*" "${ROOT}/apps/*")
-# tests/ and tests/mpi/, not tests/layers_fixture (the bad tree of layers_detect).
-file(GLOB tests RELATIVE "${ROOT}" "${ROOT}/tests/*" "${ROOT}/tests/mpi/*")
+# tests/, not tests/tools/ (its layers_fixture is the bad tree of layers_detect).
+file(GLOB_RECURSE tests RELATIVE "${ROOT}" "${ROOT}/tests/*")
+list(FILTER tests EXCLUDE REGEX "^tests/tools/")
 list(APPEND sources ${tests})
 foreach(file ${sources})
   if(NOT file MATCHES "\\.(h|hpp|cpp|cu|cuh|cl)$")

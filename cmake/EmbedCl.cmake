@@ -52,7 +52,8 @@ foreach(f ${HEADER} ${SOURCES})
   string(APPEND text "\n#line 1 \"${name}\"\n${body}\n")
   list(APPEND names ${name})
 endforeach()
-# The same text as a file, for the offline checks of tests/amd_compile.sh (the program exactly as the backend builds it).
+# The same text as a file, for the offline checks of tests/tools/amd_compile.sh (the program exactly as the backend
+# builds it).
 if(OUT_CL)
   file(WRITE ${OUT_CL}.tmp "${text}")
   file(COPY_FILE ${OUT_CL}.tmp ${OUT_CL} ONLY_IF_DIFFERENT)

@@ -1,6 +1,6 @@
 /**
  * @file atomics_check.cl
- * @brief A kernel that exercises every bn_atomic_* of device_shared.h so tests/test_atomics.cpp can check them.
+ * @brief A kernel that exercises every bn_atomic_* of device_shared.h so tests/device/test_atomics.cpp can check them.
  *
  * Each result is one a CPU can predict exactly whatever the order in which work-items run: wrapping sums,
  * minima and maxima of hashes of the ids, add- and CAS-based tickets (each a permutation), and CAS insertion of

@@ -1,6 +1,6 @@
 /**
  * @file atomics_check.cu
- * @brief A kernel that exercises every bn_atomic_* of device_shared.h so tests/test_atomics.cpp can check them.
+ * @brief A kernel that exercises every bn_atomic_* of device_shared.h so tests/device/test_atomics.cpp can check them.
  *
  * The CUDA twin of kernels_cl/atomics_check.cl (see there for the layout of the counters); the hashes are
  * repeated in the test, keep the three copies identical.

@@ -16,6 +16,7 @@
 
 #include "core/files/atomic_file.hpp"
 #include "core/gravity/forces.hpp"
+#include "core/gravity/precision.hpp"
 #include "core/models/initial_conditions.hpp"
 #include "core/models/plummer.hpp"
 #include "core/numbers.hpp"
@@ -118,10 +119,13 @@ int run_accuracy(const std::vector<std::string>& args)
             if (!(a > 0)) throw UsageError(fmt::format("accuracy: --alpha values must be > 0, got {}", a));
     }
     const double eps = opt.number("eps");
-    if (!(eps >= 0)) throw UsageError(fmt::format("accuracy: --eps must be >= 0, got {}", eps));
+    // The range `banyan run` allows; the softening against the particles' extent is judged with them below.
+    if (!(eps >= 0 && eps < 1e30)) throw UsageError(fmt::format("accuracy: --eps must be in [0, 1e30), got {}", eps));
     const long long k_opt = opt.integer("sample");
     if (k_opt < 1) throw UsageError(fmt::format("accuracy: --sample must be at least 1, got {}", k_opt));
-    const auto seed = static_cast<std::uint64_t>(opt.integer("seed"));
+    const long long seed_given = opt.integer("seed");
+    if (seed_given < 0) throw UsageError(fmt::format("accuracy: --seed must be 0 or more, got {}", seed_given));
+    const auto seed = static_cast<std::uint64_t>(seed_given);
     const int reps = opt.integer_in("reps", 0, 1000);
     // --in: one particle set, in internal units (eps with them); relative errors and times do not depend on units.
     double eps_walk = eps;
@@ -154,7 +158,16 @@ int run_accuracy(const std::vector<std::string>& args)
     Octree tree(*be);
     TreeForces forces(*be);
     for (std::size_t n : sizes) {
-        const std::vector<bn_f4> p = opt.has("in") ? file : make_model(model, n, seed).pos;
+        std::vector<bn_f4> p = opt.has("in") ? file : make_model(model, n, seed).pos;
+        if (!opt.has("in")) {
+            // As a file's particles (bench::file_particles) and a run's: a softening single precision can serve
+            // against their extent, and internal units that bring the larger of the two near 1 (a power of two:
+            // relative errors and interaction counts are those of the particles as they are).
+            check_precision_range(p, eps, "accuracy: --eps");
+            const InternalUnits units = InternalUnits::for_system(p, eps);
+            units.to_internal(p);
+            eps_walk = units.length_to_internal(eps);
+        }
         // The sample: K distinct random particles (all when N <= K), in increasing order.
         std::vector<bn_u32> targets(n);
         std::iota(targets.begin(), targets.end(), 0u);

@@ -11,6 +11,8 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
+#include <stdexcept>
 
 namespace banyan::cli {
 
@@ -34,6 +36,14 @@ Options& Options::device_options()
     value("backend", "auto|cuda|opencl",
           "backend to run on (env BANYAN_BACKEND); auto picks a CUDA GPU, else an OpenCL GPU, else an OpenCL CPU");
     value("device", "N", "device index within the backend, as `banyan devices` lists it (env BANYAN_DEVICE)");
+    return *this;
+}
+
+Options& Options::on_restart(const std::string& name)
+{
+    const auto it = specs_.find(name);
+    if (it == specs_.end()) throw std::logic_error(fmt::format("on_restart: no option --{}", name));
+    it->second.on_restart = true;
     return *this;
 }
 
@@ -71,6 +81,22 @@ bool Options::parse(const std::vector<std::string>& args)
 bool Options::has(const std::string& name) const
 {
     return given_.count(name) != 0;
+}
+
+std::vector<std::string> Options::given_not_on_restart() const
+{
+    std::vector<std::string> out;
+    for (const std::string& name : order_)
+        if (has(name) && !specs_.at(name).on_restart) out.push_back(name);
+    return out;
+}
+
+std::vector<std::string> Options::on_restart_names() const
+{
+    std::vector<std::string> out;
+    for (const std::string& name : order_)
+        if (specs_.at(name).on_restart) out.push_back(name);
+    return out;
 }
 
 std::string Options::str(const std::string& name) const
@@ -128,11 +154,7 @@ DeviceRequest Options::device_request() const
 {
     DeviceRequest r;
     r.backend = str("backend");
-    if (has("device")) {
-        const long long d = integer("device");
-        if (d < 0) throw UsageError(fmt::format("{}: --device must be 0 or more", command_));
-        r.device = static_cast<int>(d);
-    }
+    if (has("device")) r.device = integer_in("device", 0, std::numeric_limits<int>::max()); // never wrapped
     return r;
 }
 

@@ -29,11 +29,18 @@ public:
     Options& flag(const std::string& name, const std::string& help);
     /// The standard --backend / --device options.
     Options& device_options();
+    /// Marks the option @p name, declared before, as one that a restart (`banyan run --restart`) takes too; every
+    /// other option defines the run, which its checkpoint holds.
+    Options& on_restart(const std::string& name);
 
     /// Parses args (after the subcommand words). Returns false when --help was given (help already printed).
     bool parse(const std::vector<std::string>& args);
 
     bool has(const std::string& name) const;
+    /// The options given that are not marked on_restart, in the order they were declared.
+    std::vector<std::string> given_not_on_restart() const;
+    /// The options marked on_restart, in the order they were declared.
+    std::vector<std::string> on_restart_names() const;
     std::string str(const std::string& name) const;
     long long integer(const std::string& name) const;
     /// integer(), refused with a UsageError naming the option unless it lies in [lo, hi].
@@ -49,6 +56,7 @@ private:
         std::string meta, help;
         std::optional<std::string> fallback;
         bool takes_value;
+        bool on_restart = false;
     };
     std::string command_, summary_;
     std::vector<std::string> order_;

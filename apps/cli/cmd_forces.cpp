@@ -84,6 +84,8 @@ int run_forces(const std::vector<std::string>& args)
     const InternalUnits units = rows ? system_units(pos, eps, comm) : InternalUnits::for_system(pos, eps);
     units.to_internal(pos);
     const float eps_internal = static_cast<float>(units.length_to_internal(eps));
+    // Over ranks the tree walk's ranks hold rows only: they look after the decomposition, below.
+    if (unsoftened(eps_internal) && !rows) check_coincident(pos, {}, in);
 
     auto be = open_device(rank_device(opt.device_request(), comm));
     comm.barrier();
@@ -107,6 +109,8 @@ int run_forces(const std::vector<std::string>& args)
         ParallelForces pf(*be, comm);
         pf.compute(tree, static_cast<float>(theta), eps_internal);
         if (auto warning = check_tree_depth(tree, units, in)) notice("warning: " + *warning);
+        if (unsoftened(eps_internal) && rows)
+            check_coincident(tree.pos().download(tree.size()), tree.ids().download(tree.size()), in);
         acc = pf.forces().acc().download(tree.size());
         ids = tree.ids().download(tree.size());
         totals = pf.forces().totals();

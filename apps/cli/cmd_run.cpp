@@ -48,45 +48,19 @@ std::string clock_text(double seconds)
     return fmt::format("{}:{:02d}:{:02d}", s / 3600, (s / 60) % 60, s % 60);
 }
 
-/// Options that only a new run takes (a restart reads them from its checkpoint).
-const char* const run_only[] = {"ic",
-                                "in",
-                                "n",
-                                "seed",
-                                "theta",
-                                "opening",
-                                "alpha",
-                                "eps",
-                                "dt",
-                                "log-every",
-                                "snapshot-every",
-                                "checkpoint-every",
-                                "out",
-                                "pericentre",
-                                "separation",
-                                "eccentricity",
-                                "bh-fraction",
-                                "direct",
-                                "format",
-                                "units",
-                                "steps",
-                                "eta",
-                                "max-rung",
-                                "galaxy",
-                                "halo",
-                                "halo-mass",
-                                "halo-scale",
-                                "halo-concentration",
-                                "disc-mass",
-                                "disc-scale-length",
-                                "disc-scale-height",
-                                "toomre-q",
-                                "q-radius",
-                                "bulge-mass",
-                                "bulge-scale",
-                                "bh-mass",
-                                "mass-ratio",
-                                "orientation"};
+/// What a restart takes besides --restart: the end time, where it runs, and what it prints and draws. Every other
+/// option of `banyan run` defines the run, which its checkpoint holds: a restart refuses it (Options::on_restart),
+/// so that a new option is the run's unless it is named here.
+const char* const restart_takes[] = {"t-end", "render", "quiet", "backend", "device"};
+
+/// The options @p names as a list: "--a, --b and --c".
+std::string option_list(const std::vector<std::string>& names)
+{
+    std::string s;
+    for (std::size_t i = 0; i < names.size(); ++i)
+        s += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + ("--" + names[i]);
+    return s;
+}
 
 /// The option of the galaxy option @p key ("halo_mass": "halo-mass").
 std::string cli_name(std::string_view key)
@@ -226,8 +200,8 @@ Options run_options()
               "G = 1 (kpc,1e10Msun: 207.4 km/s, 4.715 Myr). Default: N-body units, or those an HDF5 "
               "--in file states");
     opt.value("restart", "DIR",
-              "continue the run whose checkpoint is in DIR (with --t-end, --backend, --device, "
-              "--render, --quiet only)");
+              fmt::format("continue the run whose checkpoint is in DIR (with {} only)",
+                          option_list({std::begin(restart_takes), std::end(restart_takes)})));
     opt.value("pericentre", "R",
               "merger: pericentre of the Kepler orbit of the two centres (galaxy-merger: in kpc, default 10)", "1");
     opt.value("separation", "R", "merger: starting distance of the two centres (galaxy-merger: kpc, default 100)",
@@ -237,7 +211,7 @@ Options run_options()
               "0.9");
     opt.value("bh-fraction", "F", "merger: mass of each central particle as a fraction of its galaxy's", "0.01");
     add_galaxy_model_options(opt);
-    opt.value("mass-ratio", "Q", "galaxy-merger: mass of the second galaxy over the first's, in (0, 1]", "1/3");
+    opt.value("mass-ratio", "Q", "galaxy-merger: mass of the second galaxy over the first's, in [1e-4, 1]", "1/3");
     opt.value("orientation", "I1,W1,I2,W2",
               "galaxy-merger: each disc's spin axis, inclination to the orbit's axis and azimuth, in degrees",
               "30,0,60,90");
@@ -246,6 +220,9 @@ Options run_options()
                        "render SNAPSHOT` draws it: along z, field and colour scale chosen for each snapshot)");
     opt.flag("quiet", "print nothing but errors");
     opt.device_options();
+    opt.on_restart("restart");
+    for (const char* name : restart_takes)
+        opt.on_restart(name);
     return opt;
 }
 
@@ -313,7 +290,7 @@ RunRequest parse_new_run(const Options& opt, std::optional<double> t_end)
     ro.dt = parse_time(opt.str("dt"), "--dt");
     ro.steps = opt.str("steps");
     ro.eta = opt.number("eta");
-    ro.max_rung = static_cast<unsigned>(std::min<std::uint64_t>(count_option(opt, "max-rung", 0), 1000));
+    ro.max_rung = count_option(opt, "max-rung", 0); // the value given: RunOptions::check names it when out of range
     ro.t_end = t_end ? *t_end : galaxy_merger && !opt.has("t-end") ? 1000.0 : parse_time(opt.str("t-end"), "--t-end");
     ro.log_every = count_option(opt, "log-every", 1);
     auto every = [&](const char* name) {
@@ -338,15 +315,16 @@ RunRequest parse_new_run(const Options& opt, std::optional<double> t_end)
     return wanted;
 }
 
-/// Refuses the options that a restart takes from its checkpoint.
+/// Refuses the options that a restart takes from its checkpoint: every one not marked on_restart.
 void refuse_run_only(const Options& opt, std::optional<double> t_end)
 {
-    for (const char* name : run_only)
-        if (opt.has(name))
-            throw UsageError(fmt::format("run: {}{} cannot be given with --restart (the checkpoint holds the "
-                                         "run's options; only --t-end, --backend, --device, --render and --quiet "
-                                         "may be)",
-                                         std::string(name) == "n" ? "-" : "--", name));
+    if (const std::vector<std::string> given = opt.given_not_on_restart(); !given.empty()) {
+        std::vector<std::string> may = opt.on_restart_names();
+        may.erase(std::remove(may.begin(), may.end(), "restart"), may.end());
+        throw UsageError(fmt::format("run: {}{} cannot be given with --restart (the checkpoint holds the run's "
+                                     "options; only {} may be)",
+                                     given[0] == "n" ? "-" : "--", given[0], option_list(may)));
+    }
     if (t_end && !std::isfinite(*t_end)) throw UsageError("run: --t-end must be finite");
 }
 

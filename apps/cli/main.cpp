@@ -18,6 +18,7 @@
 #include <malloc.h>
 #endif
 
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <new>
@@ -209,6 +210,10 @@ int main(int argc, char** argv)
     // at the peak of a rank of 4 at 2^24 particles (docs/benchmarks.md, "host memory at the start").
     mallopt(M_MMAP_THRESHOLD, 1 << 20);
 #endif
+
+    // A file-size limit (ulimit -f) then fails the write that crosses it with EFBIG, which the writers report as
+    // they report a full disk (naming the file, the temporary removed), instead of killing the program unseen.
+    std::signal(SIGXFSZ, SIG_IGN);
 
     // MPI starts only under a launcher (mpirun); otherwise this is one rank and nothing changes.
     banyan::Comm::init(argc, argv);

@@ -12,6 +12,7 @@
  */
 #include "core/device/backend_registry.hpp"
 #include "core/device/devices.hpp"
+#include "core/device_shared.h"
 #include "core/files/png_image.hpp"
 #include "core/files/snapshot_file.hpp"
 #include "core/render/render.hpp"
@@ -92,6 +93,7 @@ struct Device {
         if (direct) {
             if (!pos || pos.size() < n) pos = backend->alloc<bn_f4>(n, "python.pos");
             put(pos);
+            if (unsoftened(static_cast<float>(eps))) check_coincident(pos.download(n), {}, "pos");
             direct_forces(*backend, pos, n, static_cast<float>(eps), acc);
         } else {
             tree.resize(n, false);
@@ -313,9 +315,9 @@ RunRequest simulation_request(double theta, double eps, double dt, double time, 
     o.opening = opening, o.alpha = alpha;
     o.steps = steps, o.eta = eta;
     if (max_rung < 0) throw UsageError(fmt::format("max_rung must be >= 0, got {}", max_rung));
-    o.max_rung = static_cast<unsigned>(std::min<long long>(max_rung, 1000)); // RunOptions::check judges the rest
-    o.t_end = time + dt; // evolve() moves the end to the time it is given
-    o.units = units;     // of the numbers given, for the snapshots; checked with the rest
+    o.max_rung = static_cast<std::uint64_t>(max_rung); // RunOptions::check judges the rest, naming the value given
+    o.t_end = time + dt;                               // evolve() moves the end to the time it is given
+    o.units = units;                                   // of the numbers given, for the snapshots; checked with the rest
     // A Simulation writes no outputs on a grid; its checkpoints carry these for `banyan run --restart`: the CLI's
     // default of one time unit, or every 64 steps where a step is longer (a dt in years, say, which the default
     // refused).
@@ -654,7 +656,7 @@ public:
     double dt() const { return run_->options().dt; }
     const std::string& steps_kind() const { return run_->options().steps; }
     double eta() const { return run_->options().eta; }
-    unsigned max_rung() const { return run_->options().max_rung; }
+    std::uint64_t max_rung() const { return run_->options().max_rung; }
     /// Block time steps: {"rungs": particles per rung (to the deepest allowed), "deepest": the deepest rung used,
     /// "substeps", "active_updates", "steps", "saving": shared_step_ratio}.
     nb::dict block_stats()
@@ -704,6 +706,8 @@ NB_MODULE(_banyan, m)
     m.attr("opening_criteria") = names(opening_criteria, [](const OpeningName& c) { return c.name; });
     m.attr("snapshot_formats") = names(snapshot_formats(), [](const SnapshotFormatInfo& f) { return f.name; });
     m.attr("backends") = names(backend_registry().entries(), [](const BackendEntry& b) { return b.name; });
+    m.attr("max_rung_limit") = BANYAN_MAX_RUNG;  // the deepest rung (block steps), for max_rung's check
+    m.attr("max_render_size") = max_render_size; // the largest image side, for render's size
     nb::exception<UsageError>(m, "UsageError", PyExc_ValueError);
     nb::exception<NumericalError>(m, "NumericalError", PyExc_ArithmeticError);
     nb::exception<DeviceError>(m, "DeviceError", PyExc_RuntimeError);

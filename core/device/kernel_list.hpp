@@ -10,9 +10,9 @@
  *   OutBits<N>  the same, written
  *   T           a scalar passed by value: bn_u32, bn_i32, bn_u64, float, double or bn_f4
  * with the types of core/device_shared.h. core/device/kernels.hpp makes typed launch handles of the list
- * (kernels::walkPrepare, ...) and the table that tests/test_kernel_pairs.cpp checks both kernel folders against;
- * backend_cuda/kernel_registry.hpp checks each CUDA kernel's signature against it when it is compiled. A kernel
- * added, removed or changed here is changed in kernels_cu/ and kernels_cl/ too.
+ * (kernels::walkPrepare, ...) and the table that tests/kernels/test_kernel_pairs.cpp checks both kernel folders
+ * against; backend_cuda/kernel_registry.hpp checks each CUDA kernel's signature against it when it is compiled. A
+ * kernel added, removed or changed here is changed in kernels_cu/ and kernels_cl/ too.
  *
  * This file is the list and the ids only (no types), so that CUDA translation units, where bn_f4 is CUDA's float4,
  * and host ones, where it is a struct, each read the list with their own meaning of the names.
@@ -23,7 +23,7 @@
 
 // clang-format off
 #define BANYAN_KERNELS(X)                                                                                          \
-    /* atomics_check: the device atomics of device_shared.h (tests/test_atomics.cpp) */                             \
+    /* atomics_check: the device atomics of device_shared.h (tests/device/test_atomics.cpp) */                      \
     X(atomicsCheck, Out<bn_u32>, Out<bn_u64>, Out<bn_u32>, Out<bn_u64>, Out<bn_u32>, Out<bn_u64>, bn_u32, bn_u32)     \
     /* compact */                                                                                                   \
     X(compactScatter, In<bn_u32>, In<bn_u32>, bn_u32, In<bn_u32>, Out<bn_u32>, Out<bn_u32>, bn_u32)                   \

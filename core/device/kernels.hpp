@@ -120,7 +120,7 @@ BANYAN_KERNELS(BANYAN_KERNEL_HANDLE)
 #undef BANYAN_KERNEL_HANDLE
 } // namespace kernels
 
-// ---- The table of declarations (tests/test_kernel_pairs.cpp, the backends' error messages) -----------------------
+// ---- The table of declarations (tests/kernels/test_kernel_pairs.cpp, the backends' error messages) --------------
 
 enum class ParamKind { in, out, scalar };
 

@@ -42,7 +42,7 @@ struct Output {
 
 std::string reason(int err)
 {
-    return std::strerror(err);
+    return io_reason(err);
 }
 
 /// What is refused, in words; nullptr for what may be written.
@@ -240,6 +240,14 @@ void copy_from(const std::string& tmp, std::ostream& out)
 }
 
 } // namespace
+
+std::string io_reason(int err)
+{
+    if (err == EFBIG)
+        return fmt::format("{} (the file-size limit, ulimit -f, or the file system's largest file)",
+                           std::strerror(err));
+    return std::strerror(err);
+}
 
 std::string temporary_path(const std::string& path, const std::string& tag)
 {

@@ -44,4 +44,9 @@ std::string temporary_path(const std::string& path, const std::string& tag);
 /// throws std::runtime_error "cannot rename TMP to PATH: REASON". On failure, removing @p tmp is the caller's.
 void rename_durably(const std::string& tmp, const std::string& path);
 
+/// What a failed write's @p err means, for messages: strerror's text, and for EFBIG that a file-size limit (ulimit -f;
+/// the program ignores SIGXFSZ so that such a write fails as a full disk's does) or the file system's largest file was
+/// reached.
+std::string io_reason(int err);
+
 } // namespace banyan

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -18,8 +19,22 @@ namespace banyan::hdf5 {
 
 // ---- Errors -----------------------------------------------------------------------------------------------------
 
+namespace {
+
+// A file whose close failed (a full disk, a file-size limit) stays in the library's tables, and HDF5 1.10's own
+// exit handler then crashes on it (H5F__close_cb): the program would end in SIGSEGV after its error message. Every
+// file banyan opens is closed by its owner (Id), so nothing is left for that handler to do. It must be turned off
+// before the library's first call: at load time.
+const bool no_hdf5_exit_handler = [] {
+    H5dont_atexit();
+    return true;
+}();
+
+} // namespace
+
 void silence_hdf5()
 {
+    (void)no_hdf5_exit_handler;
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
 }
 
@@ -34,7 +49,14 @@ std::string hdf5_reason()
         },
         &reason);
     H5Eclear2(H5E_DEFAULT);
-    return reason.empty() ? std::string("no reason given") : reason;
+    if (reason.empty()) return "no reason given";
+    // A failed system call: "file write failed: time = ..., filename = ..., errno = 28, error message = ..., buf =
+    // 0x..., ...": what failed and the errno's meaning, as the other writers say it.
+    const std::size_t at = reason.find("errno = "), cut = reason.find(": time = ");
+    if (at != std::string::npos && cut != std::string::npos)
+        if (const int err = std::atoi(reason.c_str() + at + 8); err > 0)
+            return fmt::format("{}: {}", reason.substr(0, cut), io_reason(err));
+    return reason;
 }
 
 hid_t must(hid_t id, const std::string& what)
@@ -220,6 +242,37 @@ void Reader::check_number_type(hid_t type, const std::string& what) const
     fail(fmt::format("{} does not hold numbers", what));
 }
 
+void Reader::check_storage(hid_t d, hid_t type, const std::string& what) const
+{
+    // HDF5 1.10 reads a contiguous dataset whose data lie past the end of the file, or were never stored, as zeros,
+    // and does not compare the size its layout states with what its values take; a newer HDF5 (h5py's) refuses
+    // such a file. The layout is judged here before it is trusted. External files and chunked or compact layouts
+    // keep their data elsewhere: HDF5 checks those reads itself.
+    const Id dcpl(check(H5Dget_create_plist(d), what), H5Pclose);
+    const H5D_layout_t layout = H5Pget_layout(dcpl.get());
+    if (layout < 0) fail(fmt::format("cannot read the layout of {}: {}", what, hdf5_reason()));
+    if (layout != H5D_CONTIGUOUS || H5Pget_external_count(dcpl.get()) != 0) return;
+    const Id space(check(H5Dget_space(d), what), H5Sclose);
+    const hssize_t values = H5Sget_simple_extent_npoints(space.get());
+    if (values < 0) fail(fmt::format("cannot read {}: {}", what, hdf5_reason()));
+    const std::uint64_t bytes = static_cast<std::uint64_t>(values) * H5Tget_size(type);
+    if (bytes == 0) return;
+    const haddr_t at = H5Dget_offset(d);
+    if (at == HADDR_UNDEF)
+        fail(fmt::format("{} has no data stored (its storage was never written: a damaged or unfinished file)", what));
+    const hsize_t stored = H5Dget_storage_size(d);
+    if (stored != bytes)
+        fail(fmt::format("{}'s layout says {} bytes of data, but its {} values take {}: a damaged file", what, stored,
+                         values, bytes));
+    const Id file(check(H5Iget_file_id(d), what), H5Fclose);
+    hsize_t size = 0;
+    ok(H5Fget_filesize(file.get(), &size), what);
+    if (at > size || bytes > size - at)
+        fail(fmt::format("{}'s {} bytes of data start at byte {} of the file, which has {}: they lie past its end (a "
+                         "truncated or damaged file)",
+                         what, bytes, at, size));
+}
+
 std::vector<double> Reader::numbers(hid_t obj, const std::string& where, const char* name) const
 {
     const std::string what = fmt::format("{}/{}", where, name);
@@ -332,6 +385,7 @@ std::vector<float> Reader::floats(hid_t group, const std::string& gname, const c
     const std::size_t count = static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
     std::vector<float> out(count);
     if (count == 0) return out;
+    check_storage(d.get(), type.get(), what);
     const Selection sel = select_rows(*this, d.get(), n, cols, first, rows, what);
     if (cls == H5T_FLOAT && H5Tget_size(type.get()) == 4) {
         ok(H5Dread(d.get(), H5T_NATIVE_FLOAT, sel.mem_space(), sel.file_space(), H5P_DEFAULT, out.data()), what);
@@ -365,8 +419,22 @@ std::vector<std::uint64_t> Reader::integers(hid_t group, const std::string& gnam
     const std::uint64_t first = std::min(window.first, n), rows = std::min(window.count, n - first);
     std::vector<std::uint64_t> out(rows);
     if (rows == 0) return out;
+    check_storage(d.get(), type.get(), what);
     const Selection sel = select_rows(*this, d.get(), n, 1, first, rows, what);
-    ok(H5Dread(d.get(), H5T_NATIVE_UINT64, sel.mem_space(), sel.file_space(), H5P_DEFAULT, out.data()), what);
+    if (H5Tget_sign(type.get()) != H5T_SGN_2) {
+        ok(H5Dread(d.get(), H5T_NATIVE_UINT64, sel.mem_space(), sel.file_space(), H5P_DEFAULT, out.data()), what);
+        return out;
+    }
+    // HDF5 converts a negative signed value to the unsigned 0 without a word: signed ids are read as such, and a
+    // negative one is refused rather than changed.
+    std::vector<std::int64_t> signed_ids(rows);
+    ok(H5Dread(d.get(), H5T_NATIVE_INT64, sel.mem_space(), sel.file_space(), H5P_DEFAULT, signed_ids.data()), what);
+    for (std::size_t i = 0; i < rows; ++i) {
+        if (signed_ids[i] < 0)
+            fail(fmt::format("{} holds {} at row {}: particle ids are whole numbers 0 or more", what, signed_ids[i],
+                             first + i));
+        out[i] = static_cast<std::uint64_t>(signed_ids[i]);
+    }
     return out;
 }
 

@@ -160,12 +160,18 @@ struct Reader {
     /// Fails unless @p type is an IEEE single or double, or a standard integer of 1, 2, 4 or 8 bytes.
     void check_number_type(hid_t type, const std::string& what) const;
 
+    /// Fails unless the storage of dataset @p d (values of @p type) is where its data can be: a contiguous dataset's
+    /// bytes, as many as its values take, stored and inside the file.
+    void check_storage(hid_t d, hid_t type, const std::string& what) const;
+
     /// Dataset @p name of @p group, which must hold n x cols values, as floats (the rows of @p window only),
     /// converted from whatever real or integer type it has; a finite value beyond float's range is refused.
     /// @p optional: a 2-D dataset where a 1-D one is expected (a Metallicity of several elements) reads as nothing.
     std::vector<float> floats(hid_t group, const std::string& gname, const char* name, std::uint64_t n, int cols,
                               const std::string& count_source, bool optional = false, Window window = {}) const;
 
+    /// Dataset @p name of @p group, which must hold n integers, as whole numbers 0 or more (the rows of @p window);
+    /// a negative one is refused, naming its row, never converted (HDF5 would make it 0).
     std::vector<std::uint64_t> integers(hid_t group, const std::string& gname, const char* name, std::uint64_t n,
                                         const std::string& count_source, Window window = {}) const;
 };

@@ -48,8 +48,9 @@ enum class Absent {
     mass_table,   ///< Header/MassTable's entry for the type, refused when it is not positive
     dropped,      ///< the Snapshot's whole array emptied (none known) when any type lacks it; a Snapshot without
                   ///< it is written without the dataset (Acceleration)
-    indices,      ///< the same, empty meaning the index in the file: a Snapshot without it is written with the
-                  ///< rows' indices (ParticleIDs)
+    indices,      ///< every type with particles has it or none does (a file with it for some types only is
+                  ///< refused); none: the Snapshot's array empty, meaning the index in the file, and a Snapshot
+                  ///< without it is written with the rows' indices (ParticleIDs)
     no_softening, ///< left zero, and the file gives its particles no softening (SnapshotMeta::has_softening)
 };
 

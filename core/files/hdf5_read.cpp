@@ -274,6 +274,29 @@ void check_counts(const Reader& r, hid_t f, const Header& head)
     }
 }
 
+/// Every type with particles has the fields of Absent::indices (ParticleIDs), or none has: ids for some types only
+/// would leave the others' particles without ids that are sure not to collide with the given ones, and dropping the
+/// given ones would change the particles' identities without a word. Checked over the whole file, whatever rows are
+/// read, so that all ranks agree.
+void check_ids(const Reader& r, hid_t f, const Header& head)
+{
+    for (const Field& field : fields) {
+        if (field.absent != Absent::indices) continue;
+        int with = -1, without = -1;
+        for (int t = 0; t < static_cast<int>(ntypes); ++t) {
+            if (head.counts[static_cast<std::size_t>(t)] == 0 || !has(field, kind_of_type(t))) continue;
+            const std::string gname = group_name(t);
+            const Id group(r.check(H5Gopen2(f, gname.c_str(), H5P_DEFAULT), gname), H5Gclose);
+            int& first = r.exists(group.get(), field.name) ? with : without;
+            if (first < 0) first = t;
+        }
+        if (with >= 0 && without >= 0)
+            r.fail(fmt::format("{}/{} is missing but {}/{} is there: particle ids for some types only (give every "
+                               "type with particles its ids, or none)",
+                               group_name(without), field.name, group_name(with), field.name));
+    }
+}
+
 /// The read of read_hdf5 (its rows @p rows), or with @p probe only what HDF5 decodes of the file's structure: the
 /// header, units, writer and parameters, and of every type with particles each dataset's type, shape and first row.
 Snapshot read_file(const Reader& r, SnapshotMeta* meta_out, bool need_velocities, Rows rows, FileCounts* whole,
@@ -311,6 +334,7 @@ Snapshot read_file(const Reader& r, SnapshotMeta* meta_out, bool need_velocities
         mine[t] = windows[t].count;
     }
     check_counts(r, f, head);
+    check_ids(r, f, head);
     Snapshot s = sized_snapshot(mine);
     s.time = head.time;
     s.units = units;

@@ -316,6 +316,8 @@ ForceResult tree_forces(Backend& be, std::span<const bn_f4> pos, float theta, fl
     if (n == 0) return r;
     // In internal units (precision.hpp): any absolute scale of the input then fits single precision.
     const InternalUnits units = InternalUnits::for_system(pos, eps);
+    const float eps_internal = static_cast<float>(units.length_to_internal(eps));
+    if (unsoftened(eps_internal)) check_coincident(pos, {}, "the particles");
     std::vector<bn_f4> internal(pos.begin(), pos.end());
     units.to_internal(internal);
     Octree tree(be);
@@ -324,7 +326,7 @@ ForceResult tree_forces(Backend& be, std::span<const bn_f4> pos, float theta, fl
     if (auto warning = check_tree_depth(tree, units, "the particles")) notice("warning: " + *warning);
     TreeForces forces(be);
     forces.set_count_each(true);
-    forces.compute(tree, theta, static_cast<float>(units.length_to_internal(eps)));
+    forces.compute(tree, theta, eps_internal);
     auto acc = be.alloc<bn_f4>(n, "forces.acc");
     auto pp = be.alloc<bn_u32>(n, "forces.pp");
     auto pc = be.alloc<bn_u32>(n, "forces.pc");
@@ -343,6 +345,8 @@ void tree_forces_on_device(Octree& tree, TreeForces& forces, const InternalUnits
     if (tree.size() == 0) return;
     tree.build();
     if (auto warning = check_tree_depth(tree, units, "the particles")) notice("warning: " + *warning);
+    if (unsoftened(eps))
+        check_coincident(tree.pos().download(tree.size()), tree.ids().download(tree.size()), "the particles");
     forces.compute(tree, theta, eps);
     forces.to_input_order(tree, acc);
 }

@@ -9,6 +9,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <utility>
+#include <vector>
 
 namespace banyan {
 
@@ -107,6 +110,25 @@ void check_precision_range(double extent, double total, double min_mass, std::si
         throw UsageError(fmt::format("{}: particle {} has the mass {}, less than {} of the total mass {}: single "
                                      "precision cannot hold both {}",
                                      what, lightest, min_mass, L::min_mass_ratio, total, help));
+}
+
+void check_coincident(std::span<const bn_f4> pos, std::span<const bn_u32> ids, const std::string& what)
+{
+    // Sorted by position (then index): particles at one point are neighbours.
+    std::vector<bn_u32> order(pos.size());
+    for (std::size_t i = 0; i < order.size(); ++i)
+        order[i] = static_cast<bn_u32>(i);
+    auto at = [&](bn_u32 i) { return std::array<float, 3>{pos[i].x, pos[i].y, pos[i].z}; };
+    std::sort(order.begin(), order.end(),
+              [&](bn_u32 a, bn_u32 b) { return std::pair(at(a), a) < std::pair(at(b), b); });
+    for (std::size_t i = 1; i < order.size(); ++i) {
+        if (at(order[i - 1]) != at(order[i])) continue;
+        const auto id = [&](bn_u32 k) -> std::size_t { return ids.empty() ? k : ids[k]; };
+        const std::size_t a = std::min(id(order[i - 1]), id(order[i])), b = std::max(id(order[i - 1]), id(order[i]));
+        throw UsageError(fmt::format("{}: particles {} and {} lie at one point; without softening (eps = 0) their pull "
+                                     "on each other is infinite: give a softening eps > 0 (README, \"Limits\")",
+                                     what, a, b));
+    }
 }
 
 std::optional<std::string> check_tree_depth(Octree& tree, const InternalUnits& units, const std::string& what)

@@ -77,6 +77,19 @@ void check_precision_range(std::span<const bn_f4> pos_mass, double eps, const st
 void check_precision_range(double extent, double total, double min_mass, std::size_t lightest, std::size_t n,
                            double eps, const std::string& what);
 
+/// Refuses particles at exactly one point when there is no softening (eps^2 = 0 in float), a UsageError naming
+/// @p what and the two particles by @p ids (empty: their index in @p pos): their pull on each other is infinite,
+/// and the interaction (bn_interact_pp) can only leave it out, as it leaves out a particle's own, which would give
+/// them no force and a finite potential. Nearly coincident ones give infinite results, which the callers refuse.
+/// Over ranks, the particles of one rank after a decomposition, which puts equal positions (equal keys) on one rank.
+void check_coincident(std::span<const bn_f4> pos, std::span<const bn_u32> ids, const std::string& what);
+
+/// Whether softening @p eps (in the units of the positions) is none at all in the interaction's float arithmetic.
+inline bool unsoftened(float eps) noexcept
+{
+    return eps * eps == 0.0f;
+}
+
 /// After a build of @p tree: when it reached its deepest level with more than a leaf's worth of particles in one
 /// cell there (particles closer together than 1/2^21 of the system's extent, typically beside far outliers), a
 /// warning that says so: their forces are summed directly, correct but slow. When those particles lie within

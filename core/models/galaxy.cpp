@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 namespace banyan {
@@ -118,12 +119,15 @@ double hernquist_density(double m, double a, double r)
     return m * a / (2.0 * pi * r * std::pow(r + a, 3));
 }
 
-constexpr int grid_points = 4000;     // radius grid of the spherical tables
-constexpr int disc_grid_points = 400; // radius grid of the disc's midplane tables
-constexpr double disc_max_r = 10.0;   // disc drawn to R <= 10 R_d
-constexpr double disc_max_z = 5.0;    // and |z| <= 5 z0
-constexpr double hernquist_cap = 100; // Hernquist halo and bulge drawn to r <= 100 a (0.98 of the mass)
-constexpr double nfw_decay = 0.1;     // NFW truncation length in units of r200
+constexpr int grid_points = 4000;        // radius grid of the spherical tables
+constexpr int disc_grid_points = 400;    // radius grid of the disc's midplane tables
+constexpr double disc_max_r = 10.0;      // disc drawn to R <= 10 R_d
+constexpr double disc_max_z = 5.0;       // and |z| <= 5 z0
+constexpr double hernquist_cap = 100;    // Hernquist halo and bulge drawn to r <= 100 a (0.98 of the mass)
+constexpr double nfw_decay = 0.1;        // NFW truncation length in units of r200
+constexpr double disc_grid_start = 1e-3; // the disc's midplane tables from 1e-3 R_d (to 12 R_d)
+static_assert(GalaxyLimits::min_q_radius >= disc_grid_start && GalaxyLimits::max_q_radius <= disc_max_r,
+              "Q is set on the disc's tables, within the disc");
 
 } // namespace
 
@@ -150,64 +154,150 @@ const std::vector<std::string_view>& galaxy_preset_names()
     return names;
 }
 
-void check_galaxy_model(const GalaxyModel& m, const std::string& what)
+std::string galaxy_cli_option(std::string_view key)
 {
-    auto positive = [&](double v, const char* name) {
-        if (!(v > 0.0 && v < 1e30))
-            throw UsageError(fmt::format("{}: --{} must be in (0, 1e30), got {}", what, name, v));
-    };
-    auto non_negative = [&](double v, const char* name) {
-        if (!(v >= 0.0 && v < 1e30))
-            throw UsageError(fmt::format("{}: --{} must be in [0, 1e30), got {}", what, name, v));
-    };
-    if (m.halo != "nfw" && m.halo != "hernquist")
-        throw UsageError(fmt::format("{}: --halo must be 'nfw' or 'hernquist', got '{}'", what, m.halo));
-    positive(m.halo_mass, "halo-mass");
-    positive(m.halo_scale, "halo-scale");
-    if (m.halo == "nfw" && !(m.halo_concentration >= 1.0 && m.halo_concentration <= 100.0))
-        throw UsageError(
-            fmt::format("{}: --halo-concentration must be in [1, 100], got {}", what, m.halo_concentration));
-    positive(m.disc_mass, "disc-mass");
-    positive(m.disc_scale_length, "disc-scale-length");
-    positive(m.disc_scale_height, "disc-scale-height");
-    if (!(m.disc_scale_height <= m.disc_scale_length))
-        throw UsageError(fmt::format("{}: --disc-scale-height {} must not exceed --disc-scale-length {} (a disc)", what,
-                                     m.disc_scale_height, m.disc_scale_length));
-    if (!(m.toomre_q >= 0.1 && m.toomre_q <= 10.0))
-        throw UsageError(fmt::format("{}: --toomre-q must be in [0.1, 10], got {}", what, m.toomre_q));
-    non_negative(m.q_radius, "q-radius");
-    if (m.q_radius > disc_max_r * m.disc_scale_length)
-        throw UsageError(fmt::format("{}: --q-radius {} lies beyond the disc's edge {} kpc", what, m.q_radius,
-                                     disc_max_r * m.disc_scale_length));
-    non_negative(m.bulge_mass, "bulge-mass");
-    if (m.bulge_mass > 0) positive(m.bulge_scale, "bulge-scale");
-    non_negative(m.bh_mass, "bh-mass");
-    const double total = m.halo_mass + m.disc_mass + m.bulge_mass;
-    if (!(m.star_fraction >= 0.0 && m.star_fraction < 1.0))
-        throw UsageError(fmt::format("{}: --star-fraction must be in [0, 1) (0: equal particle masses), got {}", what,
-                                     m.star_fraction));
-    if (m.bh_mass > 0.1 * total)
-        throw UsageError(
-            fmt::format("{}: --bh-mass {} Msun is more than a tenth of the galaxy's mass", what, m.bh_mass));
+    std::string s(key);
+    std::replace(s.begin(), s.end(), '_', '-');
+    return (key == "n" ? "-" : "--") + s;
 }
 
-void check_galaxy_orbit(const GalaxyOrbit& o)
+namespace {
+
+using Limits = GalaxyLimits;
+
+/// The sampling radius of the halo: NFW to r200 + 15 decay lengths, Hernquist to hernquist_cap scale radii.
+double halo_cap(const GalaxyModel& m)
 {
-    const std::string what = "galaxy-merger";
-    if (!(o.mass_ratio > 0.0 && o.mass_ratio <= 1.0))
-        throw UsageError(
-            fmt::format("{}: --mass-ratio must be in (0, 1] (second / first), got {}", what, o.mass_ratio));
-    if (!(o.pericentre > 0.0 && o.pericentre < 1e30))
-        throw UsageError(fmt::format("{}: --pericentre must be positive, got {}", what, o.pericentre));
-    if (!(o.eccentricity >= 0.0 && o.eccentricity < 1e3))
-        throw UsageError(fmt::format("{}: --eccentricity must be >= 0 (1: parabolic), got {}", what, o.eccentricity));
-    const double apo = o.eccentricity < 1 ? o.pericentre * (1 + o.eccentricity) / (1 - o.eccentricity) : INFINITY;
-    if (!(o.separation >= o.pericentre * (1 - 1e-12) && o.separation <= apo * (1 + 1e-12)))
-        throw UsageError(fmt::format("{}: --separation {} must lie between the pericentre {} and the apocentre {} "
-                                     "of the orbit",
-                                     what, o.separation, o.pericentre, apo));
-    for (double a : o.orientation)
-        if (!std::isfinite(a)) throw UsageError(fmt::format("{}: --orientation angles must be finite", what));
+    const double rvir = m.halo_concentration * m.halo_scale;
+    return m.halo == "nfw" ? rvir + 15.0 * (nfw_decay * rvir) : hernquist_cap * m.halo_scale;
+}
+
+/// The checks of one setup, each refusal "<what>: <option> ..." with the options spelt by name.
+struct GalaxyChecks {
+    const std::string& what;
+    const OptionSpelling& name;
+
+    [[noreturn]] void fail(const std::string& text) const { throw UsageError(fmt::format("{}: {}", what, text)); }
+
+    /// v in [lo, hi] (both inclusive), or the refusal "<key> must be <range>, got v".
+    void in(std::string_view key, double v, double lo, double hi, const std::string& range) const
+    {
+        if (!(v >= lo && v <= hi)) fail(fmt::format("{} must be {}, got {}", name(key), range, v));
+    }
+    /// Whether v lies in [lo, hi], with a little slack so that an edge written in decimal passes after rounding.
+    static bool within(double v, double lo, double hi) { return v >= lo * (1 - 1e-12) && v <= hi * (1 + 1e-12); }
+    /// v within [lo, hi] times the option @p ref_key's value @p ref, naming both and the range in @p unit.
+    void relative(std::string_view key, double v, std::string_view ref_key, double ref, double lo, double hi,
+                  const char* unit, const char* zero = "") const
+    {
+        if (!within(v, lo * ref, hi * ref))
+            fail(fmt::format("{} {:.6g} {} must be {}{:g} to {:g} times {} ({:.6g} {}): in [{:.6g}, {:.6g}] {} "
+                             "(README, \"Limits\")",
+                             name(key), v, unit, zero, lo, hi, name(ref_key), ref, unit, lo * ref, hi * ref, unit));
+    }
+
+    void model(const GalaxyModel& m) const
+    {
+        if (m.halo != "nfw" && m.halo != "hernquist")
+            fail(fmt::format("{} must be 'nfw' or 'hernquist', got '{}'", name("halo"), m.halo));
+        // The disc is the reference: its mass and scale length absolute, the others relative to them.
+        const std::string reference = fmt::format("in [{:g}, {:g}]", Limits::min_reference, Limits::max_reference);
+        in("disc_mass", m.disc_mass, Limits::min_reference, Limits::max_reference, reference + " Msun");
+        in("disc_scale_length", m.disc_scale_length, Limits::min_reference, Limits::max_reference, reference + " kpc");
+        const double r = Limits::ratio, md = m.disc_mass, rd = m.disc_scale_length;
+        relative("halo_mass", m.halo_mass, "disc_mass", md, 1 / r, r, "Msun");
+        relative("halo_scale", m.halo_scale, "disc_scale_length", rd, 1 / r, r, "kpc");
+        if (m.halo == "nfw") in("halo_concentration", m.halo_concentration, 1.0, 100.0, "in [1, 100]");
+        relative("disc_scale_height", m.disc_scale_height, "disc_scale_length", rd, 1 / r, 1, "kpc");
+        in("toomre_q", m.toomre_q, 0.1, 10.0, "in [0.1, 10]");
+        if (m.q_radius != 0)
+            relative("q_radius", m.q_radius, "disc_scale_length", rd, Limits::min_q_radius, Limits::max_q_radius, "kpc",
+                     "0 (2.5 times the scale length) or ");
+        if (m.bulge_mass != 0) {
+            relative("bulge_mass", m.bulge_mass, "disc_mass", md, 1 / r, r, "Msun", "0 (none) or ");
+            relative("bulge_scale", m.bulge_scale, "disc_scale_length", rd, 1 / r, r, "kpc");
+        }
+        if (m.bh_mass != 0) {
+            const double galaxy = m.halo_mass + m.disc_mass + m.bulge_mass;
+            if (!within(m.bh_mass, Limits::min_bh_fraction * galaxy, Limits::max_bh_fraction * galaxy))
+                fail(fmt::format("{} {:.6g} Msun must be 0 (none) or {:g} to {:g} of the galaxy's mass ({}, {} and {}: "
+                                 "{:.6g} Msun): in [{:.6g}, {:.6g}] Msun (README, \"Limits\")",
+                                 name("bh_mass"), m.bh_mass, Limits::min_bh_fraction, Limits::max_bh_fraction,
+                                 name("halo_mass"), name("disc_mass"), name("bulge_mass"), galaxy,
+                                 Limits::min_bh_fraction * galaxy, Limits::max_bh_fraction * galaxy));
+        }
+        in("star_fraction", m.star_fraction, 0.0, std::nextafter(1.0, 0.0), "in [0, 1) (0: equal particle masses)");
+    }
+
+    void orbit(const GalaxyOrbit& o, const GalaxyModel& m) const
+    {
+        const double r = Limits::ratio, rd = m.disc_scale_length;
+        in("mass_ratio", o.mass_ratio, 1 / r, 1.0, fmt::format("in [{:g}, 1] (second / first)", 1 / r));
+        relative("pericentre", o.pericentre, "disc_scale_length", rd, 1 / r, r, "kpc");
+        relative("separation", o.separation, "disc_scale_length", rd, 1 / r, r, "kpc");
+        in("eccentricity", o.eccentricity, 0.0, 1e3, "in [0, 1000] (1: parabolic)");
+        const double apo = o.eccentricity < 1 ? o.pericentre * (1 + o.eccentricity) / (1 - o.eccentricity) : INFINITY;
+        if (!(o.separation >= o.pericentre * (1 - 1e-12) && o.separation <= apo * (1 + 1e-12)))
+            fail(fmt::format("{} {} must lie between the pericentre {} and the apocentre {} of the orbit ({})",
+                             name("separation"), o.separation, o.pericentre, apo, name("eccentricity")));
+        for (double a : o.orientation)
+            if (!std::isfinite(a)) fail(fmt::format("{} angles must be finite", name("orientation")));
+    }
+
+    /// The galaxy's scales in the setup's units: each within [min_float, max_float].
+    void units(const GalaxySetup& s) const
+    {
+        if (!(s.length_unit_kpc > 0 && std::isfinite(s.length_unit_kpc) && s.mass_unit_msun > 0 &&
+              std::isfinite(s.mass_unit_msun)))
+            fail(fmt::format("{}: the units must be positive and finite", name("units")));
+        const GalaxyModel& m = s.model;
+        const double q = s.merger ? s.orbit.mass_ratio : 0.0, shrink = s.merger ? std::cbrt(q) : 1.0;
+        const double inf = std::numeric_limits<double>::infinity();
+        // Masses (Msun): no component has more than n particles, so none is lighter than its mass over n.
+        const double total = (m.halo_mass + m.disc_mass + m.bulge_mass + m.bh_mass) * (1 + q);
+        double lightest = std::min({m.halo_mass, m.disc_mass, m.bulge_mass > 0 ? m.bulge_mass : inf}) /
+                          static_cast<double>(std::max<std::uint64_t>(s.n, 1));
+        if (m.bh_mass > 0) lightest = std::min(lightest, m.bh_mass);
+        if (s.merger) lightest *= q;
+        // Lengths (kpc): the smallest scale (the second galaxy's, shrunk), and the extent.
+        const bool bulge = m.bulge_mass > 0;
+        const double shortest =
+            std::min({m.halo_scale, m.disc_scale_length, m.disc_scale_height, bulge ? m.bulge_scale : inf}) * shrink;
+        double extent =
+            std::max({halo_cap(m), disc_max_r * m.disc_scale_length, bulge ? hernquist_cap * m.bulge_scale : 0.0});
+        if (s.merger) extent += s.orbit.separation;
+        const double mu = 1 / s.mass_unit_msun, lu = 1 / s.length_unit_kpc;
+        const double M = total * mu, lo = shortest * lu, hi = extent * lu; // G = 1 in the setup's units too
+        const std::string masses = fmt::format("{}, {}, {}, {} and {}", name("halo_mass"), name("disc_mass"),
+                                               name("bulge_mass"), name("bh_mass"), name("n"));
+        const std::string lengths = "masses and lengths";
+        const std::pair<double, double> ranges[] = {{lightest * mu, M},
+                                                    {lo, hi},
+                                                    {std::sqrt(M / hi), std::sqrt(M / lo)},
+                                                    {M / hi, M / lo},
+                                                    {M / (hi * hi), M / (lo * lo)}};
+        const char* quantity[] = {"masses (lightest particle to total)", "lengths (smallest scale to extent)",
+                                  "speeds (sqrt(G M / r))", "potentials (G M / r)", "accelerations (G M / r^2)"};
+        for (int k = 0; k < 5; ++k) {
+            const auto [a, b] = ranges[k];
+            if (a >= Limits::min_float && b <= Limits::max_float) continue;
+            fail(fmt::format("in the particles' units ({}: length {:.4g} kpc, mass {:.4g} Msun), the galaxy's {} "
+                             "would span {:.3g} to {:.3g}, beyond [{:g}, {:g}], where single precision holds them "
+                             "with room for the particles' spread (README, \"Limits\"): choose other {} or other {}",
+                             name("units"), s.length_unit_kpc, s.mass_unit_msun, quantity[k], a, b, Limits::min_float,
+                             Limits::max_float, name("units"), k == 0 ? masses : lengths));
+        }
+    }
+};
+
+} // namespace
+
+void check_galaxy_parameters(const GalaxySetup& setup, const std::string& what, const OptionSpelling& name)
+{
+    const GalaxyChecks check{what, name};
+    check.model(setup.model);
+    if (setup.merger) check.orbit(setup.orbit, setup.model);
+    check.units(setup);
 }
 
 const std::vector<std::string_view>& galaxy_model_option_names()
@@ -325,7 +415,6 @@ GalaxyCounts galaxy_counts(const GalaxyModel& m, std::uint64_t n, double halo_pa
 
 GalaxyProfile::GalaxyProfile(const GalaxyModel& in)
 {
-    check_galaxy_model(in, "galaxy");
     halo_kind_ = in.halo;
     mh_ = in.halo_mass / model_mass_msun, ah_ = in.halo_scale, c_ = in.halo_concentration;
     md_ = in.disc_mass / model_mass_msun, rd_ = in.disc_scale_length, z0_ = in.disc_scale_height;
@@ -339,15 +428,14 @@ GalaxyProfile::GalaxyProfile(const GalaxyModel& in)
         // Kazantzidis et al. (2004), eq. 2: continuous density and logarithmic slope at r200.
         eps_ = -(1.0 + 3.0 * c_) / (1.0 + c_) + rvir_ / rdecay_;
         r_hi = 1000.0 * rvir_;
-        r_cap_[halo] = rvir_ + 15.0 * rdecay_;
     } else {
         r_hi = 1000.0 * ah_;
-        r_cap_[halo] = hernquist_cap * ah_;
     }
+    r_cap_[halo] = halo_cap(in);
     r_cap_[bulge] = hernquist_cap * ab_;
     double r_lo = std::min({ah_, rd_, z0_});
     if (mb_ > 0) r_lo = std::min(r_lo, ab_);
-    r_lo *= 1e-4;
+    r_lo *= GalaxyLimits::grid_start;
     r_hi = std::max({r_hi, 1000.0 * rd_, mb_ > 0 ? 1000.0 * ab_ : 0.0});
 
     const int N = grid_points;
@@ -473,7 +561,7 @@ GalaxyProfile::GalaxyProfile(const GalaxyModel& in)
     // a_d(R) = G M_d int_0^inf k J1(k R) Z(k) (1 + k^2 R_d^2)^(-3/2) dk, with x = k R, on panels of width about pi
     // (8-point Gauss-Legendre each) up to k R_d = 200, beyond which the integrand is below 1e-5 of its scale.
     const int M = disc_grid_points;
-    lnR0_ = std::log(1e-3 * rd_);
+    lnR0_ = std::log(disc_grid_start * rd_);
     dlnR_ = (std::log(12.0 * rd_) - lnR0_) / (M - 1);
     vc2_.resize(M), kappa2_.resize(M), omega2_.resize(M);
     for (int j = 0; j < M; ++j) {
@@ -765,16 +853,13 @@ GalaxyGenerator::~GalaxyGenerator() = default;
 
 GalaxyGenerator::GalaxyGenerator(const GalaxySetup& setup) : n_(setup.n), seed_(setup.seed)
 {
-    check_galaxy_model(setup.model, "galaxy");
-    if (!(setup.length_unit_kpc > 0 && setup.mass_unit_msun > 0))
-        throw UsageError("galaxy: the units must be positive");
+    check_galaxy_parameters(setup, "galaxy");
     length_factor_ = 1.0 / setup.length_unit_kpc;
     mass_factor_ = model_mass_msun / setup.mass_unit_msun;
     velocity_factor_ = std::sqrt(mass_factor_ / length_factor_);
     std::vector<GalaxyModel> models{setup.model};
     std::vector<std::uint64_t> n_gal{setup.n};
     if (setup.merger) {
-        check_galaxy_orbit(setup.orbit);
         const double q = setup.orbit.mass_ratio, l = std::cbrt(q);
         GalaxyModel b = setup.model;
         b.halo_mass *= q, b.disc_mass *= q, b.bulge_mass *= q, b.bh_mass *= q;

@@ -38,6 +38,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -69,13 +70,11 @@ struct GalaxyModel {
 GalaxyModel galaxy_preset(std::string_view name);
 /// "mw", "m31".
 const std::vector<std::string_view>& galaxy_preset_names();
-/// Refuses a model no galaxy can be made of (UsageError naming the option as @p style_prefix + name, e.g. "--").
-void check_galaxy_model(const GalaxyModel& model, const std::string& what);
 
 /// The orbit and orientations of a merger of two galaxies: the second is the first scaled to mass_ratio of its mass
 /// (every mass times q, every length times q^(1/3): the same density, hence the same dynamical times).
 struct GalaxyOrbit {
-    double mass_ratio = 1.0 / 3; ///< second / first galaxy, in (0, 1]
+    double mass_ratio = 1.0 / 3; ///< second / first galaxy, in [1e-4, 1] (GalaxyLimits)
     /// kpc: of the Kepler orbit of the centres as two point masses, each the mass its galaxy holds within the
     /// starting separation (the mass that pulls at that distance: the halos overlap there)
     double pericentre = 10;
@@ -85,7 +84,6 @@ struct GalaxyOrbit {
     /// first galaxy's, then the second's.
     std::array<double, 4> orientation = {30, 0, 60, 90};
 };
-void check_galaxy_orbit(const GalaxyOrbit& orbit);
 
 /// The options of a galaxy model and a merger's orbit by name, as the checkpoint text, the Python module (keywords)
 /// and `banyan run` (--halo-mass ...) spell them: halo, halo_mass, halo_scale, halo_concentration, disc_mass,
@@ -122,10 +120,49 @@ struct GalaxySetup {
     double mass_unit_msun = 1e10; ///< the particles' unit of mass in Msun
 };
 
+/// Spells a galaxy option, from its key ("halo_mass", "units", "n"), as the front end that took it does:
+/// "--halo-mass" for `banyan run` (galaxy_cli_option), "halo_mass" for Python.
+using OptionSpelling = std::function<std::string(std::string_view key)>;
+std::string galaxy_cli_option(std::string_view key);
+
+/// What the galaxy model can make; check_galaxy_parameters refuses the rest (README, "Limits").
+struct GalaxyLimits {
+    /// The disc's mass (Msun) and scale length (kpc), to which the other masses and lengths are relative: within
+    /// [1e-30, 1e30], so that the model's tables (in double, in kpc and 10^10 Msun: densities ~ M / r^3, the
+    /// distribution functions, the disc's Hankel transform) stay far inside double's range.
+    static constexpr double min_reference = 1e-30, max_reference = 1e30;
+    /// The halo's and the bulge's masses within this factor of the disc's; every length (halo and bulge scales, the
+    /// disc's scale height, a merger's pericentre and separation) within it of the disc's scale length; a merger's
+    /// mass ratio at least its inverse. So a galaxy's scales span at most 1e8 (its extent over its smallest scale:
+    /// 2.5 x 10^10 with an NFW halo), inside the 1e15 that single precision serves at once in one tree, and its
+    /// particles' masses at least 1e-22 of the total (the run's floor: 1e-30). A model's tables resolve every
+    /// component over that span: the radius grid reaches from 1e-4 of the smallest scale to 10^3 of the largest.
+    static constexpr double ratio = 1e4;
+    /// A black hole (when there is one) of these fractions of its galaxy's mass (halo, disc and bulge). The lower:
+    /// where the 1/r cusps hold its mass, M (r / a)^2, must lie on the model's radius grid, which starts at
+    /// 1e-4 of the smallest scale (grid_start).
+    static constexpr double grid_start = 1e-4;
+    static constexpr double min_bh_fraction = grid_start * grid_start, max_bh_fraction = 0.1;
+    /// Where Toomre's Q is set (--q-radius, other than 0): on the disc's midplane tables, which start at 1e-3 R_d,
+    /// and within the disc, drawn to 10 R_d.
+    static constexpr double min_q_radius = 1e-3, max_q_radius = 10;
+    /// The particles' masses, lengths, speeds, potentials and accelerations in the setup's units (the galaxy's scales:
+    /// its lightest particle to its total mass, its smallest scale to its extent, G M / r and G M / r^2 between them)
+    /// within [1e-30, 1e30]: 10^8 inside float's normal range, for the particles' spread about those scales. Outside
+    /// it, masses or results would round to 0 or overflow float (`--units cm,g`: masses of 10^41).
+    static constexpr double min_float = 1e-30, max_float = 1e30;
+};
+
+/// Refuses, before any table is made or particle drawn, a galaxy or merger (@p setup) the model cannot make: each
+/// option outside its range (GalaxyLimits; relative to the disc where that is what matters) or units in which the
+/// particles would leave float's range. Throws UsageError "<what>: <option> ..." spelling options by @p name.
+void check_galaxy_parameters(const GalaxySetup& setup, const std::string& what,
+                             const OptionSpelling& name = galaxy_cli_option);
+
 class GalaxyProfile;
 class LegendrePotential;
 
-/// Makes the particles of a GalaxySetup (check_galaxy_model and check_galaxy_orbit first; UsageError otherwise).
+/// Makes the particles of a GalaxySetup (check_galaxy_parameters first; UsageError otherwise).
 class GalaxyGenerator {
 public:
     explicit GalaxyGenerator(const GalaxySetup& setup);
@@ -158,7 +195,8 @@ private:
 };
 
 /// One galaxy's model in model units (G = 1, kpc, 10^10 Msun): densities, the potential, the distribution functions
-/// and the disc's kinematics, tabulated once; what GalaxyGenerator draws from and what tests compare against.
+/// and the disc's kinematics, tabulated once; what GalaxyGenerator draws from and what tests compare against. Made
+/// by GalaxyGenerator, from a model check_galaxy_parameters has passed (or that model scaled for a merger).
 class GalaxyProfile {
 public:
     explicit GalaxyProfile(const GalaxyModel& model_in_msun);

@@ -90,13 +90,20 @@ Particles uniform_sphere(std::size_t n, std::uint64_t seed, bool virialised, Sha
 
 void check_merger_options(const MergerOptions& o)
 {
-    if (!(o.pericentre > 0.0 && std::isfinite(o.pericentre)))
-        throw UsageError(fmt::format("merger: --pericentre must be positive, got {}", o.pericentre));
+    // Lengths within 10^4 of the galaxies' sizes (radii 0.6 and 0.9): the particles' positions and speeds then stay
+    // far inside the range the centring's exact sums and single precision hold (Centring: |m x| < 2^26).
+    for (const auto& [name, v] : {std::pair{"pericentre", o.pericentre}, {"separation", o.separation}})
+        if (!(v >= merger_min_length && v <= merger_max_length))
+            throw UsageError(fmt::format("merger: --{} must be in [{:g}, {:g}] (N-body units: the galaxies' radii "
+                                         "are 0.6 and 0.9), got {}",
+                                         name, merger_min_length, merger_max_length, v));
     if (!(o.eccentricity >= 0.0 && o.eccentricity < 1.0))
         throw UsageError(
             fmt::format("merger: --eccentricity must be in [0, 1) (a bound orbit), got {}", o.eccentricity));
-    if (!(o.bh_fraction > 0.0 && o.bh_fraction < 1.0))
-        throw UsageError(fmt::format("merger: --bh-fraction must be in (0, 1), got {}", o.bh_fraction));
+    // The smaller galaxy's central particle, a quarter of this of the total mass, stays far above the 1e-30 of it
+    // that single precision holds beside the total (README, "Limits"); below, it would round to 0.
+    if (!(o.bh_fraction >= 1e-20 && o.bh_fraction < 1.0))
+        throw UsageError(fmt::format("merger: --bh-fraction must be in [1e-20, 1), got {}", o.bh_fraction));
     const double apocentre = o.pericentre * (1.0 + o.eccentricity) / (1.0 - o.eccentricity);
     // A little slack, so that a circular orbit (e = 0) accepts separation == pericentre after rounding.
     if (!(o.separation >= o.pericentre * (1 - 1e-12) && o.separation <= apocentre * (1 + 1e-12)))

@@ -56,6 +56,9 @@ struct Merger {
  */
 Merger galaxy_merger(std::size_t n, std::uint64_t seed, const MergerOptions& options = {}, Share share = {});
 
+/// The merger's pericentre and separation: within 10^4 of the galaxies' radii (0.6 and 0.9).
+inline constexpr double merger_min_length = 1e-4, merger_max_length = 1e4;
+
 /// Checks @p options; throws UsageError naming the bad option (as the --pericentre ... options of banyan run).
 void check_merger_options(const MergerOptions& options);
 

@@ -6,6 +6,7 @@
 
 #include "core/device/backend.hpp"
 #include "core/error.hpp"
+#include "core/files/atomic_file.hpp"
 
 #include <fmt/format.h>
 
@@ -404,7 +405,7 @@ void Comm::write_file(const std::string& path, std::uint64_t total_bytes, std::u
     const int err = errno;
     ok = ok && ::fsync(fd) == 0;
     ::close(fd);
-    if (!ok) throw std::runtime_error(fmt::format("writing {} failed: {}", path, std::strerror(err)));
+    if (!ok) throw std::runtime_error(fmt::format("writing {} failed: {}", path, io_reason(err)));
 }
 
 } // namespace banyan

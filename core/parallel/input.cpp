@@ -49,8 +49,8 @@ InputFile read_input_file(const std::string& path, const InputFileOptions& how, 
     return f;
 }
 
-void check_initial_particles(const Snapshot* values, std::span<const bn_f4> pos_mass, std::size_t first, std::size_t total,
-                     double eps, const std::string& what, bool over_ranks, const Comm& comm)
+void check_initial_particles(const Snapshot* values, std::span<const bn_f4> pos_mass, std::size_t first,
+                             std::size_t total, double eps, const std::string& what, bool over_ranks, const Comm& comm)
 {
     if (values) check_particle_values(*values, what, first);
     if (over_ranks)

@@ -53,8 +53,8 @@ InputFile read_input_file(const std::string& path, const InputFileOptions& how, 
 /// valid softenings (check_particle_values of this rank's @p values, particles from @p first on, where given), and
 /// the coordinates, masses and softening @p eps in the range single precision serves (check_precision_range of
 /// @p pos_mass; of every rank's with @p over_ranks, a collective call). Throws UsageError naming @p what.
-void check_initial_particles(const Snapshot* values, std::span<const bn_f4> pos_mass, std::size_t first, std::size_t total,
-                     double eps, const std::string& what, bool over_ranks, const Comm& comm);
+void check_initial_particles(const Snapshot* values, std::span<const bn_f4> pos_mass, std::size_t first,
+                             std::size_t total, double eps, const std::string& what, bool over_ranks, const Comm& comm);
 
 /// The softening every collisionless particle of every rank's @p mine carries, when they all carry the same one
 /// (common_softening of all ranks' particles).

@@ -41,9 +41,14 @@ void write_blocks(const Comm& comm, const std::string& path, std::uint64_t total
                   std::span<const std::byte> block)
 {
     const std::string tmp = temporary_path(path, "parallel");
-    comm.write_file(tmp, total, offset, block);
-    comm.barrier();
-    if (comm.rank() == 0) rename_durably(tmp, path); // a device or FIFO is written through, never replaced
+    try {
+        comm.write_file(tmp, total, offset, block);
+        comm.barrier();
+        if (comm.rank() == 0) rename_durably(tmp, path); // a device or FIFO is written through, never replaced
+    } catch (...) {
+        std::remove(tmp.c_str()); // a full disk or a file-size limit leaves no temporary behind
+        throw;
+    }
     comm.barrier();
 }
 

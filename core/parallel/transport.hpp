@@ -5,9 +5,9 @@
  *        memory (Comm::exchange over MPI: downloaded, sent, uploaded), and which of the two a run takes. The
  *        particles that change rank in the balance go through host memory either way (docs/parallel.md says why).
  *
- * Either way the same bytes land in the same places, so the forces are the same to the bit (tests/mpi). The device
- * path needs a backend with a transport, more than one rank and a device of its own for every rank (NCCL refuses a
- * device twice in one group); the host path works with any MPI, any backend and ranks that share a device.
+ * Either way the same bytes land in the same places, so the forces are the same to the bit (tests/parallel/mpi). The
+ * device path needs a backend with a transport, more than one rank and a device of its own for every rank (NCCL refuses
+ * a device twice in one group); the host path works with any MPI, any backend and ranks that share a device.
  */
 #pragma once
 

@@ -5,6 +5,7 @@
 #include "core/simulation/outputs.hpp"
 
 #include "core/error.hpp"
+#include "core/files/atomic_file.hpp"
 
 #include <fmt/format.h>
 
@@ -45,7 +46,7 @@ void append_whole_lines(const std::string& path, const std::string& text)
         if (w <= 0) {
             const int err = errno;
             ::close(fd);
-            throw std::runtime_error(fmt::format("writing {} failed: {}", path, std::strerror(err)));
+            throw std::runtime_error(fmt::format("writing {} failed: {}", path, io_reason(err)));
         }
         done += static_cast<std::size_t>(w);
     }

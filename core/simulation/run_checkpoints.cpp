@@ -24,6 +24,50 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// What makes the files of a checkpoint set one run's: its options (but the end time, which a restart may move), the
+/// version that wrote it, its start time and energy at the start (a fingerprint of its initial particles and of the
+/// forces of the build that ran it, the same bits on every rank), and its ranks and particles. A rank file of
+/// another run or build differs here; one of the same run holds the same state at the same step.
+std::string run_identity(const KeyValues& kv, const std::string& path)
+{
+    RunOptions o = RunOptions::from_text(kv);
+    o.t_end = 0;
+    std::string id = o.to_text();
+    for (const char* key : {"banyan_version", "t_begin", "e0", "ranks", "particles_total"})
+        id += fmt::format("{}={}\n", key, kv.count(key) ? value_of(kv, key, path) : std::string());
+    return id;
+}
+
+/// The refusal of a set of checkpoint files in @p dir whose file @p odd is of another run than @p path's.
+UsageError other_run(const std::string& odd, const std::string& path, const std::string& dir)
+{
+    return UsageError(fmt::format("run: {} and {} are of different runs (their options, banyan version or energy at "
+                                  "the start differ): a rank file of another run or build is among the checkpoint "
+                                  "files in {}",
+                                  odd, path, dir));
+}
+
+/// Every rank's file of a checkpoint that as many ranks continue as wrote it (@p mine this rank's, @p path rank
+/// 0's) is of rank 0's run, and its rank's: refused at once, naming the first that is not, rather than read until
+/// its particles' ids collide with the others'. Collective.
+void check_rank_files(const std::string& path, const std::string& mine, const std::string& dir, const Comm& comm)
+{
+    const KeyValues kv = read_checkpoint_header(mine);
+    std::uint8_t odd = 0; // 1: not the file of this rank, 2: of another run
+    if ((kv.count("rank") ? u64_of(kv, "rank", mine) : 0) != static_cast<std::uint64_t>(comm.rank()))
+        odd = 1;
+    else if (run_identity(kv, mine) != run_identity(read_checkpoint_header(path), path))
+        odd = 2;
+    const auto all = all_gather<std::uint8_t>(comm, std::span<const std::uint8_t>(&odd, 1));
+    for (std::size_t k = 0; k < all.size(); ++k) {
+        const std::string name = k == 0 ? path : fmt::format("{}.rank{}", path, k);
+        if (all[k] == 1)
+            throw UsageError(fmt::format("{}: not the checkpoint of rank {} of the {} ranks that wrote {}", name, k,
+                                         all.size(), path));
+        if (all[k] == 2) throw other_run(name, path, dir);
+    }
+}
+
 /// The checkpoint of a run over @p P ranks (files @p path, path.rank1, ..., path.rank{P-1}) cut anew for the ranks
 /// of @p comm: this rank takes the rows [r T / P', (r + 1) T / P') of the particles of all files taken in rank
 /// order (T in all, P' = comm.size()), and the same rows of the input's fields (file k holds those of the input's
@@ -35,6 +79,7 @@ Checkpoint read_cut_anew(const std::string& path, const std::string& dir, std::u
     std::vector<std::string> names(P);
     std::vector<std::size_t> n(P), nf(P);
     KeyValues head;
+    std::string identity;
     for (std::uint64_t k = 0; k < P; ++k) {
         names[k] = k == 0 ? path : fmt::format("{}.rank{}", path, k);
         if (!fs::exists(names[k]))
@@ -45,7 +90,8 @@ Checkpoint read_cut_anew(const std::string& path, const std::string& dir, std::u
         if ((kv.count("ranks") ? u("ranks") : 1) != P || (kv.count("rank") ? u("rank") : 0) != k)
             throw UsageError(
                 fmt::format("{}: not the checkpoint of rank {} of the {} ranks that wrote {}", names[k], k, P, path));
-        if (k == 0) head = kv;
+        if (k == 0) head = kv, identity = run_identity(kv, path);
+        if (run_identity(kv, names[k]) != identity) throw other_run(names[k], path, dir);
         if (u("step") != u64_of(head, "step", path))
             throw UsageError(fmt::format("run: the checkpoint files in {} are of different steps ({} and {}): the run "
                                          "was killed while writing them",
@@ -240,6 +286,7 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& where, std::opt
     const bool other_ranks = ranks != static_cast<std::uint64_t>(comm.size());
     if (ranks == 0 || ranks > 1'000'000) throw UsageError(fmt::format("{}: ranks={} is out of range", path, ranks));
     const std::string mine = comm.rank() == 0 ? path : fmt::format("{}.rank{}", path, comm.rank());
+    if (!other_ranks && comm.parallel()) check_rank_files(path, mine, dir, comm);
     Checkpoint c = other_ranks ? read_cut_anew(path, dir, ranks, comm) : read_checkpoint(mine);
     const KeyValues& kv = c.header;
     if (other_ranks && comm.rank() == 0)

@@ -88,13 +88,14 @@ void RunOptions::check(OptionStyle style) const
         throw UsageError(
             fmt::format("{}{} {} at {} {} is more than 10^15 steps", prefix, name("t_end"), t_end, name("dt"), dt));
     if (ic == "merger") check_merger_options(merger);
+    parse_units(units, prefix + name("units"));
     if (galaxy_ic(ic)) {
-        check_galaxy_model(galaxy, prefix + ic);
-        if (ic == "galaxy-merger") check_galaxy_orbit(orbit);
-        (void)GalaxyGenerator(galaxy_setup(*this)); // the model's tables and enough particles for each component
+        // What the model can make, in the front end's spelling, before its tables; then the tables and enough
+        // particles for each component.
+        check_galaxy_parameters(galaxy_setup(*this), prefix + ic, name);
+        (void)GalaxyGenerator(galaxy_setup(*this));
     }
     if (out.empty()) throw bad("out", "must name a folder");
-    parse_units(units, prefix + name("units"));
 }
 
 std::string RunOptions::to_text() const
@@ -143,10 +144,9 @@ RunOptions RunOptions::from_text(const KeyValues& kv)
     o.steps = kv.count("steps") ? value_of(kv, "steps", "checkpoint") : std::string("shared");
     o.eta = kv.count("eta") ? d("eta") : 0.025;
     if (kv.count("max_rung")) {
-        const std::uint64_t r = u("max_rung");
-        if (r > BANYAN_MAX_RUNG)
-            throw UsageError(fmt::format("checkpoint: max_rung {} is beyond {}", r, BANYAN_MAX_RUNG));
-        o.max_rung = static_cast<unsigned>(r);
+        o.max_rung = u("max_rung");
+        if (o.max_rung > BANYAN_MAX_RUNG)
+            throw UsageError(fmt::format("checkpoint: max_rung {} is beyond {}", o.max_rung, BANYAN_MAX_RUNG));
     }
     // Checkpoints written before snapshots had a format or units: tipsy, N-body units.
     o.format = kv.count("snapshot_format")
@@ -173,7 +173,8 @@ SimulationOptions RunOptions::simulation() const
     s.direct = direct;
     s.block = steps == "block";
     s.eta = eta;
-    s.max_rung = max_rung;
+    if (max_rung > BANYAN_MAX_RUNG) throw std::logic_error("RunOptions::simulation() of options check() refuses");
+    s.max_rung = static_cast<unsigned>(max_rung);
     return s;
 }
 

@@ -45,8 +45,10 @@ struct RunOptions {
     /// Time steps: "shared" (every particle moves with dt) or "block" (each with dt / 2^k, its rung k from its
     /// acceleration: SimulationOptions::block).
     std::string steps = "shared";
-    double eta = 0.025;     ///< block steps: the step criterion's accuracy parameter
-    unsigned max_rung = 16; ///< block steps: the deepest rung allowed
+    double eta = 0.025; ///< block steps: the step criterion's accuracy parameter
+    /// Block steps: the deepest rung allowed (<= BANYAN_MAX_RUNG). As wide as the front ends' integers, so that check()
+    /// sees the value given (a narrower type would wrap or clip it first).
+    std::uint64_t max_rung = 16;
     double t_end = 10;
     std::uint64_t log_every = 16; ///< steps between lines of the energy log
     double snapshot_every = 1;    ///< time between snapshots (0: only at the start and the end; never: none)

@@ -142,6 +142,8 @@ void Simulation::begin()
     compute_forces(false);
     if (!options_.direct)
         if (auto warning = check_tree_depth(tree_, units_, "the particles")) notice("warning: " + *warning);
+    // Over ranks the forces' decomposition has put particles at one point on one rank.
+    if (unsoftened(eps_)) check_coincident(tree_.pos().download(n_), tree_.ids().download(n_), "the particles");
     if (options_.block) {
         block_ = BlockStats{};
         tree_.rungs().fill(0u); // read (as "active at level 0") before the first choice writes them

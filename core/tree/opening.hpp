@@ -39,7 +39,7 @@ std::string opening_names(std::string_view quote = "");
 /// The one rule for the opening angle theta, for every front end (`banyan run`, `banyan forces`, `banyan accuracy`,
 /// Python's gravity and Simulation) and the walk itself: theta in [0, 1]. Above 1 a group could accept a cell that
 /// holds one of its own particles (inv_theta below); 0 opens every cell: direct summation through the tree, exact to
-/// float round-off, at O(N^2) cost (the walk's lists grow to whole tree levels; tests/test_forces.cpp runs it).
+/// float round-off, at O(N^2) cost (the walk's lists grow to whole tree levels; tests/gravity/test_forces.cpp runs it).
 constexpr bool opening_angle_ok(double theta) noexcept
 {
     return theta >= 0.0 && theta <= 1.0;

@@ -53,6 +53,15 @@ def amuse_energies(particles, eps=EPS):
     return particles.kinetic_energy(), particles.potential_energy(G=constants.G, smoothing_length_squared=eps ** 2)
 
 
+def nbody_particles(pos, vel, mass):
+    """An AMUSE particle set in N-body units."""
+    stars = Particles(len(mass))
+    stars.mass = mass | nbody_system.mass
+    stars.position = pos | nbody_system.length
+    stars.velocity = vel | nbody_system.speed
+    return stars
+
+
 def test_units_parameters_and_model_time(backend):
     gravity = code(backend, cluster(64), dt=0.01 | units.Myr)
     p = gravity.parameters
@@ -84,10 +93,7 @@ def test_same_numbers_as_simulation_in_nbody_units(backend):
     pos, vel, mass = (a.astype(np.float32) for a in plummer(300, seed=2))
     sim = banyan.Simulation(pos, vel, mass, eps=0.05, dt=1 / 64, backend=backend)
     sim.evolve(0.5)
-    stars = Particles(300)
-    stars.mass = mass | nbody_system.mass
-    stars.position = pos | nbody_system.length
-    stars.velocity = vel | nbody_system.speed
+    stars = nbody_particles(pos, vel, mass)
     gravity = Banyan(backend=backend)
     assert gravity.parameters.epsilon_squared == 0.05 ** 2 | nbody_system.length ** 2
     assert gravity.parameters.timestep == 1 / 64 | nbody_system.time
@@ -105,6 +111,77 @@ def test_same_numbers_as_simulation_in_nbody_units(backend):
     acc = np.column_stack([a.value_in(nbody_system.acceleration) for a in gravity.particles.get_acceleration()])
     assert np.array_equal(acc.astype(np.float32), sim.accelerations)
     gravity.stop()
+
+
+class Interrupted:
+    """A banyan.Simulation's compiled engine whose next step() or evolve() stops with KeyboardInterrupt after
+    @p after steps, as Ctrl-C does between two steps; everything else is the engine's."""
+
+    def __init__(self, engine, after):
+        self.engine, self.after = engine, after
+
+    def __getattr__(self, name):
+        return getattr(self.engine, name)
+
+    def step(self, n):
+        self.engine.step(self.after)
+        raise KeyboardInterrupt
+
+    def evolve(self, t_end):
+        self.step(None)
+
+
+def test_interrupted_evolve_model_goes_on_from_where_it_stopped(backend):
+    """Ctrl-C midway through evolve_model: model_time and the particles are where the Simulation stopped (model_time
+    used to stay at the call's start), and the next call steps from there to the time asked, giving
+    banyan.Simulation.evolve's numbers bit for bit."""
+    pos, vel, mass = (a.astype(np.float32) for a in plummer(200, seed=6))
+    sim = banyan.Simulation(pos, vel, mass, eps=0.05, dt=1 / 64, backend=backend)
+    sim.step(3)
+    three = sim.positions
+    sim.evolve(0.25)
+    gravity = Banyan(backend=backend)
+    gravity.particles.add_particles(nbody_particles(pos, vel, mass))
+    inside = gravity.simulation
+    inside._sim = Interrupted(inside._sim, after=3)
+    with pytest.raises(KeyboardInterrupt):
+        gravity.evolve_model(0.25 | nbody_system.time)
+    inside._sim = inside._sim.engine
+    assert gravity.model_time == 3 / 64 | nbody_system.time
+    assert np.array_equal(gravity.particles.position.value_in(nbody_system.length).astype(np.float32), three)
+    gravity.evolve_model(0.25 | nbody_system.time)
+    assert gravity.model_time == 0.25 | nbody_system.time and gravity.rebuilds == 1 and inside.steps == 16
+    assert np.array_equal(gravity.particles.position.value_in(nbody_system.length).astype(np.float32), sim.positions)
+    gravity.stop()
+
+
+def test_end_and_begin_times_out_of_reach_are_refused(backend):
+    """An end time more than 10^15 steps away is refused by the Simulation's own rule (it used to step for ever, or
+    fail in the module naming nothing), an infinite or NaN one by name (it raised OverflowError, or did nothing),
+    and so is a begin_time that is not finite (it was taken, and then nothing moved); the code goes on after."""
+    pos, vel, mass = plummer(64, seed=7)
+    gravity = Banyan(backend=backend)
+    gravity.particles.add_particles(nbody_particles(pos, vel, mass))
+    gravity.evolve_model(2 / 64 | nbody_system.time)
+    for t in (1e20, 3e15 / 64):
+        with pytest.raises(banyan.UsageError, match="cannot be reached: it must be finite and at most 10.15 steps"):
+            gravity.evolve_model(t | nbody_system.time)
+    for t in (float("inf"), float("-inf"), float("nan")):
+        with pytest.raises(banyan.UsageError, match=f"evolve_model: the end time must be finite, got {t}"):
+            gravity.evolve_model(t | nbody_system.time)
+    assert gravity.model_time == 2 / 64 | nbody_system.time and gravity.simulation.steps == 2
+    gravity.evolve_model(4 / 64 | nbody_system.time)
+    assert gravity.model_time == 4 / 64 | nbody_system.time and gravity.rebuilds == 1
+    gravity.stop()
+    fresh = Banyan(backend=backend)
+    for t in (float("nan"), float("inf")):
+        with pytest.raises(banyan.UsageError, match=f"begin_time must be finite, got {t}"):
+            fresh.parameters.begin_time = t | nbody_system.time
+    fresh.parameters.begin_time = 1 | nbody_system.time
+    fresh.particles.add_particles(nbody_particles(pos, vel, mass))
+    fresh.evolve_model(1.25 | nbody_system.time)
+    assert fresh.model_time == 1.25 | nbody_system.time and fresh.simulation.steps == 16
+    fresh.stop()
 
 
 def test_energies_against_amuse_and_conservation(backend):

@@ -104,3 +104,41 @@ def test_bad_checkpoint(tmp_path):
         banyan.Simulation.load(p)
     with pytest.raises(banyan.UsageError):
         banyan.Simulation.load(tmp_path / "missing")
+
+
+def test_whole_numbers_beyond_the_module_are_refused_by_name(sphere, tmp_path):
+    # A Python int beyond the compiled module's integers used to fail there with a TypeError ("incompatible
+    # function arguments") that named no argument.
+    pos, vel, mass = sphere
+    whole = "must be a whole number from"
+    with pytest.raises(banyan.UsageError, match=f"max_rung {whole} 0 to 30, got {2 ** 71}$"):
+        banyan.Simulation(pos, vel, mass, max_rung=2 ** 71)
+    with pytest.raises(banyan.UsageError, match=r"device must be None \(the best\) or an index from 0 to 2\^31 - 1"):
+        banyan.gravity(pos, mass, device=2 ** 70)
+    with pytest.raises(banyan.UsageError, match=rf"n {whole} 1 to 2\^31 - 1, got {2 ** 70}$"):
+        banyan.galaxy(n=2 ** 70)
+    with pytest.raises(banyan.UsageError, match=rf"seed {whole} 0 to 2\^63 - 1, got {2 ** 64}$"):
+        banyan.galaxy(n=1000, seed=2 ** 64)
+    sim = banyan.Simulation(pos, vel, mass)
+    for n in (2 ** 64, 10 ** 15 + 1, -1, 1.0):
+        with pytest.raises(banyan.UsageError, match=rf"step: n {whole} 0 to 10\^15, got {n!r}$"):
+            sim.step(n)
+    with pytest.raises(banyan.UsageError, match=f"render: size {whole} 1 to 16384, got {2 ** 80}$"):
+        sim.render(tmp_path / "look.png", size=2 ** 80)
+    assert sim.steps == 0 and not (tmp_path / "look.png").exists()
+    sim.step(np.int64(2))  # NumPy's integers are whole numbers too
+    assert sim.steps == 2
+
+
+def test_empty_paths_are_refused_by_name(sphere, tmp_path, monkeypatch):
+    # An empty path used to reach the writer and fail at its rename, naming no argument.
+    pos, vel, mass = sphere
+    sim = banyan.Simulation(pos, vel, mass)
+    monkeypatch.chdir(tmp_path)
+    for what, call in (("write_snapshot", lambda: sim.write_snapshot("")),
+                       ("write_snapshot", lambda: sim.write_snapshot("", format="tipsy")),
+                       ("save", lambda: sim.save("")), ("render", lambda: sim.render("")),
+                       ("Simulation.load", lambda: banyan.Simulation.load(""))):
+        with pytest.raises(banyan.UsageError, match=f"^{what}: path is empty; give the name of a file$"):
+            call()
+    assert list(tmp_path.iterdir()) == []  # and nothing was written, not even a temporary file

@@ -1,5 +1,6 @@
 """banyan.Simulation: the same numbers as `banyan run` bit for bit, exact continuation through save/load (and through
 the CLI's --restart), conserved quantities, and Ctrl-C."""
+import math
 import os
 import signal
 import threading
@@ -79,7 +80,7 @@ def test_block_steps_are_the_cli_run_bit_for_bit_and_survive_save_and_load(cli, 
     assert np.array_equal(loaded.positions, p1) and np.array_equal(loaded.velocities, v1)
     with pytest.raises(banyan.UsageError, match="time_steps must be 'shared' or 'block'"):
         banyan.Simulation(p0, v0, m0, eps=0.01, backend=backend, time_steps="adaptive")
-    with pytest.raises(banyan.UsageError, match="max_rung must be at most 30"):
+    with pytest.raises(banyan.UsageError, match="max_rung must be a whole number from 0 to 30, got 31"):
         banyan.Simulation(p0, v0, m0, eps=0.01, backend=backend, time_steps="block", max_rung=31)
     with pytest.raises(banyan.NumericalError, match="--max-rung"):
         banyan.Simulation(p0, v0, m0, eps=0.01, backend=backend, time_steps="block", max_rung=0)
@@ -219,6 +220,16 @@ def test_conserved_quantities_and_input_order(backend):
     acc, pot = banyan.gravity(sim.positions, mass, eps=0.05, backend=backend)
     assert np.percentile(np.linalg.norm(sim.accelerations - acc, axis=1) / np.linalg.norm(acc, axis=1), 99) < 1e-3
     assert np.allclose(sim.potentials, pot, rtol=1e-3)
+
+
+def test_energy_error_of_a_system_without_energy(backend):
+    # One particle at rest has E0 = 0: dE/E0 is 0 there, as the CLI's energy log writes it (it used to raise
+    # ZeroDivisionError).
+    sim = banyan.Simulation(np.zeros((1, 3)), np.zeros((1, 3)), np.ones(1), backend=backend)
+    sim.step(3)
+    e = sim.energies()
+    assert e["total"] == e["kinetic"] == e["potential"] == 0
+    assert e["de"] == 0 and math.copysign(1, e["de"]) == 1
 
 
 def test_ctrl_c_interrupts_evolve(backend):

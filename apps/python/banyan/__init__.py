@@ -62,12 +62,29 @@ def devices() -> list:
     return _banyan.devices()
 
 
+def _whole(name: str, value: Any, low: int, high: int, wanted: str = "") -> int:
+    """@p value as an int, refused (a UsageError naming @p name and @p wanted) unless a whole number in [low, high]:
+    the compiled module takes fixed-size integers, and a Python int beyond them would fail there with a TypeError
+    that names no argument."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not low <= value <= high:
+        raise UsageError(f"{name} must be {wanted or f'a whole number from {low} to {high}'}, got {value!r}")
+    return int(value)
+
+
+def _file_path(what: str, path: Any) -> str:
+    """@p path as a str, refused (a UsageError naming @p what's path) when it is empty."""
+    path = os.fspath(path)
+    if not path:
+        raise UsageError(f"{what}: path is empty; give the name of a file")
+    return path
+
+
 def _device(backend: str, device: Optional[int]) -> Any:
     if backend not in backends:
         names = ", ".join(f"'{b}'" for b in backends[:-1]) + f" or '{backends[-1]}'"
         raise UsageError(f"backend must be {names}, got {backend!r}")
-    if device is not None and (not isinstance(device, (int, np.integer)) or isinstance(device, bool) or device < 0):
-        raise UsageError(f"device must be None (the best) or an index >= 0, got {device!r}")
+    if device is not None:
+        device = _whole("device", device, 0, 2 ** 31 - 1, "None (the best) or an index from 0 to 2^31 - 1")
     key = (backend, -1 if device is None else int(device))
     with _opening:
         if key not in _opened:
@@ -298,9 +315,8 @@ class Galaxy(NamedTuple):
 
 
 def _galaxy(merger: bool, n: int, seed: int, preset: str, units: Optional[str], options: dict) -> Galaxy:
-    for name, value in (("n", n), ("seed", seed)):
-        if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
-            raise UsageError(f"{name} must be a whole number, got {value!r}")
+    n = _whole("n", n, 1, 2 ** 31 - 1, "a whole number from 1 to 2^31 - 1")  # README, "Limits"
+    seed = _whole("seed", seed, 0, 2 ** 63 - 1, "a whole number from 0 to 2^63 - 1")
     text = {"preset": str(preset)}
     for key, value in options.items():
         if value is None:
@@ -420,8 +436,7 @@ class Simulation:
         if v.shape[0] != p.shape[0]:
             raise UsageError(f"vel: {v.shape[0]} velocities for {p.shape[0]} particles")
         arrays.check_finite("vel", v, "velocity")
-        if not isinstance(max_rung, (int, np.integer)) or isinstance(max_rung, bool):
-            raise UsageError(f"max_rung must be a whole number, got {max_rung!r}")
+        max_rung = _whole("max_rung", max_rung, 0, _banyan.max_rung_limit)
         if ids is not None:
             given = _Arrays(ids).host(ids) if _on_cuda(ids) else np.asarray(ids)
             if given.shape != (p.shape[0],) or given.dtype.kind not in "iu" or (given.size and given.min() < 0):
@@ -452,17 +467,15 @@ class Simulation:
         """Continues the checkpoint at path (a file written by save(), or a `banyan run` output folder) exactly. By
         default on the device that wrote it, when it is present (a continuation is bit for bit on the same device
         and backend); else on the best one, or on the one asked for."""
-        path = os.fspath(path)
+        path = _file_path("Simulation.load", path)
         if backend is None and device is None:
             found = _banyan.checkpoint_device(path)
             backend, device = found if found is not None else ("auto", None)
         return cls(None, None, None, _engine=_banyan.Simulation.load(_device(backend or "auto", device), path))
 
     def step(self, n: int = 1) -> None:
-        """Takes n steps of dt."""
-        if not isinstance(n, (int, np.integer)) or n < 0:
-            raise UsageError(f"step: n must be a whole number >= 0, got {n!r}")
-        self._sim.step(int(n))
+        """Takes n steps of dt (at most 10^15, as evolve)."""
+        self._sim.step(_whole("step: n", n, 0, 10 ** 15, "a whole number from 0 to 10^15"))
 
     def evolve(self, t_end: float, progress: Optional[bool] = None) -> None:
         """Steps until t_end, on the time grid of the start (as `banyan run --t-end`). Ctrl-C raises
@@ -552,16 +565,18 @@ class Simulation:
 
     def energies(self) -> dict:
         """kinetic, potential (half the sum of m phi), total, momentum (3-tuple), angular_momentum (3-tuple), and
-        de = (E0 - E) / E0 against the start, summed on the device in double precision."""
+        de = (E0 - E) / E0 against the start, summed on the device in double precision (0 where E0 is 0, as the
+        CLI's energy log: one particle at rest, say)."""
         e = self._sim.energies()
-        e["de"] = (self._sim.e0 - e["total"]) / self._sim.e0
+        e0 = self._sim.e0
+        e["de"] = (e0 - e["total"]) / e0 + 0.0 if e0 != 0 else 0.0  # + 0.0: no -0, as the log
         return e
 
     def write_snapshot(self, path: "str | os.PathLike[str]", format: str = "hdf5") -> None:
         """Writes the particles now as `banyan run` writes its snapshots: "hdf5" (GADGET-4 layout, with the units
         given to the constructor or of the run loaded, the ids, types and the run's parameters; pynbody and yt open
         it) or "tipsy" (one of snapshot_formats); through a temporary name and a rename."""
-        self._sim.write_snapshot(os.fspath(path), str(format))
+        self._sim.write_snapshot(_file_path("write_snapshot", path), str(format))
 
     def render(self, path: "str | os.PathLike[str]", axis: str = "z", size: int = 800,
                centre: Any = "mass", extent: Optional[float] = None, range: float = 4.0,
@@ -579,9 +594,8 @@ class Simulation:
             if len(point) != 3:
                 raise UsageError(f"render: centre must be \"mass\", \"density\" or a point (x, y, z), got {centre!r}")
             kind = "mass"
-        if not isinstance(size, (int, np.integer)) or isinstance(size, bool):
-            raise UsageError(f"render: size must be a whole number of pixels, got {size!r}")
-        self._sim.render(os.fspath(path), str(axis), int(size), kind, point,
+        size = _whole("render: size", size, 1, _banyan.max_render_size)
+        self._sim.render(_file_path("render", path), str(axis), size, kind, point,
                          None if extent is None else float(extent), float(range),
                          None if vmin is None else float(vmin), None if vmax is None else float(vmax),
                          bool(annotate), "" if types is None else str(types))
@@ -589,7 +603,7 @@ class Simulation:
     def save(self, path: "str | os.PathLike[str]") -> None:
         """Writes the exact device state as the CLI's checkpoint (temporary name, then renamed). Simulation.load
         continues it bit for bit; so does `banyan run --restart DIR` when it is DIR/checkpoint.bin."""
-        self._sim.save(os.fspath(path))
+        self._sim.save(_file_path("save", path))
 
     device = _native_property("device", """The device it runs on ('backend #index name').""")
 

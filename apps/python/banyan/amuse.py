@@ -71,7 +71,7 @@ class _Engine:
         self._clear()
 
     def _clear(self) -> None:
-        self.time = self.begin_time
+        self.time = self.begin_time  # the time of the host arrays (model_time: the Simulation's, once it stepped)
         self.ids = np.zeros(0, np.int64)
         self.mass = np.zeros(0)
         self.pos = np.zeros((0, 3))
@@ -80,17 +80,22 @@ class _Engine:
         self.next_id = 1
         self.sim: Optional[Simulation] = None
         self.sim_dt = None      # the dt the Simulation was made with
-        self.host_stale = False  # the Simulation has evolved past the host arrays
+        self.host_stale = False  # the Simulation has evolved past the host arrays (and self.time)
         self.rebuilds = 0       # Simulations made (the first one included), for tests and the curious
 
     # --- keeping the host arrays and the Simulation in step ---
 
     def _pull(self) -> None:
-        """Host arrays from the Simulation, after it has evolved."""
+        """Host arrays and time from the Simulation, after it has evolved."""
         if self.host_stale:
             self.pos = self.sim.positions.astype(np.float64)
             self.vel = self.sim.velocities.astype(np.float64)
+            self.time = self.sim.time
             self.host_stale = False
+
+    def _model_time(self) -> float:
+        """The Simulation's own time once it stepped (also after an evolve_model that was interrupted)."""
+        return self.sim.time if self.host_stale else self.time
 
     def _stale(self) -> None:
         """The host arrays (or the parameters) changed: the Simulation must be made again before it is used."""
@@ -288,22 +293,31 @@ class _Engine:
     # --- evolution and the system's quantities ---
 
     def evolve_model(self, t_end) -> int:
-        span = float(t_end) - self.time
-        if not span > 0:
+        t_end = float(t_end)
+        if not math.isfinite(t_end):
+            raise UsageError(f"evolve_model: the end time must be finite, got {t_end} (N-body units)")
+        # At or before model_time (to 1e-9 of a step, for times that went through a unit conversion): nothing.
+        span = t_end - self._model_time()
+        if not span > 1e-9 * self.dt:
             return _OK
-        # n equal steps of at most dt that end exactly at t_end: whole steps of dt itself when the span is a whole
-        # number of them (to 1e-9 of a step, for times that went through a unit conversion), else a shorter step.
+        # n equal steps of at most dt that end at t_end: whole steps of dt itself when the span is a whole number of
+        # them (to 1e-9 of a step), else a shorter step. The Simulation counts them, and refuses an end more than
+        # 10^15 steps away, by its own rule.
         n = max(1, math.ceil(span / self.dt - 1e-9))
         h = span / n
         sim = self._build(self.dt if abs(h - self.dt) <= 1e-9 * self.dt else h)
-        if sim is not None:
-            sim.step(n)
-            self.host_stale = True
-        self.time = float(t_end)
+        if sim is None:
+            self.time = t_end
+            return _OK
+        start = sim.steps
+        try:
+            sim.evolve(t_end, progress=False)
+        finally:  # also when interrupted (Ctrl-C) midway: model_time is then the Simulation's
+            self.host_stale = self.host_stale or sim.steps != start
         return _OK
 
     def get_time(self):
-        return self.time, _OK
+        return self._model_time(), _OK
 
     def _energy(self, key: str):
         sim = self._current()
@@ -394,8 +408,11 @@ class _Engine:
         return self.begin_time, _OK
 
     def set_begin_time(self, value) -> int:
-        self.begin_time = self.time = float(value)  # as Bonsai: the model time moves with it
+        v = float(value)
+        if not math.isfinite(v):
+            raise UsageError(f"begin_time must be finite, got {value}")
         self._stale()
+        self.begin_time = self.time = v  # as Bonsai: the model time moves with it
         return _OK
 
     def _option(name: str, kind: Any, check: Any = None) -> tuple:
@@ -457,10 +474,13 @@ class Banyan(GravitationalDynamics, GravityFieldCode):
         point_softening       "code" or "combined": see get_gravity_at_point
 
     evolve_model(t) takes n = ceil((t - model_time) / timestep) equal kick-drift-kick steps of
-    (t - model_time) / n <= timestep, so that every particle ends exactly at t (model_time is then t): when the
+    (t - model_time) / n <= timestep, so that every particle ends at t (model_time is then t): when the
     interval is a whole number of timesteps (to 1e-9 of one) these are steps of timestep itself, and a run of
     such calls gives the same numbers as banyan.Simulation.evolve; otherwise the shorter step costs a new
-    Simulation for that call. A t at or before model_time does nothing.
+    Simulation for that call. A t at or before model_time does nothing; one that is not finite, or more than 10^15
+    steps away, is refused (UsageError). model_time is the Simulation's own time: after a call stopped midway
+    (Ctrl-C raises KeyboardInterrupt between two steps) it is where the particles are, and the next call goes on
+    from there.
 
     Particles (code.particles: mass, x, y, z, vx, vy, vz, radius; particles.get_acceleration() and
     particles.get_potential() give those of banyan's last force evaluation, at the current positions) are kept on

@@ -1,0 +1,425 @@
+/**
+ * @file test_block_steps.cpp
+ * @brief Block (hierarchical) time steps (core/simulation/simulation.hpp, SimulationOptions::block): the kernels
+ *        against CPU references (the opening kick and drift, the closing kick with the rung choice and histogram, the
+ *        active groups and the walk over them); a single rung is the shared step bit for bit; a Kepler orbit
+ *        integrated at deep rungs keeps its energy and period; a cuspy Hernquist sphere spreads over several rungs
+ *        and conserves energy as well as a shared step at its smallest step, with fewer force evaluations; a run
+ *        stopped and continued from its checkpoint equals one that ran straight through; a particle beyond the rung
+ *        limit stops the run with an error naming it; the options (device-free, suite "static").
+ */
+#include "tests/support/checks.hpp"
+#include "tests/support/harness.hpp"
+#include "tests/support/run_files.hpp"
+#include "tests/support/inputs.hpp"
+
+#include "core/error.hpp"
+#include "core/models/initial_conditions.hpp"
+#include "core/models/plummer.hpp"
+#include "core/simulation/run.hpp"
+#include "core/simulation/simulation.hpp"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <numbers>
+#include <sstream>
+
+using namespace banyan;
+using banyan::test::file_bytes;
+using banyan::test::same_bits;
+using banyan::test::TempDir;
+
+namespace {
+
+/// Random particles whose accelerations span six decades, so that the rung criterion spreads them over many rungs.
+struct KickInputs {
+    std::vector<bn_f4> pos, vel, acc;
+    std::vector<bn_u32> rung;
+};
+
+KickInputs kick_inputs(std::size_t n, unsigned max_rung, std::uint64_t seed)
+{
+    std::mt19937_64 g(seed);
+    KickInputs in;
+    in.pos = test::cube_input(n, seed);
+    for (std::size_t i = 0; i < n; ++i) {
+        auto u = [&] { return static_cast<float>(2 * test::uniform01(g) - 1); };
+        in.vel.push_back({u(), u(), u(), 0.0f});
+        const float scale = static_cast<float>(std::pow(10.0, 6 * test::uniform01(g) - 2));
+        in.acc.push_back({scale * u(), scale * u(), scale * u(), -u()});
+        in.rung.push_back(static_cast<bn_u32>(g() % (max_rung + 1)));
+    }
+    in.acc[0] = {0.0f, 0.0f, 0.0f, -1.0f}; // |a| = 0 asks for rung 0
+    return in;
+}
+
+/// The two particles of a Kepler orbit: a star of mass 1 and a light particle (1e-6) at apocentre
+/// of an orbit of semi-major axis 1 and eccentricity @p e, in the centre-of-mass frame. Period 2 pi (G (M + m) = 1).
+Particles kepler(double e)
+{
+    const double m = 1e-6, M = 1.0 - m, ra = 1.0 + e;
+    const double v = std::sqrt((1.0 - e) / ra); // at apocentre
+    Particles p;
+    p.pos = {{static_cast<float>(-m * ra), 0.0f, 0.0f, static_cast<float>(M)},
+             {static_cast<float>(M * ra), 0.0f, 0.0f, static_cast<float>(m)}};
+    p.vel = {{0.0f, static_cast<float>(-m * v), 0.0f, 0.0f}, {0.0f, static_cast<float>(M * v), 0.0f, 0.0f}};
+    return p;
+}
+
+/// The Kepler energy per unit reduced mass, v^2 / 2 - 1 / r, of the relative orbit of a state's two particles.
+double kepler_energy(const SimulationState& s)
+{
+    const bn_f4 a = s.pos[0], b = s.pos[1], va = s.vel[0], vb = s.vel[1];
+    const double dx = double(b.x) - a.x, dy = double(b.y) - a.y, dz = double(b.z) - a.z;
+    const double ux = double(vb.x) - va.x, uy = double(vb.y) - va.y, uz = double(vb.z) - va.z;
+    return 0.5 * (ux * ux + uy * uy + uz * uz) - 1.0 / std::sqrt(dx * dx + dy * dy + dz * dz);
+}
+
+} // namespace
+
+test::ActiveWalks::ActiveWalks(Backend& be, std::size_t n, std::uint64_t seed, float theta, float eps)
+    : be(be), theta(theta), eps(eps), tree(be), forces(be)
+{
+    tree.set_particles(test::plummer_input(n, seed));
+    tree.build();
+    forces.compute(tree, theta, eps);
+    whole = forces.acc().download(n);
+}
+
+std::vector<bn_f4> test::ActiveWalks::active(const std::vector<bn_u32>& rungs, bn_u32 level)
+{
+    const auto on_device = be.upload<bn_u32>(rungs, "test.rungs");
+    forces.poison(tree);
+    forces.set_active(&on_device, level);
+    forces.compute(tree, theta, eps);
+    forces.set_active(nullptr, 0);
+    return forces.acc().download(tree.size());
+}
+
+TEST_CASE("block steps: opening kick and drift, closing kick, rungs and histogram against the CPU, to the bit")
+{
+    auto& be = test::backend();
+    for (const std::size_t n : {std::size_t{1}, std::size_t{300}, std::size_t{5000}}) {
+        INFO("N = " << n);
+        const unsigned max_rung = 6;
+        const KickInputs in = kick_inputs(n, max_rung, 40 + n);
+        auto pos = be.upload<bn_f4>(in.pos, "test.pos");
+        auto vel = be.upload<bn_f4>(in.vel, "test.vel");
+        auto acc = be.upload<bn_f4>(in.acc, "test.acc");
+        auto rung = be.upload<bn_u32>(in.rung, "test.rung");
+        auto hist = be.alloc<bn_u32>(BANYAN_RUNG_BINS, "test.hist");
+        const float half_max = 0.01f, drift = 0.0025f;
+        const bn_u32 open = 3;
+        be.launch(kernels::integrateBlockKickDrift, grid_for(be, n), pos, vel, acc, rung, to_u32(n), open, half_max,
+                  drift);
+        std::vector<bn_f4> x = in.pos, v = in.vel;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (in.rung[i] >= open) {
+                const float h = std::ldexp(half_max, -static_cast<int>(in.rung[i]));
+                const bn_f4 a = in.acc[i];
+                v[i].x = std::fma(a.x, h, v[i].x), v[i].y = std::fma(a.y, h, v[i].y), v[i].z = std::fma(a.z, h, v[i].z);
+                v[i].w = std::sqrt(std::fma(a.z, a.z, std::fma(a.y, a.y, a.x * a.x)));
+            }
+            x[i].x = std::fma(v[i].x, drift, x[i].x), x[i].y = std::fma(v[i].y, drift, x[i].y);
+            x[i].z = std::fma(v[i].z, drift, x[i].z);
+        }
+        const auto got_x = pos.download(), got_v = vel.download();
+        std::size_t bad_x = 0, bad_v = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            bad_x += std::memcmp(&got_x[i], &x[i], sizeof(bn_f4)) != 0;
+            // vel.w = |a| to a few units in the last place (OpenCL's sqrt may round so), the rest to the bit.
+            bad_v += std::memcmp(&got_v[i], &v[i], 3 * sizeof(float)) != 0 ||
+                     !(std::abs(got_v[i].w - v[i].w) <= 5e-7f * std::abs(v[i].w));
+        }
+        CHECK(bad_x == 0);
+        CHECK(bad_v == 0);
+
+        // The closing kick of rungs >= 2, new rungs from the accelerations, and the histogram; a limit of 4 leaves
+        // some particles beyond it (counted in the histogram's last bin).
+        for (const unsigned limit : {max_rung, 4u}) {
+            INFO("max rung " << limit);
+            vel.upload(in.vel);
+            rung.upload(in.rung);
+            hist.fill(0u);
+            const bn_u32 level = 2;
+            const double dt = 1.0 / 32, c = 2 * 0.025 * 0.01;
+            be.launch(kernels::integrateBlockKick, grid_for(be, n), vel, acc, rung, to_u32(n), level, half_max,
+                      bn_u32{1}, dt * dt, c * c, bn_u32{limit}, hist);
+            std::vector<bn_f4> v2 = in.vel;
+            std::vector<bn_u32> r2 = in.rung, h2(BANYAN_RUNG_BINS, 0);
+            for (std::size_t i = 0; i < n; ++i) {
+                if (in.rung[i] >= level) {
+                    const float h = std::ldexp(half_max, -static_cast<int>(in.rung[i]));
+                    const bn_f4 a = in.acc[i];
+                    v2[i].x = std::fma(a.x, h, v2[i].x), v2[i].y = std::fma(a.y, h, v2[i].y);
+                    v2[i].z = std::fma(a.z, h, v2[i].z);
+                    r2[i] = std::max(bn_block_rung(a.x, a.y, a.z, dt * dt, c * c, limit), level);
+                }
+                ++h2[std::min(r2[i], limit + 1)];
+            }
+            CHECK(same_bits(vel.download(), v2));
+            CHECK(rung.download() == r2);
+            CHECK(hist.download() == h2);
+            if (n == 5000) {
+                CHECK(std::count_if(r2.begin(), r2.end(), [&](bn_u32 r) { return r > level; }) > 100);
+                if (limit == 4) CHECK(h2[5] > 0);
+            }
+        }
+    }
+    // The criterion itself: dt_k <= sqrt(2 eta eps / |a|) for the rung chosen, not for the one before.
+    const double dt = 0.125, c = 2 * 0.02 * 0.05;
+    for (const float a : {1e-3f, 0.5f, 3.0f, 70.0f, 1e4f}) {
+        const bn_u32 k = bn_block_rung(a, 0.0f, 0.0f, dt * dt, c * c, 30);
+        const double want = std::sqrt(c / a);
+        INFO("|a| = " << a << ": rung " << k);
+        CHECK(std::ldexp(dt, -static_cast<int>(k)) <= want);
+        if (k > 0) CHECK(std::ldexp(dt, 1 - static_cast<int>(k)) > want);
+    }
+    CHECK(bn_block_rung(1e4f, 0.0f, 0.0f, dt * dt, c * c, 3) == 4); // beyond the limit: limit + 1
+}
+
+TEST_CASE("block steps: the walk over the active groups equals the whole walk on them, to the bit")
+{
+    const std::size_t n = 6000;
+    test::ActiveWalks walks(test::backend(), n, 31, 0.6f, 0.01f);
+    const auto first = walks.tree.group_first().download(walks.tree.groups());
+    const auto count = walks.tree.group_count().download(walks.tree.groups());
+    std::mt19937_64 g(32);
+    for (const double share : {0.002, 0.1, 1.0}) {
+        INFO("share of particles on a deep rung " << share);
+        std::vector<bn_u32> r(n);
+        for (auto& x : r)
+            x = test::uniform01(g) < share ? 3u : static_cast<bn_u32>(g() % 2);
+        const auto part = walks.active(r, 2);
+        std::size_t active_groups = 0, bad = 0, checked = 0;
+        for (std::size_t gi = 0; gi < first.size(); ++gi) {
+            bool active = false;
+            for (bn_u32 i = first[gi]; i < first[gi] + count[gi]; ++i)
+                active = active || r[i] >= 2;
+            if (!active) continue;
+            ++active_groups;
+            for (bn_u32 i = first[gi]; i < first[gi] + count[gi]; ++i, ++checked)
+                bad += std::memcmp(&part[i], &walks.whole[i], sizeof(bn_f4)) != 0;
+        }
+        CHECK(walks.forces.walked_groups() == active_groups);
+        CHECK(bad == 0);
+        CHECK(checked >= static_cast<std::size_t>(std::count_if(r.begin(), r.end(), [](bn_u32 x) { return x >= 2; })));
+        if (share < 1.0) CHECK(active_groups < first.size());
+    }
+}
+
+TEST_CASE("block steps: with a single rung a run is the shared-step run, bit for bit")
+{
+    auto& be = test::backend();
+    const Particles p = plummer(2000, 33);
+    SimulationOptions shared;
+    shared.opening.theta = 0.6f;
+    shared.eps = 0.05f;
+    shared.dt = 1.0 / 32;
+    Simulation a(be, shared);
+    a.start(p.pos, p.vel, 0.0);
+    for (const unsigned max_rung : {0u, 5u}) {
+        INFO("max rung " << max_rung);
+        SimulationOptions block = shared;
+        block.block = true;
+        block.eta = 1e30; // every particle asks for rung 0
+        block.max_rung = max_rung;
+        Simulation b(be, block);
+        b.start(p.pos, p.vel, 0.0);
+        Simulation c(be, shared);
+        c.start(p.pos, p.vel, 0.0);
+        for (int s = 0; s < 6; ++s)
+            b.step(), c.step();
+        const SimulationState x = b.save(), y = c.save();
+        test::check_same_state(x, y);
+        CHECK(b.energies().total() == c.energies().total());
+        CHECK(b.block_stats().substeps == 6);
+        CHECK(b.block_stats().rungs[0] == 2000);
+        CHECK(shared_step_ratio(b.block_stats()) == 1.0);
+    }
+}
+
+TEST_CASE("block steps: a Kepler orbit at deep rungs keeps its energy and period")
+{
+    auto& be = test::backend();
+    SimulationOptions o;
+    o.opening.theta = 0.5f;
+    o.eps = 1e-4f;
+    o.block = true;
+    o.eta = 0.01;
+    o.max_rung = 12;
+    o.dt = 2 * std::numbers::pi / 64; // 64 steps of dt per period
+    const Particles p = kepler(0.9);  // pericentre 0.1, apocentre 1.9
+    Simulation sim(be, o);
+    sim.start(p.pos, p.vel, 0.0);
+    const SimulationState s0 = sim.save();
+    const double e0 = kepler_energy(s0);
+    double worst = 0;
+    for (int s = 0; s < 64; ++s) {
+        sim.step();
+        worst = std::max(worst, std::fabs(kepler_energy(sim.save()) / e0 - 1));
+    }
+    const SimulationState s1 = sim.save();
+    const BlockStats& b = sim.block_stats();
+    // After one period the light particle is back at apocentre.
+    auto light = [](const SimulationState& s) { return s.pos[s.ids[0] == 1 ? 0 : 1]; };
+    const bn_f4 x0 = light(s0), x1 = light(s1);
+    const double miss = std::hypot(double(x1.x) - x0.x, double(x1.y) - x0.y, double(x1.z) - x0.z);
+    MESSAGE(fmt::format("Kepler e 0.9, one period: deepest rung {}, {} substeps, max |dE/E| {:.3e}, position off by "
+                        "{:.3e}",
+                        b.deepest, b.substeps, worst, miss));
+    CHECK(b.deepest >= 5);
+    CHECK(b.substeps < 64u << b.deepest); // the rungs changed along the orbit
+    CHECK(worst < 1e-3);
+    CHECK(miss < 0.02);
+
+    // A rung limit the pericentre needs more than stops the run, naming the particle and its step.
+    o.max_rung = 2;
+    Simulation tight(be, o);
+    try {
+        tight.start(p.pos, p.vel, 0.0); // the first rungs are chosen here
+        for (int s = 0; s < 64; ++s)
+            tight.step();
+        FAIL("the run went past a rung it was not allowed");
+    } catch (const NumericalError& e) {
+        const std::string what = e.what();
+        CHECK(what.find("particle 1 ") != std::string::npos);
+        CHECK(what.find("--max-rung") != std::string::npos);
+    }
+}
+
+TEST_CASE("block steps: a Hernquist sphere spreads over the rungs; energy as a shared step's at the smallest step")
+{
+    // N 2^16 on a GPU, 2^14 on a CPU (the shared run at the smallest step is the expensive part). Over these 16 steps
+    // both errors are mostly the tree's force errors (a shared step of dt / 16 does no better than dt / 8: measured
+    // on PoCL), so the block steps must match them; eta 0.01 keeps the rung criterion's own error below them.
+    auto& be = test::backend();
+    const std::size_t n = test::on_gpu() ? 65536 : 16384;
+    const Particles p = hernquist_sphere(n, 34);
+    SimulationOptions o;
+    o.opening.theta = 0.6f;
+    o.eps = 0.01f;
+    o.dt = 1.0 / 32;
+    o.block = true;
+    o.eta = 0.01;
+    o.max_rung = 10;
+    const int steps = 16;
+    Simulation block(be, o);
+    block.start(p.pos, p.vel, 0.0);
+    const double e0 = block.energies().total();
+    double worst = 0;
+    for (int s = 0; s < steps; ++s) {
+        block.step();
+        worst = std::max(worst, std::fabs(block.energies().total() / e0 - 1));
+    }
+    const BlockStats& b = block.block_stats();
+    SimulationOptions so = o;
+    so.block = false;
+    so.dt = std::ldexp(o.dt, -static_cast<int>(b.deepest));
+    Simulation shared(be, so);
+    shared.start(p.pos, p.vel, 0.0);
+    double worst_shared = 0;
+    for (int s = 0; s < steps << b.deepest; ++s) {
+        shared.step();
+        worst_shared = std::max(worst_shared, std::fabs(shared.energies().total() / e0 - 1));
+    }
+    int occupied = 0;
+    for (const auto r : b.rungs)
+        occupied += r > 0;
+    MESSAGE(fmt::format(
+        "Hernquist N {}, eps 0.01, eta 0.01, dt 1/32, {} steps: {}, deepest {}; max |dE/E| {:.3e}, shared at dt "
+        "/ {} {:.3e}; {:.3g}x fewer force evaluations",
+        n, steps, rung_text(b), b.deepest, worst, 1 << b.deepest, worst_shared, shared_step_ratio(b)));
+    CHECK(occupied >= 3);
+    CHECK(worst <= 2 * std::max(worst_shared, 1e-6));
+    CHECK(shared_step_ratio(b) > 2);
+}
+
+TEST_CASE("block steps: a run stopped and continued from its checkpoint equals one straight through")
+{
+    auto& be = test::backend();
+    TempDir straight("block-straight"), stopped("block-stopped");
+    RunOptions o;
+    o.ic = "merger"; // the central particles sit on deep rungs
+    o.n = 3000;
+    o.seed = 5;
+    o.theta = 0.6;
+    o.eps = 0.02;
+    o.dt = 1.0 / 16;
+    o.steps = "block";
+    o.t_end = 1.0; // 16 steps
+    o.log_every = 2;
+    o.snapshot_every = 0.5;
+    o.checkpoint_every = 0.25;
+    o.format = SnapshotFormat::tipsy;
+    {
+        RunOptions x = o;
+        x.out = straight.str();
+        Run r(be, plan_run({x}));
+        CHECK(r.run() == Run::Outcome::finished);
+        CHECK(r.simulation().block_stats().deepest >= 2);
+    }
+    test::run_stopped_at(7, [&](RunHooks hooks) {
+        RunOptions x = o;
+        x.out = stopped.str();
+        return std::make_unique<Run>(be, plan_run({x}), std::move(hooks));
+    });
+    {
+        auto r = Run::resume(be, stopped.str(), std::nullopt);
+        CHECK(r->step_count() == 7);
+        CHECK(r->options().steps == "block");
+        CHECK(r->run() == Run::Outcome::finished);
+    }
+    CHECK(file_bytes(straight.path / "energy.csv") == file_bytes(stopped.path / "energy.csv"));
+    CHECK(file_bytes(straight.path / "snapshot_00002.tipsy") == file_bytes(stopped.path / "snapshot_00002.tipsy"));
+    CHECK(file_bytes(straight.path / "checkpoint.bin") == file_bytes(stopped.path / "checkpoint.bin"));
+}
+
+TEST_SUITE("static")
+{
+    TEST_CASE("block steps: options checked, and kept in checkpoints")
+    {
+        RunOptions o;
+        o.steps = "block";
+        o.eta = 0.05;
+        o.max_rung = 9;
+        const RunOptions back = RunOptions::from_text(parse_key_values(o.to_text()));
+        CHECK(back.steps == "block");
+        CHECK(back.eta == 0.05);
+        CHECK(back.max_rung == 9);
+        CHECK(back.simulation().block);
+        CHECK(back.simulation().max_rung == 9);
+        auto refused = [](RunOptions x, const char* needle) {
+            try {
+                x.check();
+                return false;
+            } catch (const UsageError& e) {
+                return std::string(e.what()).find(needle) != std::string::npos;
+            }
+        };
+        RunOptions bad = o;
+        bad.steps = "adaptive";
+        CHECK(refused(bad, "--steps must be 'shared' or 'block'"));
+        bad = o, bad.eta = 0;
+        CHECK(refused(bad, "--eta must be in (0, 1e30), got 0"));
+        bad = o, bad.max_rung = 31;
+        CHECK(refused(bad, "--max-rung must be at most 30"));
+        // The value given, whatever its size: never wrapped or clipped before the check (issue 45).
+        bad = o, bad.max_rung = 4294967299ull;
+        CHECK(refused(bad, "--max-rung must be at most 30, got 4294967299"));
+        CHECK_THROWS_AS(bad.simulation(), std::logic_error);
+        bad = o, bad.eps = 0;
+        CHECK(refused(bad, "need --eps > 0"));
+        // A checkpoint written before block steps is a shared-step run.
+        auto kv = parse_key_values(RunOptions{}.to_text());
+        kv.erase("steps"), kv.erase("eta"), kv.erase("max_rung");
+        CHECK(RunOptions::from_text(kv).steps == "shared");
+    }
+}
