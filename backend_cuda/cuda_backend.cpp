@@ -6,6 +6,7 @@
 
 #include "backend_cuda/cuda_check.hpp"
 #include "backend_cuda/kernel_registry.hpp"
+#include "backend_cuda/nccl_exchange.hpp"
 
 #include <fmt/format.h>
 
@@ -239,6 +240,14 @@ void CudaBackend::set_work_group_size(std::size_t wg)
 void CudaBackend::synchronize()
 {
     BANYAN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+PeerTransport* CudaBackend::peer_transport()
+{
+#if defined(BANYAN_HAVE_NCCL)
+    if (!peers_) peers_ = make_nccl_transport(device_, stream_);
+#endif
+    return peers_.get();
 }
 
 Event CudaBackend::record()

@@ -34,6 +34,8 @@ public:
     void free_host(void* p) noexcept override;
     void set_work_group_size(std::size_t wg) override;
     void synchronize() override;
+    /// NCCL where banyan was built with it (nccl_exchange.hpp), else none.
+    PeerTransport* peer_transport() override;
     Event record() override;
     double elapsed_ms(const Event& start, const Event& stop) override;
 
@@ -59,6 +61,7 @@ private:
     int device_;
     DeviceInfo info_;
     cudaStream_t stream_ = nullptr;
+    std::unique_ptr<PeerTransport> peers_; // made on first use
 };
 
 /// The device pointer behind a buffer of this backend.

@@ -23,8 +23,8 @@
 # shared .h headers include each other by bare name, since the OpenCL program pastes them from their own folder, and
 # only downwards in their order (shared_headers below: tree_shared.h includes device_shared.h, never the reverse), so
 # that they form no cycle and cmake/EmbedCl.cmake can paste them into one another.
-# core/ never includes a vendor header (CUDA, OpenCL, CUB, Boost.Compute), and only core/parallel/comm.cpp includes
-# MPI's (the rest of banyan builds and runs the same without MPI).
+# core/ never includes a vendor header (CUDA, OpenCL, CUB, Boost.Compute, NCCL), and only core/parallel/comm.cpp
+# includes MPI's (the rest of banyan builds and runs the same without MPI).
 # core/ names no backend: it reaches them through the registry (core/device/backend_registry.hpp), which each backend
 # fills through its register_<name>_backend, called from a translation unit the build generates
 # (cmake/BackendRegistry.cmake). So core/ never tests which backends are built (BANYAN_HAVE_<NAME> for each folder
@@ -39,7 +39,7 @@ set(layers core core/device core/files core/models core/render core/tree core/gr
 # The shared headers of core/, bottom first: each may include by bare name only those before it.
 set(shared_headers device_shared.h tree_shared.h)
 list(JOIN shared_headers ", " shared_list)
-set(vendor_headers "^(cuda|cub/|thrust/|CL/|boost/compute|hip/|nvrtc|cuda_runtime)")
+set(vendor_headers "^(cuda|cub/|thrust/|CL/|boost/compute|hip/|nvrtc|cuda_runtime|nccl)")
 
 # The folder of a file, relative to ROOT.
 function(folder_of path out)

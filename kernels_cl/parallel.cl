@@ -197,3 +197,18 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letGather(
     out_first[k] = f;
     out_count[k] = n;
 }
+
+/* A received tree grafted at cells [first_cell, end_cell): the links it came with count from its own root and first
+ * particle; first[c] moves by particle_shift for a leaf (a particle index) and by cell_shift for a node (its first
+ * child's cell index). The host's loop in LetExchange::upload_tree does the same for trees that came through host
+ * memory. Work-group BANYAN_WG. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letShiftLinks(__global bn_u32* cell_first,
+                                                                                  __global const bn_u32* cell_count,
+                                                                                  bn_u32 first_cell, bn_u32 end_cell,
+                                                                                  bn_u32 cell_shift,
+                                                                                  bn_u32 particle_shift)
+{
+    const uint c = first_cell + get_global_id(0);
+    if (c >= end_cell) return;
+    cell_first[c] += bn_tree_is_leaf(cell_count[c]) ? particle_shift : cell_shift;
+}

@@ -214,3 +214,17 @@ __global__ void __launch_bounds__(BANYAN_WG)
     out_count[k] = n;
 }
 BANYAN_CUDA_KERNEL(letGather);
+
+/* A received tree grafted at cells [first_cell, end_cell): the links it came with count from its own root and first
+ * particle; first[c] moves by particle_shift for a leaf (a particle index) and by cell_shift for a node (its first
+ * child's cell index). The host's loop in LetExchange::upload_tree does the same for trees that came through host
+ * memory. Block BANYAN_WG. */
+__global__ void __launch_bounds__(BANYAN_WG)
+    letShiftLinks(bn_u32* cell_first, const bn_u32* cell_count, bn_u32 first_cell, bn_u32 end_cell, bn_u32 cell_shift,
+                  bn_u32 particle_shift)
+{
+    const bn_u32 c = first_cell + blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= end_cell) return;
+    cell_first[c] += bn_tree_is_leaf(cell_count[c]) ? particle_shift : cell_shift;
+}
+BANYAN_CUDA_KERNEL(letShiftLinks);

@@ -18,6 +18,7 @@
 #include "core/parallel/comm.hpp"
 #include "core/parallel/parallel_forces.hpp"
 #include "core/parallel/rank_device.hpp"
+#include "core/parallel/transport.hpp"
 #include "core/gravity/forces.hpp"
 #include "core/tree/octree.hpp"
 #include "core/models/initial_conditions.hpp"
@@ -101,7 +102,8 @@ struct ParallelRow {
 /// evaluation is one ParallelForces::compute from a barrier: balance, build, trees for the others, their exchange,
 /// one walk over the local and the grafted trees; wall time on each rank, the largest reported.
 ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::uint64_t seed, double theta,
-                           Opening opening, float eps, int warmup, int reps, std::size_t top_per_rank)
+                           Opening opening, float eps, int warmup, int reps, std::size_t top_per_rank,
+                           const std::shared_ptr<PeerExchange>& peers)
 {
     const std::size_t P = static_cast<std::size_t>(comm.size()), r = static_cast<std::size_t>(comm.rank());
     const std::size_t mine = (r + 1) * n / P - r * n / P;
@@ -116,7 +118,8 @@ ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::ui
     tree.set_opening(opening);
     tree.set_particles(p.pos, {}, ids);
     p = Particles();
-    ParallelForces pf(be, comm);
+    ParallelForces pf(be, comm, Transport::host);
+    pf.use_peer_exchange(peers); // opened once for all rows
     pf.let().set_top_per_rank(top_per_rank);
     std::vector<double> cols[12];
     double split[3] = {0, 0, 0}; // far groups, groups, top cells of the last evaluation
@@ -169,7 +172,7 @@ ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::ui
 }
 
 int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::vector<double>& thetas, Opening opening,
-                 double eps, int warmup, int reps, std::uint64_t seed)
+                 double eps, int warmup, int reps, std::uint64_t seed, Transport transport)
 {
     const bool gpu = be.info().gpu;
     const bool per_rank = opt.has("per-rank");
@@ -179,6 +182,7 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
         opt.has("max-log2") ? opt.integer_in("max-log2", min_log2, 31) : std::max(min_log2, gpu ? 24 : 14);
     const bool root = comm.rank() == 0;
     const std::size_t P = static_cast<std::size_t>(comm.size());
+    const std::shared_ptr<PeerExchange> peers = open_peer_exchange(be, comm, transport);
     // Every rank's device, in rank order.
     const std::string label = device_label(be.info());
     std::vector<std::size_t> lengths;
@@ -187,7 +191,7 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
         fmt::print("{} rank{} ({}); Plummer, eps {}, {}; wall time per evaluation, slowest rank\n", P,
                    P == 1 ? "" : "s", Comm::library(), eps,
                    per_rank ? "N per rank (weak scaling)" : "N in all (strong scaling)");
-        if (P > 1) fmt::print("{}\n", let_transport(be));
+        if (P > 1) fmt::print("{}\n", transport_text(peers.get()));
         std::size_t at = 0;
         for (std::size_t q = 0; q < P; ++q) {
             fmt::print("  rank {}: {}\n", q, std::string(labels.data() + at, lengths[q]));
@@ -206,6 +210,7 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
     bench::JsonWriter j = bench::begin_report("forces_parallel");
     j.key("ranks").integer(static_cast<long long>(P));
     j.key("mpi").string(Comm::library());
+    j.key("transport").string(transport_text(peers.get()));
     j.key("backend").string(be.info().backend);
     j.key("device").string(be.info().name);
     j.key("eps").number(eps);
@@ -217,7 +222,7 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
         const std::size_t n = (std::size_t{1} << log2) * (per_rank ? P : 1);
         for (double theta : thetas) {
             const ParallelRow r = bench_parallel(be, comm, n, seed + static_cast<std::uint64_t>(log2), theta, opening,
-                                                 static_cast<float>(eps), warmup, reps, top_per_rank);
+                                                 static_cast<float>(eps), warmup, reps, top_per_rank, peers);
             auto ms = [](double v) { return fmt::format("{:.2f}", v); };
             if (root)
                 table.print_row({fmt::format("2^{}", log2), fmt::format("{}", P), fmt::format("{:.2f}", theta),
@@ -259,7 +264,7 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
     if (root) {
         // Inside the phases: where the host's part of LET and walk goes, and the walks alone on the device.
         bench::Table inside({bench::right("N", 5), bench::right("theta", 6), bench::right("boxes", 7),
-                             bench::right("download", 9), bench::right("MPI", 7), bench::right("upload", 7),
+                             bench::right("download", 9), bench::right("msgs", 7), bench::right("upload", 7),
                              bench::right("walk dev", 9), bench::right("far %", 6), bench::right("top cells", 10),
                              bench::left("spill", 0)});
         fmt::print("\n");
@@ -279,8 +284,10 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
             "spread = slowest rank's walk / mean; moved = particles "
             "that changed rank, LET MB = trees and boxes sent, per evaluation over all ranks; B/part = peak "
             "device memory of the largest rank x P / N. Second table, inside those phases: boxes = this "
-            "rank's boxes and their all-gather, download = the trees into host memory (both in LET), MPI = "
-            "the messages, upload = the trees received onto the device (both in exchange); walk dev = the walks alone "
+            "rank's boxes and their all-gather, download = the trees into host memory (GPU to GPU: into the send "
+            "buffer, issued) (both in LET), msgs = the messages (MPI, or GPU to GPU), upload = the trees received "
+            "onto the device (GPU to GPU: their links shifted there, issued) (both in exchange); walk dev = the walks "
+            "alone "
             "by device events; far % = the groups walked during the exchange; top cells = the other ranks' top "
             "trees received, summed over ranks; spill = the walk's spill room per work-group and level list (entries, "
             "largest rank: it grows when level lists outgrow local memory)\n",
@@ -324,6 +331,9 @@ int run_bench_forces(const std::vector<std::string>& args)
     opt.value("in", "FILE", "the particles of a snapshot (HDF5 or tipsy) instead of a model: one size, the file's N");
     bench::add_json_option(opt);
     opt.flag("per-rank", "under mpirun: 2^K particles per rank (weak scaling) instead of in all");
+    opt.value("transport", "auto|host|device",
+              "under mpirun: how the trees go between ranks: GPU to GPU (NCCL under CUDA), through host memory "
+              "(MPI), or auto: GPU to GPU where the backend and the ranks' devices allow it (env BANYAN_TRANSPORT)");
     opt.value("top-per-rank", "T",
               "under mpirun: the top trees sent with the boxes hold the cells of more than 1/T of a rank's "
               "particles (let.hpp), and the groups far from them walk while the trees travel; 0: none, every "
@@ -341,6 +351,8 @@ int run_bench_forces(const std::vector<std::string>& args)
                                              other));
     }
     const Opening opening = parse_opening(opt.str("opening"), "bench forces: --opening");
+    const Transport transport =
+        opt.has("transport") ? parse_transport(opt.str("transport"), "bench forces: --transport") : default_transport();
     const std::string model = opt.str("model");
     make_model(model, 1, 1); // refuses an unknown name before any work
     if (model != "plummer" && Comm::started())
@@ -356,7 +368,8 @@ int run_bench_forces(const std::vector<std::string>& args)
         const double eps = opt.number("eps");
         if (!(eps >= 0)) throw UsageError(fmt::format("bench forces: --eps must be >= 0, got {}", eps));
         return run_parallel(opt, comm, *be, thetas, opening, eps, opt.integer_in("warmup", 1, 100000),
-                            opt.integer_in("reps", 1, 100000), static_cast<std::uint64_t>(opt.integer("seed")));
+                            opt.integer_in("reps", 1, 100000), static_cast<std::uint64_t>(opt.integer("seed")),
+                            transport);
     }
     const bool gpu = be->info().gpu;
     // Up to 2^31 - 1 particles fit one tree; a size the device cannot hold is reported as such in its row.

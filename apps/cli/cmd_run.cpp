@@ -16,7 +16,6 @@
 #include "core/render/render.hpp"
 #include "core/files/snapshot_file.hpp"
 #include "core/parallel/comm.hpp"
-#include "core/parallel/let.hpp"
 #include "core/parallel/rank_device.hpp"
 
 #include "core/simulation/run.hpp"
@@ -629,7 +628,7 @@ int run_run(const std::vector<std::string>& raw_args)
             run = std::make_unique<Run>(*be, std::move(*plan), hooks, comm);
         }
         if (!quiet && comm.parallel())
-            fmt::print("ranks: {} ({}); {}\n", comm.size(), Comm::library(), let_transport(*be));
+            fmt::print("ranks: {} ({}); {}\n", comm.size(), Comm::library(), run->simulation().transport());
     } catch (const DeviceError& e) {
         if (!out_of_device_memory(e)) throw;
         discard_empty_out();

@@ -98,7 +98,8 @@ void print_usage()
                "  banyan forces --in snap.hdf5 --out acc.npy             one force evaluation of a snapshot\n"
                "  banyan render mine/snapshot_00010.hdf5 --out t10.png   a quick look\n");
     fmt::print("\nenvironment: BANYAN_BACKEND, BANYAN_DEVICE (device selection), BANYAN_CL_DIR (read OpenCL\n"
-               "kernels from this folder instead of the embedded copy)\n");
+               "kernels from this folder instead of the embedded copy), BANYAN_TRANSPORT (auto, host or device: how\n"
+               "the trees go between ranks under mpirun)\n");
 }
 
 /// The commands whose first word is @p word and which have more words ("bench" -> "bench primitives", ...).

@@ -13,6 +13,7 @@
 #include "core/device/device_info.hpp"
 #include "core/device/grid.hpp"
 #include "core/device/kernels.hpp"
+#include "core/device/peer_exchange.hpp"
 
 #include <array>
 #include <cstdint>
@@ -130,6 +131,11 @@ public:
         b.upload(host);
         return b;
     }
+
+    // ---- between ranks --------------------------------------------------------------------------------
+    /// The transport that moves bytes from this device to the devices of other ranks without host memory (NCCL
+    /// under CUDA, when built with it), or null when the backend has none: then they go through host memory.
+    virtual PeerTransport* peer_transport() { return nullptr; }
 
     // ---- kernels --------------------------------------------------------------------------------------
     /// Launches @p kernel (kernels::name, core/device/kernels.hpp) over @p grid with @p args in order; compiles only

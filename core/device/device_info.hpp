@@ -22,7 +22,7 @@ struct DeviceInfo {
     unsigned compute_units = 0;
     std::size_t max_work_group = 0;
     /// Whether buffers have device addresses that other libraries take: arrays handed over through DLPack
-    /// (Backend::wrap_device_memory), an MPI library that is aware of the device's memory (Comm::cuda_aware).
+    /// (Backend::wrap_device_memory).
     bool device_pointers = false;
 };
 

@@ -59,6 +59,7 @@
       float, Out<bn_u32>, Out<bn_u32>)                                                                            \
     X(letGather, In<bn_f4>, In<bn_f4>, In<bn_f4>, In<bn_u32>, In<bn_u32>, In<bn_f4>, In<bn_u32>, In<bn_u32>,         \
       In<bn_u32>, In<bn_u32>, bn_u32, Out<bn_f4>, Out<bn_f4>, Out<bn_f4>, Out<bn_u32>, Out<bn_u32>, Out<bn_f4>)      \
+    X(letShiftLinks, Out<bn_u32>, In<bn_u32>, bn_u32, bn_u32, bn_u32, bn_u32)                                      \
     /* radix_sort */                                                                                                \
     X(radixHistogram, In<bn_u64>, bn_u32, bn_u32, bn_u32, Out<bn_u32>, bn_u32)                                      \
     X(radixScatter, In<bn_u64>, In<bn_u32>, Out<bn_u64>, Out<bn_u32>, bn_u32, bn_u32, bn_u32, In<bn_u32>, bn_u32)    \

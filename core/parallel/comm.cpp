@@ -19,9 +19,6 @@
 
 #if defined(BANYAN_HAVE_MPI)
 #include <mpi.h>
-#if __has_include(<mpi-ext.h>)
-#include <mpi-ext.h>
-#endif
 #endif
 
 namespace banyan {
@@ -133,15 +130,6 @@ std::string Comm::library()
     return g_mpi ? "MPI (" + s + ")" : "MPI built in, not started (no launcher): one rank";
 #else
     return "no MPI (built without it): one rank";
-#endif
-}
-
-bool Comm::cuda_aware()
-{
-#if defined(BANYAN_HAVE_MPI) && defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
-    return g_mpi && MPIX_Query_cuda_support() == 1;
-#else
-    return false;
 #endif
 }
 

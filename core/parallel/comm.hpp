@@ -81,8 +81,6 @@ public:
     int node_size() const noexcept { return node_size_; }
     /// "MPI (Open MPI v4.1.6)" and the like, or "no MPI" (for logs).
     static std::string library();
-    /// Whether the MPI library says it can pass CUDA device pointers (MPIX_Query_cuda_support).
-    static bool cuda_aware();
 
     /// The first @p p ranks of this one (1 <= p <= size()) as a Comm of their own, on those ranks; std::nullopt on
     /// the others. Collective: every rank calls it. For work on fewer ranks than were started (the tests of a

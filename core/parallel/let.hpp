@@ -12,7 +12,10 @@
  * opened when a group in some box may open it (bn_let_opens in tree_shared.h, with a margin over the walk's own
  * test); the tree sent holds every cell whose ancestors are all opened, in the octree's order, so children stay
  * consecutive and the root is cell 0. Built on the device (kernels letOpened, letSelect, letGather and two scans),
- * moved through host memory, which works with any MPI and either backend.
+ * moved through host memory, which works with any MPI and either backend, or GPU to GPU where the backend has a
+ * transport (set_peer_exchange; core/parallel/transport.hpp): then the trees stay on the device from their gather to
+ * the graft, received in place behind the local tree and their links shifted there (letShiftLinks). The same bytes
+ * land in the same places either way.
  *
  * The walk waits for the trees only where it must: with its boxes every rank sends its top tree (the cells holding
  * more than 1/top_per_rank of its particles and their children, as a pruned tree whose leaves without particles
@@ -42,18 +45,15 @@ struct LetStats {
     std::uint64_t bytes_sent = 0, bytes_received = 0;         ///< trees and boxes
     double build_ms = 0;         ///< boxes, the trees on the device and their download (wall time)
     double boxes_ms = 0;         ///< of build_ms: this rank's boxes and their all-gather
-    double download_ms = 0;      ///< of build_ms: the downloads of the trees into host memory
+    double download_ms = 0;      ///< of build_ms: the downloads of the trees into host memory (GPU to GPU: their copies
+                                 ///< into the send buffer, issued)
     double exchange_ms = 0;      ///< the exchange and the upload of what arrived (wall time)
-    double mpi_ms = 0;           ///< of exchange_ms: the messages
-    double upload_ms = 0;        ///< of exchange_ms: the upload (it waits for the walk the device runs when it starts)
+    double mpi_ms = 0;           ///< of exchange_ms: the messages (MPI, or the device transport)
+    double upload_ms = 0;        ///< of exchange_ms: the upload (it waits for the walk the device runs when it starts;
+                                 ///< GPU to GPU: the links' shift, issued)
     std::uint64_t top_cells = 0; ///< of the other ranks' top trees, grafted before the exchange
     std::uint64_t groups = 0, far_groups = 0; ///< this rank's groups, and those walked before the trees arrived
 };
-
-/// How the trees travel between ranks, for the logs: through host memory (page-locked under CUDA and NVIDIA OpenCL:
-/// Backend::alloc_host), and whether the MPI library could take CUDA device pointers instead (Comm::cuda_aware;
-/// banyan has no path for that yet).
-std::string let_transport(const Backend& be);
 
 class LetExchange {
 public:
@@ -61,15 +61,20 @@ public:
 
     /// After @p tree was built: shares the boxes of its groups and its top tree with every rank (collective), then
     /// builds this rank's tree for every other rank, under opening @p criterion (its 1 / theta and alpha, as the
-    /// walk's), on the device and into host memory. With alpha > 0 every box carries the smallest previous |a| of
-    /// its particles, read from @p acc_old (.w, tree order, as TreeForces::set_previous_accelerations), so that
-    /// each tree sent opens what the receiving groups' relative test opens. Then the sizes of the trees to come are
-    /// exchanged (collective), and the others' top trees are grafted with room for them (graft_tops): remote() is
-    /// ready for the far groups' walk before exchange().
+    /// walk's), on the device and into host memory (GPU to GPU: into a send buffer on the device). With alpha > 0
+    /// every box carries the smallest previous |a| of its particles, read from @p acc_old (.w, tree order, as
+    /// TreeForces::set_previous_accelerations), so that each tree sent opens what the receiving groups' relative
+    /// test opens. Then the sizes of the trees to come are exchanged (collective), and the others' top trees are
+    /// grafted with room for them (graft_tops): remote() is ready for the far groups' walk before exchange().
     void build(Octree& tree, const OpeningCriterion& criterion, const Buffer<bn_f4>* acc_old = nullptr);
-    /// Sends the trees and receives the others' (collective; host memory only, so that it overlaps a walk running
-    /// on the device), and grafts what arrived behind @p tree, the tree of the last build() (receive()).
+    /// Sends the trees and receives the others' (collective; through host memory, so that it overlaps a walk
+    /// running on the device, or GPU to GPU), and grafts what arrived behind @p tree, the tree of the last build()
+    /// (receive()).
     void exchange(Octree& tree);
+
+    /// The trees of the build()s that follow go GPU to GPU through @p peers (not owned; it must outlive its use
+    /// here), or through host memory when it is null (the default). Every rank chooses alike.
+    void set_peer_exchange(PeerExchange* peers) noexcept { peers_ = peers; }
 
     // The pieces of build() and exchange(), for one process too (tests):
     /// This rank's boxes (coarse and fine, let.cpp has the layout) and its top tree, as sent to every rank; with
@@ -110,11 +115,27 @@ public:
     void set_top_per_rank(std::size_t t) noexcept { top_per_rank_ = t; }
 
 private:
+    struct Gathered;                                                // a tree gathered on the device (let.cpp)
+    using Sizes = std::vector<std::pair<std::size_t, std::size_t>>; // (cells, particles) of a tree per rank
+
     /// The cells chosen as boxes for @p limit (letBoxCells, level by level), as (first particle, particles), sorted.
     std::vector<std::pair<bn_u32, bn_u32>> chosen_cells(Octree& tree, std::size_t limit);
-    /// Appends to @p out the pruned tree of the cells kept under the opened flags in @p tree's workspace (let.cpp,
-    /// Scratch; letSelect, scans, letGather, download); returns its cells and particles.
-    std::pair<std::size_t, std::size_t> gather_tree(Octree& tree, HostBytes& out);
+    /// The local essential tree of @p tree for the rank whose boxes are @p boxes, gathered on the device (none:
+    /// 0 cells, when either has no particles).
+    Gathered chosen_tree(Octree& tree, const OpeningCriterion& criterion, std::span<const std::byte> boxes);
+    /// The pruned tree of the cells kept under the opened flags in @p tree's workspace (let.cpp, Scratch;
+    /// letSelect, scans, letGather), in the workspace.
+    Gathered gather_tree(Octree& tree);
+    /// Appends @p t to @p out as on the wire (downloaded).
+    void append(HostBytes& out, const Gathered& t);
+    /// Copies @p t to byte @p at of device_send_ (grown, keeping what is before it) in the wire's order, without
+    /// its header; returns the end.
+    std::size_t append_on_device(const Gathered& t, std::size_t at);
+    /// Where the trees of @p sizes go in rank order behind @p tree and the top trees (their roots in remote()), with
+    /// room made, or checked against what graft_tops made; returns each rank's first cell and particle there.
+    Sizes place_trees(Octree& tree, const Sizes& sizes);
+    /// exchange() GPU to GPU: each array of each tree received in place, then its links shifted.
+    void exchange_on_device(Octree& tree);
     /// Uploads the tree on the wire at @p at (@p cells cells, @p parts particles) into the arrays @p g at cell @p c0
     /// and particle @p p0, its links shifted there (in place in the message).
     void upload_tree(Octree::Graft g, std::byte* at, std::size_t cells, std::size_t parts, std::size_t c0,
@@ -129,6 +150,9 @@ private:
     std::size_t local_cells_ = 0, local_particles_ = 0; // of the tree of the last build()
     HostBytes send_, recv_;                             // kept from one evaluation to the next
     std::vector<std::size_t> send_offsets_, recv_offsets_;
+    PeerExchange* peers_ = nullptr;
+    Buffer<std::byte> device_send_; // GPU to GPU: the trees sent, at send_offsets_ (kept as send_ is)
+    Sizes sent_, coming_;           // the trees of the last build(): sent to and coming from each rank
     RemoteTrees remote_;
     Buffer<bn_f4> boxes_, coarse_, fine_;
     Buffer<bn_u32> runs_, fine_begin_, box_list_, box_count_;

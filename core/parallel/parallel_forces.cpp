@@ -18,9 +18,16 @@ double ms_between(Clock::time_point a, Clock::time_point b)
 
 } // namespace
 
-ParallelForces::ParallelForces(Backend& be, const Comm& comm)
+ParallelForces::ParallelForces(Backend& be, const Comm& comm, Transport transport)
     : be_(be), comm_(comm), domain_(be, comm), let_(be, comm), forces_(be)
 {
+    use_peer_exchange(open_peer_exchange(be, comm, transport));
+}
+
+void ParallelForces::use_peer_exchange(std::shared_ptr<PeerExchange> peers)
+{
+    peers_ = std::move(peers);
+    let_.set_peer_exchange(peers_.get());
 }
 
 void ParallelForces::compute(Octree& tree, const OpeningCriterion& criterion, float eps, ParallelTimings* timings,

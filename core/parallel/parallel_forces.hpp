@@ -9,7 +9,8 @@
  *   the local root and the top roots while the trees travel (host) and are grafted behind the local tree and the
  *   top trees  ->  the near groups walk the local root and the received roots (TreeForces::begin, walk_received).
  *   Every group walks once.
- * On one rank it is the tree build and walk of one GPU, nothing more.
+ * On one rank it is the tree build and walk of one GPU, nothing more. The trees go GPU to GPU or through host memory
+ * (transport.hpp), chosen once, when the ranks make their ParallelForces.
  */
 #pragma once
 
@@ -18,6 +19,7 @@
 #include "core/parallel/comm.hpp"
 #include "core/parallel/domain.hpp"
 #include "core/parallel/let.hpp"
+#include "core/parallel/transport.hpp"
 #include "core/tree/octree.hpp"
 
 namespace banyan {
@@ -37,7 +39,15 @@ struct ParallelTimings {
 
 class ParallelForces {
 public:
-    ParallelForces(Backend& be, const Comm& comm);
+    /// Opens the path of the trees between the ranks for @p transport (open_peer_exchange; the
+    /// default: BANYAN_TRANSPORT, else automatic). Collective.
+    ParallelForces(Backend& be, const Comm& comm, Transport transport = default_transport());
+
+    /// For the logs: "trees: GPU to GPU through NCCL 2.28.9" or "trees: through host memory (MPI)".
+    std::string transport() const { return transport_text(peers_.get()); }
+    /// The trees of the compute()s that follow go through @p peers (null: host memory), which may serve several
+    /// ParallelForces (a benchmark's rows; tests). Every rank chooses alike.
+    void use_peer_exchange(std::shared_ptr<PeerExchange> peers);
 
     /// Moves particles between ranks (unless @p rebalance is false: then each rank keeps its particles), builds
     /// @p tree and computes the forces on this rank's particles (the active groups', with forces().set_active)
@@ -59,6 +69,7 @@ public:
 private:
     Backend& be_;
     const Comm& comm_;
+    std::shared_ptr<PeerExchange> peers_; // null: through host memory; before its users, destroyed after them
     Decomposition domain_;
     LetExchange let_;
     TreeForces forces_;

@@ -188,6 +188,8 @@ public:
     /// Device time per phase so far. Reads the time of the last step's closing kick, which step() does not wait
     /// for.
     const PhaseTimes& times() const;
+    /// How the trees travel between the ranks, for the logs (ParallelForces::transport).
+    std::string transport() const { return forces_.transport(); }
 
     // For tests: the device arrays (device order).
     Octree& tree() noexcept { return tree_; }

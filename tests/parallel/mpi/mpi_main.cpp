@@ -1,6 +1,7 @@
 /**
  * @file mpi_main.cpp
- * @brief Entry point of the multi-rank tests: `mpirun -n P banyan_mpi_tests --backend cuda|opencl [doctest options]`.
+ * @brief Entry point of the multi-rank tests: `mpirun -n P banyan_mpi_tests --backend cuda|opencl [--device-transport]
+ *        [doctest options]`.
  *
  * Every rank opens a device of the backend (rank_device: the ranks of a node take its GPUs in turn, sharing them when
  * there are fewer GPUs than ranks). When the backend or a device is absent on any rank, every rank exits 77
@@ -8,19 +9,27 @@
  * report is printed only when it failed, by rank 0 at the end, each line marked with its rank. Every rank exits 1
  * when any rank failed. The tests reach the device through tests/support/harness.hpp, as the conformance suite does.
  *
+ * The test suite "device transport" (tests/parallel/mpi/test_transport.cpp: the backend's own transport between
+ * devices, NCCL under CUDA) runs alone, and only with --device-transport; every rank exits 77 (skipped) when that
+ * transport does not open between these ranks (one rank, a backend or build without one, ranks that share a device),
+ * saying why.
+ *
  * Every rank must call the collectives in the same order, failing or not: check with CHECK between collectives, not
  * REQUIRE (a REQUIRE that fails on one rank leaves the others waiting in the next collective until the CTest
  * timeout). Started without a launcher, it runs as one rank without MPI.
  */
 #define DOCTEST_CONFIG_IMPLEMENT
 #include "core/device/devices.hpp"
+#include "core/error.hpp"
 #include "core/parallel/comm.hpp"
 #include "core/parallel/rank_device.hpp"
+#include "core/parallel/transport.hpp"
 #include "tests/support/harness.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -49,8 +58,14 @@ int run(int argc, char** argv)
     const banyan::Comm& comm = banyan::Comm::world();
     std::vector<char*> rest;
     const std::string which = take_backend_option(argc, argv, rest);
+    const auto transport_flag =
+        std::find_if(rest.begin(), rest.end(), [](const char* a) { return std::string(a) == "--device-transport"; });
+    const bool device_transport = transport_flag != rest.end();
+    if (device_transport) rest.erase(transport_flag);
     if (which != "cuda" && which != "opencl") {
-        if (comm.rank() == 0) fmt::print(stderr, "usage: banyan_mpi_tests --backend cuda|opencl [doctest options]\n");
+        if (comm.rank() == 0)
+            fmt::print(stderr,
+                       "usage: banyan_mpi_tests --backend cuda|opencl [--device-transport] [doctest options]\n");
         return 2;
     }
 
@@ -72,6 +87,20 @@ int run(int argc, char** argv)
         set_backends(nullptr);
         return 77;
     }
+    if (device_transport) {
+        // Opened once here to see whether it opens at all: the same decision on every rank (transport.cpp).
+        std::string why = comm.parallel() ? "" : "one rank: nothing travels between ranks";
+        try {
+            if (comm.parallel()) banyan::open_peer_exchange(backend(), comm, banyan::Transport::device);
+        } catch (const banyan::UsageError& e) {
+            why = e.what();
+        }
+        if (!why.empty()) {
+            if (comm.rank() == 0) fmt::print("SKIPPED: no transport from device to device: {}\n", why);
+            set_backends(nullptr);
+            return 77;
+        }
+    }
     const auto& info = backend().info();
     const std::uint64_t seed = seed_rng();
     if (comm.rank() == 0)
@@ -85,6 +114,7 @@ int run(int argc, char** argv)
     ctx.setOption("no-colors", true); // mpirun hands the ranks a terminal of its own, whatever ours is
     std::ostringstream report;
     if (comm.rank() != 0) ctx.setCout(&report);
+    ctx.addFilter(device_transport ? "test-suite" : "test-suite-exclude", "device transport");
     ctx.applyCommandLine(static_cast<int>(rest.size()), rest.data());
     const int rc = ctx.run();
     set_backends(nullptr);
