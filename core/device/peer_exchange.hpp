@@ -21,12 +21,17 @@
 
 namespace banyan {
 
-/// @p bytes from byte @p offset of @p buffer to rank @p peer.
+/// @p bytes from byte @p offset of @p buffer to rank @p peer. The buffer must hold peer_read_slack bytes more
+/// behind each message: NCCL reads what it sends in whole 16-byte words (NVIDIA/nccl#265; it never writes past a
+/// message), which compute-sanitizer reports, and which could fault at the end of an allocation.
 struct PeerSend {
     int peer = 0;
     const RawBuffer* buffer = nullptr;
     std::size_t offset = 0, bytes = 0;
 };
+
+/// Readable bytes a PeerSend's buffer holds behind its last message.
+inline constexpr std::size_t peer_read_slack = 16;
 
 /// @p bytes from rank @p peer into byte @p offset of @p buffer.
 struct PeerRecv {

@@ -352,8 +352,9 @@ std::size_t LetExchange::append_on_device(const Gathered& t, std::size_t at)
 {
     const std::size_t end = at + tree_bytes(t.cells, t.parts);
     if (!device_send_ || device_send_.size() < end) {
-        // Grown by a quarter more than asked, kept from one evaluation to the next: a rare copy.
-        auto grown = be_.alloc<std::byte>(end + end / 4, "let.device_send");
+        // Grown by a quarter more than asked, kept from one evaluation to the next: a rare copy (and never less
+        // than peer_read_slack behind the last tree).
+        auto grown = be_.alloc<std::byte>(end + end / 4 + peer_read_slack, "let.device_send");
         if (at) grown.copy_from(device_send_, at);
         device_send_ = std::move(grown);
     }

@@ -258,7 +258,7 @@ TEST_SUITE("device transport")
                     out.push_back(pattern(me, q, k, i));
                 in_bytes += gap + bytes(q, me, k);
             }
-        auto send = backend().alloc<std::byte>(out.size() + 1, "test.send");
+        auto send = backend().alloc<std::byte>(out.size() + peer_read_slack, "test.send");
         if (!out.empty()) send.upload(std::span<const std::byte>(out));
         auto recv = backend().alloc<std::byte>(in_bytes + gap, "test.recv");
         recv.fill(std::byte{0xee});
