@@ -14,6 +14,8 @@
 #include "tests/support/harness.hpp"
 #include "tests/support/inputs.hpp"
 
+#include "core/device/grid.hpp"
+#include "core/device/kernels.hpp"
 #include "core/gravity/direct.hpp"
 #include "core/parallel/comm.hpp"
 #include "core/parallel/domain.hpp"
@@ -346,6 +348,31 @@ TEST_CASE("race check: local essential tree and the decomposition on one rank")
     const std::size_t before = ta.size();
     CHECK(d.balance(ta, 0.0).sent == 0);
     CHECK(ta.size() == before);
+}
+
+TEST_CASE("race check: the links of a received tree shifted on the device (letShiftLinks)")
+{
+    // A tree received GPU to GPU lands where it is grafted; its cells' first indices are then shifted there: a
+    // leaf's by the particles before it, any other cell's by the cells before it. Against the same shift on the CPU,
+    // over a range that starts and ends inside a work-group.
+    auto& be = test::backend();
+    const bn_u32 n = 700, first = 37, end = 611, cell_shift = 1000, particle_shift = 5000;
+    std::vector<bn_u32> links(n), counts(n);
+    for (bn_u32 c = 0; c < n; ++c)
+        links[c] = static_cast<bn_u32>(test::rng()() % 100000), counts[c] = static_cast<bn_u32>(test::rng()());
+    auto d_links = be.upload<bn_u32>(links, "test.first");
+    auto d_counts = be.upload<bn_u32>(counts, "test.count");
+    be.launch(kernels::letShiftLinks, grid_for(be, end - first), d_links, d_counts, first, end, cell_shift,
+              particle_shift);
+    std::vector<bn_u32> want = links;
+    std::size_t leaves = 0;
+    for (bn_u32 c = first; c < end; ++c) {
+        const bool leaf = bn_tree_is_leaf(counts[c]);
+        want[c] += leaf ? particle_shift : cell_shift, leaves += leaf;
+    }
+    REQUIRE(leaves > 0);
+    REQUIRE(leaves < end - first); // both kinds of cell occur
+    CHECK(d_links.download() == want);
 }
 
 TEST_CASE("race check: walk of another rank's tree")
