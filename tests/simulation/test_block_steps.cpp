@@ -344,23 +344,36 @@ TEST_CASE("block steps: a Hernquist sphere spreads over the rungs; energy as a s
     CHECK(shared_step_ratio(b) > 2);
 }
 
-TEST_CASE("block steps: a run stopped and continued from its checkpoint equals one straight through")
+namespace {
+
+/// A merger of 3000 particles in block steps of dt 1/16, whose central particles sit on deep rungs (several
+/// substeps a step), to @p t_end with tipsy snapshots every @p snapshot_every and checkpoints every 1/4: the runs
+/// stopped and continued below.
+RunOptions merger_block_run(double t_end, double snapshot_every)
 {
-    auto& be = test::backend();
-    TempDir straight("block-straight"), stopped("block-stopped");
     RunOptions o;
-    o.ic = "merger"; // the central particles sit on deep rungs
+    o.ic = "merger";
     o.n = 3000;
     o.seed = 5;
     o.theta = 0.6;
     o.eps = 0.02;
     o.dt = 1.0 / 16;
     o.steps = "block";
-    o.t_end = 1.0; // 16 steps
+    o.t_end = t_end;
     o.log_every = 2;
-    o.snapshot_every = 0.5;
+    o.snapshot_every = snapshot_every;
     o.checkpoint_every = 0.25;
     o.format = SnapshotFormat::tipsy;
+    return o;
+}
+
+} // namespace
+
+TEST_CASE("block steps: a run stopped and continued from its checkpoint equals one straight through")
+{
+    auto& be = test::backend();
+    TempDir straight("block-straight"), stopped("block-stopped");
+    const RunOptions o = merger_block_run(1.0, 0.5); // 16 steps
     {
         RunOptions x = o;
         x.out = straight.str();
@@ -390,19 +403,7 @@ TEST_CASE("block steps: a stop between substeps pauses the step; its checkpoint 
     // after every substep, so that a step of many substeps stops within one of them, not at its end (issue 45).
     auto& be = test::backend();
     TempDir straight("pause-straight"), stopped("pause-stopped");
-    RunOptions o;
-    o.ic = "merger"; // the central particles sit on deep rungs: several substeps a step
-    o.n = 3000;
-    o.seed = 5;
-    o.theta = 0.6;
-    o.eps = 0.02;
-    o.dt = 1.0 / 16;
-    o.steps = "block";
-    o.t_end = 0.75; // 12 steps
-    o.log_every = 2;
-    o.snapshot_every = 0.25;
-    o.checkpoint_every = 0.25;
-    o.format = SnapshotFormat::tipsy;
+    const RunOptions o = merger_block_run(0.75, 0.25); // 12 steps
     {
         RunOptions x = o;
         x.out = straight.str();
