@@ -38,6 +38,23 @@ RunOptions options(const fs::path& out, double t_end)
     return o;
 }
 
+/// A merger of 3000 particles in block steps of dt 1/16 (its central particles on deep rungs), snapshots and
+/// checkpoints every 1/4: the block-step runs over ranks below.
+RunOptions merger_block_run(const fs::path& out, double t_end)
+{
+    RunOptions o = options(out, t_end);
+    o.ic = "merger";
+    o.n = 3000;
+    o.theta = 0.6;
+    o.eps = 0.02;
+    o.dt = 1.0 / 16;
+    o.steps = "block";
+    o.log_every = 2;
+    o.snapshot_every = 0.25;
+    o.checkpoint_every = 0.25;
+    return o;
+}
+
 /// Runs @p o from its initial conditions to the end on every rank.
 RunRecord run_to_end(const RunOptions& o)
 {
@@ -233,19 +250,7 @@ TEST_CASE("block time steps over P ranks: the same substeps on every rank, energ
     // particles move between ranks only at the end of a step, weighed by the work of all its substeps.
     const Comm& comm = Comm::world();
     const test::SharedFolder dir(comm);
-    auto options_of = [&](const char* name, double t_end) {
-        RunOptions o = options(dir / name, t_end);
-        o.ic = "merger";
-        o.n = 3000;
-        o.theta = 0.6;
-        o.eps = 0.02;
-        o.dt = 1.0 / 16;
-        o.steps = "block";
-        o.log_every = 2;
-        o.snapshot_every = 0.25;
-        o.checkpoint_every = 0.25;
-        return o;
-    };
+    auto options_of = [&](const char* name, double t_end) { return merger_block_run(dir / name, t_end); };
     double max_de = 0;
     {
         Run r(test::backend(), plan_run({options_of("straight", 0.5)}));
@@ -284,19 +289,7 @@ TEST_CASE("block time steps over P ranks: a stop on one rank pauses every rank a
     const Comm& comm = Comm::world();
     const fs::path dir = test::shared_temp_folder(comm);
     REQUIRE(!dir.empty());
-    auto options_of = [&](const char* name) {
-        RunOptions o = options(dir / name, 0.5);
-        o.ic = "merger";
-        o.n = 3000;
-        o.theta = 0.6;
-        o.eps = 0.02;
-        o.dt = 1.0 / 16;
-        o.steps = "block";
-        o.log_every = 2;
-        o.snapshot_every = 0.25;
-        o.checkpoint_every = 0.25;
-        return o;
-    };
+    auto options_of = [&](const char* name) { return merger_block_run(dir / name, 0.5); };
     run_to_end(options_of("straight"));
     std::uint64_t tick = 0;
     {
