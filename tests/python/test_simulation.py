@@ -150,6 +150,7 @@ def test_a_simulation_writes_snapshots_with_units_and_renders_images(backend, tm
                         (lambda: sim.render(tmp_path / "x.png", size=0), "size"),
                         (lambda: sim.render(tmp_path / "x.png", centre="middle"), "centre"),
                         (lambda: sim.render(tmp_path / "x.png", types="4"), "type"),
+                        (lambda: sim.render(tmp_path / "x.jpg"), "PNG images only"),
                         (lambda: banyan.Simulation(pos, vel, mass, backend=backend, units="furlongs"), "unit")):
         with pytest.raises(banyan.UsageError, match=match):
             call()

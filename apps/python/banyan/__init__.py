@@ -584,11 +584,11 @@ class Simulation:
                centre: Any = "mass", extent: Optional[float] = None, range: float = 4.0,
                vmin: Optional[float] = None, vmax: Optional[float] = None, annotate: bool = True,
                types: Optional[str] = None) -> None:
-        """Draws the projected surface density of the particles now as a PNG, as `banyan render` draws a snapshot
-        (its options, in Python's spelling): axis "x", "y" or "z"; centre "mass", "density" or a point (x, y, z);
-        extent the field's half-width (None: 1.3 times the radius holding 90 % of the mass); range the dex below
-        the top of the colour scale (or vmin and vmax, log10 surface density); types a comma-separated list of
-        GADGET types ("2", "disc,bulge"; None: all)."""
+        """Draws the projected surface density of the particles now as a PNG (a path ending in .png), as `banyan
+        render` draws a snapshot (its options, in Python's spelling): axis "x", "y" or "z"; centre "mass", "density"
+        or a point (x, y, z); extent the field's half-width (None: 1.3 times the radius holding 90 % of the mass);
+        range the dex below the top of the colour scale (or vmin and vmax, log10 surface density); types a
+        comma-separated list of GADGET types ("2", "disc,bulge"; None: all)."""
         if isinstance(centre, str):
             kind, point = centre, None
         else:
