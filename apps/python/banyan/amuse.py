@@ -535,7 +535,7 @@ class Banyan(GravitationalDynamics, GravityFieldCode):
     @property
     def simulation(self) -> Optional[Simulation]:
         """The banyan.Simulation of the current particles (made now if they changed; None without particles), to
-        read (device, block_stats) or save() a checkpoint from. Stepping it directly bypasses model_time."""
+        read (device, block_stats) or save() as a run folder. Stepping it directly bypasses model_time."""
         return self._engine._current()
 
     @property
