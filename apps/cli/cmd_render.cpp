@@ -58,7 +58,7 @@ int run_render(const std::vector<std::string>& raw_args)
     opt.value("in", "FILE",
               fmt::format("the snapshot ({}, detected from its first bytes); or give it as the first argument",
                           snapshot_format_list([](const SnapshotFormatInfo& f) { return f.title; })));
-    opt.value("out", "IMAGE.png", "where to write the image");
+    opt.value("out", "IMAGE.png", "where to write the image (PNG: the name must end in .png)");
     opt.value("axis", "x|y|z", "projection axis", "z");
     opt.value("size", "PIXELS", "pixels on each side of the map, 1 .. 16384", "800");
     opt.value("centre", "mass|density|X,Y,Z",

@@ -15,6 +15,7 @@
 #include "core/files/png_image.hpp"
 #include "core/render/render.hpp"
 #include "core/files/snapshot_file.hpp"
+#include "core/files/units.hpp"
 #include "core/parallel/comm.hpp"
 #include "core/parallel/rank_device.hpp"
 
@@ -171,8 +172,8 @@ Options run_options()
               "docs/benchmarks.md); 0: off",
               "0");
     opt.value("eps", "E",
-              "Plummer softening length, >= 0 (with --in, default: the softening the file's dark and "
-              "star particles carry)",
+              "Plummer softening length, >= 0 (galaxy models: 0.05 kpc, galaxy-merger 0.1 kpc, in the run's "
+              "length unit; with --in, default: the softening the file's dark and star particles carry)",
               "0.05");
     opt.value("dt", "DT", "time step, > 0; a fraction such as 1/64 is fine; with --steps block the largest step",
               "1/64");
@@ -310,6 +311,12 @@ RunRequest parse_new_run(const Options& opt, std::optional<double> t_end)
     ro.out = opt.str("out");
     ro.format = parse_snapshot_format(opt.str("format"), "run: --format");
     ro.units = opt.str("units");
+    // A galaxy's default softening is a length of the model, 0.05 kpc (the merger's 0.1 kpc): in the units the
+    // galaxy is made in (--units pc,Msun: 50 pc, not 0.05 pc). N-body models are made in the units given as they
+    // stand, so their 0.05 stays 0.05 of the length unit.
+    if (galaxy && !opt.has("eps"))
+        if (const Units u = parse_units(ro.units, "run: --units"); u.physical())
+            ro.eps = ro.eps * cgs::kpc / u.length_cm;
     if (ro.ic != "file" && !(ro.t_end > 0.0))
         throw UsageError(fmt::format("run: --t-end must be after the start time 0, got {}", ro.t_end));
     wanted.eps_from_file = ro.ic == "file" && !opt.has("eps");

@@ -14,7 +14,9 @@
 #include "core/device/devices.hpp"
 #include "core/device_shared.h"
 #include "core/files/png_image.hpp"
+#include "core/files/key_values.hpp"
 #include "core/files/snapshot_file.hpp"
+#include "core/files/units.hpp"
 #include "core/render/render.hpp"
 #include "core/error.hpp"
 #include "core/gravity/direct.hpp"
@@ -426,6 +428,64 @@ void galaxy_fill(const std::map<std::string, std::string>& options, bool merger,
     }
 }
 
+/// The GADGET type of each particle of @p f, in its order (gas, dark, stars): gas 0, dark matter 1 (2, 3 and 5 the
+/// last of the dark ones, as Snapshot keeps them), stars 4. Into @p out, of f.size() entries.
+void gadget_types(const Snapshot& f, std::int8_t* out)
+{
+    const std::size_t d0 = f.n_gas, d1 = d0 + f.n_dark;
+    const std::size_t t2 = d1 - f.n_type2 - f.n_type3 - f.n_type5, t3 = t2 + f.n_type2, t5 = t3 + f.n_type3;
+    for (std::size_t i = 0; i < f.size(); ++i)
+        out[i] = static_cast<std::int8_t>(i < d0 ? 0 : i < t2 ? 1 : i < t3 ? 2 : i < t5 ? 3 : i < d1 ? 5 : 4);
+}
+
+/// A snapshot file read whole as `banyan run --in` reads it (HDF5 or tipsy, told by its first bytes; an HDF5 file's
+/// velocities converted to G = 1 where its units ask), for banyan.read_snapshot: its size, time and units, then
+/// its arrays copied into the caller's.
+class SnapshotFile {
+public:
+    explicit SnapshotFile(const std::string& path)
+    {
+        nb::gil_scoped_release unlocked; // a large file takes seconds
+        SnapshotMeta meta;
+        s_ = read_snapshot(path, &meta, false);
+        if (!s_.units.physical()) return;
+        units_ = s_.units.text();
+        // A run's own spelling ("kpc,1e10Msun", its Parameters/units) where it names the file's units.
+        const KeyValues kv = parse_key_values(meta.parameters);
+        const auto it = kv.find("units");
+        if (it == kv.end()) return;
+        try {
+            if (same_units(parse_units(it->second), s_.units)) units_ = it->second;
+        } catch (const UsageError&) {
+            // not a spelling banyan takes: the units in cm and g
+        }
+    }
+    std::size_t size() const { return s_.size(); }
+    double time() const { return s_.time; }
+    /// The units as `--units` and Simulation(units=) take them; empty for N-body units (tipsy, or none stated).
+    const std::string& units() const { return units_; }
+
+    void fill(Vec3Out pos, Vec3Out vel, ScalarOut mass, IdsOut ids, TypesOut types) const
+    {
+        const std::size_t n = s_.size();
+        if (pos.shape(0) != n || vel.shape(0) != n || mass.shape(0) != n || ids.shape(0) != n || types.shape(0) != n)
+            throw UsageError("read_snapshot: output arrays of the wrong size");
+        std::copy(s_.pos.begin(), s_.pos.end(), pos.data());
+        if (s_.vel.size() == 3 * n)
+            std::copy(s_.vel.begin(), s_.vel.end(), vel.data());
+        else
+            std::fill(vel.data(), vel.data() + 3 * n, 0.0f); // a file without velocities
+        std::copy(s_.mass.begin(), s_.mass.end(), mass.data());
+        for (std::size_t i = 0; i < n; ++i)
+            ids.data()[i] = s_.ids.empty() ? i : s_.ids[i]; // tipsy has no ids: the index in the file
+        gadget_types(s_, types.data());
+    }
+
+private:
+    Snapshot s_;
+    std::string units_;
+};
+
 /// banyan.Simulation: the run engine of `banyan run` (core/simulation/run.hpp) with no output files, started from
 /// the caller's arrays as `banyan run --in FILE` starts from a file's, so that the same particles give the same
 /// numbers bit for bit; its checkpoints are the CLI's.
@@ -574,16 +634,22 @@ public:
     /// Each particle's GADGET type in input order: gas 0, dark matter 1 (2, 3 and 5 among its last), stars 4.
     void types(TypesOut out) const
     {
-        const Snapshot& f = run_->fields();
-        const std::size_t d0 = f.n_gas, d1 = d0 + f.n_dark;
-        const std::size_t t2 = d1 - f.n_type2 - f.n_type3 - f.n_type5, t3 = t2 + f.n_type2, t5 = t3 + f.n_type3;
-        for (std::size_t i = 0; i < out.shape(0); ++i)
-            out.data()[i] = static_cast<std::int8_t>(i < d0   ? 0
-                                                     : i < t2 ? 1
-                                                     : i < t3 ? 2
-                                                     : i < t5 ? 3
-                                                     : i < d1 ? 5
-                                                              : 4);
+        if (out.shape(0) != run_->simulation().size()) throw UsageError("Simulation: output array of the wrong size");
+        gadget_types(run_->fields(), out.data());
+    }
+
+    /// Each particle's mass in input order, in the input's units: the float32 masses the run holds (on the device,
+    /// beside the positions), so that a Simulation loaded from a checkpoint has them too.
+    void masses(ScalarOut out)
+    {
+        if (out.shape(0) != run_->simulation().size()) throw UsageError("Simulation: output array of the wrong size");
+        std::vector<bn_f4> p, v, a;
+        {
+            const DeviceLock lock(dev_);
+            (void)run_->simulation().input_order(p, v, a); // the masses never leave float's range: they came in it
+        }
+        for (std::size_t i = 0; i < p.size(); ++i)
+            out.data()[i] = p[i].w;
     }
 
     nb::dict energies()
@@ -657,6 +723,9 @@ public:
     double alpha() const { return run_->options().alpha; }
     double eps() const { return run_->options().eps; }
     double dt() const { return run_->options().dt; }
+    /// The run's physical units as given (units=, `--units`, or those of the file a loaded run started from); empty
+    /// for N-body units.
+    const std::string& units_text() const { return run_->options().units; }
     const std::string& steps_kind() const { return run_->options().steps; }
     double eta() const { return run_->options().eta; }
     std::uint64_t max_rung() const { return run_->options().max_rung; }
@@ -748,6 +817,13 @@ NB_MODULE(_banyan, m)
     m.def("galaxy_fill", &python::galaxy_fill, "options"_a, "merger"_a, "n"_a, "seed"_a, "units"_a, "pos"_a.noconvert(),
           "vel"_a.noconvert(), "mass"_a.noconvert(),
           "The particles of that galaxy or merger into host arrays of its size.");
+    nb::class_<SnapshotFile>(m, "SnapshotFile", "A snapshot file read whole; see banyan.read_snapshot.")
+        .def(nb::init<const std::string&>(), "path"_a)
+        .def_prop_ro("size", &SnapshotFile::size)
+        .def_prop_ro("time", &SnapshotFile::time)
+        .def_prop_ro("units", &SnapshotFile::units)
+        .def("fill", &SnapshotFile::fill, "pos"_a.noconvert(), "vel"_a.noconvert(), "mass"_a.noconvert(),
+             "ids"_a.noconvert(), "types"_a.noconvert());
     nb::class_<RunPlan>(m, "RunPlan", "A checked simulation, not yet started; see plan_simulation.");
     m.def("plan_simulation", &python::plan_simulation, "pos"_a.noconvert(), "vel"_a.noconvert(), "mass"_a.noconvert(),
           "theta"_a, "eps"_a, "dt"_a, "time"_a, "opening"_a, "alpha"_a, "steps"_a, "eta"_a, "max_rung"_a,
@@ -766,6 +842,7 @@ NB_MODULE(_banyan, m)
         .def("units", &PySimulation::units)
         .def("ids", &PySimulation::ids, "out"_a.noconvert())
         .def("types", &PySimulation::types, "out"_a.noconvert())
+        .def("masses", &PySimulation::masses, "out"_a.noconvert())
         .def("energies", &PySimulation::energies)
         .def("save", &PySimulation::save, "path"_a)
         .def("write_snapshot", &PySimulation::write_snapshot, "path"_a, "format"_a)
@@ -782,6 +859,7 @@ NB_MODULE(_banyan, m)
         .def_prop_ro("alpha", &PySimulation::alpha)
         .def_prop_ro("eps", &PySimulation::eps)
         .def_prop_ro("dt", &PySimulation::dt)
+        .def_prop_ro("units_text", &PySimulation::units_text)
         .def_prop_ro("steps_kind", &PySimulation::steps_kind)
         .def_prop_ro("eta", &PySimulation::eta)
         .def_prop_ro("max_rung", &PySimulation::max_rung)

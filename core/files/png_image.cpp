@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <ostream>
 #include <stdexcept>
@@ -62,6 +63,13 @@ void check_output_path(const std::string& path)
         throw UsageError(fmt::format("cannot write {}: {} is not a folder", path, dir.string()));
     if (::access(dir.c_str(), W_OK | X_OK) != 0)
         throw UsageError(fmt::format("cannot write {}: the folder {} is not writable", path, dir.string()));
+    // Images are PNG alone: a name that asks for another format (z.jpg) or for none would hold PNG bytes unsaid.
+    std::string ext = dest.extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (ext != ".png")
+        throw UsageError(
+            fmt::format("cannot write {}: banyan writes PNG images only; give a name ending in .png", path));
 }
 
 void write_png(const std::string& path, const Image& image)

@@ -28,14 +28,15 @@ struct Image {
     void fill(int x0, int y0, int w, int h, std::uint8_t r, std::uint8_t g, std::uint8_t b);
 };
 
-/// Throws UsageError naming the problem when @p path cannot take a new file: it is a folder, or its folder does not
-/// exist, is not a folder or cannot be written. (write_png checks this too; a command can check before its work.)
+/// Throws UsageError naming the problem when @p path cannot take a new PNG image: it is a folder, or its folder does
+/// not exist, is not a folder or cannot be written, or its name does not end in .png (any case: z.jpg asks for JPEG,
+/// which banyan does not write). (write_png checks this too; a command can check before its work.)
 void check_output_path(const std::string& path);
 
 /// Writes @p image as an 8-bit PNG (with a palette when it has at most 256 colours, RGB otherwise) through a temporary
 /// name in the same folder and a rename. Throws UsageError when the folder of @p path does not exist, is not a folder
-/// or cannot be written, or @p path is a folder; std::runtime_error when the write itself fails (disk full);
-/// std::invalid_argument for an empty image.
+/// or cannot be written, or @p path is a folder or not named .png; std::runtime_error when the write itself fails (disk
+/// full); std::invalid_argument for an empty image.
 void write_png(const std::string& path, const Image& image);
 
 /// Reads a PNG file of any kind, converted to 8-bit RGB (alpha composited on black). Throws UsageError naming the

@@ -115,6 +115,10 @@ struct GalaxyCounts {
 GalaxyCounts galaxy_counts(const GalaxyModel& model, std::uint64_t n, double halo_particle_mass,
                            const OptionSpelling& name = galaxy_cli_option);
 
+/// The model units (G = 1, kpc, 10^10 Msun) as `--units` spells them: a galaxy's files state them when no other units
+/// are given (GalaxySetup's defaults, the same particles bit for bit).
+inline constexpr const char* galaxy_model_units = "kpc,1e10Msun";
+
 /// What to make: one galaxy (merger false) or two (n split, the first taking the odd particle), in which units.
 struct GalaxySetup {
     GalaxyModel model;

@@ -231,6 +231,11 @@ void adopt_units(RunOptions& o, const Snapshot& ic)
                                      o.units, o.in, ic.units.describe()));
 }
 
+void adopt_model_units(RunOptions& o)
+{
+    if (galaxy_ic(o.ic) && o.units.empty()) o.units = galaxy_model_units;
+}
+
 bool galaxy_ic(const std::string& ic)
 {
     return ic == "galaxy" || ic == "galaxy-merger";

@@ -103,6 +103,11 @@ Particles generated_share(const RunOptions& options, Share share);
 /// it is empty; a file whose units differ from the --units given is refused (UsageError: banyan does not convert).
 void adopt_units(RunOptions& options, const Snapshot& ic);
 
+/// A galaxy model without --units is made in its model units, kpc and 10^10 Msun with G = 1: @p options then say so
+/// (galaxy_model_units), so that its files state physical units (pynbody and yt read kpc and Msun, never N-body or
+/// cosmological ones) and its checkpoints and images carry them. Other models and given units are left as they are.
+void adopt_model_units(RunOptions& options);
+
 /// Parses a time step or time such as "0.015625" or "1/64" (a fraction of two numbers). Throws UsageError.
 double parse_time(const std::string& text, const std::string& option);
 

@@ -33,6 +33,7 @@ RunPlan plan_run(RunRequest request, const Comm& comm)
 {
     RunOptions& o = request.options;
     o.check(request.style);
+    adopt_model_units(o);
     RunPlan plan;
     std::optional<std::size_t> first_row;
     if (request.device_particles) {

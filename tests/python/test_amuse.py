@@ -5,6 +5,8 @@ from PyPI: amuse-hermite). Skipped where AMUSE (amuse-framework) is not installe
 amuse-hermite is not."""
 import os
 import re
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -390,3 +392,16 @@ def test_docs_section_runs_as_written(tmp_path, monkeypatch):
     assert abs(ns["de"]) < 1e-4 and abs(ns["bridge_de"]) < 1e-4  # measured 5e-6 and 7e-6
     assert abs(ns["ratio"] - 1) < 1e-4  # measured 2e-5
     assert ns["system"].model_time.value_in(units.Myr) == pytest.approx(1, rel=1e-12)
+
+
+def test_banyan_is_in_amuses_list_of_papers_to_cite():
+    # AMUSE prints at exit the papers of the codes a script used ("Please cite any relevant articles"); banyan was not
+    # in it (issue 48). Its interface registers the paper as AMUSE's codes do: LiteratureReferencesMixIn, and an
+    # ADS footnote in the interface's docstring, which AMUSE parses with docutils.
+    Banyan()
+    listed = TrackLiteratureReferences.default().all_literature_references_string()
+    assert f'"AMUSE-Banyan ({banyan.__version__})"' in listed and "ADS:2012JCoPh.231.2825B" in listed
+    script = "from banyan.amuse import Banyan; Banyan()"
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert "Please cite" in r.stdout and "AMUSE-Banyan" in r.stdout and "2012JCoPh.231.2825B" in r.stdout
+    assert "(WARNING" not in r.stderr and "(ERROR" not in r.stderr, r.stderr  # the docstring parses cleanly

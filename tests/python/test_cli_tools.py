@@ -2,8 +2,12 @@
 built-in Plummer spheres, and the error-against-time report (CSV)."""
 import csv
 import json
+import re
+from pathlib import Path
 
 import pytest
+
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def read_csv(path):
@@ -102,3 +106,17 @@ def test_help_texts_say_what_a_newcomer_needs(cli):
             assert word in text, (command, word)
     group = cli("bench", "--help").stdout
     assert "bench forces" in group and "--in FILE" in group
+
+
+def test_readme_lists_the_options_a_restart_takes_as_the_program_does(cli):
+    """Every list in README of the options allowed beside --restart is the program's own (its --restart help, made
+    from the options a restart takes): one once left out --render, which the CLI takes."""
+    help_line = re.search(r"--restart DIR\s+continue[^\n]*\(with ([^)]*) only\)", cli("run", "--help").stdout)
+    assert help_line, "banyan run --help lists what --restart takes"
+    takes = set(re.findall(r"--[a-z-]+", help_line.group(1)))
+    assert {"--t-end", "--render", "--quiet"} <= takes
+    text = " ".join(README.read_text().split())
+    lists = re.findall(r"--restart[^.;]*? only ((?:`--[a-z-]+`(?:,| and| or)? ?)+)", text)
+    assert len(lists) >= 2, lists
+    for found in lists:
+        assert set(re.findall(r"--[a-z-]+", found)) == takes, found

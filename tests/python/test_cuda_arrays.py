@@ -108,6 +108,8 @@ def test_simulation_from_cuda_arrays_is_the_host_run(lib, scale):
         assert isinstance(a, np.ndarray) and np.array_equal(to_host(lib, b), a), name
     assert host.energies() == dev.energies()
     assert np.array_equal(dev.ids, ids)
+    check_on_device(lib, dev.masses)  # the masses too come back in the library they were given in
+    assert np.array_equal(to_host(lib, dev.masses), host.masses) and np.array_equal(host.masses, mass)
     # float64 arrays on the device: converted once, the same run.
     dev64 = banyan.Simulation(to_device(lib, pos.astype(np.float64)), to_device(lib, vel.astype(np.float64)),
                               to_device(lib, mass.astype(np.float64)), eps=eps, dt=dt)

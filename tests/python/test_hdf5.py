@@ -4,7 +4,9 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import direct_f64, plummer
+import banyan
+
+from conftest import direct_f64, plummer, read_tipsy_dark
 
 G_CGS = 6.6743e-8
 KPC_CM = 3.0856775814913673e21
@@ -176,3 +178,34 @@ def test_without_units_pynbody_and_yt_still_open_them(cli, tmp_path):
     yt = pytest.importorskip("yt")
     yt.set_log_level(40)
     assert len(yt.load(path).all_data()["all", "particle_mass"]) == 500
+
+
+def test_read_snapshot_gives_what_banyan_wrote_in_either_format(cli, tmp_path):
+    # banyan.read_snapshot reads banyan's own files without h5py: HDF5 with ids, types, units and time; tipsy.
+    types, m1 = two_types()
+    path = tmp_path / "g4.hdf5"
+    write_gadget4(path, types, time=0.25, mass_table=[0, m1, 0, 0, 0, 0])
+    out = tmp_path / "run"
+    cli("run", "--in", path, "--eps", 0.05, "--units", "kpc,1e10Msun", "--t-end", 0.25 + 1 / 64,
+        "--snapshot-every", 0, "--quiet", "--out", out)
+    snap = banyan.read_snapshot(out / "snapshot_00001.hdf5")
+    assert isinstance(snap, banyan.Snapshot) and snap.time == pytest.approx(0.25 + 1 / 64)
+    assert snap.units == "kpc,1e10Msun"
+    with h5py.File(out / "snapshot_00001.hdf5", "r") as f:
+        for k, rows in ((1, slice(0, 600)), (4, slice(600, 800))):
+            g = f[f"PartType{k}"]
+            assert np.array_equal(snap.pos[rows], g["Coordinates"][:])
+            assert np.array_equal(snap.vel[rows], g["Velocities"][:])
+            assert np.array_equal(snap.mass[rows], g["Masses"][:])
+            assert np.array_equal(snap.ids[rows], g["ParticleIDs"][:])
+            assert np.all(snap.types[rows] == k)
+    assert snap.pos.dtype == np.float32 and snap.ids.dtype == np.uint64 and snap.types.dtype == np.int8
+    cli("run", "-n", 300, "--format", "tipsy", "--t-end", 1 / 64, "--snapshot-every", 0, "--quiet",
+        "--out", tmp_path / "t")
+    tipsy = banyan.read_snapshot(tmp_path / "t" / "snapshot_00001.tipsy")
+    t, pos, vel, mass = read_tipsy_dark(tmp_path / "t" / "snapshot_00001.tipsy")
+    assert tipsy.time == t and tipsy.units is None
+    assert np.array_equal(tipsy.pos, pos) and np.array_equal(tipsy.vel, vel) and np.array_equal(tipsy.mass, mass)
+    assert np.array_equal(tipsy.ids, np.arange(300)) and np.all(tipsy.types == 1)
+    with pytest.raises(banyan.UsageError, match="missing.hdf5"):
+        banyan.read_snapshot(tmp_path / "missing.hdf5")

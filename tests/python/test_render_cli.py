@@ -56,6 +56,13 @@ def test_render_refuses_bad_input(cli, tmp_path):
         r = cli("render", snap, "--out", tmp_path / "x.png", *args, check=False)
         assert r.returncode == 2 and words in r.stderr, r.stderr
     assert not (tmp_path / "x.png").exists()
+    # A name that asks for another format (or none) is refused before any work, never PNG bytes under it.
+    for name in ("z.jpg", "z.jpeg", "z.gif", "z"):
+        r = cli("render", snap, "--out", tmp_path / name, check=False)
+        assert r.returncode == 2 and "PNG images only" in r.stderr and name in r.stderr, r.stderr
+        assert not (tmp_path / name).exists()
+    cli("render", snap, "--out", tmp_path / "upper.PNG", "--size", 32)
+    assert (tmp_path / "upper.PNG").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def write_components(path, components):

@@ -150,6 +150,7 @@ def test_a_simulation_writes_snapshots_with_units_and_renders_images(backend, tm
                         (lambda: sim.render(tmp_path / "x.png", size=0), "size"),
                         (lambda: sim.render(tmp_path / "x.png", centre="middle"), "centre"),
                         (lambda: sim.render(tmp_path / "x.png", types="4"), "type"),
+                        (lambda: sim.render(tmp_path / "x.jpg"), "PNG images only"),
                         (lambda: banyan.Simulation(pos, vel, mass, backend=backend, units="furlongs"), "unit")):
         with pytest.raises(banyan.UsageError, match=match):
             call()
@@ -265,3 +266,45 @@ def test_a_step_longer_than_one_time_unit(cli, backend, tmp_path):
     big.save(out / "checkpoint.bin")
     cli("run", "--backend", backend, "--quiet", "--restart", out, "--t-end", 8 * 2.0 ** 45 / 64)
     assert any(p.startswith("snapshot_") for p in os.listdir(out))
+
+
+def test_what_a_simulation_runs_with_also_after_loading_a_run_folder(cli, backend, tmp_path):
+    # Masses, parameters, units and N, for one made from arrays and for one loaded from a `banyan run` folder, which
+    # had no way to give its masses back (issue 48).
+    pos, vel, mass = plummer(700, seed=12)
+    sim = banyan.Simulation(pos, vel, mass, theta=0.6, eps=0.02, dt=1 / 32, backend=backend)
+    assert len(sim) == 700 and sim.theta == pytest.approx(0.6) and sim.eps == 0.02 and sim.dt == 1 / 32
+    assert sim.units is None and np.array_equal(sim.masses, mass.astype(np.float32))
+    out = tmp_path / "run"
+    cli("run", "--backend", backend, "-n", 900, "--seed", 2, "--theta", 0.5, "--eps", 0.03, "--dt", "1/32",
+        "--t-end", 1 / 16, "--units", "pc,Msun", "--snapshot-every", 0, "--quiet", "--out", out)
+    loaded = banyan.Simulation.load(out)
+    snap = banyan.read_snapshot(out / "snapshot_00001.hdf5")
+    assert len(loaded) == 900 and loaded.masses.dtype == np.float32
+    assert np.array_equal(loaded.masses, snap.mass) and loaded.masses.sum() == pytest.approx(1, rel=1e-5)
+    assert (loaded.theta, loaded.eps, loaded.dt) == (0.5, 0.03, 1 / 32) and loaded.units == "pc,Msun"
+
+
+def test_save_writes_a_run_folder_that_load_and_the_cli_continue(cli, backend, tmp_path):
+    # One convention for Simulation.save and `banyan run --restart`: a run folder holding checkpoint.bin.
+    pos, vel, mass = plummer(600, seed=13)
+    sim = banyan.Simulation(pos, vel, mass, eps=0.05, dt=1 / 64, backend=backend)
+    sim.step(3)
+    run = tmp_path / "deeper" / "run"
+    sim.save(run)  # made, parents too
+    assert sorted(p.name for p in run.iterdir()) == ["checkpoint.bin"]
+    first = (run / "checkpoint.bin").read_bytes()
+    sim.save(run / "checkpoint.bin")  # the same file, named
+    assert (run / "checkpoint.bin").read_bytes() == first
+    loaded = banyan.Simulation.load(run)
+    assert loaded.steps == 3 and np.array_equal(loaded.positions, sim.positions)
+    cli("run", "--restart", run, "--t-end", 0.125, "--quiet")
+    sim.evolve(0.125)
+    assert np.array_equal(banyan.Simulation.load(run).positions, sim.positions)
+    # A checkpoint file of an earlier release (save wrote the file itself) still loads; a file is not overwritten.
+    old = tmp_path / "old.ckpt"
+    old.write_bytes(first)
+    assert banyan.Simulation.load(old).steps == 3
+    with pytest.raises(banyan.UsageError, match="old.ckpt is a file; save writes a run folder"):
+        sim.save(old)
+    assert old.read_bytes() == first

@@ -37,3 +37,19 @@ def test_tutorial_runs_as_written(cli, tmp_path, monkeypatch):
     png = tmp_path / "merger.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20000
     assert os.path.exists("merger/snapshot_00000.hdf5")
+
+
+def test_the_install_section_says_what_installs_each_module_the_tutorial_imports():
+    # The tutorial once needed h5py and matplotlib, which only `python-install --test` installs, and said pytest was
+    # there after a plain install (issue 48). Each module its Python blocks import is installed by a plain
+    # scripts/python-install, or by --test and named in the Install section with it.
+    text = TUTORIAL.read_text()
+    install = text.split("## Install", 1)[1].split("\n## ", 1)[0]
+    script = (TUTORIAL.parents[1] / "scripts" / "python-install").read_text()
+    plain = set(re.search(r"^packages=\((.*?)\)", script, flags=re.M).group(1).split())
+    with_test = set(re.search(r"packages\+=\((.*?)\)", script).group(1).split())
+    imported = {m for b in blocks(text, "python") for m in re.findall(r"^(?:import|from) (\w+)", b, flags=re.M)}
+    assert {"numpy", "banyan", "matplotlib"} <= imported
+    for module in imported - {"banyan"}:
+        if module not in plain:
+            assert module in with_test and module in install and "python-install --test" in install, module

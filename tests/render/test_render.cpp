@@ -473,6 +473,11 @@ TEST_SUITE("static")
         CHECK(usage_error([&] { write_png(file / "a.png", img); }).find("is not a folder") != std::string::npos);
         CHECK(usage_error([&] { write_png(fs::temp_directory_path(), img); }).find("it is a folder") !=
               std::string::npos);
+        // PNG alone: a name asking for another format, or none, is refused (and nothing is written).
+        for (const char* name : {"z.jpg", "z.JPEG", "z.png.gz", "z"}) {
+            CHECK(usage_error([&] { write_png(render_temp(name), img); }).find("PNG images only") != std::string::npos);
+            CHECK(!fs::exists(render_temp(name)));
+        }
         fs::remove(file);
         CHECK(usage_error([&] { read_png(missing); }).find("cannot read as PNG") != std::string::npos);
         // A snapshot that is not there (the command reads it with read_tipsy).

@@ -6,7 +6,8 @@ input's units with G = 1 (N-body units unless you scale your own):
     acc, pot = banyan.gravity(pos, mass, theta=0.75, eps=0.01)     # (N, 3) accelerations, (N,) potentials
     acc, pot = banyan.gravity_at(points, pos, mass)                # the field of the particles at the points
     sim = banyan.Simulation(pos, vel, mass, eps=0.05, dt=1/64)     # a whole simulation on the device
-    sim.evolve(10.0); sim.energies(); sim.save("run.ckpt")
+    sim.evolve(10.0); sim.energies(); sim.save("run")               # run/checkpoint.bin: `banyan run --restart run`
+    snap = banyan.read_snapshot("run/snapshot_00001.hdf5")         # banyan's HDF5 and tipsy files, as NumPy arrays
 
 Arrays: positions, velocities and points are (N, 3), masses (N,). banyan computes in float32. float32 arrays in C
 order are used as they are (no copy); float64 (or float16) arrays are converted to float32 once, on the way in (a
@@ -49,8 +50,9 @@ snapshot_formats: Tuple[str, ...] = tuple(_banyan.snapshot_formats)
 #: What backend= takes: "auto" (the best device found), then the backends this build knows, in order of preference
 #: (banyan's registry of backends; one that was not built has no devices).
 backends: Tuple[str, ...] = ("auto",) + tuple(_banyan.backends)
-__all__ = ["devices", "gravity", "gravity_at", "galaxy", "galaxy_merger", "Galaxy", "Simulation", "UsageError",
-           "NumericalError", "DeviceError", "opening_criteria", "snapshot_formats", "backends"]
+__all__ = ["devices", "gravity", "gravity_at", "galaxy", "galaxy_merger", "Galaxy", "read_snapshot", "Snapshot",
+           "Simulation", "UsageError", "NumericalError", "DeviceError", "opening_criteria", "snapshot_formats",
+           "backends"]
 
 _opened: dict = {}
 _opening = threading.Lock()  # threads that open the same device at once share one Device (and its lock)
@@ -378,6 +380,55 @@ def galaxy_merger(n: int = 240002, seed: int = 1, preset: str = "mw", units: Opt
     return _galaxy(True, n, seed, preset, units, options)
 
 
+class Snapshot(NamedTuple):
+    """A snapshot file as banyan.read_snapshot reads it: positions (N, 3), velocities (N, 3) and masses (N,) as
+    float32, ids (N,) as uint64 and GADGET particle types (N,) as int8, in the file's order (types 0, 1, 2, 3, 5, 4,
+    as banyan writes them: particle i of a run's input is row i of every snapshot), the time, and the units as
+    Simulation(units=) and `banyan run --units` take them (None: N-body units, or a tipsy file)."""
+    pos: np.ndarray
+    vel: np.ndarray
+    mass: np.ndarray
+    ids: np.ndarray
+    types: np.ndarray
+    time: float
+    units: Optional[str]
+
+
+def read_snapshot(path: "str | os.PathLike[str]") -> Snapshot:
+    """Reads a snapshot file as `banyan run --in` reads it: HDF5 (GADGET-2/4, SWIFT layouts, as banyan writes them)
+    or tipsy, told apart by the file's first bytes. Velocities are those of G = 1 in the file's units (a file whose
+    velocity unit is another, a GADGET run in km/s, has them converted as a run would); ids are the file's
+    ParticleIDs (tipsy, which has none: 0 .. N-1); a file without velocities gives zeros. A file banyan cannot read
+    raises banyan.UsageError naming it and the problem.
+
+        snap = banyan.read_snapshot("run/snapshot_00001.hdf5")
+        sim = banyan.Simulation(snap.pos, snap.vel, snap.mass, ids=snap.ids, units=snap.units, time=snap.time)
+    """
+    f = _banyan.SnapshotFile(_file_path("read_snapshot", path))
+    n = f.size
+    pos, vel = np.empty((n, 3), np.float32), np.empty((n, 3), np.float32)
+    mass, ids, types = np.empty(n, np.float32), np.empty(n, np.uint64), np.empty(n, np.int8)
+    f.fill(pos, vel, mass, ids, types)
+    return Snapshot(pos, vel, mass, ids, types, float(f.time), f.units or None)
+
+
+def _run_folder(path: Any) -> str:
+    """The run folder Simulation.save writes into (made when missing): @p path itself, or the folder of a path
+    named checkpoint.bin (the file a run folder holds). A path that is a file otherwise is refused."""
+    path = _file_path("save", path)
+    if os.path.basename(os.path.normpath(path)) == "checkpoint.bin" and not os.path.isdir(path):
+        path = os.path.dirname(os.path.normpath(path)) or "."
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UsageError(f"save: {path} is a file; save writes a run folder (FOLDER/checkpoint.bin, what `banyan run "
+                         "--restart FOLDER` and Simulation.load take): give the name of a folder (Simulation.load "
+                         "still reads a checkpoint file that an earlier release saved)")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"save: cannot make the folder {path}: {e.strerror}") from None
+    return path
+
+
 def _native_property(name: str, doc: str) -> Any:
     """A read-only Simulation property: the native simulation's attribute `name`."""
     return property(lambda self: getattr(self._sim, name), doc=doc)
@@ -401,7 +452,7 @@ class Simulation:
         sim = banyan.Simulation(pos, vel, mass, theta=0.75, eps=0.05, dt=1/64)
         sim.evolve(2.0)               # to t = 2 (Ctrl-C stops between two steps with KeyboardInterrupt)
         e = sim.energies()            # kinetic, potential, total, momentum, angular_momentum
-        sim.save("run.ckpt")          # the CLI's checkpoint: Simulation.load("run.ckpt") continues it exactly
+        sim.save("run")               # a run folder: Simulation.load("run") and `banyan run --restart run` go on
 
     opening (one of banyan.opening_criteria: "paper" or "bmax") and alpha (the relative criterion on top, 0: off)
     choose the opening test as `banyan run --opening --alpha` do; docs/benchmarks.md ("Opening criteria") has their
@@ -411,6 +462,9 @@ class Simulation:
     them into its HDF5 files, render() into its captions; banyan computes in them as given (G = 1).
 
     write_snapshot() and render() write the particles now as `banyan run` and `banyan render` do.
+
+    len(sim) is N; sim.masses, sim.theta, sim.eps, sim.dt and sim.units give what it runs with (also for a
+    Simulation.load of a run folder, whose masses are read from the device).
 
     ids (optional, one whole number >= 0 per particle) label the particles; sim.ids and sim.types (GADGET types)
     give them in input order, and save() and load() keep them, as a run keeps an HDF5 input's ParticleIDs.
@@ -464,7 +518,8 @@ class Simulation:
     @classmethod
     def load(cls, path: "str | os.PathLike[str]", backend: Optional[str] = None,
              device: Optional[int] = None) -> "Simulation":
-        """Continues the checkpoint at path (a file written by save(), or a `banyan run` output folder) exactly. By
+        """Continues the run folder at path (written by save() or `banyan run`: its checkpoint.bin) exactly, as
+        `banyan run --restart` does; a checkpoint file that an earlier release's save() wrote is read too. By
         default on the device that wrote it, when it is present (a continuation is bit for bit on the same device
         and backend); else on the best one, or on the one asked for. A `banyan run` stopped by a signal between the
         substeps of a block step wrote the step in progress: it is finished here, so that the particles are those
@@ -558,6 +613,38 @@ class Simulation:
         return out
 
     @property
+    def masses(self) -> Any:
+        """(N,) float32, each particle's mass in input order, as the run holds them (read from the device: a
+        Simulation.load of a run folder has them too); NumPy, or CuPy or PyTorch on the GPU for a Simulation made
+        from those."""
+        out = np.empty(self._sim.size, np.float32)
+        self._sim.masses(out)
+        return out if self._arrays is None else self._on_device(out)
+
+    def _on_device(self, host: np.ndarray) -> Any:
+        """@p host as an array of the library and device this Simulation was made from."""
+        arrays = self._arrays
+        if arrays.lib == "torch":
+            return arrays.xp.as_tensor(host, device=f"cuda:{arrays.device}")
+        with arrays.xp.cuda.Device(arrays.device):
+            return arrays.xp.asarray(host)
+
+    def __len__(self) -> int:
+        return self._sim.size
+
+    theta = _native_property("theta", """The opening angle of the tree walk.""")
+
+    eps = _native_property("eps", """The Plummer softening length, in the units of the particles.""")
+
+    dt = _native_property("dt", """The time step (with block steps the largest one).""")
+
+    @property
+    def units(self) -> Optional[str]:
+        """The physical units the numbers are in, as units= and `banyan run --units` take them ("kpc,1e10Msun"),
+        or those of the file a loaded run started from; None for N-body units."""
+        return self._sim.units_text or None
+
+    @property
     def types(self) -> np.ndarray:
         """(N,) int8, each particle's GADGET type in input order: 0 gas, 1 dark matter, 2 disc, 3 bulge, 4 stars,
         5 black holes (a loaded run keeps its input file's types; a Simulation made from arrays is all 1)."""
@@ -584,11 +671,11 @@ class Simulation:
                centre: Any = "mass", extent: Optional[float] = None, range: float = 4.0,
                vmin: Optional[float] = None, vmax: Optional[float] = None, annotate: bool = True,
                types: Optional[str] = None) -> None:
-        """Draws the projected surface density of the particles now as a PNG, as `banyan render` draws a snapshot
-        (its options, in Python's spelling): axis "x", "y" or "z"; centre "mass", "density" or a point (x, y, z);
-        extent the field's half-width (None: 1.3 times the radius holding 90 % of the mass); range the dex below
-        the top of the colour scale (or vmin and vmax, log10 surface density); types a comma-separated list of
-        GADGET types ("2", "disc,bulge"; None: all)."""
+        """Draws the projected surface density of the particles now as a PNG (a path ending in .png), as `banyan
+        render` draws a snapshot (its options, in Python's spelling): axis "x", "y" or "z"; centre "mass", "density"
+        or a point (x, y, z); extent the field's half-width (None: 1.3 times the radius holding 90 % of the mass);
+        range the dex below the top of the colour scale (or vmin and vmax, log10 surface density); types a
+        comma-separated list of GADGET types ("2", "disc,bulge"; None: all)."""
         if isinstance(centre, str):
             kind, point = centre, None
         else:
@@ -603,9 +690,11 @@ class Simulation:
                          bool(annotate), "" if types is None else str(types))
 
     def save(self, path: "str | os.PathLike[str]") -> None:
-        """Writes the exact device state as the CLI's checkpoint (temporary name, then renamed). Simulation.load
-        continues it bit for bit; so does `banyan run --restart DIR` when it is DIR/checkpoint.bin."""
-        self._sim.save(_file_path("save", path))
+        """Writes the exact device state into the run folder path as the CLI's checkpoint, path/checkpoint.bin
+        (the folder made when missing; a temporary name, then renamed): Simulation.load(path) and `banyan run
+        --restart path` continue it bit for bit, as they continue a `banyan run` output folder. path/checkpoint.bin
+        names the same file; a path that is a file is refused."""
+        self._sim.save(os.path.join(_run_folder(path), "checkpoint.bin"))
 
     device = _native_property("device", """The device it runs on ('backend #index name').""")
 

@@ -19,8 +19,10 @@ Banyan is built as AMUSE's own codes are (GravitationalDynamics over a "legacy i
 so it has their face: particles as an in-code particle set (add_particles, channels, removal), parameters in the
 converter's units, the state model (commit_particles / recommit_particles happen by themselves), model_time,
 kinetic_energy, potential_energy, and get_gravity_at_point / get_potential_at_point, the two calls with which it
-serves as the gravity of a Bridge (amuse.couple.bridge). The legacy interface here is a Python object, _Engine,
-that keeps the particles and a banyan.Simulation; nothing is sent to a worker process.
+serves as the gravity of a Bridge (amuse.couple.bridge). The legacy interface here is a Python object,
+BanyanInterface, that keeps the particles and a banyan.Simulation; nothing is sent to a worker process. Like
+AMUSE's own interfaces it registers banyan's paper with AMUSE's literature list, which AMUSE prints at exit ("Please
+cite any relevant articles") as "AMUSE-Banyan".
 
 Requires AMUSE (`pip install amuse-framework`); `import banyan` does not import this module.
 """
@@ -33,13 +35,14 @@ import numpy as np
 
 try:
     from amuse.community.interface.gd import GravitationalDynamics, GravityFieldCode
+    from amuse.support.literature import LiteratureReferencesMixIn
     from amuse.units import nbody_system
 except ModuleNotFoundError as missing:
     if (missing.name or "").split(".")[0] != "amuse":
         raise
     raise ModuleNotFoundError("banyan.amuse needs AMUSE: pip install amuse-framework", name=missing.name) from missing
 
-from . import Simulation, UsageError, gravity_at, opening_criteria
+from . import Simulation, UsageError, __version__, gravity_at, opening_criteria
 
 __all__ = ["Banyan"]
 
@@ -47,15 +50,28 @@ _OK = 0
 _NOT_FOUND = -3  # a particle index the code does not hold (AMUSE's usual code)
 
 
-class _Engine:
-    """The "legacy interface" of Banyan: AMUSE's GravitationalDynamicsInterface as Python methods in N-body units
-    (G = 1), each returning its values and an error code. Particles live in float64 arrays on the host, in the
-    order they were added; a banyan.Simulation made from them does the steps. The host arrays and the Simulation
-    are kept in step lazily: an evolve leaves the new state on the device (read back when a getter asks), and any
-    change to the particles or parameters marks the Simulation stale, so that the next call that needs it makes a
-    new one from the host arrays (one upload and one force evaluation)."""
+class BanyanInterface(LiteratureReferencesMixIn):
+    """banyan, a gravitational N-body tree code that runs entirely on the GPU, as the "legacy interface" of Banyan:
+    AMUSE's GravitationalDynamicsInterface as Python methods in N-body units (G = 1), each returning its values and
+    an error code. Particles live in float64 arrays on the host, in the order they were added; a banyan.Simulation
+    made from them does the steps. The host arrays and the Simulation are kept in step lazily: an evolve leaves the
+    new state on the device (read back when a getter asks), and any change to the particles or parameters marks the
+    Simulation stale, so that the next call that needs it makes a new one from the host arrays (one upload and one
+    force evaluation).
+
+    The paper whose method banyan implements, which AMUSE lists at exit (LiteratureReferencesMixIn):
+
+    .. [#] ADS:2012JCoPh.231.2825B (Bédorf, J., Gaburov, E. & Portegies Zwart, S., *Journal of Computational
+       Physics*, **231**, 2825-2839 (2012); DOI 10.1016/j.jcp.2011.12.024)
+    """
+
+    @classmethod
+    def version(cls) -> str:
+        """banyan's version, which AMUSE prints beside the name (its default looks for an AMUSE package's)."""
+        return __version__
 
     def __init__(self, backend: str, device: Optional[int]):
+        LiteratureReferencesMixIn.__init__(self)
         self.backend, self.device = backend, device
         self.eps2 = 0.05 ** 2
         self.dt = 1.0 / 64
@@ -496,7 +512,7 @@ class Banyan(GravitationalDynamics, GravityFieldCode):
 
     def __init__(self, convert_nbody: Any = None, backend: str = "auto", device: Optional[int] = None,
                  **options: Any):
-        self._engine = _Engine(backend, device)
+        self._engine = BanyanInterface(backend, device)
         GravitationalDynamics.__init__(self, self._engine, convert_nbody, **options)
 
     def get_gravity_at_point(self, eps: Any, x: Any, y: Any, z: Any) -> Any:
@@ -519,7 +535,7 @@ class Banyan(GravitationalDynamics, GravityFieldCode):
     @property
     def simulation(self) -> Optional[Simulation]:
         """The banyan.Simulation of the current particles (made now if they changed; None without particles), to
-        read (device, block_stats) or save() a checkpoint from. Stepping it directly bypasses model_time."""
+        read (device, block_stats) or save() as a run folder. Stepping it directly bypasses model_time."""
         return self._engine._current()
 
     @property
