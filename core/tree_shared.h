@@ -411,6 +411,21 @@ BN_DEVICE int bn_tree_group_begins(BN_GLOBAL const bn_u32* cell_first, BN_GLOBAL
     return begins;
 }
 
+/* The first index i in [0, n) with a[i] >= v in the ascending a (n when there is none): std::lower_bound, by
+ * bisection (letBoxRuns). */
+BN_DEVICE bn_u32 bn_lower_bound_u32(BN_GLOBAL const bn_u32* a, bn_u32 n, bn_u32 v)
+{
+    bn_u32 lo = 0u, hi = n;
+    while (lo < hi) {
+        const bn_u32 mid = lo + (hi - lo) / 2u;
+        if (a[mid] < v)
+            lo = mid + 1u;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* Local essential trees (core/parallel/let.hpp, kernels letOpened): whether a group whose bounding box lies inside
  * [lo, hi] may open the cell with centre of mass com and quad1 = (.., .., delta, l). The walk accepts a cell when the
  * squared distance from the group's box to com exceeds (l / theta + delta)^2; a group inside the box is no closer

@@ -49,6 +49,21 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letGroupBox
     }
 }
 
+/* The runs of groups of the chosen cells (let.hpp), in place: cell i, given as (first particle, particles) in
+ * runs[2i], runs[2i + 1], becomes the groups it holds, [lower_bound(group_first, first), lower_bound(group_first,
+ * first + particles)), found by bisection over the ngroups first particles (ascending). On the device, so that the
+ * groups' first particles never come to the host. Work-group BANYAN_WG. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1))) void letBoxRuns(__global const bn_u32* group_first,
+                                                                               bn_u32 ngroups, bn_u32 ncells,
+                                                                               __global bn_u32* runs)
+{
+    const uint i = get_global_id(0);
+    if (i >= ncells) return;
+    const bn_u32 first = runs[2 * i], end = first + runs[2 * i + 1];
+    runs[2 * i] = bn_lower_bound_u32(group_first, ngroups, first);
+    runs[2 * i + 1] = bn_lower_bound_u32(group_first, ngroups, end);
+}
+
 /* The boxes the other ranks see (let.hpp), chosen one level of cells at a time from the root: cell c is chosen when
  * no ancestor is and it holds at most `limit` particles or is a leaf; chosen cells are appended (first particle,
  * particles) to list at an atomic count (order arbitrary: the caller sorts), covered[c] = 1 when c or an ancestor is

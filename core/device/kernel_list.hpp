@@ -49,6 +49,7 @@
     /* parallel */                                                                                                  \
     X(domainStay, In<bn_u64>, bn_u32, bn_u64, bn_u64, Out<bn_u32>)                                                  \
     X(letGroupBoxes, In<bn_f4>, In<bn_f4>, In<bn_u32>, In<bn_u32>, In<bn_u32>, bn_u32, In<bn_f4>, bn_u32, Out<bn_f4>) \
+    X(letBoxRuns, In<bn_u32>, bn_u32, bn_u32, Out<bn_u32>)                                                         \
     X(letBoxCells, In<bn_u32>, In<bn_u32>, In<bn_u32>, In<bn_u32>, bn_u32, bn_u32, bn_u32, Out<bn_u32>, Out<bn_u32>, \
       Out<bn_u32>, bn_u32)                                                                                          \
     X(letOpened, In<bn_f4>, In<bn_f4>, In<bn_u32>, bn_u32, bn_u32, float, float, In<bn_f4>, bn_u32, In<bn_f4>,       \

@@ -40,41 +40,34 @@ std::size_t tree_bytes(std::size_t cells, std::size_t parts)
 }
 
 /// This rank's particles as seen by the others: the coarsest cells holding at most `coarse` particles, and inside
-/// them the coarsest holding at most `fine` (a leaf that holds more is taken whole), each as the run of groups it
-/// holds. Cells never straddle the space-filling curve's jumps, so their boxes stay tight (runs of equal counts
-/// would not: one run across two far octants spans everything between).
-struct BoxRuns {
-    std::vector<bn_u32> coarse, fine; ///< pairs (first group, end group) per box
-    std::vector<bn_u32> fine_begin;   ///< the fine boxes of coarse box k: [fine_begin[k], fine_begin[k + 1])
+/// them the coarsest holding at most `fine` (a leaf that holds more is taken whole), each given as (first particle,
+/// particles) and on the device as the run of groups it holds (letBoxRuns). Cells never straddle the space-filling
+/// curve's jumps, so their boxes stay tight (runs of equal counts would not: one run across two far octants spans
+/// everything between).
+struct BoxCells {
+    std::vector<bn_u32> cells;      ///< pairs (first particle, particles): the coarse boxes' cells, then the fine ones'
+    std::vector<bn_u32> fine_begin; ///< the fine boxes of coarse box k: [fine_begin[k], fine_begin[k + 1])
+    std::size_t coarse = 0, fine = 0;
 };
 
 /// @p coarse and @p fine: the chosen cells as (first particle, particles), sorted.
-BoxRuns box_runs(const Octree& tree, const std::vector<std::pair<bn_u32, bn_u32>>& coarse,
-                 const std::vector<std::pair<bn_u32, bn_u32>>& fine)
+BoxCells box_cells(const std::vector<std::pair<bn_u32, bn_u32>>& coarse,
+                   const std::vector<std::pair<bn_u32, bn_u32>>& fine)
 {
-    BoxRuns r;
-    const std::size_t ng = tree.groups();
-    if (ng == 0) return r;
-    const auto group_first = tree.group_first().download(ng);
-    auto runs = [&](const std::vector<std::pair<bn_u32, bn_u32>>& cells) {
-        std::vector<bn_u32> out;
-        for (const auto& [first, n] : cells) {
-            const auto g0 = std::lower_bound(group_first.begin(), group_first.end(), first) - group_first.begin();
-            const auto g1 = std::lower_bound(group_first.begin(), group_first.end(), first + n) - group_first.begin();
-            out.push_back(static_cast<bn_u32>(g0));
-            out.push_back(static_cast<bn_u32>(g1));
+    BoxCells r;
+    r.coarse = coarse.size(), r.fine = fine.size();
+    for (const auto& list : {&coarse, &fine})
+        for (const auto& [first, n] : *list) {
+            r.cells.push_back(first);
+            r.cells.push_back(n);
         }
-        return out;
-    };
-    r.coarse = runs(coarse);
-    r.fine = runs(fine);
-    // Fine runs nest in coarse ones (a smaller limit chooses descendants), both in curve order.
+    // Fine cells nest in coarse ones (a smaller limit chooses descendants), both in curve order.
     std::size_t f = 0;
     r.fine_begin.push_back(0);
-    for (std::size_t k = 0; k < r.coarse.size(); k += 2) {
-        while (f < r.fine.size() && r.fine[f] < r.coarse[k + 1])
-            f += 2;
-        r.fine_begin.push_back(static_cast<bn_u32>(f / 2));
+    for (const auto& [first, n] : coarse) {
+        while (f < fine.size() && fine[f].first < first + n)
+            ++f;
+        r.fine_begin.push_back(static_cast<bn_u32>(f));
     }
     return r;
 }
@@ -185,14 +178,14 @@ std::vector<std::byte> LetExchange::boxes_message(Octree& tree, const OpeningCri
     const std::size_t n = tree.size(), wg = be_.work_group_size();
     const auto coarse = chosen_cells(tree, std::max<std::size_t>(BANYAN_N_CRIT, n / 64));
     const auto fine = chosen_cells(tree, std::max<std::size_t>(BANYAN_N_CRIT, n / fine_per_rank_));
-    const BoxRuns runs = box_runs(tree, coarse, fine);
-    const std::size_t nc_box = runs.coarse.size() / 2, nf_box = runs.fine.size() / 2, nall = nc_box + nf_box;
+    const BoxCells chosen = box_cells(coarse, fine);
+    const std::size_t nc_box = chosen.coarse, nf_box = chosen.fine, nall = nc_box + nf_box;
     std::vector<bn_f4> boxes(2 * nall);
     if (nall) {
-        std::vector<bn_u32> all_runs(runs.coarse);
-        all_runs.insert(all_runs.end(), runs.fine.begin(), runs.fine.end());
-        ensure_size(be_, runs_, all_runs.size(), "let.runs");
-        runs_.upload(std::span<const bn_u32>(all_runs));
+        ensure_size(be_, runs_, chosen.cells.size(), "let.runs");
+        runs_.upload(std::span<const bn_u32>(chosen.cells));
+        be_.launch(kernels::letBoxRuns, grid_for(be_, nall), tree.group_first(), to_u32(tree.groups()), to_u32(nall),
+                   runs_);
         ensure_size(be_, boxes_, 2 * nall, "let.boxes");
         be_.launch(kernels::letGroupBoxes, Grid{nall, wg}, tree.group_lo(), tree.group_hi(), tree.group_first(),
                    tree.group_count(), runs_, to_u32(nall), acc_old ? *acc_old : tree.group_lo(),
@@ -236,14 +229,15 @@ std::vector<std::byte> LetExchange::boxes_message(Octree& tree, const OpeningCri
             r_max = top_reach * r0;
         }
     }
-    std::vector<std::byte> msg(8 + boxes.size() * sizeof(bn_f4) + runs.fine_begin.size() * sizeof(bn_u32) + top.size());
+    std::vector<std::byte> msg(8 + boxes.size() * sizeof(bn_f4) + chosen.fine_begin.size() * sizeof(bn_u32) +
+                               top.size());
     if (!top.empty()) std::memcpy(msg.data() + msg.size() - top.size(), top.data(), top.size());
     const bn_u32 head[2] = {to_u32(nc_box), to_u32(nf_box)};
     std::memcpy(msg.data(), head, 8);
     if (!boxes.empty()) std::memcpy(msg.data() + 8, boxes.data(), boxes.size() * sizeof(bn_f4));
-    if (!runs.fine_begin.empty())
-        std::memcpy(msg.data() + 8 + boxes.size() * sizeof(bn_f4), runs.fine_begin.data(),
-                    runs.fine_begin.size() * sizeof(bn_u32));
+    if (!chosen.fine_begin.empty())
+        std::memcpy(msg.data() + 8 + boxes.size() * sizeof(bn_f4), chosen.fine_begin.data(),
+                    chosen.fine_begin.size() * sizeof(bn_u32));
     return msg;
 }
 
@@ -386,7 +380,9 @@ void LetExchange::build(Octree& tree, const OpeningCriterion& criterion, const B
     const std::size_t me = static_cast<std::size_t>(comm_.rank());
     const auto msg = boxes_message(tree, criterion, criterion.alpha > 0.0f ? acc_old : nullptr);
     std::vector<std::size_t> counts;
+    const auto tg = std::chrono::steady_clock::now();
     auto boxes = comm_.all_gather(msg, &counts);
+    stats_.gather_ms = ms_since(tg);
     stats_.boxes_ms = ms_since(t0);
     stats_.bytes_sent += msg.size() * (P - 1);
     stats_.bytes_received += boxes.size() - msg.size();
@@ -422,7 +418,9 @@ void LetExchange::build(Octree& tree, const OpeningCriterion& criterion, const B
         const std::uint64_t h[2] = {sent_[q].first, sent_[q].second};
         std::memcpy(heads.data() + 16 * q, h, sizeof h);
     }
+    const auto th = std::chrono::steady_clock::now();
     const auto their_heads = comm_.exchange(heads, head_offsets, recv_head_offsets);
+    stats_.heads_ms = ms_since(th);
     coming_.assign(P, {0, 0});
     std::size_t let_cells = 0, let_particles = 0;
     for (std::size_t q = 0; q < P; ++q) {

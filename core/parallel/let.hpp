@@ -8,7 +8,9 @@
  * The other rank's particles are known here by boxes in two levels, shared by all ranks after each build: coarse
  * boxes (the bounding boxes of the groups of each of its coarsest cells with at most 1/64 of its particles) and fine
  * ones inside them (cells with at most 1/4096), tested only where the coarse box fails; the cells are chosen on the
- * device (letBoxCells), so that only the few hundred or thousand chosen come back to the host. A cell is
+ * device (letBoxCells), so that only the few hundred or thousand chosen come back to the host, and the runs of groups
+ * they hold are found there too (letBoxRuns: the groups' first particles never leave the device; downloading them
+ * took 4.7 ms of the 10.8 of the LET on two H200s at 2^24 a GPU, docs/benchmarks.md). A cell is
  * opened when a group in some box may open it (bn_let_opens in tree_shared.h, with a margin over the walk's own
  * test); the tree sent holds every cell whose ancestors are all opened, in the octree's order, so children stay
  * consecutive and the root is cell 0. Built on the device (kernels letOpened, letSelect, letGather and two scans),
@@ -43,15 +45,19 @@ struct LetStats {
     std::uint64_t cells_sent = 0, particles_sent = 0;         ///< summed over the trees this rank sent
     std::uint64_t cells_received = 0, particles_received = 0; ///< summed over the trees that arrived
     std::uint64_t bytes_sent = 0, bytes_received = 0;         ///< trees and boxes
-    double build_ms = 0;         ///< boxes, the trees on the device and their download (wall time)
-    double boxes_ms = 0;         ///< of build_ms: this rank's boxes and their all-gather
-    double download_ms = 0;      ///< of build_ms: the downloads of the trees into host memory (GPU to GPU: their copies
-                                 ///< into the send buffer, issued)
-    double exchange_ms = 0;      ///< the exchange and the upload of what arrived (wall time)
-    double mpi_ms = 0;           ///< of exchange_ms: the messages (MPI, or the device transport)
-    double upload_ms = 0;        ///< of exchange_ms: the upload (it waits for the walk the device runs when it starts;
-                                 ///< GPU to GPU: the links' shift, issued)
-    std::uint64_t top_cells = 0; ///< of the other ranks' top trees, grafted before the exchange
+    double build_ms = 0;    ///< boxes, the trees on the device and their download (wall time)
+    double boxes_ms = 0;    ///< of build_ms: this rank's boxes and their all-gather
+    double download_ms = 0; ///< of build_ms: the downloads of the trees into host memory (GPU to GPU: their copies
+                            ///< into the send buffer, issued)
+    double gather_ms = 0;   ///< of boxes_ms: their all-gather (waiting for the other ranks included)
+    double heads_ms = 0;    ///< of build_ms: the exchange of the trees' sizes (waiting included)
+    double exchange_ms = 0; ///< the exchange and the upload of what arrived (wall time)
+    double mpi_ms = 0;      ///< of exchange_ms: the messages (MPI, or the device transport)
+    double upload_ms = 0;   ///< of exchange_ms: the upload (it waits for the walk the device runs when it starts;
+                            ///< GPU to GPU: the links' shift, issued)
+    /// Inside the messages (waiting for the other ranks included): the boxes' all-gather, the sizes, the trees.
+    double comm_ms() const noexcept { return gather_ms + heads_ms + mpi_ms; }
+    std::uint64_t top_cells = 0;              ///< of the other ranks' top trees, grafted before the exchange
     std::uint64_t groups = 0, far_groups = 0; ///< this rank's groups, and those walked before the trees arrived
 };
 

@@ -375,6 +375,42 @@ TEST_CASE("race check: the links of a received tree shifted on the device (letSh
     CHECK(d_links.download() == want);
 }
 
+TEST_CASE("race check: the runs of groups of the boxes' cells, in place (letBoxRuns)")
+{
+    // Cells given as (first particle, particles) become the groups they hold: std::lower_bound of their first and
+    // end particles among the groups' ascending first particles. Cells at the ends, between groups, empty, and past
+    // the last group; more than one work-group of cells.
+    auto& be = test::backend();
+    std::vector<bn_u32> group_first{0};
+    while (group_first.size() < 900)
+        group_first.push_back(group_first.back() + 1 + static_cast<bn_u32>(test::rng()() % 64));
+    const bn_u32 total = group_first.back() + 40;
+    std::vector<bn_u32> cells;
+    for (int i = 0; i < 613; ++i) {
+        const bn_u32 first = static_cast<bn_u32>(test::rng()() % total);
+        const bn_u32 n = i % 7 == 0 ? 0u : static_cast<bn_u32>(test::rng()() % (total - first + 1));
+        cells.push_back(i % 11 == 0 ? group_first[static_cast<std::size_t>(i) % group_first.size()] : first);
+        cells.push_back(i % 11 == 0 ? 0u : n);
+    }
+    cells.insert(cells.end(), {0u, total, total, 0u});
+    const bn_u32 ncells = static_cast<bn_u32>(cells.size() / 2);
+    auto d_first = be.upload<bn_u32>(group_first, "test.group_first");
+    auto d_runs = be.upload<bn_u32>(cells, "test.runs");
+    be.launch(kernels::letBoxRuns, grid_for(be, ncells), d_first, static_cast<bn_u32>(group_first.size()), ncells,
+              d_runs);
+    std::vector<bn_u32> want(cells.size());
+    for (std::size_t i = 0; i < ncells; ++i) {
+        const auto at = [&](bn_u32 v) {
+            return static_cast<bn_u32>(std::lower_bound(group_first.begin(), group_first.end(), v) -
+                                       group_first.begin());
+        };
+        want[2 * i] = at(cells[2 * i]);
+        want[2 * i + 1] = at(cells[2 * i] + cells[2 * i + 1]);
+    }
+    REQUIRE(want[want.size() - 1] == group_first.size()); // a cell past the last group
+    CHECK(d_runs.download() == want);
+}
+
 TEST_CASE("race check: walk of another rank's tree")
 {
     // The forces of b's tree, grafted behind a's (walkForces with two roots), on a's particles: the whole.
