@@ -27,6 +27,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cmath>
 #include <functional>
 
@@ -95,7 +96,20 @@ struct ParallelRow {
     double top_cells = 0; ///< top-tree cells received, summed over ranks (last evaluation)
     double spill =
         0; ///< the walk's spill room per work-group and list (entries), largest rank (the level lists' length)
+    ParallelPhases phases; ///< each phase's slowest rank and mean (medians over the evaluations)
 };
+
+/// The phases' fields of ParallelPhases in the order of the phases table and the JSON keys.
+constexpr std::array<std::pair<PhaseSpread ParallelPhases::*, const char*>, 8> phase_fields{{
+    {&ParallelPhases::domain, "domain"},
+    {&ParallelPhases::build, "build"},
+    {&ParallelPhases::let_make, "let_make"},
+    {&ParallelPhases::comm, "comm"},
+    {&ParallelPhases::gravity, "gravity"},
+    {&ParallelPhases::gravity_device, "gravity_device"},
+    {&ParallelPhases::wait, "wait"},
+    {&ParallelPhases::total, "total"},
+}};
 
 /// `bench forces` under mpirun: each rank holds N / P particles (its own Plummer sphere of that many, seed + rank,
 /// masses divided by P: together a Plummer sphere of N), decomposed by the first (untimed) evaluation. Every timed
@@ -122,6 +136,7 @@ ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::ui
     pf.use_peer_exchange(peers); // opened once for all rows
     pf.let().set_top_per_rank(top_per_rank);
     std::vector<double> cols[12];
+    std::vector<double> phase_max[phase_fields.size()], phase_mean[phase_fields.size()];
     double split[3] = {0, 0, 0}; // far groups, groups, top cells of the last evaluation
     double moved = 0, let_bytes = 0, let_cells = 0, let_parts = 0;
     for (int i = 0; i < warmup + reps; ++i) {
@@ -131,7 +146,12 @@ ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::ui
         if (i == 0 || i == warmup + reps - 1)
             if (std::string bad = bench::sanity(pf.forces(), tree.size()); !bad.empty())
                 throw NumericalError(fmt::format("rank {}: the forces are not valid: {}", r, bad));
+        const ParallelPhases ph = phases_over_ranks(comm, t);
         if (i < warmup) continue;
+        for (std::size_t k = 0; k < phase_fields.size(); ++k) {
+            phase_max[k].push_back((ph.*phase_fields[k].first).max);
+            phase_mean[k].push_back((ph.*phase_fields[k].first).mean);
+        }
         double v[12] = {t.balance, t.build,        t.let_build,       t.let_exchange, t.walk,          t.total,
                         t.walk,    t.let.boxes_ms, t.let.download_ms, t.let.mpi_ms,   t.let.upload_ms, t.walk_device};
         double mean_walk = v[6];
@@ -156,6 +176,8 @@ ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::ui
                        &row.walk_spread, &row.boxes, &row.download,  &row.mpi,      &row.upload, &row.walk_device};
     for (int k = 0; k < 12; ++k)
         *out[k] = bench::median(cols[k]);
+    for (std::size_t k = 0; k < phase_fields.size(); ++k)
+        row.phases.*phase_fields[k].first = {bench::median(phase_max[k]), bench::median(phase_mean[k])};
     row.moved = moved / reps, row.let_mb = let_bytes / reps / 1e6, row.let_cells = let_cells / reps;
     row.let_particles = let_parts / reps;
     row.far = split[1] > 0 ? split[0] / split[1] : 0.0, row.top_cells = split[2];
@@ -258,6 +280,10 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
             j.key("far_group_share").number(r.far);
             j.key("top_cells").number(r.top_cells);
             j.key("spill_entries_max_rank").number(r.spill);
+            for (const auto& [field, name] : phase_fields) {
+                j.key(fmt::format("{}_ms_max_rank", name)).number((r.phases.*field).max);
+                j.key(fmt::format("{}_ms_mean", name)).number((r.phases.*field).mean);
+            }
             j.end_object();
         }
     }
@@ -275,6 +301,19 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
                               fmt::format("{:.2f}", r.upload), fmt::format("{:.2f}", r.walk_device),
                               fmt::format("{:.1f}", 100 * r.far), fmt::format("{:.0f}", r.top_cells),
                               fmt::format("{:.0f}", r.spill)});
+        // The phases as the original code reports them (docs/parallel.md sets the two side by side).
+        std::vector<bench::Table::Column> heads{bench::right("N", 5), bench::right("theta", 6)};
+        for (const char* h : {"domain", "build", "LET make", "comm", "gravity", "GPU grav", "wait", "total"})
+            heads.push_back(bench::right(h, 14));
+        bench::Table phases(heads);
+        fmt::print("\nPhases, slowest rank / mean (ms):\n");
+        phases.print_header();
+        for (const auto& [label, r] : done) {
+            std::vector<std::string> cells{label, fmt::format("{:.2f}", r.theta)};
+            for (const auto& [field, name] : phase_fields)
+                cells.push_back(fmt::format("{:.2f} / {:.2f}", (r.phases.*field).max, (r.phases.*field).mean));
+            phases.print_row(cells);
+        }
         fmt::print(
             "\nN: {}; balance = decomposition and particle exchange; LET = boxes and trees for the other ranks "
             "(device, then host); exchange = the trees' messages and their upload behind the local tree, while the "
@@ -290,7 +329,10 @@ int run_parallel(const Options& opt, const Comm& comm, Backend& be, const std::v
             "alone "
             "by device events; far % = the groups walked during the exchange; top cells = the other ranks' top "
             "trees received, summed over ranks; spill = the walk's spill room per work-group and level list (entries, "
-            "largest rank: it grows when level lists outgrow local memory)\n",
+            "largest rank: it grows when level lists outgrow local memory). Phases: domain = balance; LET make = the "
+            "trees for the other ranks made and the received ones grafted; comm = their messages (boxes, sizes, "
+            "trees; waiting included); gravity = the walk over the local and received trees (GPU grav: by device "
+            "events); wait = a rank's time in comm beyond the least any rank spent there\n",
             per_rank ? "per rank" : "in all");
         if (opt.has("json")) bench::write_report(opt.str("json"), j.finish());
     }

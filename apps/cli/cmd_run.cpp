@@ -433,9 +433,20 @@ void print_block_summary(const Simulation& sim, const RunOptions& o)
     }
 }
 
+/// Over ranks: each phase of the force evaluations per step (@p p: the session's sums; @p per: 1 / steps), slowest
+/// rank and mean, named as the original code's timers (ParallelPhases).
+void print_phases(const Comm& comm, const ParallelPhases& p, double per)
+{
+    auto both = [per](const PhaseSpread& s) { return fmt::format("{:.2f} / {:.2f}", s.max * per, s.mean * per); };
+    fmt::print("{} ranks ({}), ms per step, slowest rank / mean: domain {}, build {}, LET making {}, communication "
+               "{}, gravity {} (GPU {}), waiting {}, total {}\n",
+               comm.size(), Comm::library(), both(p.domain), both(p.build), both(p.let_make), both(p.comm),
+               both(p.gravity), both(p.gravity_device), both(p.wait), both(p.total));
+}
+
 /// The summary at the end: how it ended, the rate, device time per phase, memory, energy and files.
 void print_summary(const Run& run, Run::Outcome outcome, const SessionStart& before, const Backend& be,
-                   const Comm& comm)
+                   const Comm& comm, const ParallelPhases& phases)
 {
     const Simulation& sim = run.simulation();
     const std::uint64_t steps = run.session_steps();
@@ -460,10 +471,7 @@ void print_summary(const Run& run, Run::Outcome outcome, const SessionStart& bef
     if (steps) {
         fmt::print("{} steps in {:.2f} s: {:.2f} ms per step, {:.3g} particles per second\n", steps, wall,
                    wall * 1e3 * per, double(sim.total_size()) * double(steps) / std::max(wall, 1e-9));
-        if (comm.parallel())
-            fmt::print("{} ranks ({}); rank 0 per step: exchange (decomposition, particles, local essential "
-                       "trees) {:.2f} ms\n",
-                       comm.size(), Comm::library(), (t.exchange - before.times.exchange) * per);
+        if (comm.parallel()) print_phases(comm, phases, per);
         fmt::print("per step (device time; output on the host): build {:.2f} ms, forces {:.2f} ms, integrate "
                    "{:.3f} ms, energies {:.3f} ms, output {:.2f} ms\n",
                    (t.build - before.times.build) * per, (t.forces - before.times.forces) * per,
@@ -653,7 +661,10 @@ int run_run(const std::vector<std::string>& raw_args)
     std::signal(SIGTERM, SIG_DFL);
     progress.finish();
 
-    if (!quiet) print_summary(*run, outcome, before, *be, comm);
+    // Every rank takes part in the phases' reduction; rank 0 prints them.
+    const ParallelPhases phases =
+        phases_over_ranks(comm, run->simulation().times().parallel.since(before.times.parallel));
+    if (!quiet) print_summary(*run, outcome, before, *be, comm, phases);
     if (outcome == Run::Outcome::stopped) return g_stop == SIGTERM ? 143 : 130;
     return 0;
 }

@@ -4,6 +4,7 @@
  */
 #include "core/parallel/parallel_forces.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 namespace banyan {
@@ -65,9 +66,52 @@ void ParallelForces::compute(Octree& tree, const OpeningCriterion& criterion, fl
         t.let_exchange = ms_between(t3, t4);
         t.walk = ms_between(t4, t5);
         t.total = ms_between(t0, t5);
-        if (many) t.let = let_.stats();
+        if (many) {
+            t.let = let_.stats();
+            t.comm = t.let.comm_ms();
+            t.let_make = std::max(0.0, t.let_build + t.let_exchange - t.comm);
+        }
         *timings = t;
     }
+}
+
+ParallelTimings& ParallelTimings::operator+=(const ParallelTimings& o) noexcept
+{
+    balance += o.balance, build += o.build, let_build += o.let_build, let_exchange += o.let_exchange;
+    walk += o.walk, total += o.total, walk_device += o.walk_device, comm += o.comm, let_make += o.let_make;
+    return *this;
+}
+
+ParallelTimings ParallelTimings::since(const ParallelTimings& e) const noexcept
+{
+    ParallelTimings d;
+    d.balance = balance - e.balance, d.build = build - e.build, d.let_build = let_build - e.let_build;
+    d.let_exchange = let_exchange - e.let_exchange, d.walk = walk - e.walk, d.total = total - e.total;
+    d.walk_device = walk_device - e.walk_device, d.comm = comm - e.comm, d.let_make = let_make - e.let_make;
+    return d;
+}
+
+ParallelPhases phases_over_ranks(const Comm& comm, const ParallelTimings& t)
+{
+    constexpr std::size_t k = 7;
+    const double mine[k] = {t.balance, t.build, t.let_make, t.comm, t.walk, t.walk_device, t.total};
+    double most[k + 1], sum[k + 1];
+    std::copy(mine, mine + k, most);
+    most[k] = -t.comm; // the least time in the messages, as the largest of its negatives
+    comm.max(std::span<double>(most, k + 1));
+    const double wait = t.comm + most[k];
+    std::copy(mine, mine + k, sum);
+    sum[k] = wait;
+    comm.sum(std::span<double>(sum, k + 1));
+    double wait_most = wait;
+    comm.max(std::span<double>(&wait_most, 1));
+    const double P = static_cast<double>(comm.size());
+    ParallelPhases r;
+    PhaseSpread* out[k] = {&r.domain, &r.build, &r.let_make, &r.comm, &r.gravity, &r.gravity_device, &r.total};
+    for (std::size_t i = 0; i < k; ++i)
+        *out[i] = {most[i], sum[i] / P};
+    r.wait = {wait_most, sum[k] / P};
+    return r;
 }
 
 } // namespace banyan

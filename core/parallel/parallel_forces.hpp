@@ -33,9 +33,35 @@ struct ParallelTimings {
     double walk = 0;         ///< after the exchange: the near groups' walk (and the rest of the far groups')
     double total = 0;
     double walk_device = 0; ///< the walks alone (device events, far and near groups summed)
+    /// Of let_build and let_exchange: the time inside their messages (LetStats::comm_ms; waiting included), and
+    /// the rest, the trees' making and grafting.
+    double comm = 0, let_make = 0;
     BalanceStats balance_stats;
     LetStats let;
+
+    /// Sums the phases' times (not the statistics): over the steps of a run.
+    ParallelTimings& operator+=(const ParallelTimings& o) noexcept;
+    /// What the phases took since @p earlier, sums of the same run.
+    ParallelTimings since(const ParallelTimings& earlier) const noexcept;
 };
+
+/// One phase over all ranks: the slowest rank's time and the mean.
+struct PhaseSpread {
+    double max = 0, mean = 0;
+};
+
+/// The phases of ParallelTimings over all ranks, named to be set beside the original code's timers (Bédorf et al.
+/// 2014, SC'14: Domain, Build, LET Com, Grav, GPUgrav, Wait, TOTAL; docs/parallel.md has the table): domain = the
+/// balance, build = the local tree, let_make = the trees for the other ranks made and the received ones grafted,
+/// comm = their messages, gravity = the walk over the local and the received trees (one walk: local and remote
+/// gravity are one phase), gravity_device = the same by device events, total. wait estimates the time a rank
+/// waited for the others inside comm: its time there beyond the least any rank spent there (the last rank to
+/// arrive waited for no one).
+struct ParallelPhases {
+    PhaseSpread domain, build, let_make, comm, gravity, gravity_device, wait, total;
+};
+/// Collective: every rank calls it with its own @p t (one compute(), or sums over steps).
+ParallelPhases phases_over_ranks(const Comm& comm, const ParallelTimings& t);
 
 class ParallelForces {
 public:

@@ -268,6 +268,7 @@ void Simulation::compute_forces(bool relative, bool rebalance)
         times_.build += t.build;
         times_.forces += t.walk;
         times_.exchange += t.balance + t.let_build + t.let_exchange;
+        times_.parallel += t;
         return;
     }
     // The build's time is read after the walk: reading it before would keep the walk from being queued behind it.

@@ -79,11 +79,12 @@ struct Energies {
 
 /// Device time spent in each phase, in milliseconds, summed over steps.
 struct PhaseTimes {
-    double build = 0;     ///< the octree: keys, sort, levels, links, groups, multipoles
-    double forces = 0;    ///< the tree walk (or direct summation)
-    double integrate = 0; ///< kick and drift
-    double energies = 0;  ///< energy and momentum sums
-    double exchange = 0;  ///< several ranks: decomposition, particle exchange, local essential trees (wall time)
+    double build = 0;         ///< the octree: keys, sort, levels, links, groups, multipoles
+    double forces = 0;        ///< the tree walk (or direct summation)
+    double integrate = 0;     ///< kick and drift
+    double energies = 0;      ///< energy and momentum sums
+    double exchange = 0;      ///< several ranks: decomposition, particle exchange, local essential trees (wall time)
+    ParallelTimings parallel; ///< several ranks: this rank's phases of the force evaluations (wall time), summed
 };
 
 /// The exact state of a simulation on the device, in device order and internal units: enough to continue it bit for
