@@ -55,6 +55,7 @@ BoxCells box_cells(const std::vector<std::pair<bn_u32, bn_u32>>& coarse,
                    const std::vector<std::pair<bn_u32, bn_u32>>& fine)
 {
     BoxCells r;
+    if (coarse.empty()) return r; // no particles: the message is its header alone (box_bytes)
     r.coarse = coarse.size(), r.fine = fine.size();
     for (const auto& list : {&coarse, &fine})
         for (const auto& [first, n] : *list) {
