@@ -10,7 +10,7 @@
  * ones inside them (cells with at most 1/4096), tested only where the coarse box fails; the cells are chosen on the
  * device (letBoxCells), so that only the few hundred or thousand chosen come back to the host, and the runs of groups
  * they hold are found there too (letBoxRuns: the groups' first particles never leave the device; downloading them
- * took 4.7 ms of the 10.8 of the LET on two H200s at 2^24 a GPU, docs/benchmarks.md). A cell is
+ * took 4.7 ms of the LET's 10.8 on two H200s (a trace) at 2^24 a GPU, docs/benchmarks.md). A cell is
  * opened when a group in some box may open it (bn_let_opens in tree_shared.h, with a margin over the walk's own
  * test); the tree sent holds every cell whose ancestors are all opened, in the octree's order, so children stay
  * consecutive and the root is cell 0. Built on the device (kernels letOpened, letSelect, letGather and two scans),
