@@ -54,7 +54,7 @@ void write_blocks(const Comm& comm, const std::string& path, std::uint64_t total
 
 } // namespace
 
-std::vector<std::byte> records_of_my_block(const Comm& comm, std::size_t n_total, std::span<const bn_u32> ids,
+std::vector<std::byte> records_of_my_block(const Comm& comm, std::size_t n_total, std::span<const std::uint64_t> ids,
                                            std::span<const std::byte> records, std::size_t record_bytes,
                                            std::size_t& first, std::size_t& last)
 {
@@ -71,17 +71,17 @@ std::vector<std::byte> records_of_my_block(const Comm& comm, std::size_t n_total
     const std::size_t n = ids.size();
     if (records.size() != n * record_bytes) throw std::invalid_argument("records_of_my_block: sizes disagree");
     bool bad_id = false;
-    for (const bn_u32 id : ids)
+    for (const std::uint64_t id : ids)
         bad_id |= id >= n_total;
     if (comm.any(bad_id)) throw std::runtime_error("parallel file: particle ids are not 0 .. N-1");
     // Records with their ids, to the ranks that write them.
-    const std::size_t wire = 4 + record_bytes;
+    const std::size_t wire = sizeof(std::uint64_t) + record_bytes;
     std::vector<std::size_t> dest(n);
     for (std::size_t i = 0; i < n; ++i)
         dest[i] = owner(ids[i]);
     const Packed send = pack_by_rank(dest, P, wire, [&](std::size_t i, std::byte* r) {
-        std::memcpy(r, &ids[i], 4);
-        std::memcpy(r + 4, records.data() + i * record_bytes, record_bytes);
+        std::memcpy(r, &ids[i], sizeof(std::uint64_t));
+        if (record_bytes) std::memcpy(r + sizeof(std::uint64_t), records.data() + i * record_bytes, record_bytes);
     });
     std::vector<std::size_t> recv_offsets;
     const auto recv = comm.exchange(send.bytes, send.offsets, recv_offsets);
@@ -91,11 +91,12 @@ std::vector<std::byte> records_of_my_block(const Comm& comm, std::size_t n_total
     std::vector<unsigned char> seen(last - first, 0);
     bool twice = false;
     for (std::size_t at = 0; at < recv.size(); at += wire) {
-        bn_u32 id;
-        std::memcpy(&id, recv.data() + at, 4);
+        std::uint64_t id;
+        std::memcpy(&id, recv.data() + at, sizeof id);
         twice |= seen[id - first] != 0;
         seen[id - first] = 1;
-        std::memcpy(block.data() + (id - first) * record_bytes, recv.data() + at + 4, record_bytes);
+        if (record_bytes)
+            std::memcpy(block.data() + (id - first) * record_bytes, recv.data() + at + sizeof id, record_bytes);
     }
     if (comm.any(twice)) throw std::runtime_error("parallel file: a particle id occurs twice");
     if (comm.any(recv.size() / wire != last - first)) throw std::runtime_error("parallel file: particles are missing");
@@ -275,8 +276,8 @@ void write_snapshot_parallel(const Comm& comm, SnapshotFormat format, const std:
     throw std::logic_error(fmt::format("no writer over ranks for {} snapshots", to_string(format)));
 }
 
-void write_npy_parallel(const Comm& comm, const std::string& path, std::size_t n_total, std::span<const bn_u32> ids,
-                        std::span<const bn_f4> rows)
+void write_npy_parallel(const Comm& comm, const std::string& path, std::size_t n_total,
+                        std::span<const std::uint64_t> ids, std::span<const bn_f4> rows)
 {
     static_assert(sizeof(bn_f4) == 16, "a row is 4 float32");
     if (ids.size() != rows.size()) throw std::invalid_argument("write_npy_parallel: sizes disagree");

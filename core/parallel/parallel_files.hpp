@@ -34,7 +34,7 @@ namespace banyan {
 
 /// This rank's particles: ids (0 .. N - 1 over all ranks, each once), x y z mass, vx vy vz, and the potential.
 struct RankParticles {
-    std::vector<bn_u32> ids;
+    std::vector<std::uint64_t> ids;
     std::vector<bn_f4> pos, vel;
     std::vector<float> phi;
     std::vector<bn_f4> acc; ///< ax, ay, az, potential: what an HDF5 snapshot holds (tipsy needs only phi)
@@ -80,13 +80,13 @@ void write_snapshot_parallel(const Comm& comm, SnapshotFormat format, const std:
 
 /// Writes @p path as a float32 .npy array of shape (n_total, 4) whose row ids[i] is @p rows[i] (x, y, z, w of this
 /// rank's particle i). Collective; on one rank the same bytes as write_npy.
-void write_npy_parallel(const Comm& comm, const std::string& path, std::size_t n_total, std::span<const bn_u32> ids,
-                        std::span<const bn_f4> rows);
+void write_npy_parallel(const Comm& comm, const std::string& path, std::size_t n_total,
+                        std::span<const std::uint64_t> ids, std::span<const bn_f4> rows);
 
 /// The records of ids [first, last) of this rank's block, in id order (record_bytes each), gathered from the ranks
 /// that hold them: @p ids[i] is the id of @p records[i * record_bytes, (i + 1) * record_bytes). Collective. Throws
 /// when an id is out of range or twice, or when some rank's block misses records.
-std::vector<std::byte> records_of_my_block(const Comm& comm, std::size_t n_total, std::span<const bn_u32> ids,
+std::vector<std::byte> records_of_my_block(const Comm& comm, std::size_t n_total, std::span<const std::uint64_t> ids,
                                            std::span<const std::byte> records, std::size_t record_bytes,
                                            std::size_t& first, std::size_t& last);
 

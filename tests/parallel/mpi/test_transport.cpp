@@ -100,8 +100,8 @@ PathResult forces_through(const std::vector<bn_f4>& all, std::shared_ptr<PeerExc
     const std::size_t n = all.size(), P = static_cast<std::size_t>(comm.size()),
                       r = static_cast<std::size_t>(comm.rank());
     const std::size_t a = r * n / P, b = (r + 1) * n / P;
-    std::vector<bn_u32> ids(b - a);
-    std::iota(ids.begin(), ids.end(), static_cast<bn_u32>(a));
+    std::vector<std::uint64_t> ids(b - a);
+    std::iota(ids.begin(), ids.end(), std::uint64_t{a});
     Octree tree(backend());
     tree.set_particles(std::span<const bn_f4>(all.data() + a, b - a), {}, ids);
     ParallelForces pf(backend(), comm, Transport::host);
