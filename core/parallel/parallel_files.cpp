@@ -138,7 +138,7 @@ void write_tipsy_parallel(const Comm& comm, const std::string& path, double time
                           const RankParticles& mine, const Snapshot& fields, float eps)
 {
     const std::size_t n_total = whole.size();
-    if (n_total >= (std::size_t{1} << 31)) throw std::runtime_error("tipsy: more than 2^31 - 1 particles");
+    check_tipsy_count(n_total, path);
     // What moves between ranks: mass, position, velocity, potential (native floats); the rest is the writer's.
     constexpr std::size_t floats = 8, record_bytes = floats * sizeof(float);
     const std::size_t n = mine.ids.size();
@@ -226,10 +226,20 @@ void write_hdf5_parallel(const Comm& comm, const std::string& path, double time,
         b.phi[i] = f[7];
     }
 
-    // Serial HDF5: one rank at a time holds the file open. Each turn ends in a collective that tells every rank
-    // whether any failed, so that none waits for ever and all stop with the failing rank's reason.
-    const std::string tmp = temporary_path(path, "parallel");
-    auto turn = [&](bool mine_to_do, const std::function<void()>& work) {
+    // The files: one, or a set whose files [q m, (q + 1) m) hold rank q's rows (hdf5_file_starts). The ranks agree on
+    // the limit (it is the environment's, the same on every rank of a launch).
+    const std::size_t P = static_cast<std::size_t>(comm.size()), me = static_cast<std::size_t>(comm.rank());
+    std::uint64_t limit = max_file_particles();
+    comm.max(std::span<std::uint64_t>(&limit, 1));
+    std::vector<std::uint64_t> blocks(P + 1);
+    for (std::size_t q = 0; q <= P; ++q)
+        blocks[q] = q * n_total / P;
+    const std::vector<std::uint64_t> starts = hdf5_file_starts(blocks, limit);
+    const std::size_t K = starts.size() - 1;
+
+    // Every step ends in a collective that tells every rank whether any failed, so that none waits for ever and all
+    // stop with the failing rank's reason; @p undo then clears what this rank left.
+    auto step = [&](bool mine_to_do, const std::function<void()>& work, const std::function<void()>& undo) {
         std::string error;
         if (mine_to_do) try {
                 work();
@@ -237,14 +247,58 @@ void write_hdf5_parallel(const Comm& comm, const std::string& path, double time,
                 error = e.what();
             }
         if (comm.any(!error.empty())) {
-            if (comm.rank() == 0) std::remove(tmp.c_str());
+            undo();
             throw std::runtime_error(error.empty() ? fmt::format("{}: another rank failed to write it", path) : error);
         }
     };
-    turn(comm.rank() == 0, [&] { create_hdf5_for_rows(tmp, time, counts, units, meta); });
+    if (K > 1) {
+        // A set: every rank writes its own files at once, each through a temporary name, then renames them.
+        b.time = time, b.units = units;
+        const Hdf5Set set{K, counts};
+        const std::size_t m = K / P;
+        std::vector<std::string> names, tmps;
+        auto remove_tmps = [&] {
+            for (const std::string& tmp : tmps)
+                std::remove(tmp.c_str());
+        };
+        step(
+            true,
+            [&] {
+                for (std::size_t k = me * m; k < (me + 1) * m; ++k) {
+                    names.push_back(hdf5_set_file(path, k));
+                    tmps.push_back(temporary_path(names.back(), "parallel"));
+                    write_hdf5_part(tmps.back(), rows_of(b, Rows{starts[k] - first, starts[k + 1] - starts[k]}),
+                                    starts[k], set, meta);
+                }
+            },
+            remove_tmps);
+        step(
+            true,
+            [&] {
+                for (std::size_t j = 0; j < names.size(); ++j) {
+                    rename_durably(tmps[j], names[j]);
+                    tmps[j].clear();
+                }
+            },
+            remove_tmps);
+        if (comm.rank() == 0) remove_stale_hdf5_files(path, K);
+        comm.barrier();
+        return;
+    }
+    // One file, in serial HDF5: one rank at a time holds it open, and writes its rows in its turn.
+    const std::string tmp = temporary_path(path, "parallel");
+    auto remove_tmp = [&] {
+        if (comm.rank() == 0) std::remove(tmp.c_str());
+    };
+    step(
+        comm.rank() == 0, [&] { create_hdf5_for_rows(tmp, time, counts, units, meta); }, remove_tmp);
     for (int q = 0; q < comm.size(); ++q)
-        turn(comm.rank() == q, [&] { write_hdf5_rows(tmp, first, b); });
-    turn(comm.rank() == comm.size() - 1, [&] { rename_durably(tmp, path); });
+        step(
+            comm.rank() == q, [&] { write_hdf5_rows(tmp, first, b); }, remove_tmp);
+    step(
+        comm.rank() == comm.size() - 1, [&] { rename_durably(tmp, path); }, remove_tmp);
+    if (comm.rank() == 0) remove_stale_hdf5_files(path, 1);
+    comm.barrier();
 }
 
 namespace {

@@ -11,7 +11,9 @@
  * ids [q N / P, (q + 1) N / P)). Tipsy and .npy: every rank writes its block at its offset into a temporary name
  * through MPI-IO, and rank 0 renames it when all are done. HDF5 (serial HDF5, no MPI-IO): rank 0 creates the
  * temporary file with every dataset at its full size, then the ranks open it and write their rows in rank order,
- * one after the other, and the last renames it.
+ * one after the other, and the last renames it; a snapshot of more than max_file_particles() is a set of files
+ * (core/files/hdf5_snapshot.hpp), rank q's block of rows its files [q m, (q + 1) m), which every rank writes at once
+ * under temporary names and then renames.
  */
 #pragma once
 
@@ -50,8 +52,9 @@ void write_tipsy_parallel(const Comm& comm, const std::string& path, double time
 
 /// Writes @p path as an HDF5 snapshot (core/files/hdf5_snapshot.hpp): particle id i is row i of the types 0, 1, 2,
 /// 3, 5, 4 in that order, @p whole's counts of each, with mass, position, velocity, mine.acc's accelerations and
-/// potentials, and the static fields as write_tipsy_parallel takes them. Collective; the same bytes whatever the
-/// number of ranks.
+/// potentials, and the static fields as write_tipsy_parallel takes them. Beyond max_file_particles() a set of files
+/// (hdf5_file_starts of the ranks' blocks). Collective; one file has the same bytes whatever the number of ranks, a
+/// set the same values.
 void write_hdf5_parallel(const Comm& comm, const std::string& path, double time, const FileCounts& whole,
                          const RankParticles& mine, const Snapshot& fields, float eps, const Units& units,
                          const SnapshotMeta& meta);
