@@ -124,12 +124,13 @@ ParallelRow bench_parallel(Backend& be, const Comm& comm, std::size_t n, std::ui
     Particles p = plummer(mine, seed + 7919 * r);
     for (auto& q : p.pos)
         q.w /= static_cast<float>(P);
-    std::vector<bn_u32> ids(mine);
+    std::vector<std::uint64_t> ids(mine);
     for (std::size_t i = 0; i < mine; ++i)
-        ids[i] = static_cast<bn_u32>(r * n / P + i);
+        ids[i] = r * n / P + i;
     bench::PeakMemory peak(be);
     Octree tree(be);
     tree.set_opening(opening);
+    tree.keep_high_ids(n > 0xFFFFFFFFull);
     tree.set_particles(p.pos, {}, ids);
     p = Particles();
     ParallelForces pf(be, comm, Transport::host);

@@ -90,8 +90,8 @@ int run_forces(const std::vector<std::string>& args)
     auto be = open_device(rank_device(opt.device_request(), comm));
     comm.barrier();
     const auto t0 = std::chrono::steady_clock::now();
-    std::vector<bn_f4> acc; // this rank's particles, ids[i] for acc[i]
-    std::vector<bn_u32> ids;
+    std::vector<bn_f4> acc;         // this rank's particles, ids[i] for acc[i]
+    std::vector<std::uint64_t> ids; // input indices: over ranks beyond 2^32 (Octree::keep_high_ids)
     InteractionTotals totals;
     if (direct) {
         auto p = be->upload<bn_f4>(pos, "forces.pos");
@@ -99,20 +99,21 @@ int run_forces(const std::vector<std::string>& args)
         direct_forces(*be, p, n, first, count, eps_internal, a);
         acc = a.download(count);
         ids.resize(count);
-        std::iota(ids.begin(), ids.end(), static_cast<bn_u32>(first));
+        std::iota(ids.begin(), ids.end(), std::uint64_t{first});
     } else {
-        std::vector<bn_u32> slice_ids(count);
-        std::iota(slice_ids.begin(), slice_ids.end(), static_cast<bn_u32>(first));
+        std::vector<std::uint64_t> slice_ids(count);
+        std::iota(slice_ids.begin(), slice_ids.end(), std::uint64_t{first});
         Octree tree(*be);
+        tree.keep_high_ids(n > 0xFFFFFFFFull);
         tree.set_particles(rows ? std::span<const bn_f4>(pos) : std::span<const bn_f4>(pos).subspan(first, count), {},
                            slice_ids);
         ParallelForces pf(*be, comm);
         pf.compute(tree, static_cast<float>(theta), eps_internal);
         if (auto warning = check_tree_depth(tree, units, in)) notice("warning: " + *warning);
         if (unsoftened(eps_internal) && rows)
-            check_coincident(tree.pos().download(tree.size()), tree.ids().download(tree.size()), in);
+            check_coincident(tree.pos().download(tree.size()), tree.download_ids(), in);
         acc = pf.forces().acc().download(tree.size());
-        ids = tree.ids().download(tree.size());
+        ids = tree.download_ids();
         totals = pf.forces().totals();
     }
     comm.barrier();

@@ -23,6 +23,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -34,11 +35,18 @@ using namespace hdf5; // the checked calls of hdf5_access.hpp and the units of h
 
 namespace {
 
+using Counts = std::array<std::uint64_t, ntypes>;
+
+/// The most files a snapshot set may have (GADGET writes one per task, or per group of tasks).
+constexpr double max_set_files = 1 << 20;
+
 /// What Header says.
 struct Header {
-    const char* count_name = nullptr;           ///< where the counts came from: NumPart_ThisFile or NumPart_Total
-    std::array<std::uint64_t, ntypes> counts{}; ///< particles per type
-    std::vector<double> mass_table;             ///< the mass of every particle of a type without Masses (0: none)
+    const char* count_name = nullptr; ///< where the counts came from: NumPart_ThisFile or NumPart_Total
+    Counts counts{};                  ///< particles per type in this file
+    std::optional<Counts> total;      ///< NumPart_Total (with NumPart_Total_HighWord): the whole snapshot's, if given
+    std::uint64_t files = 1;          ///< NumFilesPerSnapshot: the files of the snapshot (a set when more than 1)
+    std::vector<double> mass_table;   ///< the mass of every particle of a type without Masses (0: none)
     double time = 0;
 };
 
@@ -72,46 +80,55 @@ Id open_header(const Reader& r, hid_t f)
     return Id(r.check(H5Gopen2(f, "Header", H5P_DEFAULT), "Header"), H5Gclose);
 }
 
-/// The particles per type of Header @p h into head.counts: NumPart_ThisFile, else NumPart_Total (with
-/// NumPart_Total_HighWord); whole numbers below 2^31 in all.
-void read_counts(const Reader& r, hid_t h, Header& head)
+/// The six counts of attribute @p name of Header @p h, plus 2^32 times those of @p high_name when given and there:
+/// whole numbers from 0 to 2^53 (what a double holds exactly).
+Counts read_counts(const Reader& r, hid_t h, const char* name, const char* high_name = nullptr)
 {
-    const char* count_name = r.has_attr(h, "NumPart_ThisFile") ? "NumPart_ThisFile"
-                             : r.has_attr(h, "NumPart_Total")  ? "NumPart_Total"
-                                                               : nullptr;
-    if (!count_name) r.fail("Header has no NumPart_ThisFile (nor NumPart_Total): the particle counts are missing");
-    const std::vector<double> np = r.numbers(h, "Header", count_name);
+    const std::vector<double> np = r.numbers(h, "Header", name);
     if (np.size() != ntypes)
-        r.fail(fmt::format("Header/{} has {} entries; a GADGET header has 6, one per particle type", count_name,
-                           np.size()));
+        r.fail(fmt::format("Header/{} has {} entries; a GADGET header has 6, one per particle type", name, np.size()));
     std::vector<double> high(ntypes, 0.0);
-    if (std::string(count_name) == "NumPart_Total" && r.has_attr(h, "NumPart_Total_HighWord")) {
-        high = r.numbers(h, "Header", "NumPart_Total_HighWord");
-        if (high.size() != ntypes) r.fail("Header/NumPart_Total_HighWord does not have 6 entries");
+    if (high_name && r.has_attr(h, high_name)) {
+        high = r.numbers(h, "Header", high_name);
+        if (high.size() != ntypes) r.fail(fmt::format("Header/{} does not have 6 entries", high_name));
     }
-    head.count_name = count_name;
-    std::array<std::uint64_t, ntypes>& counts = head.counts;
-    std::uint64_t total = 0;
+    Counts counts{};
     for (int t = 0; t < ntypes; ++t) {
         const double c = np[static_cast<std::size_t>(t)] + std::ldexp(high[static_cast<std::size_t>(t)], 32);
-        if (!(c >= 0 && c == std::floor(c) && c < 0x80000000))
-            r.fail(fmt::format("Header/{}[{}] is {}: particle counts are whole numbers from 0 to 2^31 - 1", count_name,
-                               t, c));
+        if (!(c >= 0 && c == std::floor(c) && c <= 0x1p53))
+            r.fail(fmt::format("Header/{}[{}] is {}: particle counts are whole numbers from 0 to 2^53", name, t, c));
         counts[static_cast<std::size_t>(t)] = static_cast<std::uint64_t>(c);
-        total += counts[static_cast<std::size_t>(t)];
     }
-    if (total > 0x7fffffffu) r.fail(fmt::format("{} particles is more than the 2^31 - 1 banyan supports", total));
+    return counts;
 }
 
-/// Header @p h: one file per snapshot, the counts, the mass table (zeros when absent) and the time (0 when absent).
+/// Header @p h: the files of the snapshot, the counts (this file's: NumPart_ThisFile, else NumPart_Total), the whole
+/// snapshot's (NumPart_Total with NumPart_Total_HighWord), the mass table (zeros when absent) and the time (0 when
+/// absent).
 Header read_header(const Reader& r, hid_t h)
 {
-    if (const auto files = r.number(h, "Header", "NumFilesPerSnapshot"); files && *files != 1.0)
-        r.fail(fmt::format("Header/NumFilesPerSnapshot is {}: banyan reads snapshots of one file (join the {} files "
-                           "first)",
-                           *files, *files));
     Header head;
-    read_counts(r, h, head);
+    if (const auto files = r.number(h, "Header", "NumFilesPerSnapshot")) {
+        if (!(*files >= 1 && *files <= max_set_files && *files == std::floor(*files)))
+            r.fail(fmt::format("Header/NumFilesPerSnapshot is {}: a snapshot is 1 to {} files", *files, max_set_files));
+        head.files = static_cast<std::uint64_t>(*files);
+    }
+    // A file of one snapshot is read by its own counts: its NumPart_Total is read only in their place (some writers
+    // leave it wrong there).
+    const bool this_file = r.has_attr(h, "NumPart_ThisFile");
+    if (r.has_attr(h, "NumPart_Total") && (head.files > 1 || !this_file))
+        head.total = read_counts(r, h, "NumPart_Total", "NumPart_Total_HighWord");
+    if (this_file) {
+        head.count_name = "NumPart_ThisFile";
+        head.counts = read_counts(r, h, "NumPart_ThisFile");
+    } else if (head.total && head.files == 1) {
+        head.count_name = "NumPart_Total";
+        head.counts = *head.total;
+    } else {
+        r.fail(head.files == 1 ? "Header has no NumPart_ThisFile (nor NumPart_Total): the particle counts are missing"
+                               : "Header has no NumPart_ThisFile: the particle counts of this file of a set are "
+                                 "missing");
+    }
     head.mass_table.assign(ntypes, 0.0);
     if (r.has_attr(h, "MassTable")) {
         head.mass_table = r.numbers(h, "Header", "MassTable");
@@ -277,9 +294,11 @@ void check_counts(const Reader& r, hid_t f, const Header& head)
 /// Every type with particles has the fields of Absent::indices (ParticleIDs), or none has: ids for some types only
 /// would leave the others' particles without ids that are sure not to collide with the given ones, and dropping the
 /// given ones would change the particles' identities without a word. Checked over the whole file, whatever rows are
-/// read, so that all ranks agree.
-void check_ids(const Reader& r, hid_t f, const Header& head)
+/// read, so that all ranks agree. Returns whether the file's particles have them (false for a file without
+/// particles).
+bool check_ids(const Reader& r, hid_t f, const Header& head)
 {
+    bool any = false;
     for (const Field& field : fields) {
         if (field.absent != Absent::indices) continue;
         int with = -1, without = -1;
@@ -294,58 +313,172 @@ void check_ids(const Reader& r, hid_t f, const Header& head)
             r.fail(fmt::format("{}/{} is missing but {}/{} is there: particle ids for some types only (give every "
                                "type with particles its ids, or none)",
                                group_name(without), field.name, group_name(with), field.name));
+        any |= with >= 0;
+    }
+    return any;
+}
+
+/// A file of a snapshot (its only one, or one of its set) opened, with its header.
+struct OpenFile {
+    Id file;
+    Id header; ///< the group
+    Header head;
+};
+
+OpenFile open_snapshot_file(const Reader& r)
+{
+    OpenFile o;
+    o.file = open_file(r);
+    o.header = open_header(r, o.file.get());
+    o.head = read_header(r, o.header.get());
+    return o;
+}
+
+/// The file's units, writer and parameters.
+SnapshotMeta read_meta(const Reader& r, const OpenFile& o, Units& units)
+{
+    SnapshotMeta meta;
+    double file_velocity = 0;
+    units = read_units(r, o.file.get(), file_velocity);
+    meta.velocity_factor = velocity_factor(units, file_velocity);
+    meta.code = read_code(r, o.header.get());
+    meta.parameters = read_parameters(r, o.file.get());
+    return meta;
+}
+
+/// The windows @p w of the types of the file @p o into @p s, type t's rows from row @p at[t] of @p s on.
+void read_windows(const Reader& r, const OpenFile& o, const std::array<Window, ntypes>& w,
+                  const std::array<std::uint64_t, ntypes>& at, bool need_velocities, Snapshot& s, Lacking& lacking)
+{
+    for (const int t : type_order) {
+        const std::size_t k = static_cast<std::size_t>(t);
+        if (w[k].count == 0) continue;
+        const Kind kind = kind_of_type(t);
+        const std::size_t kind_at = kind == gas ? 0 : kind == star ? s.n_gas + s.n_dark : s.n_gas;
+        read_type(r, o.file.get(), o.head, t, at[k], kind_at, w[k], need_velocities, s, lacking);
     }
 }
 
-/// The read of read_hdf5 (its rows @p rows), or with @p probe only what HDF5 decodes of the file's structure: the
-/// header, units, writer and parameters, and of every type with particles each dataset's type, shape and first row.
-Snapshot read_file(const Reader& r, SnapshotMeta* meta_out, bool need_velocities, Rows rows, FileCounts* whole,
-                   bool probe)
+/// What HDF5 decodes of the structure of the file at @p path: the header, units, writer and parameters, and of every
+/// type with particles each dataset's type, shape and first row (read_hdf5 does it in a child process first).
+void probe_file(const std::string& path, bool need_velocities)
 {
-    const Id file = open_file(r);
-    const hid_t f = file.get();
-    const Id header = open_header(r, f);
-    const Header head = read_header(r, header.get());
+    const Reader r{path};
+    const OpenFile o = open_snapshot_file(r);
+    Units units;
+    read_meta(r, o, units);
+    check_counts(r, o.file.get(), o.head);
+    check_ids(r, o.file.get(), o.head);
+    std::array<Window, ntypes> w{};
+    Counts first{};
+    for (std::size_t t = 0; t < ntypes; ++t)
+        w[t] = Window{0, std::min<std::uint64_t>(1, o.head.counts[t])}, first[t] = w[t].count;
+    Snapshot s = sized_snapshot(first);
+    Lacking lacking{};
+    read_windows(r, o, w, type_offsets(first), need_velocities, s, lacking);
+}
 
+/// "c0, c1, c2, c3, c4, c5".
+std::string counts_text(const Counts& c)
+{
+    return fmt::format("{}, {}, {}, {}, {}, {}", c[0], c[1], c[2], c[3], c[4], c[5]);
+}
+
+/// The read of read_hdf5 from the files @p names of a snapshot (one, or a set's in order): its rows @p rows of the
+/// whole, type by type over the files (type t of the whole is type t of file 0, then of file 1, ...). The files'
+/// headers are read first, one at a time, and must agree: the set's files and counts, the time, and the counts of
+/// the files adding up to the set's; then only the files that hold rows asked for are read.
+Snapshot read_files(const std::vector<std::string>& names, SnapshotMeta* meta_out, bool need_velocities, Rows rows,
+                    FileCounts* whole)
+{
+    const std::size_t K = names.size();
+    const Reader first_reader{names[0]};
+    std::vector<Counts> counts(K);
+    Counts total{}, sum{};
     SnapshotMeta meta;
-    double file_velocity = 0;
-    const Units units = read_units(r, f, file_velocity);
-    meta.velocity_factor = velocity_factor(units, file_velocity);
-    meta.code = read_code(r, header.get());
-    meta.parameters = read_parameters(r, f);
-
+    Units units;
+    double time = 0;
+    bool ids = false;
+    std::size_t with_particles = K; // the first file with particles
+    for (std::size_t k = 0; k < K; ++k) {
+        const Reader r{names[k]};
+        const OpenFile o = open_snapshot_file(r);
+        const Header& h = o.head;
+        if (k == 0) {
+            meta = read_meta(r, o, units);
+            time = h.time;
+            total = K == 1 ? h.counts : *h.total;
+        } else if (h.files != K) {
+            r.fail(fmt::format("Header/NumFilesPerSnapshot is {} but {} says {}: files of different snapshots", h.files,
+                               names[0], K));
+        } else if (h.time != time) {
+            r.fail(
+                fmt::format("Header/Time is {} but {} says {}: files of different snapshots", h.time, names[0], time));
+        }
+        if (K > 1 && !h.total)
+            r.fail(fmt::format("Header has no NumPart_Total: a file of a set of {} needs the counts of the whole", K));
+        if (K > 1 && *h.total != total)
+            r.fail(fmt::format("Header/NumPart_Total (with NumPart_Total_HighWord) is {} but {} says {}: files of "
+                               "different snapshots",
+                               counts_text(*h.total), names[0], counts_text(total)));
+        check_counts(r, o.file.get(), h);
+        const bool has_ids = check_ids(r, o.file.get(), h);
+        counts[k] = h.counts;
+        bool particles = false;
+        for (std::size_t t = 0; t < ntypes; ++t)
+            sum[t] += h.counts[t], particles |= h.counts[t] > 0;
+        if (!particles) continue;
+        if (with_particles == K)
+            with_particles = k, ids = has_ids;
+        else if (has_ids != ids)
+            r.fail(fmt::format("its particles {} ids (ParticleIDs) but those of {} {}: give every file of the set "
+                               "its ids, or none",
+                               has_ids ? "have" : "have no", names[with_particles], ids ? "have" : "have none"));
+    }
+    if (sum != total)
+        first_reader.fail(fmt::format("the NumPart_ThisFile of its set's {} files add up to {} but NumPart_Total says "
+                                      "{}: a file of the set is missing or of another snapshot",
+                                      K, counts_text(sum), counts_text(total)));
     if (whole) {
-        const Snapshot counts = sized_snapshot(head.counts, false);
-        *whole = FileCounts{counts.n_gas, counts.n_dark, counts.n_star, counts.n_type2, counts.n_type3, counts.n_type5};
+        const Snapshot c = sized_snapshot(total, false);
+        *whole = FileCounts{c.n_gas, c.n_dark, c.n_star, c.n_type2, c.n_type3, c.n_type5};
     }
-    // The rows asked for, type by type (the file's order is types 0, 1, 2, 3, 5, 4: gas, dark, stars).
-    const auto off = type_offsets(head.counts);
-    std::uint64_t total = 0;
-    for (const auto c : head.counts)
-        total += c;
-    const std::uint64_t first = std::min<std::uint64_t>(rows.first, total);
-    const std::uint64_t end = first + std::min<std::uint64_t>(rows.count, total - first);
-    std::array<Window, ntypes> windows{};
-    std::array<std::uint64_t, ntypes> mine{};
+    // The rows asked for, type by type (the whole's order is types 0, 1, 2, 3, 5, 4: gas, dark, stars): of type t
+    // those [lo[t], lo[t] + mine[t]) among the whole's.
+    const auto off = type_offsets(total);
+    std::uint64_t n = 0;
+    for (const auto c : total)
+        n += c;
+    const std::uint64_t first = std::min<std::uint64_t>(rows.first, n);
+    const std::uint64_t end = first + std::min<std::uint64_t>(rows.count, n - first);
+    Counts lo{}, mine{};
     for (std::size_t t = 0; t < ntypes; ++t) {
-        const std::uint64_t lo = std::max(first, off[t]), hi = std::min(end, off[t] + head.counts[t]);
-        windows[t] =
-            probe ? Window{0, std::min<std::uint64_t>(1, head.counts[t])} : Window{lo - off[t], hi > lo ? hi - lo : 0};
-        mine[t] = windows[t].count;
+        const std::uint64_t a = std::clamp(first, off[t], off[t] + total[t]);
+        const std::uint64_t b = std::clamp(end, off[t], off[t] + total[t]);
+        lo[t] = a - off[t], mine[t] = b - a;
     }
-    check_counts(r, f, head);
-    check_ids(r, f, head);
     Snapshot s = sized_snapshot(mine);
-    s.time = head.time;
+    s.time = time;
     s.units = units;
     Lacking lacking{};
     const auto at = type_offsets(mine);
-    for (const int t : type_order) {
-        const Kind kind = kind_of_type(t);
-        const std::size_t kind_at = kind == gas ? 0 : kind == star ? s.n_gas + s.n_dark : s.n_gas;
-        if (mine[static_cast<std::size_t>(t)] > 0)
-            read_type(r, f, head, t, at[static_cast<std::size_t>(t)], kind_at, windows[static_cast<std::size_t>(t)],
-                      need_velocities, s, lacking);
+    Counts before{}; // of each type, the particles of the files before file k
+    for (std::size_t k = 0; k < K; ++k) {
+        std::array<Window, ntypes> w;
+        w.fill(Window{0, 0}); // none of a type unless below
+        std::array<std::uint64_t, ntypes> to{};
+        bool any = false;
+        for (std::size_t t = 0; t < ntypes; ++t) {
+            const std::uint64_t a = std::max(lo[t], before[t]);
+            const std::uint64_t b = std::min(lo[t] + mine[t], before[t] + counts[k][t]);
+            if (a < b) w[t] = Window{a - before[t], b - a}, to[t] = at[t] + (a - lo[t]), any = true;
+            before[t] += counts[k][t];
+        }
+        if (!any) continue;
+        const Reader r{names[k]};
+        const OpenFile o = open_snapshot_file(r);
+        if (o.head.counts != counts[k]) r.fail("the file changed while it was read");
+        read_windows(r, o, w, to, need_velocities, s, lacking);
     }
     for (std::size_t k = 0; k < std::size(fields); ++k) {
         if (!lacking[k]) continue;
@@ -358,9 +491,49 @@ Snapshot read_file(const Reader& r, SnapshotMeta* meta_out, bool need_velocities
             (s.*field.ints).clear();
     }
 
-    if (meta.velocity_factor != 1.0) rescale_to_g1(r, s, meta.velocity_factor);
+    if (meta.velocity_factor != 1.0) rescale_to_g1(first_reader, s, meta.velocity_factor);
     if (meta_out) *meta_out = std::move(meta);
     return s;
+}
+
+/// "<stem>.<k><ext>" of @p path, split: the stem with its folder, and the extension ("snap.hdf5": "snap", ".hdf5").
+std::pair<std::string, std::string> stem_and_extension(const std::string& path)
+{
+    const std::filesystem::path p(path);
+    const std::string ext = p.extension().string();
+    return {path.substr(0, path.size() - ext.size()), ext};
+}
+
+/// The file that the snapshot @p path names starts with: @p path when it exists, else the first of a set of that
+/// name (hdf5_set_file(path, 0), or "<path>.0.hdf5" for a base name) when one exists, else @p path (whose read then
+/// says that it is missing).
+std::string first_file(const std::string& path)
+{
+    std::error_code ec;
+    if (std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return path;
+    for (const std::string& name : {hdf5_set_file(path, 0), path + ".0.hdf5"})
+        if (std::filesystem::is_regular_file(name, ec)) return name;
+    return path;
+}
+
+/// The files of the set that @p first (a file whose header says @p files) belongs to, in order: "<base>.<k><ext>"
+/// for k = 0 .. files - 1, from its name "<base>.<i><ext>"; itself alone when @p files is 1.
+std::vector<std::string> set_names(const Reader& r, std::uint64_t files)
+{
+    if (files == 1) return {r.path};
+    const auto [stem, ext] = stem_and_extension(r.path);
+    const std::size_t dot = stem.rfind('.');
+    const std::string index = dot == std::string::npos ? std::string() : stem.substr(dot + 1);
+    const bool numbered = !index.empty() && index.size() < 10 &&
+                          std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!numbered || std::stoull(index) >= files)
+        r.fail(fmt::format("Header/NumFilesPerSnapshot is {}, but the file's name is not that of a file of a set of "
+                           "{} (<name>.<0 to {}>{})",
+                           files, files, files - 1, ext));
+    std::vector<std::string> names(files);
+    for (std::uint64_t k = 0; k < files; ++k)
+        names[k] = fmt::format("{}.{}{}", stem.substr(0, dot), k, ext);
+    return names;
 }
 
 } // namespace
@@ -385,18 +558,53 @@ bool has_hdf5_signature(const std::string& path)
 Snapshot read_hdf5(const std::string& path, SnapshotMeta* meta_out, bool need_velocities, Rows rows, FileCounts* whole)
 {
     silence_hdf5();
-    const Reader r{path};
+    // A snapshot of one file, or a set of several (first_file: the path given, or its set's first file).
+    const Reader r{first_file(path)};
     // HDF5 1.10 has known crashes (CVEs: out-of-bounds reads and writes, null pointers) on crafted object headers,
     // attribute, datatype, dataspace and layout messages, and banyan must refuse a damaged file (exit 2), not die of
     // it: the file's structure is decoded first in a child process. A crash there is a UsageError; a clean refusal
     // there is given again, with its reason, by the read here, which starts from the same memory as the child did.
     // The cost is a fork per file read: about 1 ms for a small process, 50 ms for one holding 1 GB (a 2-core VM),
-    // whose next write to each of its pages then faults once more (0.4 s for all of 1 GB there).
-    in_child_process([&] { read_file(r, nullptr, need_velocities, {}, nullptr, true); },
+    // whose next write to each of its pages then faults once more (0.4 s for all of 1 GB there). A set's other
+    // files are probed together in a second child, once the first file's header has named them.
+    in_child_process([&] { probe_file(r.path, need_velocities); },
                      fmt::format("{}: the HDF5 library crashed reading the file's header and structure: a damaged or "
                                  "crafted file",
-                                 path));
-    return read_file(r, meta_out, need_velocities, rows, whole, false);
+                                 r.path));
+    std::vector<std::string> names;
+    {
+        const OpenFile o = open_snapshot_file(r);
+        names = set_names(r, o.head.files);
+    }
+    if (names.size() > 1) {
+        for (const std::string& name : names) {
+            std::error_code ec;
+            if (!std::filesystem::exists(std::filesystem::symlink_status(name, ec)))
+                Reader{name}.fail(fmt::format("missing: the snapshot {} is a set of {} files (Header/"
+                                              "NumFilesPerSnapshot), of which this is one",
+                                              r.path, names.size()));
+        }
+        in_child_process(
+            [&] {
+                for (std::size_t k = 1; k < names.size(); ++k)
+                    probe_file(names[k], need_velocities);
+            },
+            fmt::format("{}: the HDF5 library crashed reading the headers and structure of the other files of its set "
+                        "({} to {}): a damaged or crafted file",
+                        r.path, names[1], names.back()));
+    }
+    return read_files(names, meta_out, need_velocities, rows, whole);
+}
+
+bool is_hdf5_snapshot(const std::string& path)
+{
+    return has_hdf5_signature(first_file(path));
+}
+
+std::string hdf5_set_file(const std::string& path, std::uint64_t k)
+{
+    const auto [stem, ext] = stem_and_extension(path);
+    return fmt::format("{}.{}{}", stem, k, ext);
 }
 
 } // namespace banyan

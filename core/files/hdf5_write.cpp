@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <stdexcept>
 #include <unistd.h>
 #include <vector>
@@ -35,17 +36,23 @@ hid_t file_type(const Field& f)
 }
 
 /// Header, Parameters, Units and every dataset of types with particles, at full size: those of hdf5_fields.hpp, but
-/// a dropped one (Acceleration) only where @p known holds it (nullptr: every one).
-void create_layout(hid_t file, double time, const std::array<std::uint64_t, ntypes>& counts, const Snapshot* known,
-                   const Units& units, const SnapshotMeta& meta)
+/// a dropped one (Acceleration) only where @p known holds it (nullptr: every one). The file holds @p counts of each
+/// type, of a snapshot of @p set.total in @p set.files files.
+void create_layout(hid_t file, double time, const std::array<std::uint64_t, ntypes>& counts, const Hdf5Set& set,
+                   const Snapshot* known, const Units& units, const SnapshotMeta& meta)
 {
+    std::uint64_t n = 0;
+    for (const auto c : counts)
+        n += c;
+    if (n > max_file_particles()) // the callers split larger snapshots into sets
+        throw std::logic_error(fmt::format("HDF5: {} particles in one file, more than {}", n, max_file_particles()));
     {
         const Id h = make_group(file, "Header");
         std::int32_t this_file[ntypes];
         std::uint32_t low[ntypes], high[ntypes];
         for (int t = 0; t < ntypes; ++t) {
-            const std::uint64_t c = counts[static_cast<std::size_t>(t)];
-            this_file[t] = static_cast<std::int32_t>(c); // at most 2^31 - 1 (checked by the callers)
+            const std::uint64_t c = set.total[static_cast<std::size_t>(t)];
+            this_file[t] = static_cast<std::int32_t>(counts[static_cast<std::size_t>(t)]); // at most 2^31 - 1: above
             low[t] = static_cast<std::uint32_t>(c & 0xffffffffu);
             high[t] = static_cast<std::uint32_t>(c >> 32);
         }
@@ -57,12 +64,12 @@ void create_layout(hid_t file, double time, const std::array<std::uint64_t, ntyp
         attr_double(h.get(), "Time", time);
         attr_double(h.get(), "Redshift", 0.0);
         attr_double(h.get(), "BoxSize", 0.0); // not periodic
-        attr_int(h.get(), "NumFilesPerSnapshot", 1);
+        attr_int(h.get(), "NumFilesPerSnapshot", static_cast<std::int32_t>(set.files));
         attr_int(h.get(), "Flag_Sfr", 0);
         attr_int(h.get(), "Flag_Cooling", 0);
         attr_int(h.get(), "Flag_Feedback", 0);
-        attr_int(h.get(), "Flag_StellarAge", counts[4] > 0 ? 1 : 0);
-        attr_int(h.get(), "Flag_Metals", counts[0] + counts[4] > 0 ? 1 : 0);
+        attr_int(h.get(), "Flag_StellarAge", set.total[4] > 0 ? 1 : 0);
+        attr_int(h.get(), "Flag_Metals", set.total[0] + set.total[4] > 0 ? 1 : 0);
         attr_int(h.get(), "Flag_DoublePrecision", 0);
         attr_string(h.get(), "Code", "banyan");
         attr_string(h.get(), "CodeVersion", version);
@@ -93,10 +100,12 @@ void create_layout(hid_t file, double time, const std::array<std::uint64_t, ntyp
     }
 }
 
-/// Rows [first, first + rows.size()) of the snapshot's order, split over the types: every field of
-/// hdf5_fields.hpp that the rows hold (@p rows' arrays; its gas and star fields those of the gas and stars among the
-/// rows, which the file's @p counts say).
-void write_rows(hid_t file, const std::array<std::uint64_t, ntypes>& counts, std::uint64_t first, const Snapshot& rows)
+/// Rows [first, first + rows.size()) of the file's order, split over the types: every field of hdf5_fields.hpp that
+/// the rows hold (@p rows' arrays; its gas and star fields those of the gas and stars among the rows, which the
+/// file's @p counts say). Rows without ids get their indices in the whole snapshot, whose row @p file_first the
+/// file's first is.
+void write_rows(hid_t file, const std::array<std::uint64_t, ntypes>& counts, std::uint64_t first, const Snapshot& rows,
+                std::uint64_t file_first = 0)
 {
     const std::uint64_t n = rows.size();
     const std::vector<std::uint64_t>& ids = rows.ids;
@@ -133,7 +142,7 @@ void write_rows(hid_t file, const std::array<std::uint64_t, ntypes>& counts, std
                 if (v.empty()) {
                     index.resize(m);
                     for (std::uint64_t k = 0; k < m; ++k)
-                        index[k] = lo + k; // the row in the snapshot's order
+                        index[k] = file_first + lo + k; // the row in the snapshot's order
                     id = index.data();
                 } else {
                     id = v.data() + at;
@@ -161,37 +170,103 @@ std::array<std::uint64_t, 6> gadget_type_counts(const Snapshot& s)
 void write_hdf5(const std::string& path, const Snapshot& s, const SnapshotMeta& meta)
 {
     silence_hdf5();
-    const std::size_t n = s.size();
+    const std::uint64_t n = s.size();
     if (!sizes_agree(s)) throw std::invalid_argument("write_hdf5: snapshot arrays disagree with its particle counts");
-    if (n > 0x7fffffffu) throw UsageError(fmt::format("{}: {} particles is more than the 2^31 - 1 supported", path, n));
-    const auto counts = gadget_type_counts(s);
-    const std::string tmp = temporary_path(path, std::to_string(::getpid()));
+    const Hdf5Set set{1, gadget_type_counts(s)};
+    const std::uint64_t blocks[2] = {0, n};
+    const std::vector<std::uint64_t> starts = hdf5_file_starts(blocks, max_file_particles());
+    const std::uint64_t K = starts.size() - 1;
+    if (K == 1) {
+        const std::string tmp = temporary_path(path, std::to_string(::getpid()));
+        try {
+            write_hdf5_part(tmp, s, 0, set, meta);
+            commit(tmp, path);
+        } catch (const WriteFailure& e) {
+            std::remove(tmp.c_str());
+            throw std::runtime_error(fmt::format("writing the HDF5 snapshot {} failed: {}", path, e.what()));
+        } catch (...) {
+            std::remove(tmp.c_str());
+            throw;
+        }
+        remove_stale_hdf5_files(path, 1);
+        return;
+    }
+    // More than one file holds: a set, each file written whole under a temporary name, then all renamed.
+    const Hdf5Set parts{K, set.total};
+    std::vector<std::string> names, tmps;
     try {
-        Id f = create_file(tmp);
-        create_layout(f.get(), s.time, counts, &s, s.units, meta);
-        write_rows(f.get(), counts, 0, s);
-        close_file(f);
-        commit(tmp, path);
-    } catch (const WriteFailure& e) {
-        std::remove(tmp.c_str());
-        throw std::runtime_error(fmt::format("writing the HDF5 snapshot {} failed: {}", path, e.what()));
-    } catch (...) {
-        std::remove(tmp.c_str());
+        for (std::uint64_t k = 0; k < K; ++k) {
+            names.push_back(hdf5_set_file(path, k));
+            tmps.push_back(temporary_path(names.back(), std::to_string(::getpid())));
+            write_hdf5_part(tmps.back(), rows_of(s, Rows{starts[k], starts[k + 1] - starts[k]}), starts[k], parts,
+                            meta);
+        }
+        for (std::uint64_t k = 0; k < K; ++k) {
+            commit(tmps[k], names[k]);
+            tmps[k].clear();
+        }
+    } catch (const std::exception& e) {
+        for (const std::string& tmp : tmps)
+            if (!tmp.empty()) std::remove(tmp.c_str());
+        if (dynamic_cast<const WriteFailure*>(&e))
+            throw std::runtime_error(fmt::format("writing the HDF5 snapshot {} failed: {}", path, e.what()));
         throw;
     }
+    remove_stale_hdf5_files(path, K);
+}
+
+std::vector<std::uint64_t> hdf5_file_starts(std::span<const std::uint64_t> blocks, std::uint64_t limit)
+{
+    if (blocks.size() < 2 || limit == 0) throw std::invalid_argument("hdf5_file_starts: no blocks, or no room");
+    if (blocks.back() - blocks.front() <= limit) return {blocks.front(), blocks.back()};
+    std::uint64_t largest = 0;
+    for (std::size_t q = 0; q + 1 < blocks.size(); ++q)
+        largest = std::max(largest, blocks[q + 1] - blocks[q]);
+    const std::uint64_t m = (largest + limit - 1) / limit; // files per block
+    std::vector<std::uint64_t> starts;
+    for (std::size_t q = 0; q + 1 < blocks.size(); ++q) {
+        const std::uint64_t a = blocks[q], size = blocks[q + 1] - a;
+        for (std::uint64_t j = 0; j < m; ++j)
+            starts.push_back(a + j * size / m);
+    }
+    starts.push_back(blocks.back());
+    return starts;
+}
+
+void write_hdf5_part(const std::string& path, const Snapshot& part, std::uint64_t first, const Hdf5Set& set,
+                     const SnapshotMeta& meta)
+{
+    silence_hdf5();
+    if (!sizes_agree(part)) throw std::invalid_argument("write_hdf5_part: arrays disagree with the particle counts");
+    const auto counts = gadget_type_counts(part);
+    try {
+        Id f = create_file(path);
+        create_layout(f.get(), part.time, counts, set, &part, part.units, meta);
+        write_rows(f.get(), counts, 0, part, first);
+        close_file(f);
+    } catch (const WriteFailure& e) {
+        throw std::runtime_error(fmt::format("writing the HDF5 snapshot {} failed: {}", path, e.what()));
+    }
+}
+
+void remove_stale_hdf5_files(const std::string& path, std::uint64_t files)
+{
+    std::error_code ec;
+    auto regular = [&](const std::string& name) {
+        return std::filesystem::is_regular_file(std::filesystem::symlink_status(name, ec));
+    };
+    if (files > 1 && regular(path)) std::filesystem::remove(path, ec);
+    for (std::uint64_t k = files > 1 ? files : 0; regular(hdf5_set_file(path, k)); ++k)
+        std::filesystem::remove(hdf5_set_file(path, k), ec);
 }
 
 void create_hdf5_for_rows(const std::string& path, double time, const std::array<std::uint64_t, 6>& counts,
                           const Units& units, const SnapshotMeta& meta)
 {
     silence_hdf5();
-    std::uint64_t n = 0;
-    for (const auto c : counts)
-        n += c;
-    if (n > 0x7fffffffu) throw UsageError(fmt::format("{}: {} particles is more than the 2^31 - 1 supported", path, n));
     try {
         Id f = create_file(path);
-        create_layout(f.get(), time, counts, nullptr, units, meta);
+        create_layout(f.get(), time, counts, Hdf5Set{1, counts}, nullptr, units, meta);
         close_file(f);
     } catch (const WriteFailure& e) {
         throw std::runtime_error(fmt::format("writing the HDF5 snapshot {} failed: {}", path, e.what()));

@@ -9,7 +9,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 namespace banyan {
@@ -24,6 +27,19 @@ Snapshot Snapshot::dark(std::size_t n)
     s.eps.assign(n, 0.f);
     s.phi.assign(n, 0.f);
     return s;
+}
+
+std::uint64_t max_file_particles()
+{
+    constexpr std::uint64_t most = 0x7FFFFFFF; // NumPart_ThisFile, and tipsy's counts, are 32-bit signed
+    const char* text = std::getenv("BANYAN_MAX_FILE_PARTICLES");
+    if (!text) return most;
+    std::uint64_t v = 0;
+    const char* end = text + std::strlen(text);
+    const auto [at, ec] = std::from_chars(text, end, v);
+    if (ec != std::errc() || at != end || at == text || v < 1 || v > most)
+        throw UsageError(fmt::format("BANYAN_MAX_FILE_PARTICLES={}: must be a whole number from 1 to 2^31 - 1", text));
+    return v;
 }
 
 Snapshot rows_of(const Snapshot& s, Rows rows)

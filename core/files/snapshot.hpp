@@ -51,6 +51,13 @@ struct FileCounts {
     std::size_t size() const noexcept { return n_gas + n_dark + n_star; }
 };
 
+/// The most particles one snapshot file holds: 2^31 - 1 (HDF5's NumPart_ThisFile and tipsy's header counts are
+/// 32-bit signed), or fewer where the environment variable BANYAN_MAX_FILE_PARTICLES says so (for tests: a few
+/// thousand particles then take the paths of billions). HDF5 snapshots of more are written as sets of several files
+/// (hdf5_snapshot.hpp), tipsy snapshots of more refused (tipsy.hpp). Read at every call; a value that is no whole
+/// number from 1 to 2^31 - 1 is a UsageError naming the variable.
+std::uint64_t max_file_particles();
+
 /// The particles @p rows of @p s (as read_snapshot would read them from a file of @p s): every array cut, the counts
 /// of each kind (and of types 2, 3, 5) those of the rows.
 Snapshot rows_of(const Snapshot& s, Rows rows);

@@ -35,7 +35,7 @@ constexpr SnapshotFormatInfo formats[] = {
      .title = "HDF5",
      .reads = "GADGET-2/4, SWIFT layout; all particle types",
      .writes = "GADGET-4 layout with potentials, accelerations, the options and the units",
-     .detect = has_hdf5_signature,
+     .detect = is_hdf5_snapshot,
      .read = read_hdf5,
      .write = write_hdf5,
      .keeps_accelerations = true,
@@ -101,9 +101,11 @@ SnapshotFormat detect_snapshot_format(const std::string& path)
     SnapshotFormat fallback = formats[0].format;
     for (const SnapshotFormatInfo& f : formats)
         if (!f.detect) fallback = f.format;
-    // Regular files only: opening a pipe could block (the readers refuse them with a message).
+    // Regular files only: opening a pipe could block (the readers refuse them with a message). A name no file has
+    // may name a set of files (an HDF5 snapshot of several).
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) return fallback;
+    const auto status = std::filesystem::status(path, ec);
+    if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) return fallback;
     for (const SnapshotFormatInfo& f : formats)
         if (f.detect && f.detect(path)) return f.format;
     return fallback;

@@ -39,8 +39,9 @@ struct SnapshotFormatInfo {
     const char* title;  ///< "HDF5": as help texts name the format
     const char* reads;  ///< what its reader takes, for help texts ("either byte order")
     const char* writes; ///< what its writer writes, for help texts ("standard big-endian")
-    /// Whether the regular file at @p path is of this format, from its first bytes; nullptr for the format a file of
-    /// no other format is read as (its reader then names what is wrong).
+    /// Whether the regular file at @p path is of this format, from its first bytes (where no file has that name, it
+    /// may name a set of files: an HDF5 snapshot of several); nullptr for the format a file of no other format is read
+    /// as (its reader then names what is wrong).
     bool (*detect)(const std::string& path);
     /// Reads the file (or only its @p rows, with the whole file's counts in @p whole; read_snapshot says more).
     Snapshot (*read)(const std::string& path, SnapshotMeta* meta, bool need_velocities, Rows rows, FileCounts* whole);

@@ -233,10 +233,21 @@ std::vector<float> tipsy_records(const Snapshot& s, Endian order)
     return f;
 }
 
+void check_tipsy_count(std::uint64_t n, const std::string& what)
+{
+    const std::uint64_t most = max_file_particles();
+    if (n <= most) return;
+    throw UsageError(fmt::format("{}: {} particles is more than a tipsy file holds ({}: its header's counts are "
+                                 "32-bit); write HDF5 (--format hdf5), whose snapshots hold more as sets of files",
+                                 what, n,
+                                 most < 0x7FFFFFFF ? fmt::format("{}, lowered by BANYAN_MAX_FILE_PARTICLES", most)
+                                                   : std::string("2^31 - 1")));
+}
+
 void write_tipsy(const std::string& path, const Snapshot& s, Endian order)
 {
     const std::size_t n = s.size();
-    if (n > 0x7fffffffu) throw UsageError(fmt::format("{}: tipsy cannot hold {} particles", path, n));
+    check_tipsy_count(n, path);
     const std::vector<float> f = tipsy_records(s, order);
     std::uint64_t time_bits = std::bit_cast<std::uint64_t>(s.time);
     std::uint32_t head[6] = {static_cast<std::uint32_t>(n),        3u,

@@ -27,7 +27,13 @@ enum class Endian { big, little };
 /// (see check_particles).
 Snapshot read_tipsy(const std::string& path, Endian* detected = nullptr, Rows rows = {}, FileCounts* whole = nullptr);
 
-/// Writes a tipsy file (standard big-endian by default) through a temporary name and a rename.
+/// Refuses a tipsy file of @p n particles, more than its format holds: its header's counts are 32-bit signed, at
+/// most 2^31 - 1 (fewer with BANYAN_MAX_FILE_PARTICLES: max_file_particles()). UsageError naming @p what, the limit
+/// and HDF5, whose snapshots hold more as sets of files.
+void check_tipsy_count(std::uint64_t n, const std::string& what);
+
+/// Writes a tipsy file (standard big-endian by default) through a temporary name and a rename; check_tipsy_count
+/// first.
 void write_tipsy(const std::string& path, const Snapshot& s, Endian order = Endian::big);
 
 /// The records of @p s as a tipsy file holds them (gas, dark, stars; in @p order's byte order), without the header:

@@ -345,8 +345,7 @@ void tree_forces_on_device(Octree& tree, TreeForces& forces, const InternalUnits
     if (tree.size() == 0) return;
     tree.build();
     if (auto warning = check_tree_depth(tree, units, "the particles")) notice("warning: " + *warning);
-    if (unsoftened(eps))
-        check_coincident(tree.pos().download(tree.size()), tree.ids().download(tree.size()), "the particles");
+    if (unsoftened(eps)) check_coincident(tree.pos().download(tree.size()), tree.download_ids(), "the particles");
     forces.compute(tree, theta, eps);
     forces.to_input_order(tree, acc);
 }

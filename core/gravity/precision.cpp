@@ -112,7 +112,7 @@ void check_precision_range(double extent, double total, double min_mass, std::si
                                      what, lightest, min_mass, L::min_mass_ratio, total, help));
 }
 
-void check_coincident(std::span<const bn_f4> pos, std::span<const bn_u32> ids, const std::string& what)
+void check_coincident(std::span<const bn_f4> pos, std::span<const std::uint64_t> ids, const std::string& what)
 {
     // Sorted by position (then index): particles at one point are neighbours.
     std::vector<bn_u32> order(pos.size());
@@ -123,8 +123,8 @@ void check_coincident(std::span<const bn_f4> pos, std::span<const bn_u32> ids, c
               [&](bn_u32 a, bn_u32 b) { return std::pair(at(a), a) < std::pair(at(b), b); });
     for (std::size_t i = 1; i < order.size(); ++i) {
         if (at(order[i - 1]) != at(order[i])) continue;
-        const auto id = [&](bn_u32 k) -> std::size_t { return ids.empty() ? k : ids[k]; };
-        const std::size_t a = std::min(id(order[i - 1]), id(order[i])), b = std::max(id(order[i - 1]), id(order[i]));
+        const auto id = [&](bn_u32 k) -> std::uint64_t { return ids.empty() ? k : ids[k]; };
+        const std::uint64_t a = std::min(id(order[i - 1]), id(order[i])), b = std::max(id(order[i - 1]), id(order[i]));
         throw UsageError(fmt::format("{}: particles {} and {} lie at one point; without softening (eps = 0) their pull "
                                      "on each other is infinite: give a softening eps > 0 (README, \"Limits\")",
                                      what, a, b));

@@ -82,7 +82,7 @@ void check_precision_range(double extent, double total, double min_mass, std::si
 /// and the interaction (bn_interact_pp) can only leave it out, as it leaves out a particle's own, which would give
 /// them no force and a finite potential. Nearly coincident ones give infinite results, which the callers refuse.
 /// Over ranks, the particles of one rank after a decomposition, which puts equal positions (equal keys) on one rank.
-void check_coincident(std::span<const bn_f4> pos, std::span<const bn_u32> ids, const std::string& what);
+void check_coincident(std::span<const bn_f4> pos, std::span<const std::uint64_t> ids, const std::string& what);
 
 /// Whether softening @p eps (in the units of the positions) is none at all in the interaction's float arithmetic.
 inline bool unsoftened(float eps) noexcept

@@ -78,7 +78,8 @@ BalanceStats Decomposition::balance(Octree& tree, double work)
     const std::size_t me = static_cast<std::size_t>(comm_.rank());
     const std::size_t n = tree.size();
     const bool with_vel = static_cast<bool>(tree.vel());
-    const bool with_rungs = static_cast<bool>(tree.rungs()); // block time steps: each particle's rung travels too
+    const bool with_rungs = static_cast<bool>(tree.rungs());  // block time steps: each particle's rung travels too
+    const bool with_high = static_cast<bool>(tree.id_high()); // ids of 2^32 or more: their high words travel too
     const Grid grid = grid_for(be_, n);
 
     // 1. The frame common to all ranks, from the global bounding box; every particle's key in it.
@@ -95,7 +96,7 @@ BalanceStats Decomposition::balance(Octree& tree, double work)
     std::size_t stays = n;
     std::vector<bn_u64> leaver_keys;
     std::vector<bn_f4> leaver_pos, leaver_vel;
-    std::vector<bn_u32> leaver_ids, leaver_rungs;
+    std::vector<bn_u32> leaver_ids, leaver_high, leaver_rungs;
     {
         auto& ws = tree.workspace(0);
         const std::size_t m = std::max<std::size_t>(n, 1);
@@ -176,15 +177,17 @@ BalanceStats Decomposition::balance(Octree& tree, double work)
                 through(tree.pos(), leaver_pos);
                 if (with_vel) through(tree.vel(), leaver_vel);
                 through(tree.ids(), leaver_ids);
+                if (with_high) through(tree.id_high(), leaver_high);
                 if (with_rungs) through(tree.rungs(), leaver_rungs);
             }
         }
     }
 
     // 4. Leavers to their ranks, packed by destination in their order; arrivals in rank order behind the stayers.
-    // A record: position, velocity (when kept), rung (when kept), id.
-    const std::size_t rec = sizeof(bn_f4) * (with_vel ? 2 : 1) + sizeof(bn_u32) * (with_rungs ? 2 : 1);
+    // A record: position, velocity (when kept), rung (when kept), the id's high word (when kept), its low word.
     const std::size_t rung_at = sizeof(bn_f4) * (with_vel ? 2 : 1);
+    const std::size_t high_at = rung_at + (with_rungs ? sizeof(bn_u32) : 0);
+    const std::size_t rec = high_at + sizeof(bn_u32) * (with_high ? 2 : 1);
     const std::size_t leave = leaver_keys.size();
     std::vector<std::size_t> dest(leave);
     for (std::size_t i = 0; i < leave; ++i)
@@ -194,11 +197,13 @@ BalanceStats Decomposition::balance(Octree& tree, double work)
         std::memcpy(r, &leaver_pos[i], sizeof(bn_f4));
         if (with_vel) std::memcpy(r + sizeof(bn_f4), &leaver_vel[i], sizeof(bn_f4));
         if (with_rungs) std::memcpy(r + rung_at, &leaver_rungs[i], sizeof(bn_u32));
+        if (with_high) std::memcpy(r + high_at, &leaver_high[i], sizeof(bn_u32));
         std::memcpy(r + rec - sizeof(bn_u32), &leaver_ids[i], sizeof(bn_u32));
     });
     // Host memory is what limits a start: the first balance moves most particles (a rank's initial slice lies all
     // over the system), so every copy goes as soon as the next is made.
-    release(leaver_keys), release(leaver_pos), release(leaver_vel), release(leaver_ids), release(leaver_rungs);
+    release(leaver_keys), release(leaver_pos), release(leaver_vel), release(leaver_ids), release(leaver_high);
+    release(leaver_rungs);
     release(dest);
     std::vector<std::size_t> recv_offsets;
     std::vector<std::byte> recv = comm_.exchange(send.bytes, send.offsets, recv_offsets);
@@ -212,20 +217,23 @@ BalanceStats Decomposition::balance(Octree& tree, double work)
     // Unpacked and uploaded in pieces, so that no second copy of all arrivals is ever held.
     constexpr std::size_t piece = std::size_t{1} << 20;
     std::vector<bn_f4> p, v;
-    std::vector<bn_u32> id, rung;
+    std::vector<bn_u32> id, high, rung;
     for (std::size_t at = 0; at < arrive; at += piece) {
         const std::size_t m = std::min(piece, arrive - at);
-        p.resize(m), v.resize(with_vel ? m : 0), id.resize(m), rung.resize(with_rungs ? m : 0);
+        p.resize(m), v.resize(with_vel ? m : 0), id.resize(m), high.resize(with_high ? m : 0);
+        rung.resize(with_rungs ? m : 0);
         for (std::size_t i = 0; i < m; ++i) {
             const std::byte* r = recv.data() + (at + i) * rec;
             std::memcpy(&p[i], r, sizeof(bn_f4));
             if (with_vel) std::memcpy(&v[i], r + sizeof(bn_f4), sizeof(bn_f4));
             if (with_rungs) std::memcpy(&rung[i], r + rung_at, sizeof(bn_u32));
+            if (with_high) std::memcpy(&high[i], r + high_at, sizeof(bn_u32));
             std::memcpy(&id[i], r + rec - sizeof(bn_u32), sizeof(bn_u32));
         }
         tree.pos().upload(std::span<const bn_f4>(p), stays + at);
         if (with_vel) tree.vel().upload(std::span<const bn_f4>(v), stays + at);
         if (with_rungs) tree.rungs().upload(std::span<const bn_u32>(rung), stays + at);
+        if (with_high) tree.id_high().upload(std::span<const bn_u32>(high), stays + at);
         tree.ids().upload(std::span<const bn_u32>(id), stays + at);
     }
     st.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -45,7 +45,8 @@ class Decomposition {
 public:
     Decomposition(Backend& be, const Comm& comm);
 
-    /// Moves particles between ranks (positions, velocities and rungs when the tree keeps them, ids) so that this rank
+    /// Moves particles between ranks (positions, velocities and rungs when the tree keeps them, ids with their high
+    /// words when it keeps those) so that this rank
     /// holds the keys [splitters()[rank - 1], splitters()[rank]) of the common frame. @p work is this rank's share of
     /// the work as measured (e.g. the interactions of its last walk); 0 on any rank counts particles instead on all.
     /// Collective. Leaves the tree unbuilt, its workspace overwritten.

@@ -14,11 +14,18 @@
 
 namespace banyan {
 
-void check_count(std::size_t n, const std::string& what)
+void check_count(std::uint64_t n, const std::string& what, int ranks)
 {
     if (n == 0) throw UsageError(fmt::format("{}: no particles (N = 0); at least one is needed", what));
-    if (n > 0x7FFFFFFFull)
-        throw UsageError(fmt::format("{}: {} particles is more than the 2^31 - 1 supported", what, n));
+    constexpr std::uint64_t per_rank = 0x7FFFFFFF; // one tree's 32-bit counts (Octree)
+    const std::uint64_t P = static_cast<std::uint64_t>(std::max(ranks, 1));
+    const std::uint64_t most = n / P + (n % P ? 1 : 0); // the largest of the ranks' [r n / P, (r + 1) n / P)
+    if (most <= per_rank) return;
+    const std::uint64_t need = n / per_rank + (n % per_rank ? 1 : 0);
+    throw UsageError(fmt::format("{}: {} particles {}is more than the 2^31 - 1 one rank holds (a tree's counts are "
+                                 "32-bit); run over {} or more ranks (mpiexec -n {})",
+                                 what, n, P > 1 ? fmt::format("over {} ranks puts {} on one, which ", P, most) : "",
+                                 need, need));
 }
 
 InputFile read_input_file(const std::string& path, const InputFileOptions& how, const Comm& comm)
@@ -28,7 +35,7 @@ InputFile read_input_file(const std::string& path, const InputFileOptions& how, 
     if (comm.parallel() && how.by_rows) {
         read_snapshot(path, nullptr, how.velocities, nullptr, Rows{0, 0}, &f.whole);
         const std::size_t n = f.whole.size();
-        check_count(n, path); // before any rows are read
+        check_count(n, path, comm.size()); // before any rows are read
         const std::size_t P = static_cast<std::size_t>(comm.size()), r = static_cast<std::size_t>(comm.rank());
         f.first_row = r * n / P;
         f.by_rows = true;
@@ -39,7 +46,7 @@ InputFile read_input_file(const std::string& path, const InputFileOptions& how, 
         f.rows = read_snapshot(path, &meta, how.velocities);
         const Snapshot& s = f.rows;
         f.whole = FileCounts{s.n_gas, s.n_dark, s.n_star, s.n_type2, s.n_type3, s.n_type5};
-        check_count(f.whole.size(), path);
+        check_count(f.whole.size(), path, 1); // every rank holds all of them
     }
     if (how.eps_from_file) {
         check_softenings(f.rows, path, f.first_row);

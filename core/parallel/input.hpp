@@ -15,14 +15,17 @@
 #include "core/parallel/comm.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
 
 namespace banyan {
 
-/// The 1 .. 2^31 - 1 particles a run supports; UsageError naming @p what otherwise.
-void check_count(std::size_t n, const std::string& what);
+/// A run's @p n particles: at least one, and no more than @p ranks ranks hold, each at most 2^31 - 1 in its
+/// [r n / P, (r + 1) n / P) (one tree's counts are 32-bit; the run's total has no limit of its own). UsageError
+/// naming @p what otherwise.
+void check_count(std::uint64_t n, const std::string& what, int ranks);
 
 /// An input file as a run starts from it.
 struct InputFile {

@@ -54,7 +54,7 @@ void write_blocks(const Comm& comm, const std::string& path, std::uint64_t total
 
 } // namespace
 
-std::vector<std::byte> records_of_my_block(const Comm& comm, std::size_t n_total, std::span<const bn_u32> ids,
+std::vector<std::byte> records_of_my_block(const Comm& comm, std::size_t n_total, std::span<const std::uint64_t> ids,
                                            std::span<const std::byte> records, std::size_t record_bytes,
                                            std::size_t& first, std::size_t& last)
 {
@@ -71,17 +71,17 @@ std::vector<std::byte> records_of_my_block(const Comm& comm, std::size_t n_total
     const std::size_t n = ids.size();
     if (records.size() != n * record_bytes) throw std::invalid_argument("records_of_my_block: sizes disagree");
     bool bad_id = false;
-    for (const bn_u32 id : ids)
+    for (const std::uint64_t id : ids)
         bad_id |= id >= n_total;
     if (comm.any(bad_id)) throw std::runtime_error("parallel file: particle ids are not 0 .. N-1");
     // Records with their ids, to the ranks that write them.
-    const std::size_t wire = 4 + record_bytes;
+    const std::size_t wire = sizeof(std::uint64_t) + record_bytes;
     std::vector<std::size_t> dest(n);
     for (std::size_t i = 0; i < n; ++i)
         dest[i] = owner(ids[i]);
     const Packed send = pack_by_rank(dest, P, wire, [&](std::size_t i, std::byte* r) {
-        std::memcpy(r, &ids[i], 4);
-        std::memcpy(r + 4, records.data() + i * record_bytes, record_bytes);
+        std::memcpy(r, &ids[i], sizeof(std::uint64_t));
+        if (record_bytes) std::memcpy(r + sizeof(std::uint64_t), records.data() + i * record_bytes, record_bytes);
     });
     std::vector<std::size_t> recv_offsets;
     const auto recv = comm.exchange(send.bytes, send.offsets, recv_offsets);
@@ -91,11 +91,12 @@ std::vector<std::byte> records_of_my_block(const Comm& comm, std::size_t n_total
     std::vector<unsigned char> seen(last - first, 0);
     bool twice = false;
     for (std::size_t at = 0; at < recv.size(); at += wire) {
-        bn_u32 id;
-        std::memcpy(&id, recv.data() + at, 4);
+        std::uint64_t id;
+        std::memcpy(&id, recv.data() + at, sizeof id);
         twice |= seen[id - first] != 0;
         seen[id - first] = 1;
-        std::memcpy(block.data() + (id - first) * record_bytes, recv.data() + at + 4, record_bytes);
+        if (record_bytes)
+            std::memcpy(block.data() + (id - first) * record_bytes, recv.data() + at + sizeof id, record_bytes);
     }
     if (comm.any(twice)) throw std::runtime_error("parallel file: a particle id occurs twice");
     if (comm.any(recv.size() / wire != last - first)) throw std::runtime_error("parallel file: particles are missing");
@@ -137,7 +138,7 @@ void write_tipsy_parallel(const Comm& comm, const std::string& path, double time
                           const RankParticles& mine, const Snapshot& fields, float eps)
 {
     const std::size_t n_total = whole.size();
-    if (n_total >= (std::size_t{1} << 31)) throw std::runtime_error("tipsy: more than 2^31 - 1 particles");
+    check_tipsy_count(n_total, path);
     // What moves between ranks: mass, position, velocity, potential (native floats); the rest is the writer's.
     constexpr std::size_t floats = 8, record_bytes = floats * sizeof(float);
     const std::size_t n = mine.ids.size();
@@ -225,10 +226,20 @@ void write_hdf5_parallel(const Comm& comm, const std::string& path, double time,
         b.phi[i] = f[7];
     }
 
-    // Serial HDF5: one rank at a time holds the file open. Each turn ends in a collective that tells every rank
-    // whether any failed, so that none waits for ever and all stop with the failing rank's reason.
-    const std::string tmp = temporary_path(path, "parallel");
-    auto turn = [&](bool mine_to_do, const std::function<void()>& work) {
+    // The files: one, or a set whose files [q m, (q + 1) m) hold rank q's rows (hdf5_file_starts). The ranks agree on
+    // the limit (it is the environment's, the same on every rank of a launch).
+    const std::size_t P = static_cast<std::size_t>(comm.size()), me = static_cast<std::size_t>(comm.rank());
+    std::uint64_t limit = max_file_particles();
+    comm.max(std::span<std::uint64_t>(&limit, 1));
+    std::vector<std::uint64_t> blocks(P + 1);
+    for (std::size_t q = 0; q <= P; ++q)
+        blocks[q] = q * n_total / P;
+    const std::vector<std::uint64_t> starts = hdf5_file_starts(blocks, limit);
+    const std::size_t K = starts.size() - 1;
+
+    // Every step ends in a collective that tells every rank whether any failed, so that none waits for ever and all
+    // stop with the failing rank's reason; @p undo then clears what this rank left.
+    auto step = [&](bool mine_to_do, const std::function<void()>& work, const std::function<void()>& undo) {
         std::string error;
         if (mine_to_do) try {
                 work();
@@ -236,14 +247,58 @@ void write_hdf5_parallel(const Comm& comm, const std::string& path, double time,
                 error = e.what();
             }
         if (comm.any(!error.empty())) {
-            if (comm.rank() == 0) std::remove(tmp.c_str());
+            undo();
             throw std::runtime_error(error.empty() ? fmt::format("{}: another rank failed to write it", path) : error);
         }
     };
-    turn(comm.rank() == 0, [&] { create_hdf5_for_rows(tmp, time, counts, units, meta); });
+    if (K > 1) {
+        // A set: every rank writes its own files at once, each through a temporary name, then renames them.
+        b.time = time, b.units = units;
+        const Hdf5Set set{K, counts};
+        const std::size_t m = K / P;
+        std::vector<std::string> names, tmps;
+        auto remove_tmps = [&] {
+            for (const std::string& tmp : tmps)
+                std::remove(tmp.c_str());
+        };
+        step(
+            true,
+            [&] {
+                for (std::size_t k = me * m; k < (me + 1) * m; ++k) {
+                    names.push_back(hdf5_set_file(path, k));
+                    tmps.push_back(temporary_path(names.back(), "parallel"));
+                    write_hdf5_part(tmps.back(), rows_of(b, Rows{starts[k] - first, starts[k + 1] - starts[k]}),
+                                    starts[k], set, meta);
+                }
+            },
+            remove_tmps);
+        step(
+            true,
+            [&] {
+                for (std::size_t j = 0; j < names.size(); ++j) {
+                    rename_durably(tmps[j], names[j]);
+                    tmps[j].clear();
+                }
+            },
+            remove_tmps);
+        if (comm.rank() == 0) remove_stale_hdf5_files(path, K);
+        comm.barrier();
+        return;
+    }
+    // One file, in serial HDF5: one rank at a time holds it open, and writes its rows in its turn.
+    const std::string tmp = temporary_path(path, "parallel");
+    auto remove_tmp = [&] {
+        if (comm.rank() == 0) std::remove(tmp.c_str());
+    };
+    step(
+        comm.rank() == 0, [&] { create_hdf5_for_rows(tmp, time, counts, units, meta); }, remove_tmp);
     for (int q = 0; q < comm.size(); ++q)
-        turn(comm.rank() == q, [&] { write_hdf5_rows(tmp, first, b); });
-    turn(comm.rank() == comm.size() - 1, [&] { rename_durably(tmp, path); });
+        step(
+            comm.rank() == q, [&] { write_hdf5_rows(tmp, first, b); }, remove_tmp);
+    step(
+        comm.rank() == comm.size() - 1, [&] { rename_durably(tmp, path); }, remove_tmp);
+    if (comm.rank() == 0) remove_stale_hdf5_files(path, 1);
+    comm.barrier();
 }
 
 namespace {
@@ -275,8 +330,8 @@ void write_snapshot_parallel(const Comm& comm, SnapshotFormat format, const std:
     throw std::logic_error(fmt::format("no writer over ranks for {} snapshots", to_string(format)));
 }
 
-void write_npy_parallel(const Comm& comm, const std::string& path, std::size_t n_total, std::span<const bn_u32> ids,
-                        std::span<const bn_f4> rows)
+void write_npy_parallel(const Comm& comm, const std::string& path, std::size_t n_total,
+                        std::span<const std::uint64_t> ids, std::span<const bn_f4> rows)
 {
     static_assert(sizeof(bn_f4) == 16, "a row is 4 float32");
     if (ids.size() != rows.size()) throw std::invalid_argument("write_npy_parallel: sizes disagree");

@@ -11,7 +11,9 @@
  * ids [q N / P, (q + 1) N / P)). Tipsy and .npy: every rank writes its block at its offset into a temporary name
  * through MPI-IO, and rank 0 renames it when all are done. HDF5 (serial HDF5, no MPI-IO): rank 0 creates the
  * temporary file with every dataset at its full size, then the ranks open it and write their rows in rank order,
- * one after the other, and the last renames it.
+ * one after the other, and the last renames it; a snapshot of more than max_file_particles() is a set of files
+ * (core/files/hdf5_snapshot.hpp), rank q's block of rows its files [q m, (q + 1) m), which every rank writes at once
+ * under temporary names and then renames.
  */
 #pragma once
 
@@ -34,7 +36,7 @@ namespace banyan {
 
 /// This rank's particles: ids (0 .. N - 1 over all ranks, each once), x y z mass, vx vy vz, and the potential.
 struct RankParticles {
-    std::vector<bn_u32> ids;
+    std::vector<std::uint64_t> ids;
     std::vector<bn_f4> pos, vel;
     std::vector<float> phi;
     std::vector<bn_f4> acc; ///< ax, ay, az, potential: what an HDF5 snapshot holds (tipsy needs only phi)
@@ -50,8 +52,9 @@ void write_tipsy_parallel(const Comm& comm, const std::string& path, double time
 
 /// Writes @p path as an HDF5 snapshot (core/files/hdf5_snapshot.hpp): particle id i is row i of the types 0, 1, 2,
 /// 3, 5, 4 in that order, @p whole's counts of each, with mass, position, velocity, mine.acc's accelerations and
-/// potentials, and the static fields as write_tipsy_parallel takes them. Collective; the same bytes whatever the
-/// number of ranks.
+/// potentials, and the static fields as write_tipsy_parallel takes them. Beyond max_file_particles() a set of files
+/// (hdf5_file_starts of the ranks' blocks). Collective; one file has the same bytes whatever the number of ranks, a
+/// set the same values.
 void write_hdf5_parallel(const Comm& comm, const std::string& path, double time, const FileCounts& whole,
                          const RankParticles& mine, const Snapshot& fields, float eps, const Units& units,
                          const SnapshotMeta& meta);
@@ -80,13 +83,13 @@ void write_snapshot_parallel(const Comm& comm, SnapshotFormat format, const std:
 
 /// Writes @p path as a float32 .npy array of shape (n_total, 4) whose row ids[i] is @p rows[i] (x, y, z, w of this
 /// rank's particle i). Collective; on one rank the same bytes as write_npy.
-void write_npy_parallel(const Comm& comm, const std::string& path, std::size_t n_total, std::span<const bn_u32> ids,
-                        std::span<const bn_f4> rows);
+void write_npy_parallel(const Comm& comm, const std::string& path, std::size_t n_total,
+                        std::span<const std::uint64_t> ids, std::span<const bn_f4> rows);
 
 /// The records of ids [first, last) of this rank's block, in id order (record_bytes each), gathered from the ranks
 /// that hold them: @p ids[i] is the id of @p records[i * record_bytes, (i + 1) * record_bytes). Collective. Throws
 /// when an id is out of range or twice, or when some rank's block misses records.
-std::vector<std::byte> records_of_my_block(const Comm& comm, std::size_t n_total, std::span<const bn_u32> ids,
+std::vector<std::byte> records_of_my_block(const Comm& comm, std::size_t n_total, std::span<const std::uint64_t> ids,
                                            std::span<const std::byte> records, std::size_t record_bytes,
                                            std::size_t& first, std::size_t& last);
 

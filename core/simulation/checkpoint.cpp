@@ -95,15 +95,16 @@ void write_checkpoint(const std::string& path, const std::string& header_text, c
 {
     const std::string text =
         header_text + fmt::format("format={}\nparticles={}\nn_gas={}\nn_dark={}\nn_star={}\nlength_exp={}\n"
-                                  "mass_exp={}\nrungs={}\nfile_ids={}\n",
+                                  "mass_exp={}\nrungs={}\nfile_ids={}\nid_bytes=8\n",
                                   checkpoint_version, st.pos.size(), fields.n_gas, fields.n_dark, fields.n_star,
                                   st.units.k, st.units.j, st.rungs.empty() ? 0 : 1, fields.ids.empty() ? 0 : 1);
     if (!st.rungs.empty() && st.rungs.size() != st.pos.size())
         throw std::logic_error("write_checkpoint: rungs and particles differ in number");
     if (!fields.ids.empty() && fields.ids.size() != fields.size())
         throw std::logic_error("write_checkpoint: ids and fields differ in number");
+    if (st.ids.size() != st.pos.size()) throw std::logic_error("write_checkpoint: ids and particles differ in number");
     std::string blob;
-    blob.reserve(64 + text.size() + st.pos.size() * 60 + fields.n_gas * 12 + fields.n_star * 8);
+    blob.reserve(64 + text.size() + st.pos.size() * 64 + fields.n_gas * 12 + fields.n_star * 8);
     blob.append(checkpoint_magic, sizeof checkpoint_magic);
     put(blob, checkpoint_version);
     put(blob, byte_order_mark);
@@ -206,9 +207,12 @@ Checkpoint read_rows(const std::string& path, CheckpointRows rows)
     if (nf != n && !c.header.count("rank_rows")) rd.fail();
     const bool with_rungs = c.header.count("rungs") && u("rungs") != 0;
     const bool with_ids = c.header.count("file_ids") && u("file_ids") != 0; // before them: none
+    // The particles' ids: 8 bytes each (id_bytes=8), or 4 in checkpoints before runs passed 2^32 particles.
+    const std::uint64_t id_bytes = c.header.count("id_bytes") ? u("id_bytes") : 4;
+    if (id_bytes != 4 && id_bytes != 8) rd.fail();
     SimulationState& st = c.state;
     st.units = checkpoint_units(c.header, path);
-    const std::uint64_t per_particle = 3 * sizeof(bn_f4) + sizeof(bn_u32) * (with_rungs ? 2 : 1);
+    const std::uint64_t per_particle = 3 * sizeof(bn_f4) + id_bytes + (with_rungs ? sizeof(bn_u32) : 0);
     if (n > left / per_particle || nf > left / sizeof(float) || g > left / 12 || s > left / 8 ||
         n * per_particle + (nf + 3 * g + 2 * s) * sizeof(float) + (with_ids ? nf * 8 : 0) != left)
         rd.fail();
@@ -239,7 +243,14 @@ Checkpoint read_rows(const std::string& path, CheckpointRows rows)
             done += m;
         }
     };
-    array(st.pos, n, p0, p1), array(st.vel, n, p0, p1), array(st.acc, n, p0, p1), array(st.ids, n, p0, p1);
+    array(st.pos, n, p0, p1), array(st.vel, n, p0, p1), array(st.acc, n, p0, p1);
+    if (id_bytes == 8) {
+        array(st.ids, n, p0, p1);
+    } else {
+        std::vector<bn_u32> ids32;
+        array(ids32, n, p0, p1);
+        st.ids.assign(ids32.begin(), ids32.end());
+    }
     // Block time steps' rungs (absent from checkpoints of shared steps, and of versions before them).
     if (with_rungs) array(st.rungs, n, p0, p1);
     array(fl.eps, nf, f0, f1);

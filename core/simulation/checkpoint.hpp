@@ -5,7 +5,8 @@
  *
  * Format (host byte order; the same machine writes and reads it): "BNYNCKPT", u32 version, u32 byte-order mark,
  * u64 length of a text block of key=value lines (the options and the bookkeeping, doubles in shortest round-trip
- * form), the text, then the arrays pos, vel, acc (N float4 each), ids (N u32) in device order, with block time
+ * form), the text, then the arrays pos, vel, acc (N float4 each), ids (N u64, id_bytes=8; N u32 in checkpoints
+ * before it) in device order, with block time
  * steps (rungs=1) the rungs (N u32), then the fields of the input that never change (eps for N, gas
  * rho/temp/metals, star metals/tform; over several ranks, rank_rows=1, those of the rows of the input the rank
  * writes: eps for n_gas + n_dark + n_star of them), with file_ids=1 the input's own particle ids of those rows (u64

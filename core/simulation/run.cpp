@@ -208,7 +208,7 @@ void Run::fail_non_finite(const std::string& what) const
 }
 
 void Run::check_state(const std::vector<bn_f4>& pos, const std::vector<bn_f4>& vel, const std::vector<bn_f4>& acc,
-                      const std::vector<bn_u32>& ids) const
+                      const std::vector<std::uint64_t>& ids) const
 {
     const std::pair<const char*, const std::vector<bn_f4>*> arrays[] = {
         {"position and mass", &pos}, {"velocity", &vel}, {"acceleration and potential", &acc}};
@@ -234,7 +234,7 @@ const RunRecord& Run::record()
     if (!(std::fabs(r.de) <= max_de_)) max_de_ = std::fabs(r.de); // a NaN is kept, never hidden by std::max
     r.max_de = max_de_;
     if (const auto pair = tracked_pair(opt_)) {
-        const auto c = sim_->track(static_cast<std::uint32_t>((*pair)[0]), static_cast<std::uint32_t>((*pair)[1]));
+        const auto c = sim_->track((*pair)[0], (*pair)[1]);
         const double dx = double(c[1].x) - c[0].x, dy = double(c[1].y) - c[0].y, dz = double(c[1].z) - c[0].z;
         r.centre_distance = std::sqrt(dx * dx + dy * dy + dz * dz);
     }

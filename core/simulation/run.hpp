@@ -130,7 +130,7 @@ private:
     /// fail_non_finite at the first particle with a non-finite value; @p ids maps an index to the particle's index
     /// in the input (empty: the same).
     void check_state(const std::vector<bn_f4>& pos, const std::vector<bn_f4>& vel, const std::vector<bn_f4>& acc,
-                     const std::vector<bn_u32>& ids) const;
+                     const std::vector<std::uint64_t>& ids) const;
     /// The line of the energy log for @p r (with the header first in a new log).
     std::string log_line(const RunRecord& r) const;
     void write_snapshot();

@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/gravity/precision.hpp"
 #include "core/numbers.hpp"
+#include "core/parallel/input.hpp"
 #include "core/tree/opening.hpp"
 
 #include <fmt/format.h>
@@ -44,7 +45,6 @@ void RunOptions::check(OptionStyle style) const
     if (file && in.empty()) throw UsageError(prefix + "initial conditions from a file need --in FILE");
     if (!file) {
         if (n < 1) throw bad("n", "must be at least 1");
-        if (n > 0x7FFFFFFFull) throw bad("n", fmt::format("{} is more than the 2^31 - 1 supported", n));
         if (ic == "merger" && n < 4)
             throw UsageError(fmt::format("{}a merger needs {} 4 or more, got {}", prefix, name("n"), n));
     }
@@ -285,8 +285,7 @@ Snapshot initial_conditions(const RunOptions& o, SnapshotMeta* meta)
     if (o.ic == "file") {
         Snapshot s = read_snapshot(o.in, meta);
         check_particles(s, o.in);
-        if (s.size() > 0x7FFFFFFFull)
-            throw UsageError(fmt::format("{}: {} particles is more than the 2^31 - 1 supported", o.in, s.size()));
+        check_count(s.size(), o.in, 1); // one process holds them all
         return s;
     }
     Snapshot s = snapshot_of(generated_share(o, {}), o.eps);

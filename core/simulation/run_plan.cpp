@@ -5,6 +5,7 @@
 #include "core/simulation/run_plan.hpp"
 
 #include "core/error.hpp"
+#include "core/files/tipsy.hpp"
 #include "core/parallel/input.hpp"
 
 #include <fmt/format.h>
@@ -14,7 +15,10 @@ namespace banyan {
 void check_input(const InputParticles& in, const RunOptions& o, const Comm& comm)
 {
     if (in.device && comm.parallel()) throw UsageError("run: particles on the device start a run on one rank only");
-    check_count(in.total, in.what);
+    check_count(in.total, in.what, comm.size());
+    // A run's tipsy snapshots would be refused at the first one: refused before it starts.
+    if (o.format == SnapshotFormat::tipsy && o.snapshot_every != RunOptions::never)
+        check_tipsy_count(in.total, fmt::format("run: {}: tipsy snapshots", in.what));
     if (in.sized_by_n && in.total != o.n)
         throw UsageError(fmt::format("run: {} particles given for -n {}", in.total, o.n));
     if (in.device && !in.device->ids.empty() && in.device->ids.size() != in.total)
@@ -34,6 +38,10 @@ RunPlan plan_run(RunRequest request, const Comm& comm)
     RunOptions& o = request.options;
     o.check(request.style);
     adopt_model_units(o);
+    // A model's count before anything of its size is made (check_input judges it again with the particles).
+    if (!request.device_particles && !request.particles && o.ic != "file")
+        check_count(o.n, (request.style == OptionStyle::cli ? "run: " : "") + option_name("n", request.style),
+                    comm.size());
     RunPlan plan;
     std::optional<std::size_t> first_row;
     if (request.device_particles) {

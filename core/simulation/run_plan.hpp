@@ -105,10 +105,11 @@ struct InputParticles {
     bool over_ranks = false; ///< the precision range of all ranks' particles (collective)
 };
 
-/// The one check of a run's initial particles, for files, front ends' arrays and models alike: a count in 1 ..
-/// 2^31 - 1 (options.n for a model), finite positions and velocities, positive masses, valid softenings, a start
-/// time the time grids can serve and options.t_end after it, and the coordinates, masses and softening in the range
-/// single precision serves (check_precision_range). Throws UsageError naming @p in.what and the first problem.
+/// The one check of a run's initial particles, for files, front ends' arrays and models alike: a count of at least 1
+/// and at most 2^31 - 1 on each rank (check_count; options.n for a model), finite positions and velocities, positive
+/// masses, valid softenings, a start time the time grids can serve and options.t_end after it, and the coordinates,
+/// masses and softening in the range single precision serves (check_precision_range). Throws UsageError naming @p
+/// in.what and the first problem.
 void check_input(const InputParticles& in, const RunOptions& options, const Comm& comm);
 
 } // namespace banyan

@@ -17,7 +17,10 @@
 
 #include <algorithm>
 #include <bit>
+#include <charconv>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 
 namespace banyan {
@@ -32,6 +35,19 @@ std::size_t ceil_div(std::size_t a, std::size_t b)
 /// Most work-groups of the energy sums (the totals kernel then reduces that many partials in one group).
 constexpr std::size_t energy_max_groups = 256;
 
+/// The shift of the device's ids (the test knob BANYAN_TEST_ID_BASE; 0 without it): see Simulation::id_base().
+std::uint64_t id_base_from_environment()
+{
+    const char* text = std::getenv("BANYAN_TEST_ID_BASE");
+    if (!text) return 0;
+    std::uint64_t v = 0;
+    const char* end = text + std::strlen(text);
+    const auto [at, ec] = std::from_chars(text, end, v);
+    if (ec != std::errc() || at != end || *text == '\0' || v >= (std::uint64_t{1} << 62))
+        throw UsageError(fmt::format("BANYAN_TEST_ID_BASE={}: must be a whole number from 0 to 2^62 - 1", text));
+    return v;
+}
+
 /// Block time steps: the shallowest rung whose step boundaries include tick @p t of a step of 2^max_rung ticks, i.e.
 /// the level of the particles whose steps end (and start) there: 0 at the ends of the step, max_rung - ctz(t) within.
 bn_u32 sync_level(std::uint64_t t, unsigned max_rung)
@@ -43,7 +59,7 @@ bn_u32 sync_level(std::uint64_t t, unsigned max_rung)
 } // namespace
 
 Simulation::Simulation(Backend& be, const SimulationOptions& options, const Comm& comm)
-    : be_(be), comm_(comm), options_(options), tree_(be), forces_(be, comm)
+    : be_(be), comm_(comm), options_(options), tree_(be), forces_(be, comm), id_base_(id_base_from_environment())
 {
     // The library's own guard (the front ends checked RunOptions already): alpha would otherwise be judged only at
     // the second force evaluation, the first with the relative criterion.
@@ -85,7 +101,7 @@ void Simulation::start_on_device(std::size_t n, double t_begin, const InternalUn
                                  const std::function<void(Buffer<bn_f4>& pos, Buffer<bn_f4>& vel)>& put)
 {
     if (comm_.parallel()) throw std::logic_error("Simulation::start_on_device on several ranks");
-    prepare(n, t_begin, units);
+    prepare(n, t_begin, units, 0);
     put(tree_.pos(), tree_.vel());
     begin();
 }
@@ -95,7 +111,7 @@ void Simulation::load(std::span<const bn_f4> pos, std::span<const bn_f4> vel, do
 {
     if (vel.size() != pos.size())
         throw UsageError(fmt::format("simulation: {} positions but {} velocities", pos.size(), vel.size()));
-    prepare(pos.size(), t_begin, units);
+    prepare(pos.size(), t_begin, units, first_id);
     // Into internal units a chunk at a time, straight into the tree's arrays: no second copy of the particles on
     // the host (a billion particles are 32 GB there).
     constexpr std::size_t chunk = std::size_t{1} << 20;
@@ -109,15 +125,9 @@ void Simulation::load(std::span<const bn_f4> pos, std::span<const bn_f4> vel, do
         tree_.pos().upload(p, first);
         tree_.vel().upload(v, first);
     }
-    if (first_id) {
-        std::vector<bn_u32> ids(n_);
-        for (std::size_t i = 0; i < n_; ++i)
-            ids[i] = static_cast<bn_u32>(first_id + i);
-        tree_.ids().upload(std::span<const bn_u32>(ids));
-    }
 }
 
-void Simulation::prepare(std::size_t n, double t_begin, const InternalUnits& units)
+void Simulation::prepare(std::size_t n, double t_begin, const InternalUnits& units, std::size_t first_id)
 {
     if (comm_.parallel() && options_.direct)
         throw UsageError("simulation: direct summation (a test mode) runs on one rank only");
@@ -126,8 +136,6 @@ void Simulation::prepare(std::size_t n, double t_begin, const InternalUnits& uni
     comm_.sum(std::span<std::uint64_t>(&total, 1));
     total_ = total;
     if (total_ == 0) throw UsageError("simulation: no particles");
-    if (total_ > 0x7FFFFFFFu)
-        throw UsageError(fmt::format("simulation: {} particles is more than the 2^31 - 1 supported", total_));
     step_ = 0;
     tick_ = 0;
     t_begin_ = t_begin;
@@ -135,7 +143,23 @@ void Simulation::prepare(std::size_t n, double t_begin, const InternalUnits& uni
     kick_begin_ = kick_end_ = Event{};
     if (options_.direct) ensure_size(be_, direct_acc_, n_, "sim.direct_acc");
     set_units(units);
-    tree_.resize(n_, true);
+    keep_high_ids();
+    tree_.resize(n_, true); // ids 0 .. n - 1
+    if (const std::uint64_t first = id_base_ + first_id) {
+        constexpr std::size_t chunk = std::size_t{1} << 20;
+        std::vector<std::uint64_t> ids;
+        for (std::size_t at = 0; at < n_; at += chunk) {
+            ids.resize(std::min(chunk, n_ - at));
+            for (std::size_t i = 0; i < ids.size(); ++i)
+                ids[i] = first + at + i;
+            tree_.set_ids(ids, at);
+        }
+    }
+}
+
+void Simulation::keep_high_ids()
+{
+    tree_.keep_high_ids(id_base_ + total_ - 1 > 0xFFFFFFFFull);
 }
 
 void Simulation::begin()
@@ -144,7 +168,7 @@ void Simulation::begin()
     if (!options_.direct)
         if (auto warning = check_tree_depth(tree_, units_, "the particles")) notice("warning: " + *warning);
     // Over ranks the forces' decomposition has put particles at one point on one rank.
-    if (unsoftened(eps_)) check_coincident(tree_.pos().download(n_), tree_.ids().download(n_), "the particles");
+    if (unsoftened(eps_)) check_coincident(tree_.pos().download(n_), input_ids(), "the particles");
     if (options_.block) {
         block_ = BlockStats{};
         tree_.rungs().fill(0u); // read (as "active at level 0") before the first choice writes them
@@ -168,11 +192,14 @@ void Simulation::restore(const SimulationState& s, bool other_ranks)
         throw UsageError(fmt::format("simulation: a saved state with {} positions, {} velocities, {} accelerations "
                                      "and {} ids",
                                      n, s.vel.size(), s.acc.size(), s.ids.size()));
-    // Each id once: otherwise snapshots in input order would lose particles.
-    std::vector<unsigned char> seen(total, 0);
-    for (bn_u32 id : s.ids) {
-        if (id >= total || seen[id]) throw UsageError("simulation: the saved particle ids are not a permutation");
-        seen[id] = 1;
+    // Each id once: otherwise snapshots in input order would lose particles. Each rank checks a block of the ids
+    // (records_of_my_block), so that none holds a flag per particle of the whole run.
+    try {
+        std::size_t first = 0, last = 0;
+        records_of_my_block(comm_, total, s.ids, {}, 0, first, last);
+    } catch (const std::runtime_error& e) {
+        throw UsageError(fmt::format("simulation: the saved particle ids are not a permutation of 0 .. {} ({})",
+                                     total - 1, e.what()));
     }
     if (s.tick && (!options_.block || s.tick >= ticks_per_step()))
         throw UsageError(
@@ -188,7 +215,12 @@ void Simulation::restore(const SimulationState& s, bool other_ranks)
     kick_begin_ = kick_end_ = Event{};
     set_units(s.units);
     if (options_.direct) ensure_size(be_, direct_acc_, n_, "sim.direct_acc");
-    tree_.set_particles(s.pos, s.vel, s.ids);
+    keep_high_ids();
+    std::vector<std::uint64_t> ids(s.ids);
+    for (auto& id : ids)
+        id += id_base_;
+    tree_.set_particles(s.pos, s.vel, ids);
+    ids = {};
     // A state saved at the end of a step, right after a balance: the trees until the next one are built in its
     // frame, as in the straight run. Between substeps, the frame the step's balance chose (saved with the state).
     if (comm_.parallel() && !other_ranks) {
@@ -229,7 +261,7 @@ SimulationState Simulation::save()
     s.pos = tree_.pos().download(n_);
     s.vel = tree_.vel().download(n_);
     s.acc = acc().download(n_);
-    s.ids = tree_.ids().download(n_);
+    s.ids = input_ids();
     if (options_.block) s.rungs = tree_.rungs().download(n_);
     s.units = units_;
     s.work = forces_.work();
@@ -415,15 +447,16 @@ void Simulation::refuse_rung()
     }
     if (first_owner >= comm_.size()) throw std::logic_error("Simulation: the rung histogram and the rungs disagree");
     const bool named = owner && first_owner == comm_.rank();
-    double shared[4] = {0, 0, 0, 0};
+    double shared[3] = {0, 0, 0};
+    std::uint64_t id = 0;
     if (named) {
         shared[0] = all[i].x, shared[1] = all[i].y, shared[2] = all[i].z;
-        shared[3] = tree_.ids().download(n_)[i];
+        id = input_ids()[i];
     }
     comm_.sum(std::span<double>(shared));
+    comm_.sum(std::span<std::uint64_t>(&id, 1));
     std::vector<bn_f4> a{
         bn_f4{static_cast<float>(shared[0]), static_cast<float>(shared[1]), static_cast<float>(shared[2]), 0.0f}};
-    const auto id = static_cast<std::uint64_t>(shared[3]);
     units_.forces_from_internal(a);
     const double g = std::sqrt(double(a[0].x) * a[0].x + double(a[0].y) * a[0].y + double(a[0].z) * a[0].z);
     const double wanted = std::sqrt(2.0 * options_.eta * options_.eps / g);
@@ -507,21 +540,42 @@ void Simulation::for_input_order(const std::function<void(std::size_t first, std
     auto out_pos = layout.view(ws, pos_at), out_vel = layout.view(ws, vel_at), out_acc = layout.view(ws, acc_at);
     for (std::size_t first = 0; first < n_; first += chunk) {
         const std::size_t m = std::min(chunk, n_ - first);
+        // The kernel subtracts the low words (ids[i] - first, wrapped): with the ids of one rank, fewer than 2^31
+        // consecutive ones, that is the index from the first whatever their high words.
         be_.launch(kernels::integrateToInputOrder, grid_for(be_, n_), tree_.pos(), tree_.vel(), acc(), tree_.ids(),
-                   to_u32(n_), to_u32(first), to_u32(m), out_pos, out_vel, out_acc);
+                   to_u32(n_), static_cast<bn_u32>(id_base_ + first), to_u32(m), out_pos, out_vel, out_acc);
         take(first, m, out_pos, out_vel, out_acc);
     }
 }
 
-std::array<bn_f4, 2> Simulation::track(bn_u32 a, bn_u32 b)
+std::array<bn_f4, 2> Simulation::track(std::uint64_t a, std::uint64_t b)
 {
     if (a >= total_ || b >= total_)
         throw UsageError(fmt::format("simulation: cannot track particles {} and {} of {}", a, b, total_));
     const float nan = std::numeric_limits<float>::quiet_NaN();
-    tracked_.fill(bn_f4{nan, nan, nan, nan});
-    if (n_)
-        be_.launch(kernels::integrateTrack, grid_for(be_, n_), tree_.pos(), tree_.ids(), to_u32(n_), a, b, tracked_);
-    auto v = tracked_.download(2);
+    std::vector<bn_f4> v(2, bn_f4{nan, nan, nan, nan});
+    if (n_ && !tree_.high_ids_kept()) {
+        tracked_.fill(v[0]);
+        be_.launch(kernels::integrateTrack, grid_for(be_, n_), tree_.pos(), tree_.ids(), to_u32(n_),
+                   static_cast<bn_u32>(id_base_ + a), static_cast<bn_u32>(id_base_ + b), tracked_);
+        v = tracked_.download(2);
+    } else if (n_) {
+        // Ids of 2^32 or more: the kernel compares low words, which repeat among more than 2^32 particles. The
+        // host looks for both words, a piece of the ids at a time (a run this large is spread over many ranks).
+        constexpr std::size_t piece = std::size_t{1} << 20;
+        std::vector<bn_u32> low, high;
+        const std::uint64_t want[2] = {id_base_ + a, id_base_ + b};
+        for (std::size_t at = 0; at < n_; at += piece) {
+            const std::size_t m = std::min(piece, n_ - at);
+            low.resize(m), high.resize(m);
+            tree_.ids().download(std::span<bn_u32>(low), at);
+            tree_.id_high().download(std::span<bn_u32>(high), at);
+            for (std::size_t i = 0; i < m; ++i)
+                for (int k = 0; k < 2; ++k)
+                    if ((std::uint64_t{high[i]} << 32 | low[i]) == want[k])
+                        v[static_cast<std::size_t>(k)] = tree_.pos().at(at + i);
+        }
+    }
     // Each particle is on one rank; the others hold NaN.
     const auto all = all_gather<bn_f4>(comm_, std::span<const bn_f4>(v));
     for (std::size_t i = 0; i < all.size(); ++i)
@@ -530,9 +584,17 @@ std::array<bn_f4, 2> Simulation::track(bn_u32 a, bn_u32 b)
     return {v[0], v[1]};
 }
 
+std::vector<std::uint64_t> Simulation::input_ids() const
+{
+    std::vector<std::uint64_t> ids = tree_.download_ids();
+    for (auto& id : ids)
+        id -= id_base_;
+    return ids;
+}
+
 std::size_t Simulation::rank_particles(RankParticles& out)
 {
-    out.ids = n_ ? tree_.ids().download(n_) : std::vector<bn_u32>{};
+    out.ids = input_ids();
     out.pos = n_ ? tree_.pos().download(n_) : std::vector<bn_f4>{};
     out.vel = n_ ? tree_.vel().download(n_) : std::vector<bn_f4>{};
     std::vector<bn_f4> a = n_ ? acc().download(n_) : std::vector<bn_f4>{};

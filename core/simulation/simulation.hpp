@@ -90,12 +90,12 @@ struct PhaseTimes {
 /// The exact state of a simulation on the device, in device order and internal units: enough to continue it bit for
 /// bit.
 struct SimulationState {
-    std::uint64_t step = 0;    ///< steps taken since time t_begin
-    double t_begin = 0;        ///< time of step 0
-    std::vector<bn_f4> pos;    ///< x, y, z, mass
-    std::vector<bn_f4> vel;    ///< vx, vy, vz, 0
-    std::vector<bn_f4> acc;    ///< ax, ay, az, potential of the last force evaluation (at the current positions)
-    std::vector<bn_u32> ids;   ///< ids[i]: the input index of the particle at device position i
+    std::uint64_t step = 0;         ///< steps taken since time t_begin
+    double t_begin = 0;             ///< time of step 0
+    std::vector<bn_f4> pos;         ///< x, y, z, mass
+    std::vector<bn_f4> vel;         ///< vx, vy, vz, 0
+    std::vector<bn_f4> acc;         ///< ax, ay, az, potential of the last force evaluation (at the current positions)
+    std::vector<std::uint64_t> ids; ///< ids[i]: the input index of the particle at device position i
     std::vector<bn_u32> rungs; ///< block time steps: rungs[i], the rung the next step starts with (empty otherwise)
     InternalUnits units;       ///< the units pos, vel and acc are in (precision.hpp), fixed at the start
     double work = 0;           ///< several ranks: the measured work that weighs the next decomposition
@@ -175,7 +175,7 @@ public:
     std::size_t rank_particles(RankParticles& out);
 
     /// Positions of the particles with ids @p a and @p b (both < total_size()).
-    std::array<bn_f4, 2> track(bn_u32 a, bn_u32 b);
+    std::array<bn_f4, 2> track(std::uint64_t a, std::uint64_t b);
 
     /// This rank's particles, and all ranks' together.
     std::size_t size() const noexcept { return n_; }
@@ -202,8 +202,13 @@ private:
     /// start()'s and start_slice()'s first half: the particles onto the device, in internal @p units.
     void load(std::span<const bn_f4> pos, std::span<const bn_f4> vel, double t_begin, std::size_t first_id,
               const InternalUnits& units);
-    /// What every start does before the particles arrive: counts, time, units, the tree's arrays sized for @p n.
-    void prepare(std::size_t n, double t_begin, const InternalUnits& units);
+    /// What every start does before the particles arrive: counts, time, units, the tree's arrays sized for @p n, and
+    /// their ids, @p first_id on (shifted by id_base_).
+    void prepare(std::size_t n, double t_begin, const InternalUnits& units, std::size_t first_id);
+    /// Keeps the ids' high words on the device when some id (shifted by id_base_) reaches 2^32.
+    void keep_high_ids();
+    /// The input indices of this rank's particles, in device order.
+    std::vector<std::uint64_t> input_ids() const;
     /// Their second half: the first forces (and the first rungs).
     void begin();
     /// Builds the tree and walks it; @p relative: with the relative criterion when options().alpha > 0 (every
@@ -236,6 +241,11 @@ private:
     Octree tree_;
     ParallelForces forces_; // on one rank: the build and walk of one GPU
     std::size_t n_ = 0, total_ = 0;
+    /// The device's id of input particle i is id_base_ + i. 0, but for the test knob BANYAN_TEST_ID_BASE, which shifts
+    /// a few thousand particles' ids across 2^32 so that their high words take the paths of a run of more than 2^32
+    /// particles (docs/parallel.md, "Particle ids"); everything the device's ids leave it as (states, snapshots,
+    /// messages) is the input index, the same bits with the knob as without.
+    std::uint64_t id_base_ = 0;
     std::uint64_t step_ = 0;
     std::uint64_t tick_ = 0; // block time steps: ticks of step step_ + 1 done (tick())
     double t_begin_ = 0;

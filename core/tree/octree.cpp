@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <stdexcept>
 #include <type_traits>
 #include <vector>
 
@@ -137,6 +138,12 @@ void Octree::reserve_particles(std::size_t n, bool with_vel)
         rung_ = Buffer<bn_u32>();
         rung_ = be_.alloc<bn_u32>(m, "tree.rung");
     }
+    if (!keep_high_ids_)
+        id_high_ = Buffer<bn_u32>();
+    else if (!id_high_ || id_high_.size() < m) {
+        id_high_ = Buffer<bn_u32>();
+        id_high_ = be_.alloc<bn_u32>(m, "tree.id_high");
+    }
     workspace(0);
     // A Plummer sphere has about N / 4.3 cells; the arrays grow by themselves when a tree needs more.
     if (cell_capacity_ < m / 4 + 64) grow_cells(m / 4 + 64, 0);
@@ -204,6 +211,7 @@ void Octree::resize(std::size_t n, bool with_vel)
     n_groups_ = 0;
     depth_ = -1;
     if (n_) be_.launch(kernels::treeIota, grid_for(be_, n_), id_, to_u32(n_));
+    if (id_high_) id_high_.fill(0u);
 }
 
 void Octree::resize_keep(std::size_t n)
@@ -225,6 +233,7 @@ void Octree::resize_keep(std::size_t n)
         regrow(id_, "tree.id");
         if (with_vel) regrow(vel_, "tree.vel");
         if (keep_rungs_) regrow(rung_, "tree.rung");
+        if (keep_high_ids_) regrow(id_high_, "tree.id_high");
     }
     const std::size_t cap = id_.size();
     const std::size_t align = view_align(be_);
@@ -246,6 +255,43 @@ void Octree::keep_rungs(bool on)
         rung_ = be_.alloc<bn_u32>(id_.size(), "tree.rung");
 }
 
+void Octree::keep_high_ids(bool on)
+{
+    keep_high_ids_ = on;
+    if (!on)
+        id_high_ = Buffer<bn_u32>();
+    else if (id_ && (!id_high_ || id_high_.size() < id_.size())) {
+        id_high_ = be_.alloc<bn_u32>(id_.size(), "tree.id_high");
+        id_high_.fill(0u); // the ids the tree holds are below 2^32
+    }
+}
+
+std::vector<std::uint64_t> Octree::download_ids() const
+{
+    std::vector<std::uint64_t> out(n_);
+    if (n_ == 0) return out;
+    const std::vector<bn_u32> low = id_.download(n_);
+    const std::vector<bn_u32> high = id_high_ ? id_high_.download(n_) : std::vector<bn_u32>(n_, 0u);
+    for (std::size_t i = 0; i < n_; ++i)
+        out[i] = std::uint64_t{high[i]} << 32 | low[i];
+    return out;
+}
+
+void Octree::set_ids(std::span<const std::uint64_t> ids, std::size_t at)
+{
+    if (at + ids.size() > n_) throw std::logic_error("Octree::set_ids: beyond the particles");
+    std::vector<bn_u32> low(ids.size()), high(ids.size());
+    bool above = false;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        low[i] = static_cast<bn_u32>(ids[i]);
+        high[i] = static_cast<bn_u32>(ids[i] >> 32);
+        above |= high[i] != 0;
+    }
+    if (above && !id_high_) throw std::logic_error("Octree::set_ids: ids of 2^32 or more without keep_high_ids");
+    id_.upload(std::span<const bn_u32>(low), at);
+    if (id_high_) id_high_.upload(std::span<const bn_u32>(high), at);
+}
+
 void Octree::set_particles(std::span<const bn_f4> pos, std::span<const bn_f4> vel)
 {
     if (!vel.empty() && vel.size() != pos.size())
@@ -255,12 +301,12 @@ void Octree::set_particles(std::span<const bn_f4> pos, std::span<const bn_f4> ve
     if (!vel.empty()) vel_.upload(vel);
 }
 
-void Octree::set_particles(std::span<const bn_f4> pos, std::span<const bn_f4> vel, std::span<const bn_u32> ids)
+void Octree::set_particles(std::span<const bn_f4> pos, std::span<const bn_f4> vel, std::span<const std::uint64_t> ids)
 {
     if (ids.size() != pos.size())
         throw UsageError(fmt::format("tree: {} positions but {} ids", pos.size(), ids.size()));
     set_particles(pos, vel);
-    id_.upload(ids);
+    set_ids(ids);
 }
 
 void Octree::build(TreeTimings* timings)
@@ -343,6 +389,7 @@ void Octree::move_particles(std::size_t pair)
     through(pos_);
     if (vel_) through(vel_);
     through(id_);
+    if (id_high_) through(id_high_);
     if (rung_) through(rung_);
 }
 

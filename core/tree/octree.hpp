@@ -17,9 +17,11 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string_view>
+#include <vector>
 
 namespace banyan {
 
@@ -58,13 +60,16 @@ public:
     /// Uploads @p pos (x, y, z, mass) and @p vel (may be empty: the tree then keeps no velocities); particle i
     /// gets id i.
     void set_particles(std::span<const bn_f4> pos, std::span<const bn_f4> vel = {});
-    /// As above with the ids given (ids[i] for particle i; a restart keeps each particle's identity and order).
-    void set_particles(std::span<const bn_f4> pos, std::span<const bn_f4> vel, std::span<const bn_u32> ids);
+    /// As above with the ids given (ids[i] for particle i; a restart keeps each particle's identity and order). Ids
+    /// of 2^32 or more need keep_high_ids(true) first (std::logic_error otherwise).
+    void set_particles(std::span<const bn_f4> pos, std::span<const bn_f4> vel, std::span<const std::uint64_t> ids);
+    /// Sets the ids of particles [at, at + ids.size()) (both words, where the high ones are kept).
+    void set_ids(std::span<const std::uint64_t> ids, std::size_t at = 0);
     /// Makes room for @p n particles (with velocities when @p with_vel) and sets size() to n; the particle
     /// arrays are then filled by the caller on the device (Simulation streams its initial conditions in).
     void resize(std::size_t n, bool with_vel);
-    /// Sets size() to @p n keeping the first min(size(), n) particles (positions, velocities when kept, ids); the
-    /// others are for the caller to fill. The arrays grow with an eighth to spare when they must (a rank's share of
+    /// Sets size() to @p n keeping the first min(size(), n) particles (positions, velocities when kept, ids, rungs);
+    /// the others are for the caller to fill. The arrays grow with an eighth to spare when they must (a rank's share of
     /// the particles changes a little every step, core/parallel/domain.hpp).
     void resize_keep(std::size_t n);
 
@@ -134,8 +139,19 @@ public:
     Buffer<bn_f4>& pos() noexcept { return pos_; }
     const Buffer<bn_f4>& pos() const noexcept { return pos_; }
     Buffer<bn_f4>& vel() noexcept { return vel_; }
+    /// The low 32 bits of each particle's id: what the kernels read (a particle's index among one tree's, < 2^31).
     Buffer<bn_u32>& ids() noexcept { return id_; }
     const Buffer<bn_u32>& ids() const noexcept { return id_; }
+    /// The high 32 bits of each particle's id, kept and moved with the particles only after keep_high_ids(true) (4
+    /// bytes per particle; empty otherwise, every id then below 2^32). Over ranks an id is the particle's index in
+    /// the input, up to the run's total, which may pass 2^32 though each tree holds fewer than 2^31 particles: the
+    /// second word costs nothing in runs whose ids fit one (docs/parallel.md, "Particle ids").
+    void keep_high_ids(bool on);
+    bool high_ids_kept() const noexcept { return keep_high_ids_; }
+    Buffer<bn_u32>& id_high() noexcept { return id_high_; }
+    const Buffer<bn_u32>& id_high() const noexcept { return id_high_; }
+    /// The ids of the size() particles in their current order, both words joined.
+    std::vector<std::uint64_t> download_ids() const;
     /// Block time steps: each particle's rung (core/simulation/simulation.hpp), kept and moved with the particles
     /// only after keep_rungs(true) (4 bytes per particle); empty otherwise. Its contents are the caller's.
     void keep_rungs(bool on);
@@ -195,6 +211,8 @@ private:
     // Particles, kept in key order.
     Buffer<bn_f4> pos_, vel_;
     Buffer<bn_u32> id_;
+    Buffer<bn_u32> id_high_; // with keep_high_ids(true) only
+    bool keep_high_ids_ = false;
     Buffer<bn_u32> rung_; // with keep_rungs(true) only
     bool keep_rungs_ = false;
     Buffer<unsigned char> workspace_;

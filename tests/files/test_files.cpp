@@ -15,6 +15,7 @@
 #include "core/files/units.hpp"
 #include "core/parallel/parallel_files.hpp"
 #include "core/version.hpp"
+#include "tests/support/scoped_env.hpp"
 
 #include <hdf5.h>
 
@@ -436,6 +437,33 @@ void gadget_file(const std::string& path, std::size_t n, std::size_t m, bool uni
     }
 }
 
+/// The numbers of attribute @p name of the Header of the HDF5 file @p path, as whole numbers.
+std::vector<std::uint64_t> header_numbers(const fs::path& path, const char* name)
+{
+    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    REQUIRE(f >= 0);
+    const hid_t a = H5Aopen_by_name(f, "Header", name, H5P_DEFAULT, H5P_DEFAULT);
+    REQUIRE(a >= 0);
+    const hid_t space = H5Aget_space(a);
+    const hssize_t n = H5Sget_simple_extent_npoints(space);
+    std::vector<std::uint64_t> v(static_cast<std::size_t>(n));
+    REQUIRE(H5Aread(a, H5T_NATIVE_UINT64, v.data()) >= 0);
+    H5Sclose(space), H5Aclose(a), H5Fclose(f);
+    return v;
+}
+
+/// Overwrites the values of attribute @p name of the Header of the HDF5 file @p path (as another tool would).
+void set_header_numbers(const fs::path& path, const char* name, const std::vector<std::uint64_t>& v)
+{
+    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    REQUIRE(f >= 0);
+    const hid_t g = H5Gopen2(f, "Header", H5P_DEFAULT);
+    const hid_t a = H5Aopen(g, name, H5P_DEFAULT);
+    REQUIRE(a >= 0);
+    REQUIRE(H5Awrite(a, H5T_NATIVE_UINT64, v.data()) >= 0);
+    H5Aclose(a), H5Gclose(g), H5Fclose(f);
+}
+
 std::string hdf5_error(const std::string& path, bool need_velocities = true)
 {
     try {
@@ -533,6 +561,165 @@ TEST_SUITE("static")
             CHECK(none.size() == 0);
             CHECK(whole.size() == n);
             fs::remove(path);
+        }
+    }
+
+    TEST_CASE("hdf5: a snapshot of more particles than one file holds is a set of files, read whole or by rows")
+    {
+        // BANYAN_MAX_FILE_PARTICLES lowers the per-file limit (2^31 - 1) so that 3001 particles make 4 files.
+        const test::ScopedEnv limit("BANYAN_MAX_FILE_PARTICLES", "1000");
+        Snapshot s = full_snapshot(700, 1801, 500, 31);
+        s.n_type2 = 300, s.n_type3 = 200, s.n_type5 = 100;
+        const std::size_t n = s.size();
+        const fs::path dir = temp_path("sets");
+        fs::create_directories(dir);
+        const fs::path path = dir / "snap.hdf5";
+        SnapshotMeta meta;
+        meta.parameters = "n=3001\n";
+        write_hdf5(path.string(), s, meta);
+        CHECK(!fs::exists(path));
+        // File k holds rows [k n / 4, (k + 1) n / 4) of the whole, its own counts, and the whole's.
+        std::uint64_t this_file_sum[6] = {};
+        for (std::uint64_t k = 0; k < 4; ++k) {
+            const fs::path file = dir / fmt::format("snap.{}.hdf5", k);
+            CHECK(hdf5_set_file(path.string(), k) == file.string());
+            REQUIRE(fs::exists(file));
+            const std::vector<std::uint64_t> this_file = header_numbers(file, "NumPart_ThisFile");
+            std::uint64_t rows = 0;
+            for (std::size_t t = 0; t < 6; ++t)
+                rows += this_file[t], this_file_sum[t] += this_file[t];
+            CHECK(rows == (k + 1) * n / 4 - k * n / 4);
+            CHECK(header_numbers(file, "NumFilesPerSnapshot") == std::vector<std::uint64_t>{4});
+            CHECK(header_numbers(file, "NumPart_Total") == std::vector<std::uint64_t>{700, 1201, 300, 200, 500, 100});
+            CHECK(header_numbers(file, "NumPart_Total_HighWord") == std::vector<std::uint64_t>(6, 0));
+        }
+        CHECK(std::vector<std::uint64_t>(this_file_sum, this_file_sum + 6) ==
+              std::vector<std::uint64_t>{700, 1201, 300, 200, 500, 100});
+        CHECK(!fs::exists(dir / "snap.4.hdf5"));
+        // The whole, by the name written, by any file of the set, and by the base name; the format found too.
+        for (const fs::path& name : {path, dir / "snap.0.hdf5", dir / "snap.2.hdf5", dir / "snap"}) {
+            CAPTURE(name);
+            SnapshotMeta back;
+            SnapshotFormat format{};
+            const Snapshot r = read_snapshot(name.string(), &back, true, &format);
+            CHECK(format == SnapshotFormat::hdf5);
+            check_same(r, s);
+            CHECK(parse_key_values(back.parameters) == parse_key_values(meta.parameters));
+        }
+        // Rows that cross the files' and the types' boundaries, as ranks read them.
+        for (const Rows rows : {Rows{0, 1}, Rows{690, 70}, Rows{740, 1600}, Rows{2248, 753}, Rows{2990, 100}}) {
+            CAPTURE(rows.first);
+            FileCounts whole;
+            const Snapshot part = read_snapshot(path.string(), nullptr, true, nullptr, rows, &whole);
+            check_same(part, rows_of(s, rows));
+            CHECK(whole.size() == n);
+            CHECK(whole.n_type5 == 100);
+        }
+        // Without ids of their own the particles get their indices in the whole, file after file.
+        s.ids.clear();
+        write_hdf5(path.string(), s, meta);
+        std::vector<std::uint64_t> index(n);
+        for (std::size_t i = 0; i < n; ++i)
+            index[i] = i;
+        CHECK(read_snapshot(path.string()).ids == index);
+        // Written again as one file (the limit back to 2^31 - 1), the set goes; written as a set again, the file goes.
+        {
+            const test::ScopedEnv none("BANYAN_MAX_FILE_PARTICLES", std::nullopt);
+            write_hdf5(path.string(), s, meta);
+        }
+        CHECK(fs::exists(path));
+        CHECK(!fs::exists(dir / "snap.0.hdf5"));
+        CHECK(read_snapshot(path.string()).ids == index);
+        write_hdf5(path.string(), s, meta);
+        CHECK(!fs::exists(path));
+        CHECK(fs::exists(dir / "snap.3.hdf5"));
+        for (const auto& e : fs::directory_iterator(dir))
+            CHECK(e.path().string().find(".tmp") == std::string::npos);
+        fs::remove_all(dir);
+    }
+
+    TEST_CASE("hdf5: a set that misses a file or whose files disagree is refused, naming the file")
+    {
+        const test::ScopedEnv limit("BANYAN_MAX_FILE_PARTICLES", "400");
+        const Snapshot s = full_snapshot(0, 1000, 0, 5);
+        const fs::path dir = temp_path("bad_sets");
+        fs::create_directories(dir);
+        const std::string path = (dir / "snap.hdf5").string();
+        auto file = [&](int k) { return (dir / fmt::format("snap.{}.hdf5", k)).string(); };
+        auto error = [&](const std::string& name) {
+            try {
+                read_snapshot(name);
+            } catch (const UsageError& e) {
+                return std::string(e.what());
+            }
+            return std::string("no error");
+        };
+        // A missing file.
+        write_hdf5(path, s, {});
+        fs::remove(file(1));
+        CHECK(contains(error(path), file(1) + ": missing: the snapshot " + file(0) + " is a set of 3 files"));
+        // A file of another snapshot: another time, or other counts.
+        write_hdf5(path, s, {});
+        Snapshot other = s;
+        other.time = 2.5;
+        {
+            const fs::path elsewhere = dir / "other";
+            fs::create_directories(elsewhere);
+            write_hdf5((elsewhere / "snap.hdf5").string(), other, {});
+            fs::copy_file(elsewhere / "snap.2.hdf5", file(2), fs::copy_options::overwrite_existing);
+        }
+        CHECK(contains(error(path), file(2) + ": Header/Time is 2.5 but " + file(0) + " says 1.25"));
+        write_hdf5(path, s, {});
+        set_header_numbers(file(1), "NumPart_Total", {0, 1001, 0, 0, 0, 0});
+        CHECK(contains(error(path), file(1) +
+                                        ": Header/NumPart_Total (with NumPart_Total_HighWord) is 0, 1001, 0, 0, "
+                                        "0, 0 but " +
+                                        file(0) + " says 0, 1000, 0, 0, 0, 0"));
+        // Counts that agree but do not add up: a high word (2^32 more particles) in every file.
+        write_hdf5(path, s, {});
+        for (int k = 0; k < 3; ++k)
+            set_header_numbers(file(k), "NumPart_Total_HighWord", {0, 1, 0, 0, 0, 0});
+        CHECK(contains(error(file(2)), file(0) + ": the NumPart_ThisFile of its set's 3 files add up to 0, 1000, 0, 0, "
+                                                 "0, 0 but NumPart_Total says 0, 4294968296, 0, 0, 0, 0"));
+        // One file of a set named otherwise.
+        write_hdf5(path, s, {});
+        fs::rename(file(0), dir / "first.hdf5");
+        CHECK(contains(error((dir / "first.hdf5").string()),
+                       "Header/NumFilesPerSnapshot is 3, but the file's name is not that of a file of a set of 3"));
+        fs::remove_all(dir);
+    }
+
+    TEST_CASE("tipsy: a snapshot of more particles than a tipsy file holds is refused, naming the limit and HDF5")
+    {
+        const Snapshot s = random_snapshot(10, 2000, 20, 3);
+        const auto path = temp_path("many.tipsy");
+        {
+            const test::ScopedEnv limit("BANYAN_MAX_FILE_PARTICLES", "1000");
+            CHECK_THROWS_WITH_AS(write_snapshot(path.string(), s, SnapshotFormat::tipsy, {}),
+                                 doctest::Contains("2030 particles is more than a tipsy file holds (1000, lowered by "
+                                                   "BANYAN_MAX_FILE_PARTICLES: its header's counts are 32-bit); write "
+                                                   "HDF5 (--format hdf5)"),
+                                 UsageError);
+            CHECK(!fs::exists(path));
+            CHECK_THROWS_WITH_AS(check_tipsy_count(std::uint64_t{1} << 31, "run"),
+                                 doctest::Contains("run: 2147483648 particles is more than a tipsy file holds"),
+                                 UsageError);
+        }
+        CHECK_THROWS_WITH_AS(check_tipsy_count(std::uint64_t{1} << 31, "x.tipsy"),
+                             "x.tipsy: 2147483648 particles is more than a tipsy file holds (2^31 - 1: its header's "
+                             "counts are 32-bit); write HDF5 (--format hdf5), whose snapshots hold more as sets of "
+                             "files",
+                             UsageError);
+        CHECK_NOTHROW(check_tipsy_count(0x7FFFFFFF, "x.tipsy"));
+        for (const char* bad : {"0", "-5", "2147483648", "1e3", "many", ""}) {
+            CAPTURE(bad);
+            const test::ScopedEnv limit("BANYAN_MAX_FILE_PARTICLES", bad);
+            CHECK_THROWS_WITH_AS(max_file_particles(),
+                                 doctest::Contains(fmt::format("BANYAN_MAX_FILE_PARTICLES={}: must be a whole number "
+                                                               "from 1 to 2^31 - 1",
+                                                               bad)
+                                                       .c_str()),
+                                 UsageError);
         }
     }
 

@@ -958,3 +958,48 @@ TEST_SUITE("static")
         CHECK_NOTHROW(fine.check());
     }
 }
+
+TEST_SUITE("static")
+{
+    TEST_CASE("checkpoints: ids beyond 2^32 round-trip as 8 bytes each; checkpoints of 4-byte ids are still read")
+    {
+        TempDir d("checkpoint-ids");
+        std::filesystem::create_directories(d.path);
+        const std::string path = (d.path / "checkpoint.bin").string();
+        SimulationState st;
+        st.pos = {{1, 2, 3, 1}, {4, 5, 6, 1}, {7, 8, 9, 1}};
+        st.vel = {{0.5f, 0, 0, 0}, {0, 0.5f, 0, 0}, {0, 0, 0.5f, 0}};
+        st.acc = st.vel;
+        st.ids = {(std::uint64_t{1} << 32) + 5, 7, std::uint64_t{1} << 40}; // as over ranks of more than 2^32
+        Snapshot fields = Snapshot::dark(3);
+        write_checkpoint(path, "", st, fields);
+        Checkpoint c = read_checkpoint(path);
+        CHECK(c.state.ids == st.ids);
+        CHECK(c.header.at("id_bytes") == "8");
+        CHECK(read_checkpoint(path, CheckpointRows{Rows{1, 2}, Rows{}}).state.ids ==
+              std::vector<std::uint64_t>{7, st.ids[2]});
+        // The layout of checkpoints before id_bytes: 4 bytes an id (written here as they were, checksum and all).
+        const std::string text =
+            "format=1\nparticles=3\nn_gas=0\nn_dark=3\nn_star=0\nlength_exp=0\nmass_exp=0\nrungs=0\n"
+            "file_ids=0\n";
+        std::string blob("BNYNCKPT");
+        auto put = [&](const auto& v) { blob.append(reinterpret_cast<const char*>(&v), sizeof v); };
+        put(std::uint32_t{1}), put(std::uint32_t{0x01020304u}), put(std::uint64_t{text.size()});
+        blob += text;
+        for (const auto* a : {&st.pos, &st.vel, &st.acc})
+            for (const bn_f4& v : *a)
+                put(v);
+        for (const std::uint32_t id : {5u, 7u, 9u})
+            put(id);
+        for (const float eps : fields.eps)
+            put(eps);
+        std::uint64_t h = 1469598103934665603ull; // FNV-1a, as checkpoint.cpp sums
+        for (const char b : blob)
+            h = (h ^ static_cast<unsigned char>(b)) * 1099511628211ull;
+        put(h);
+        std::ofstream(path, std::ios::binary).write(blob.data(), static_cast<std::streamsize>(blob.size()));
+        c = read_checkpoint(path);
+        CHECK(c.state.ids == std::vector<std::uint64_t>{5, 7, 9});
+        CHECK(test::same_bits(c.state.pos, st.pos));
+    }
+}

@@ -705,6 +705,42 @@ TEST_CASE("tree on the device: particles moved on the device, then rebuilt")
         REQUIRE(got.pos[i].w == s.pos[ids_after[i]].w);
 }
 
+TEST_CASE("tree on the device: ids of 2^32 and more keep both words through the build and a resize")
+{
+    // Over ranks an id is the input index, which passes 2^32 in runs of more particles: its high word moves with it
+    // (Octree::keep_high_ids); without it such ids are refused, never cut to their low words.
+    auto& be = test::backend();
+    const std::size_t n = 5000;
+    const Particles s = plummer(n, 12);
+    std::vector<std::uint64_t> ids(n);
+    for (std::size_t i = 0; i < n; ++i)
+        ids[i] = (std::uint64_t{1} << 32) - 2500 + 7 * i; // both sides of 2^32, with low words that repeat none
+    Octree tree(be);
+    CHECK_THROWS_AS(tree.set_particles(s.pos, s.vel, ids), std::logic_error);
+    tree.keep_high_ids(true);
+    tree.set_particles(s.pos, s.vel, ids);
+    tree.build();
+    auto check = [&](std::size_t m) {
+        const auto pos = tree.pos().download(m);
+        const auto got = tree.download_ids();
+        REQUIRE(got.size() == m);
+        std::size_t wrong = 0;
+        std::vector<std::uint64_t> sorted(got);
+        std::sort(sorted.begin(), sorted.end());
+        for (std::size_t i = 0; i < m; ++i) {
+            const std::uint64_t k = (got[i] - ids[0]) / 7; // the particle the id was given to
+            wrong += k >= n || ids[k] != got[i] || pos[i].x != s.pos[k].x || pos[i].w != s.pos[k].w;
+        }
+        CHECK(wrong == 0);
+        CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end());
+    };
+    check(n);
+    // A resize that grows the arrays keeps the first particles' ids, high words included.
+    tree.resize_keep(3 * n);
+    tree.resize_keep(n);
+    check(n);
+}
+
 TEST_CASE("tree on the device: the workspace grows keeping what it is asked to keep")
 {
     // The local essential trees' selection (let.cpp) grows the workspace for a large tree to send while its

@@ -34,21 +34,21 @@ using test::backend;
 using test::quantile;
 
 /// This rank's slice of @p all with global ids.
-void slice(const std::vector<bn_f4>& all, const Comm& comm, std::vector<bn_f4>& pos, std::vector<bn_u32>& ids)
+void slice(const std::vector<bn_f4>& all, const Comm& comm, std::vector<bn_f4>& pos, std::vector<std::uint64_t>& ids)
 {
     const std::size_t n = all.size(), P = static_cast<std::size_t>(comm.size()),
                       r = static_cast<std::size_t>(comm.rank());
     const std::size_t a = r * n / P, b = (r + 1) * n / P;
     pos.assign(all.begin() + static_cast<long>(a), all.begin() + static_cast<long>(b));
     ids.resize(b - a);
-    std::iota(ids.begin(), ids.end(), static_cast<bn_u32>(a));
+    std::iota(ids.begin(), ids.end(), std::uint64_t{a});
 }
 
 /// @p tree holds this rank's slice of @p all (ids = global indices).
 void set_slice(Octree& tree, const std::vector<bn_f4>& all, const Comm& comm)
 {
     std::vector<bn_f4> pos;
-    std::vector<bn_u32> ids;
+    std::vector<std::uint64_t> ids;
     slice(all, comm, pos, ids);
     tree.set_particles(pos, {}, ids);
 }
@@ -213,10 +213,10 @@ TEST_CASE("the relative criterion over P ranks: the trees sent are cut for the r
     const auto e1 = test::force_errors(all, out.download(n), eps);
     // P ranks, twice (the second decomposed by the measured work).
     std::vector<bn_f4> pos;
-    std::vector<bn_u32> ids;
+    std::vector<std::uint64_t> ids;
     slice(all, comm, pos, ids);
-    const std::vector<bn_f4> my_vel(vel.begin() + ids.front(),
-                                    vel.begin() + ids.front() + static_cast<long>(ids.size()));
+    const std::vector<bn_f4> my_vel(vel.begin() + static_cast<long>(ids.front()),
+                                    vel.begin() + static_cast<long>(ids.front() + ids.size()));
     Octree tree(backend());
     tree.set_particles(pos, my_vel, ids);
     ParallelForces pf(backend(), comm);
@@ -258,7 +258,7 @@ TEST_CASE("the far groups, walked while the trees travel, get bit for bit the fo
     const std::size_t n = std::min<std::size_t>(test::max_size(), 20000);
     const auto all = plummer(n, 2468).pos;
     std::vector<bn_f4> pos;
-    std::vector<bn_u32> ids;
+    std::vector<std::uint64_t> ids;
     slice(all, comm, pos, ids);
     for (const float theta : {0.5f, 0.75f}) {
         std::vector<bn_f4> acc[2];

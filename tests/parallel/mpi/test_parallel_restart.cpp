@@ -35,7 +35,7 @@ std::vector<std::array<bn_f4, 2>> all_particles(Simulation& sim)
     RankParticles mine;
     sim.rank_particles(mine);
     std::vector<std::array<bn_f4, 2>> out(sim.total_size());
-    const auto ids = all_gather<bn_u32>(sim.comm(), std::span<const bn_u32>(mine.ids));
+    const auto ids = all_gather<std::uint64_t>(sim.comm(), std::span<const std::uint64_t>(mine.ids));
     const auto pos = all_gather<bn_f4>(sim.comm(), std::span<const bn_f4>(mine.pos));
     const auto vel = all_gather<bn_f4>(sim.comm(), std::span<const bn_f4>(mine.vel));
     for (std::size_t i = 0; i < ids.size(); ++i)

@@ -17,6 +17,7 @@
 #include "core/models/plummer.hpp"
 #include "core/tree/octree.hpp"
 #include "tests/support/harness.hpp"
+#include "tests/support/scoped_env.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -100,8 +101,8 @@ PathResult forces_through(const std::vector<bn_f4>& all, std::shared_ptr<PeerExc
     const std::size_t n = all.size(), P = static_cast<std::size_t>(comm.size()),
                       r = static_cast<std::size_t>(comm.rank());
     const std::size_t a = r * n / P, b = (r + 1) * n / P;
-    std::vector<bn_u32> ids(b - a);
-    std::iota(ids.begin(), ids.end(), static_cast<bn_u32>(a));
+    std::vector<std::uint64_t> ids(b - a);
+    std::iota(ids.begin(), ids.end(), std::uint64_t{a});
     Octree tree(backend());
     tree.set_particles(std::span<const bn_f4>(all.data() + a, b - a), {}, ids);
     ParallelForces pf(backend(), comm, Transport::host);
@@ -140,28 +141,6 @@ void check_same(const PathResult& host, const PathResult& device)
     CHECK(device.bytes_received == host.bytes_received);
 }
 
-/// Sets the environment variable @p name to @p value (unset: nullopt) until the end of the scope.
-class ScopedEnv {
-public:
-    ScopedEnv(const char* name, std::optional<std::string> value) : name_(name)
-    {
-        if (const char* old = std::getenv(name)) old_ = old;
-        set(value);
-    }
-    ~ScopedEnv() { set(old_); }
-
-private:
-    void set(const std::optional<std::string>& v)
-    {
-        if (v)
-            ::setenv(name_, v->c_str(), 1);
-        else
-            ::unsetenv(name_);
-    }
-    const char* name_;
-    std::optional<std::string> old_;
-};
-
 } // namespace
 
 TEST_CASE("the path of the trees: auto, host or device, from BANYAN_TRANSPORT, alike on every rank")
@@ -173,15 +152,15 @@ TEST_CASE("the path of the trees: auto, host or device, from BANYAN_TRANSPORT, a
     CHECK_THROWS_WITH_AS(parse_transport("nccl", "--transport"),
                          "--transport: expected auto, host or device, got 'nccl'", UsageError);
     {
-        ScopedEnv env("BANYAN_TRANSPORT", std::nullopt);
+        test::ScopedEnv env("BANYAN_TRANSPORT", std::nullopt);
         CHECK(default_transport() == Transport::automatic);
     }
     {
-        ScopedEnv env("BANYAN_TRANSPORT", "host");
+        test::ScopedEnv env("BANYAN_TRANSPORT", "host");
         CHECK(default_transport() == Transport::host);
     }
     {
-        ScopedEnv env("BANYAN_TRANSPORT", "gpu");
+        test::ScopedEnv env("BANYAN_TRANSPORT", "gpu");
         CHECK_THROWS_WITH_AS(default_transport(), "BANYAN_TRANSPORT: expected auto, host or device, got 'gpu'",
                              UsageError);
     }
