@@ -423,16 +423,26 @@ void Simulation::refuse_rung()
     std::vector<bn_f4> a{
         bn_f4{static_cast<float>(shared[0]), static_cast<float>(shared[1]), static_cast<float>(shared[2]), 0.0f}};
     const auto id = static_cast<std::uint64_t>(shared[3]);
+    // The rung this particle asks for, by the kernels' own criterion (in internal units): the deepest any particle
+    // asks for now, as it has the largest |a|; so the limit that lets the run go on from here (later steps may ask
+    // for more).
+    const double c = 2.0 * options_.eta * static_cast<double>(eps_);
+    const unsigned needed = bn_block_rung(a[0].x, a[0].y, a[0].z, dt_ * dt_, c * c, 1000);
     units_.forces_from_internal(a);
     const double g = std::sqrt(double(a[0].x) * a[0].x + double(a[0].y) * a[0].y + double(a[0].z) * a[0].z);
     const double wanted = std::sqrt(2.0 * options_.eta * options_.eps / g);
-    throw NumericalError(fmt::format(
-        "simulation: particle {} of the input has |a| = {:.6g} in the step from t = {}, so the step criterion "
-        "sqrt(2 eta eps / |a|) (eta {}, eps {}) asks for a step of {:.6g}, shorter than the deepest rung {} allows "
-        "(dt / 2^{} = {:.6g}); allow deeper rungs (banyan run --max-rung, Python max_rung; at most {}) or take a "
-        "shorter dt",
-        id, g, time(), options_.eta, options_.eps, wanted, options_.max_rung, options_.max_rung,
-        std::ldexp(options_.dt, -static_cast<int>(options_.max_rung)), BANYAN_MAX_RUNG));
+    const std::string remedy =
+        needed <= BANYAN_MAX_RUNG
+            ? fmt::format("the run needs --max-rung {0} (Python max_rung={0}) at least, or a shorter dt", needed)
+            : fmt::format("that is rung {}, deeper than --max-rung (Python max_rung) can go ({}): take a dt of "
+                          "{:.6g} or shorter (or a larger eps or eta)",
+                          needed, BANYAN_MAX_RUNG, std::ldexp(options_.dt, BANYAN_MAX_RUNG - static_cast<int>(needed)));
+    throw NumericalError(
+        fmt::format("simulation: particle {} of the input has |a| = {:.6g} in the step from t = {}, so the step "
+                    "criterion sqrt(2 eta eps / |a|) (eta {}, eps {}) asks for a step of {:.6g}, shorter than the "
+                    "deepest rung {} allows (dt / 2^{} = {:.6g}): {}",
+                    id, g, time(), options_.eta, options_.eps, wanted, options_.max_rung, options_.max_rung,
+                    std::ldexp(options_.dt, -static_cast<int>(options_.max_rung)), remedy));
 }
 
 void Simulation::settle_kick() const

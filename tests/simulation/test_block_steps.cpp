@@ -282,19 +282,31 @@ TEST_CASE("block steps: a Kepler orbit at deep rungs keeps its energy and period
     CHECK(worst < 1e-3);
     CHECK(miss < 0.02);
 
-    // A rung limit the pericentre needs more than stops the run, naming the particle and its step.
-    o.max_rung = 2;
-    Simulation tight(be, o);
-    try {
-        tight.start(p.pos, p.vel, 0.0); // the first rungs are chosen here
-        for (int s = 0; s < 64; ++s)
-            tight.step();
-        FAIL("the run went past a rung it was not allowed");
-    } catch (const NumericalError& e) {
-        const std::string what = e.what();
-        CHECK(what.find("particle 1 ") != std::string::npos);
-        CHECK(what.find("--max-rung") != std::string::npos);
-    }
+    // A rung limit the pericentre needs more than stops the run, naming the particle, its step and the rung the run
+    // needs; with that limit the run goes past the point where it stopped (issue 48: one try, not several).
+    auto refusal = [&](unsigned max_rung) -> std::pair<std::string, std::uint64_t> {
+        SimulationOptions x = o;
+        x.max_rung = max_rung;
+        Simulation tight(be, x);
+        try {
+            tight.start(p.pos, p.vel, 0.0); // the first rungs are chosen here
+            for (int s = 0; s < 64; ++s)
+                tight.step();
+        } catch (const NumericalError& e) {
+            return {e.what(), tight.steps()};
+        }
+        return {"", 64};
+    };
+    const auto [what, at] = refusal(2);
+    INFO(what);
+    CHECK(what.find("particle 1 ") != std::string::npos);
+    const std::string needs = "the run needs --max-rung ";
+    REQUIRE(what.find(needs) != std::string::npos);
+    const unsigned needed = static_cast<unsigned>(std::stoul(what.substr(what.find(needs) + needs.size())));
+    CHECK(needed > 2);
+    CHECK(needed <= b.deepest);
+    CHECK(refusal(needed - 1).second == at); // one less stops at the same step
+    CHECK(refusal(needed).second > at);      // the limit named goes past it
 }
 
 TEST_CASE("block steps: a Hernquist sphere spreads over the rungs; energy as a shared step's at the smallest step")
