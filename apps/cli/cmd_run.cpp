@@ -186,9 +186,19 @@ Options run_options()
               "block steps: the deepest rung allowed (steps down to --dt / 2^K, K <= 30); a particle that asks for "
               "a shorter step stops the run with an error naming it",
               "16");
-    opt.value("t-end", "T", "end time (absolute; with --restart, extends or shortens the run)", "10");
+    opt.value("t-end", "T",
+              "end time (absolute; with --restart, extends or shortens the run); the run ends exactly there: a step "
+              "of --dt that would pass it is cut short to end on it",
+              "10");
     opt.value("log-every", "STEPS", "steps between lines of the energy log", "16");
-    opt.value("snapshot-every", "T", "time between snapshots (0: at the start and the end only; never: none)", "1");
+    opt.value("snapshot-every", "T",
+              "time between snapshots (0: at the start and the end only; never: none); each is written at its "
+              "time exactly: a step that would pass it is cut short there, the next goes on to the step's end",
+              "1");
+    opt.value("snapshot-times", "T1,T2,..",
+              "snapshots at these times instead (as GADGET's output list), besides the start and the end: a list "
+              "such as 0.5,1,2.5, or a file of times, one per line (what follows a time on its line, and lines "
+              "starting with #, are ignored)");
     opt.value("checkpoint-every", "T", "time between checkpoints (0: start, end and Ctrl-C only; never: none)", "1");
     opt.value("out", "DIR", "output folder (created; must not hold a run already)", "banyan-run");
     opt.value("format", "F", "snapshot format: " + snapshot_format_list([](const SnapshotFormatInfo& f) {
@@ -298,7 +308,10 @@ RunRequest parse_new_run(const Options& opt, std::optional<double> t_end)
         const std::string v = opt.str(name);
         return v == "never" ? RunOptions::never : parse_time(v, fmt::format("--{}", name).c_str());
     };
-    ro.snapshot_every = every("snapshot-every");
+    if (opt.has("snapshot-times") && opt.has("snapshot-every"))
+        throw UsageError("run: give either --snapshot-every or --snapshot-times, not both");
+    ro.snapshot_every = opt.has("snapshot-times") ? 0.0 : every("snapshot-every");
+    if (opt.has("snapshot-times")) ro.snapshot_times = parse_time_list(opt.str("snapshot-times"), "--snapshot-times");
     ro.checkpoint_every = every("checkpoint-every");
     if (!galaxy_merger) {
         ro.merger.pericentre = opt.number("pericentre");
@@ -411,7 +424,7 @@ void print_block_summary(const Simulation& sim, const RunOptions& o)
 {
     const BlockStats& b = sim.block_stats();
     const double n = static_cast<double>(sim.total_size());
-    const double per_time = b.steps ? double(b.active_updates) / (n * double(b.steps) * o.dt) : 0.0;
+    const double per_time = b.span > 0 ? double(b.active_updates) / (n * b.span * o.dt) : 0.0;
     fmt::print("block steps: {} substeps in {} steps; {}; deepest rung so far {} (dt / {}); {:.4g} force "
                "evaluations per particle per unit time, a shared step of dt / {} needs {:.4g}: {:.3g}x fewer\n",
                b.substeps, b.steps, rung_text(b), b.deepest, 1u << b.deepest, per_time, 1u << b.deepest,

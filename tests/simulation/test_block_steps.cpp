@@ -14,6 +14,7 @@
 #include "tests/support/inputs.hpp"
 
 #include "core/error.hpp"
+#include "core/files/tipsy.hpp"
 #include "core/models/initial_conditions.hpp"
 #include "core/models/plummer.hpp"
 #include "core/simulation/checkpoint.hpp"
@@ -457,6 +458,56 @@ TEST_CASE("block steps: a stop between substeps pauses the step; its checkpoint 
     }
     CHECK(!file_bytes(straight.path / "energy.csv").empty());
     for (const char* name : {"energy.csv", "snapshot_00001.tipsy", "snapshot_00003.tipsy", "checkpoint.bin"})
+        CHECK_MESSAGE(file_bytes(straight.path / name) == file_bytes(stopped.path / name), name);
+}
+
+TEST_CASE("block steps: a pause inside a step cut short at a snapshot's time continues bit for bit")
+{
+    // Issue 48: a snapshot time and an end off the grid of dt cut their steps short (the same rungs of the shorter
+    // step); a stop between the substeps of such a step keeps where it ends in its checkpoint.
+    auto& be = test::backend();
+    TempDir straight("cut-pause-straight"), stopped("cut-pause-stopped");
+    const RunOptions o = merger_block_run(0.7, 0.3); // 11.2 steps; snapshots at 0.3 (4.8 steps) and 0.6 (9.6)
+    {
+        RunOptions x = o;
+        x.out = straight.str();
+        Run r(be, plan_run({x}));
+        CHECK(r.run() == Run::Outcome::finished);
+        CHECK(r.simulation().time() == 0.7);
+        CHECK(r.simulation().block_stats().deepest >= 2);
+    }
+    CHECK(read_tipsy((straight.path / "snapshot_00001.tipsy").string()).time == 0.3);
+    CHECK(read_tipsy((straight.path / "snapshot_00002.tipsy").string()).time == 0.6);
+    CHECK(read_tipsy((straight.path / "snapshot_00003.tipsy").string()).time == 0.7);
+    {
+        RunOptions x = o;
+        x.out = stopped.str();
+        volatile std::sig_atomic_t stop = 0;
+        Run* self = nullptr;
+        RunHooks hooks;
+        hooks.on_substep = [&] { // inside the step cut short at t = 0.3
+            const Simulation& sim = self->simulation();
+            if (sim.step_end() < sim.grid_time(sim.steps() + 1)) stop = SIGTERM;
+        };
+        Run r(be, plan_run({x}), std::move(hooks));
+        self = &r;
+        CHECK(r.run(&stop) == Run::Outcome::stopped);
+        CHECK(r.simulation().tick() > 0);
+        CHECK(r.simulation().step_end() == 0.3);
+    }
+    const KeyValues head = read_checkpoint_header((stopped.path / "checkpoint.bin").string());
+    CHECK(head.at("step") == "4");
+    CHECK(head.at("until") == "0.3");
+    CHECK(head.count("rung_span") == 1); // the rungs of the step cut short
+    CHECK_THROWS_WITH_AS(Run::resume(be, stopped.str(), 0.29), doctest::Contains("ends before the step in progress"),
+                         UsageError);
+    {
+        auto r = Run::resume(be, stopped.str(), std::nullopt);
+        CHECK(r->run() == Run::Outcome::finished);
+        CHECK(r->simulation().time() == 0.7);
+    }
+    for (const char* name :
+         {"energy.csv", "snapshot_00001.tipsy", "snapshot_00002.tipsy", "snapshot_00003.tipsy", "checkpoint.bin"})
         CHECK_MESSAGE(file_bytes(straight.path / name) == file_bytes(stopped.path / name), name);
 }
 
