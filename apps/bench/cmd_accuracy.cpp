@@ -21,6 +21,7 @@
 #include "core/numbers.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -41,6 +42,15 @@ double at_fraction(const std::vector<double>& v, double q)
     return v[std::min(i, v.size() - 1)];
 }
 
+/// The defaults of --n and --sample for a device of one kind: on a CPU the GPU's take minutes for one row.
+struct AccuracyDefaults {
+    std::vector<std::size_t> sizes;
+    long long sample;
+    std::string sizes_text() const { return fmt::format("{}", fmt::join(sizes, ",")); }
+};
+const AccuracyDefaults gpu_defaults{{32768, 131072, 1048576}, 16384};
+const AccuracyDefaults cpu_defaults{{16384, 65536}, 2048};
+
 } // namespace
 
 int run_accuracy(const std::vector<std::string>& args)
@@ -60,7 +70,9 @@ int run_accuracy(const std::vector<std::string>& args)
                 "  banyan accuracy --in snap.hdf5 --theta 0.3,0.5,0.75 --csv et.csv\n"
                 "  banyan accuracy --model hernquist --opening paper,bmax --theta 1 --alpha 0.001,0.008");
     opt.device_options();
-    opt.value("n", "N1,N2,..", "particle numbers", "32768,131072,1048576");
+    opt.value("n", "N1,N2,..",
+              fmt::format("particle numbers (default: {} on a GPU, {} on a CPU)", gpu_defaults.sizes_text(),
+                          cpu_defaults.sizes_text()));
     opt.value("theta", "T1,T2,..", "opening angles in [0, 1]", "0.2,0.3,0.4,0.5,0.6,0.7,0.8");
     opt.value("opening", "C1,C2", "opening criteria: paper (d > l / theta + delta), bmax (d > bmax / theta)", "paper");
     opt.value("alpha", "A1,A2,..",
@@ -68,7 +80,10 @@ int run_accuracy(const std::vector<std::string>& args)
               "M l^3 / d^5 <= alpha |a|, |a| from an untimed walk at theta 0.5 first (as a "
               "simulation has it from its last step); one row per alpha");
     opt.value("eps", "E", "Plummer softening, >= 0", "0");
-    opt.value("sample", "K", "targets of the direct reference per N (random, without repeats)", "16384");
+    opt.value("sample", "K",
+              fmt::format("targets of the direct reference per N (random, without repeats; default: {} on a GPU, {} "
+                          "on a CPU)",
+                          gpu_defaults.sample, cpu_defaults.sample));
     opt.value("seed", "S", "seed of the Plummer spheres and of the sample", "1");
     opt.value("model", "M", "the particles: plummer, hernquist (cuspy) or disc (flattened), N-body units", "plummer");
     opt.value("in", "FILE", "the particles of a snapshot (HDF5 or tipsy) instead of a model (then no --n)");
@@ -83,12 +98,16 @@ int run_accuracy(const std::vector<std::string>& args)
     if (opt.has("in") && opt.has("model")) throw UsageError("accuracy: give either --model or --in, not both");
     const std::string model = opt.str("model");
     make_model(model, 1, 1); // refuses an unknown name before any work
-    std::vector<std::size_t> sizes;
-    for (long long v : opt.integer_list("n")) {
-        if (v < 2 || v > (1ll << 28))
-            throw UsageError(fmt::format("accuracy: --n values must be in [2, 2^28], got {}", v));
-        sizes.push_back(static_cast<std::size_t>(v));
-    }
+    auto size_list = [](const std::vector<long long>& given) {
+        std::vector<std::size_t> sizes;
+        for (long long v : given) {
+            if (v < 2 || v > (1ll << 28))
+                throw UsageError(fmt::format("accuracy: --n values must be in [2, 2^28], got {}", v));
+            sizes.push_back(static_cast<std::size_t>(v));
+        }
+        return sizes;
+    };
+    std::vector<std::size_t> sizes = opt.has("n") ? size_list(opt.integer_list("n")) : std::vector<std::size_t>{};
     const std::vector<double> thetas = opt.number_list("theta");
     for (double t : thetas)
         if (!opening_angle_ok(t))
@@ -103,8 +122,8 @@ int run_accuracy(const std::vector<std::string>& args)
     const double eps = opt.number("eps");
     // The range `banyan run` allows; the softening against the particles' extent is judged with them below.
     if (!(eps >= 0 && eps < 1e30)) throw UsageError(fmt::format("accuracy: --eps must be in [0, 1e30), got {}", eps));
-    const long long k_opt = opt.integer("sample");
-    if (k_opt < 1) throw UsageError(fmt::format("accuracy: --sample must be at least 1, got {}", k_opt));
+    const long long k_given = opt.has("sample") ? opt.integer("sample") : 1;
+    if (k_given < 1) throw UsageError(fmt::format("accuracy: --sample must be at least 1, got {}", k_given));
     const long long seed_given = opt.integer("seed");
     if (seed_given < 0) throw UsageError(fmt::format("accuracy: --seed must be 0 or more, got {}", seed_given));
     const auto seed = static_cast<std::uint64_t>(seed_given);
@@ -117,6 +136,10 @@ int run_accuracy(const std::vector<std::string>& args)
 
     auto be = open_device(opt.device_request());
     const DeviceInfo& d = be->info();
+    // Defaults sized to the device: a GPU's take minutes for one row on a CPU.
+    const AccuracyDefaults& fit = d.gpu ? gpu_defaults : cpu_defaults;
+    if (!opt.has("in") && !opt.has("n")) sizes = fit.sizes;
+    const long long k_opt = opt.has("sample") ? k_given : fit.sample;
     fmt::print("device: {} #{}  {}  ({}); {}, eps {}, N_leaf {}, N_crit {}, reference: double-precision direct "
                "summation\n\n",
                d.backend, d.index, d.name, d.gpu ? "GPU" : "CPU", opt.has("in") ? opt.str("in") : model, eps,
@@ -156,10 +179,14 @@ int run_accuracy(const std::vector<std::string>& args)
         auto pos = be->upload<bn_f4>(p, "accuracy.pos");
         auto tdev = be->upload<bn_u32>(targets, "accuracy.targets");
         auto ref_dev = be->alloc<double>(4 * k, "accuracy.ref");
+        // Said before it starts: on a slow device the reference of a large N takes minutes.
+        fmt::print("  (N = {}: the direct reference on {} targets ...", n, k);
+        std::fflush(stdout);
         const auto t0 = std::chrono::steady_clock::now();
         direct_forces_f64_targets(*be, pos, n, tdev, k, eps_walk, ref_dev);
         const std::vector<double> ref = ref_dev.download(4 * k);
         const double direct_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        fmt::print(" {:.2f} s)\n", direct_s);
 
         auto acc_dev = be->alloc<bn_f4>(n, "accuracy.acc");
         for (const Opening opening : openings) {
@@ -208,7 +235,6 @@ int run_accuracy(const std::vector<std::string>& args)
                                        reps > 0 ? fmt::format("{:.4f}", ms) : "", med, p90, p99, mx, pp, pc);
                 }
         }
-        fmt::print("  (N = {}: direct reference on {} targets took {:.2f} s)\n", n, k, direct_s);
     }
     if (opt.has("csv")) {
         fmt::print("\n");

@@ -7,6 +7,7 @@
  */
 #include "apps/bench/bench_util.hpp"
 #include "apps/cli/cli.hpp"
+#include "apps/cli/progress.hpp"
 #include "core/error.hpp"
 #include "core/simulation/run.hpp"
 
@@ -31,9 +32,10 @@ int run_bench_galaxy(const std::vector<std::string>& args)
                 "  banyan bench galaxy\n"
                 "  banyan bench galaxy --galaxy m31 --n 1048576 --rotations 3");
     opt.device_options();
-    opt.value("n", "N", "particles", "262144");
+    // Defaults sized to the device: the GPU's run for hours on a CPU.
+    opt.value("n", "N", "particles (default: 262144 on a GPU; 16384 on a CPU, a short run too few for the targets)");
     add_galaxy_model_options(opt);
-    opt.value("rotations", "K", "disc rotation periods at R_d to run", "5");
+    opt.value("rotations", "K", "disc rotation periods at R_d to run (default: 5 on a GPU, 0.5 on a CPU)");
     opt.value("dt", "DT", "time step", "1/64");
     opt.value("eps", "E", "softening (kpc)", "0.05");
     opt.value("theta", "T", "opening angle", "0.75");
@@ -42,32 +44,41 @@ int run_bench_galaxy(const std::vector<std::string>& args)
 
     RunOptions o;
     o.ic = "galaxy";
-    o.n = static_cast<std::uint64_t>(opt.integer_in("n", 16, 0x7FFFFFFF));
+    // Judged before the device is opened; the defaults, which depend on it, after.
+    const long long n_given = opt.has("n") ? opt.integer_in("n", 16, 0x7FFFFFFF) : 0;
     o.seed = static_cast<std::uint64_t>(opt.integer("seed"));
     o.galaxy = galaxy_model_option_values(opt, "bench galaxy");
     o.dt = parse_time(opt.str("dt"), "--dt");
     o.eps = opt.number("eps");
     o.theta = opt.number("theta");
     o.log_every = 1u << 30;
+    const double rotations_given = opt.has("rotations") ? opt.number("rotations") : 1;
+    if (!(rotations_given > 0 && rotations_given < 1e4))
+        throw UsageError("bench galaxy: --rotations must be in (0, 10^4)");
+
+    auto be = open_device(opt.device_request());
+    const DeviceInfo& i = be->info();
+    o.n = static_cast<std::uint64_t>(opt.has("n") ? n_given : i.gpu ? 262144 : 16384);
+    const double rotations = opt.has("rotations") ? rotations_given : i.gpu ? 5 : 0.5;
     const GalaxyGenerator gen(galaxy_setup(o));
     const GalaxyProfile& model = gen.profile(0);
     const double rd = model.scale_length();
     const double period = 2 * std::numbers::pi * rd / model.circular_speed(rd);
-    const double rotations = opt.number("rotations");
-    if (!(rotations > 0 && rotations < 1e4)) throw UsageError("bench galaxy: --rotations must be in (0, 10^4)");
     o.t_end = rotations * period;
     RunRequest request(o);
     request.outputs = RunOutputs::none();
-
-    auto be = open_device(opt.device_request());
-    const DeviceInfo& i = be->info();
     fmt::print("device: {} #{}  {}  ({})\n", i.backend, i.index, i.name, i.version);
     fmt::print("galaxy {}: N {}, types 1/2/3/5 {}/{}/{}/{}, R_d {} kpc, rotation period at R_d {:.4g} (x {} = t "
                "{:.4g}), dt {}, eps {}, theta {}\n",
                opt.str("galaxy"), o.n, gen.type_counts()[0], gen.type_counts()[1], gen.type_counts()[2],
                gen.type_counts()[3], rd, period, rotations, o.t_end, o.dt, o.eps, o.theta);
 
-    Run run(*be, plan_run(std::move(request)));
+    std::fflush(stdout);
+    // A line at least every 10 s while it runs (a live line on a terminal): a slow device is never silent for minutes.
+    Progress progress(false);
+    RunHooks hooks;
+    progress.attach(hooks);
+    Run run(*be, plan_run(std::move(request)), hooks);
     auto measure = [&]() {
         std::vector<bn_f4> pos, vel, acc;
         run.simulation().input_order(pos, vel, acc);
@@ -75,7 +86,9 @@ int run_bench_galaxy(const std::vector<std::string>& args)
     };
     const GalaxyMeasures a = measure();
     const auto t0 = std::chrono::steady_clock::now();
+    progress.follow(run);
     run.run();
+    progress.finish();
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const GalaxyMeasures b = measure();
 
@@ -107,7 +120,7 @@ int run_bench_galaxy(const std::vector<std::string>& args)
     row("Toomre Q at R_q, end", q, b.toomre_q, b.toomre_q, rel(q, b.toomre_q), 0.10);
     const RunRecord& last = run.record();
     fmt::print("wall {:.2f} s for {} steps ({:.3f} ms a step); energy: |dE/E| at the end {:.2e}, largest {:.2e}\n",
-               wall, run.step_count(), 1e3 * wall / static_cast<double>(run.step_count()), std::fabs(last.de),
+               wall, run.session_steps(), 1e3 * wall / static_cast<double>(run.session_steps()), std::fabs(last.de),
                last.max_de);
     fmt::print("{} of the targets {}\n", failed ? "some" : "all", failed ? "missed" : "hold");
     return 0;

@@ -10,6 +10,7 @@
  * (a second signal ends the program at once).
  */
 #include "apps/cli/cli.hpp"
+#include "apps/cli/progress.hpp"
 #include "core/device/devices.hpp"
 #include "core/error.hpp"
 #include "core/files/png_image.hpp"
@@ -41,13 +42,6 @@ extern "C" void on_stop_signal(int sig)
 {
     if (g_stop) std::_Exit(128 + sig); // a second signal: no more waiting for the step to end
     g_stop = sig;
-}
-
-std::string clock_text(double seconds)
-{
-    if (!(seconds >= 0) || !std::isfinite(seconds)) return "?";
-    const auto s = static_cast<long long>(seconds + 0.5);
-    return fmt::format("{}:{:02d}:{:02d}", s / 3600, (s / 60) % 60, s % 60);
 }
 
 /// What a restart takes besides --restart: the end time, where it runs, and what it prints and draws. Every other
@@ -187,9 +181,19 @@ Options run_options()
               "block steps: the deepest rung allowed (steps down to --dt / 2^K, K <= 30); a particle that asks for "
               "a shorter step stops the run with an error naming it",
               "16");
-    opt.value("t-end", "T", "end time (absolute; with --restart, extends or shortens the run)", "10");
+    opt.value("t-end", "T",
+              "end time (absolute; with --restart, extends or shortens the run); the run ends exactly there: a step "
+              "of --dt that would pass it is cut short to end on it",
+              "10");
     opt.value("log-every", "STEPS", "steps between lines of the energy log", "16");
-    opt.value("snapshot-every", "T", "time between snapshots (0: at the start and the end only; never: none)", "1");
+    opt.value("snapshot-every", "T",
+              "time between snapshots (0: at the start and the end only; never: none); each is written at its "
+              "time exactly: a step that would pass it is cut short there, the next goes on to the step's end",
+              "1");
+    opt.value("snapshot-times", "T1,T2,..",
+              "snapshots at these times instead (as GADGET's output list), besides the start and the end: a list "
+              "such as 0.5,1,2.5, or a file of times, one per line (what follows a time on its line, and lines "
+              "starting with #, are ignored)");
     opt.value("checkpoint-every", "T", "time between checkpoints (0: start, end and Ctrl-C only; never: none)", "1");
     opt.value("out", "DIR", "output folder (created; must not hold a run already)", "banyan-run");
     opt.value("format", "F", "snapshot format: " + snapshot_format_list([](const SnapshotFormatInfo& f) {
@@ -299,7 +303,10 @@ RunRequest parse_new_run(const Options& opt, std::optional<double> t_end)
         const std::string v = opt.str(name);
         return v == "never" ? RunOptions::never : parse_time(v, fmt::format("--{}", name).c_str());
     };
-    ro.snapshot_every = every("snapshot-every");
+    if (opt.has("snapshot-times") && opt.has("snapshot-every"))
+        throw UsageError("run: give either --snapshot-every or --snapshot-times, not both");
+    ro.snapshot_every = opt.has("snapshot-times") ? 0.0 : every("snapshot-every");
+    if (opt.has("snapshot-times")) ro.snapshot_times = parse_time_list(opt.str("snapshot-times"), "--snapshot-times");
     ro.checkpoint_every = every("checkpoint-every");
     if (!galaxy_merger) {
         ro.merger.pericentre = opt.number("pericentre");
@@ -336,76 +343,6 @@ void refuse_run_only(const Options& opt, std::optional<double> t_end)
     if (t_end && !std::isfinite(*t_end)) throw UsageError("run: --t-end must be finite");
 }
 
-/// The progress of a run: a line redrawn in place on a terminal (at most five times a second and at each line of
-/// the energy log), plain lines per log interval otherwise, nothing when quiet.
-class Progress {
-public:
-    explicit Progress(bool quiet) : quiet_(quiet), tty_(!quiet && ::isatty(::fileno(stdout))) {}
-
-    /// Hooks that draw the progress of the run given to follow().
-    void attach(RunHooks& hooks)
-    {
-        hooks.on_log = [this](const RunRecord&) {
-            if (!run_ || quiet_) return;
-            if (tty_)
-                draw();
-            else
-                fmt::print("{}\n", status_text());
-            std::fflush(stdout);
-        };
-        hooks.on_step = [this]() {
-            if (!tty_ || !run_) return;
-            if (Clock::now() - last_draw_ < std::chrono::milliseconds(200)) return;
-            draw();
-            std::fflush(stdout);
-        };
-        hooks.on_substep = hooks.on_step; // a block step of many substeps may take minutes
-    }
-    void follow(const Run& run)
-    {
-        run_ = &run;
-        if (tty_) {
-            fmt::print("{}", status_text());
-            std::fflush(stdout);
-        }
-    }
-    /// Ends the line redrawn in place.
-    void finish() const
-    {
-        if (tty_) fmt::print("\n");
-    }
-
-private:
-    using Clock = std::chrono::steady_clock;
-    void draw()
-    {
-        fmt::print("\r\033[K{}", status_text());
-        last_draw_ = Clock::now();
-    }
-    std::string status_text() const
-    {
-        const Run& r = *run_;
-        const double sps =
-            r.session_steps() ? static_cast<double>(r.session_steps()) / std::max(r.session_seconds(), 1e-9) : 0.0;
-        const double left = sps > 0 ? static_cast<double>(r.end_step() - r.step_count()) / sps : -1;
-        std::string s =
-            fmt::format("step {}/{}  t {:.4g}  dE/E {:+.2e} (max {:.2e})  {:.3g} particles/s  left {}", r.step_count(),
-                        r.end_step(), r.simulation().time(), r.last_record().de, r.last_record().max_de,
-                        sps * static_cast<double>(r.simulation().total_size()), clock_text(left));
-        if (r.last_record().centre_distance >= 0)
-            s += fmt::format("  centres {:.4g} apart", r.last_record().centre_distance);
-        if (r.options().steps == "block") {
-            const BlockStats& b = r.simulation().block_stats();
-            s += fmt::format("  {}  {:.3g}x fewer forces", rung_text(b), shared_step_ratio(b));
-        }
-        return s;
-    }
-
-    bool quiet_, tty_;
-    const Run* run_ = nullptr;
-    Clock::time_point last_draw_ = Clock::now() - std::chrono::seconds(1);
-};
-
 /// What the run's session measured before it stepped, for the summary's per-step figures.
 struct SessionStart {
     PhaseTimes times;
@@ -418,7 +355,7 @@ void print_block_summary(const Simulation& sim, const RunOptions& o)
 {
     const BlockStats& b = sim.block_stats();
     const double n = static_cast<double>(sim.total_size());
-    const double per_time = b.steps ? double(b.active_updates) / (n * double(b.steps) * o.dt) : 0.0;
+    const double per_time = b.span > 0 ? double(b.active_updates) / (n * b.span * o.dt) : 0.0;
     fmt::print("block steps: {} substeps in {} steps; {}; deepest rung so far {} (dt / {}); {:.4g} force "
                "evaluations per particle per unit time, a shared step of dt / {} needs {:.4g}: {:.3g}x fewer\n",
                b.substeps, b.steps, rung_text(b), b.deepest, 1u << b.deepest, per_time, 1u << b.deepest,
@@ -444,9 +381,10 @@ void print_phases(const Comm& comm, const ParallelPhases& p, double per)
                both(p.gravity), both(p.gravity_device), both(p.wait), both(p.total));
 }
 
-/// The summary at the end: how it ended, the rate, device time per phase, memory, energy and files.
+/// The summary at the end: how it ended, the rate, device time per phase, memory, energy (@p now: of the state now,
+/// where it was measured) and files.
 void print_summary(const Run& run, Run::Outcome outcome, const SessionStart& before, const Backend& be,
-                   const Comm& comm, const ParallelPhases& phases)
+                   const Comm& comm, const ParallelPhases& phases, const std::optional<RunRecord>& now)
 {
     const Simulation& sim = run.simulation();
     const std::uint64_t steps = run.session_steps();
@@ -455,11 +393,12 @@ void print_summary(const Run& run, Run::Outcome outcome, const SessionStart& bef
     const PhaseTimes& t = sim.times();
     const double output_ms = (run.output_seconds() - before.output_seconds) * 1e3;
     // Between the substeps of a block step: where in the step it paused.
-    const std::string where = sim.tick()
-                                  ? fmt::format("in step {} (t = {} to {}), after {} of its {} ticks of dt / 2^{}",
-                                                run.step_count() + 1, sim.time(), sim.time() + run.options().dt,
-                                                sim.tick(), sim.ticks_per_step(), run.options().max_rung)
-                                  : fmt::format("at step {} (t = {})", run.step_count(), sim.time());
+    const std::string where =
+        sim.tick()       ? fmt::format("in step {} (t = {} to {}), after {} of its {} ticks of its length / 2^{}",
+                                       run.step_count() + 1, sim.time(), sim.step_end(), sim.tick(), sim.ticks_per_step(),
+                                       run.options().max_rung)
+        : sim.off_grid() ? fmt::format("at t = {} (in step {}, cut short there)", sim.time(), run.log_step())
+                         : fmt::format("at step {} (t = {})", run.step_count(), sim.time());
     if (outcome == Run::Outcome::stopped && run.options().checkpoint_every == RunOptions::never)
         fmt::print("stopped by {} {}; no checkpoint (--checkpoint-every never)\n",
                    g_stop == SIGTERM ? "SIGTERM" : "SIGINT", where);
@@ -480,14 +419,16 @@ void print_summary(const Run& run, Run::Outcome outcome, const SessionStart& bef
         if (run.options().steps == "block") print_block_summary(sim, run.options());
     }
     const double peak = double(be.memory().peak);
-    fmt::print("device memory{}: peak {:.2f} GiB, {:.1f} bytes per particle (everything held at once, scratch "
-               "included)\n",
-               comm.parallel() ? " of rank 0" : "", peak / (1 << 30),
+    fmt::print("device memory{}: peak {}, {:.1f} bytes per particle (everything held at once, scratch included)\n",
+               comm.parallel() ? " of rank 0" : "", bytes_text(peak),
                peak / double(std::max<std::size_t>(sim.size(), 1)));
-    fmt::print("energy: dE/E {:+.3e} at t = {}, worst |dE/E| {:.3e}", run.last_record().de, run.last_record().time,
-               run.max_de());
-    if (run.last_record().centre_distance >= 0)
-        fmt::print("; central particles {:.4g} apart", run.last_record().centre_distance);
+    // The state the run ended or stopped in (measured now when it stopped between steps); mid-step, the last line
+    // of the log, said so.
+    const RunRecord& e = now ? *now : run.last_record();
+    fmt::print("energy: dE/E {:+.3e} at t = {}{}, worst |dE/E| {:.3e}", e.de, e.time,
+               now || e.time == sim.time() ? "" : " (the last line of the log; the step in progress is mid-way)",
+               e.max_de);
+    if (e.centre_distance >= 0) fmt::print("; central particles {:.4g} apart", e.centre_distance);
     fmt::print("\nfiles: {0}/snapshot_*.{2}, {0}/energy.csv, {0}/checkpoint.bin{1}\n", run.options().out,
                comm.parallel() ? " (and checkpoint.bin.rankR.a or .b of each other rank)" : "",
                to_string(run.options().format));
@@ -505,10 +446,9 @@ void check_device_memory(const RunPlan& plan, const Backend& be, const std::stri
     const std::size_t each = P > 1 ? (n + P - 1) / P + n / P / 16 : n;
     const std::size_t need = estimate_device_bytes(be, each, true, plan.options().steps == "block");
     if (!quiet)
-        fmt::print("device memory: about {:.2f} GiB needed{} ({:.0f} bytes per particle), {:.1f} GiB on the "
-                   "device\n",
-                   double(need) / (1 << 30), P > 1 ? fmt::format(" per rank ({} ranks)", P) : "",
-                   double(need) / double(std::max<std::size_t>(each, 1)), double(dev.memory_bytes) / (1 << 30));
+        fmt::print("device memory: about {} needed{} ({:.0f} bytes per particle), {} on the device\n",
+                   bytes_text(double(need)), P > 1 ? fmt::format(" per rank ({} ranks)", P) : "",
+                   double(need) / double(std::max<std::size_t>(each, 1)), bytes_text(double(dev.memory_bytes)));
     if (need > dev.memory_bytes)
         throw UsageError(fmt::format("run: {} particles need about {:.1f} GiB of device memory ({:.0f} bytes per "
                                      "particle), more than the {:.1f} GiB of {}; use fewer particles or a larger "
@@ -518,17 +458,42 @@ void check_device_memory(const RunPlan& plan, const Backend& be, const std::stri
 }
 
 /// The lines that say what a new run will do.
-void print_start(const RunPlan& plan, const std::string& dev_text)
+/// The softening as the run took it: a file's as the float it is in the file (its double form would show float's
+/// rounding, "0.05000000074505806"), a value given as given.
+std::string eps_text(double eps, bool from_file)
+{
+    return from_file ? fmt::format("{}", static_cast<float>(eps)) : fmt::format("{}", eps);
+}
+
+/// The lines that say what a new run will do.
+void print_start(const RunPlan& plan, const std::string& dev_text, bool eps_from_file)
 {
     const RunOptions& ro = plan.options();
     const double t_start = plan.input() ? plan.input()->time : 0.0;
-    fmt::print("banyan run: {} particles ({}{}), theta {} ({}{}), eps {}, dt {}, t = {} to {} ({} steps) on {}\n",
+    const GridPlace end = grid_place(t_start, ro.t_end, ro.dt);
+    // An end off the grid of dt: the last step is cut short to end there.
+    const std::string last =
+        end.on_grid ? std::string()
+                    : fmt::format(", the last cut to {:.6g} to end at t = {}",
+                                  ro.t_end - (t_start + static_cast<double>(end.step - 1) * ro.dt), ro.t_end);
+    fmt::print("banyan run: {} particles ({}{}), theta {} ({}{}), eps {}, dt {}, t = {} to {} ({} steps{}) on {}\n",
                plan.size(), ro.ic == "file" ? ro.in : ro.ic, ro.ic == "file" ? "" : fmt::format(", seed {}", ro.seed),
-               ro.theta, ro.opening, ro.alpha > 0 ? fmt::format(" + relative alpha {}", ro.alpha) : "", ro.eps, ro.dt,
-               t_start, ro.t_end, steps_between(t_start, ro.t_end, ro.dt), dev_text);
+               ro.theta, ro.opening, ro.alpha > 0 ? fmt::format(" + relative alpha {}", ro.alpha) : "",
+               eps_text(ro.eps, eps_from_file), ro.dt, t_start, ro.t_end, end.step, last, dev_text);
     auto every = [](double v) { return v == RunOptions::never ? std::string("never") : fmt::format("every {}", v); };
+    std::string snapshots = every(ro.snapshot_every);
+    if (!ro.snapshot_times.empty()) {
+        const std::size_t shown = std::min<std::size_t>(ro.snapshot_times.size(), 6);
+        snapshots = "at t = ";
+        for (std::size_t k = 0; k < shown; ++k)
+            snapshots += fmt::format("{}{}", k ? ", " : "", ro.snapshot_times[k]);
+        if (shown < ro.snapshot_times.size()) snapshots += fmt::format(", ... ({} times)", ro.snapshot_times.size());
+    }
+    if (ro.snapshot_every > 0 && ro.snapshot_every != RunOptions::never &&
+        !grid_place(0.0, ro.snapshot_every, ro.dt).on_grid)
+        snapshots += " (steps cut short to reach each)";
     fmt::print("output: {}/ (energy.csv every {} steps, snapshot_NNNNN.{} {}, checkpoint.bin {})\n", ro.out,
-               ro.log_every, to_string(ro.format), every(ro.snapshot_every), every(ro.checkpoint_every));
+               ro.log_every, to_string(ro.format), snapshots, every(ro.checkpoint_every));
     fmt::print("units: {}\n", parse_units(ro.units).describe());
     std::fflush(stdout);
 }
@@ -565,15 +530,17 @@ int run_run(const std::vector<std::string>& raw_args)
 
     // Everything that can be judged without the device first: the options, the input file, the output folder.
     std::optional<RunPlan> plan;
+    bool eps_from_file = false;
     if (restart) {
         refuse_run_only(opt, t_end);
         prepare_output_dir(opt.str("restart"), false);
     } else {
         RunRequest wanted = parse_new_run(opt, t_end);
-        const bool eps_from_file = wanted.eps_from_file;
+        eps_from_file = wanted.eps_from_file;
         plan = plan_run(std::move(wanted), comm);
         if (eps_from_file && !quiet)
-            fmt::print("softening eps = {} (the particles' own, from {})\n", plan->options().eps, plan->options().in);
+            fmt::print("softening eps = {} (the particles' own, from {})\n", eps_text(plan->options().eps, true),
+                       plan->options().in);
     }
     // An output folder this command created and left empty goes again when the run cannot start.
     const std::string new_out = plan ? plan->options().out : std::string();
@@ -639,7 +606,7 @@ int run_run(const std::vector<std::string>& raw_args)
                 discard_empty_out();
                 throw;
             }
-            if (!quiet) print_start(*plan, dev_text);
+            if (!quiet) print_start(*plan, dev_text, eps_from_file);
             run = std::make_unique<Run>(*be, std::move(*plan), hooks, comm);
         }
         if (!quiet && comm.parallel())
@@ -661,10 +628,13 @@ int run_run(const std::vector<std::string>& raw_args)
     std::signal(SIGTERM, SIG_DFL);
     progress.finish();
 
-    // Every rank takes part in the phases' reduction; rank 0 prints them.
+    // Every rank takes part in the phases' reduction; rank 0 prints them. A run stopped between steps: its
+    // energy now (collective, so on every rank), not the last line of the log.
     const ParallelPhases phases =
         phases_over_ranks(comm, run->simulation().times().parallel.since(before.times.parallel));
-    if (!quiet) print_summary(*run, outcome, before, *be, comm, phases);
+    std::optional<RunRecord> now;
+    if (outcome == Run::Outcome::stopped && !run->simulation().tick()) now = run->measure();
+    if (!quiet) print_summary(*run, outcome, before, *be, comm, phases, now);
     if (outcome == Run::Outcome::stopped) return g_stop == SIGTERM ? 143 : 130;
     return 0;
 }

@@ -520,9 +520,10 @@ public:
         return s;
     }
 
-    /// @p n steps; Ctrl-C (SIGINT) raises KeyboardInterrupt between two steps. The device is held a step at a
-    /// time: other threads' calls on it fall between the steps, and the signal check (which needs the GIL) runs
-    /// with the device free.
+    /// @p n steps (each to the next point of the time grid of the start; after an evolve() that ended off it, the
+    /// first goes on to it); Ctrl-C (SIGINT) raises KeyboardInterrupt between two steps. The device is held a step
+    /// at a time: other threads' calls on it fall between the steps, and the signal check (which needs the GIL)
+    /// runs with the device free.
     void step(std::uint64_t n)
     {
         for (std::uint64_t i = 0; i < n; ++i) {
@@ -536,25 +537,43 @@ public:
         run_->record(); // dE/E and its largest magnitude, at the end of each call
     }
 
-    /// The step count at @p t_end on the run's time grid (steps_between: refuses an end no step reaches).
+    /// The step @p t_end lies in on the run's time grid (steps_between: refuses an end no step reaches), as
+    /// log_step() counts.
     std::uint64_t step_at(double t_end)
     {
         const DeviceLock lock(dev_);
         return steps_between(run_->simulation().t_begin(), t_end, run_->options().dt);
     }
 
-    /// Steps until @p t_end, on the time grid of the start (as `banyan run --t-end`).
-    void evolve(double t_end)
+    /// Steps until @p t_end, at most @p most of them, and returns whether it is reached: to the end time exactly, as
+    /// `banyan run --t-end` (the step that would pass it is cut short there, Run::step). Ctrl-C raises
+    /// KeyboardInterrupt between two steps.
+    bool evolve(double t_end, std::uint64_t most)
     {
-        std::uint64_t end = 0, now = 0;
         {
             const DeviceLock lock(dev_);
-            const Simulation& sim = run_->simulation();
-            end = steps_between(sim.t_begin(), t_end, run_->options().dt), now = sim.steps();
+            // The run's end is where it cuts its step short (and what a checkpoint saved from here holds).
+            if (!run_->reached(t_end)) run_->set_end(t_end);
         }
-        if (end > now) step(end - now);
+        std::uint64_t taken = 0;
+        for (;; ++taken) {
+            {
+                const DeviceLock lock(dev_);
+                if (run_->reached(t_end) || taken == most) break;
+                run_->step();
+            }
+            if (PyErr_CheckSignals() != 0) throw nb::python_error();
+        }
         const DeviceLock lock(dev_);
-        if (t_end > run_->options().t_end) run_->set_end(t_end);
+        if (taken) run_->record(); // dE/E and its largest magnitude, at the end of each call
+        return run_->reached(t_end);
+    }
+
+    /// The step the time lies in (Run::log_step: steps(), and one more off the grid).
+    std::uint64_t log_step()
+    {
+        const DeviceLock lock(dev_);
+        return run_->log_step();
     }
 
     // The run's state changes during another thread's step() of this Simulation: read under the lock too.
@@ -711,8 +730,9 @@ public:
     void save(const std::string& path)
     {
         const DeviceLock lock(dev_);
-        // An end the CLI accepts (it must lie ahead of the checkpoint).
-        const double ahead = run_->simulation().time() + run_->options().dt / 2;
+        // An end the CLI accepts (it must lie ahead of the checkpoint): the end of the step under way, a point of the
+        // grid of dt, so that neither this simulation nor a restart cuts a step short for it.
+        const double ahead = run_->simulation().step_end();
         if (!(run_->options().t_end >= ahead)) run_->set_end(ahead);
         run_->save(path);
     }
@@ -833,7 +853,8 @@ NB_MODULE(_banyan, m)
         .def(nb::init<Device&, RunPlan&>(), "device"_a, "plan"_a, nb::keep_alive<1, 2>())
         .def_static("load", &PySimulation::load, "device"_a, "path"_a, nb::keep_alive<0, 1>())
         .def("step", &PySimulation::step, "n"_a)
-        .def("evolve", &PySimulation::evolve, "t_end"_a)
+        .def("evolve", &PySimulation::evolve, "t_end"_a, "most"_a = ~std::uint64_t{0})
+        .def_prop_ro("log_step", &PySimulation::log_step)
         .def("step_at", &PySimulation::step_at, "t_end"_a)
         .def("state", &PySimulation::state, "pos"_a.noconvert(), "vel"_a.noconvert(), "acc"_a.noconvert(),
              "pot"_a.noconvert())

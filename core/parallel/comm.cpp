@@ -44,15 +44,6 @@ bool g_mpi = false; // whether init() started MPI
 /// Largest piece of one message (MPI counts are int).
 constexpr std::size_t piece = std::size_t{1} << 30;
 
-/// Whether a launcher started this process (then MPI_Init finds its peers; otherwise it is not called at all).
-bool launched_by_mpi()
-{
-    for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "PMI_RANK", "MPI_LOCALNRANKS",
-                          "MV2_COMM_WORLD_SIZE", "I_MPI_HYDRA_HOST_FILE"})
-        if (std::getenv(v)) return true;
-    return false;
-}
-
 #if defined(BANYAN_HAVE_MPI)
 void check(int rc, const char* what)
 {
@@ -76,7 +67,7 @@ struct CommHandle {
 void Comm::init(int& argc, char**& argv)
 {
 #if defined(BANYAN_HAVE_MPI)
-    if (!launched_by_mpi()) return;
+    if (!launched()) return; // then MPI_Init finds its peers; otherwise it is not called at all
     int provided = 0;
     check(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
     g_mpi = true;
@@ -117,6 +108,14 @@ Comm& Comm::world()
 bool Comm::started()
 {
     return g_mpi;
+}
+
+bool Comm::launched()
+{
+    for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "PMI_RANK", "MPI_LOCALNRANKS",
+                          "MV2_COMM_WORLD_SIZE", "I_MPI_HYDRA_HOST_FILE"})
+        if (std::getenv(v)) return true;
+    return false;
 }
 
 std::string Comm::library()

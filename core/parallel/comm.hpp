@@ -71,6 +71,9 @@ public:
     static Comm& world();
     /// Whether init() started MPI (a launcher started this process; `mpirun -n 1` too).
     static bool started();
+    /// Whether an MPI launcher (mpirun, mpiexec, srun with PMI) started this process, built with MPI or not: its
+    /// environment says so. init() starts MPI only then.
+    static bool launched();
 
     int rank() const noexcept { return rank_; }
     int size() const noexcept { return size_; }

@@ -59,6 +59,7 @@ public:
     explicit FileOutputs(std::string dir) : dir_(std::move(dir)) {}
 
     bool logs() const noexcept override { return true; }
+    bool writes_snapshots() const noexcept override { return true; }
     void prepare(bool fresh) const override { prepare_output_dir(dir_, fresh); }
 
     void start_log(const Comm& comm) const override
@@ -131,6 +132,7 @@ private:
 class NoOutputs final : public RunOutputs {
 public:
     bool logs() const noexcept override { return false; }
+    bool writes_snapshots() const noexcept override { return false; }
     void prepare(bool) const override {}
     void start_log(const Comm&) const override {}
     std::uint64_t resume_log(std::uint64_t log_bytes, const Comm&) const override { return log_bytes; }

@@ -46,6 +46,8 @@ public:
     virtual std::uint64_t resume_log(std::uint64_t log_bytes, const Comm& comm) const = 0;
     /// Appends @p text (whole lines) to the log; rank 0 writes, every rank calls.
     virtual void append_log(const std::string& text, const Comm& comm) const = 0;
+    /// Whether snapshots are written (the run cuts its steps short to reach their times only then).
+    virtual bool writes_snapshots() const noexcept = 0;
     /// Where snapshot number @p number in @p format goes, or nothing.
     virtual std::optional<std::string> snapshot_path(std::uint64_t number, SnapshotFormat format) const = 0;
     /// Where this rank's file of the checkpoint set in @p slot goes (checkpoint.bin on rank 0, which names the set;

@@ -36,7 +36,8 @@ double grid_time(double t0, std::uint64_t k, double every)
     return t0 + static_cast<double>(k) * every;
 }
 
-/// Whether grid point @p k lies at or before the step at time @p t (half a step of slack against rounding).
+/// Whether checkpoint grid point @p k lies at or before the step at time @p t (half a step of slack against
+/// rounding: checkpoints are written at the end of the step nearest their time).
 bool due(double t0, std::uint64_t k, double every, double t, double dt)
 {
     return every > 0 && every != RunOptions::never && grid_time(t0, k, every) <= t + 0.5 * dt;
@@ -183,7 +184,7 @@ void Run::first_outputs()
     record();
     const double t = sim_->time();
     next_snapshot_ = next_checkpoint_ = 1; // grid point 0 is now
-    advance(next_snapshot_, t, opt_.snapshot_every, t, opt_.dt);
+    pass_snapshot_times();
     advance(next_checkpoint_, t, opt_.checkpoint_every, t, opt_.dt);
     write_snapshot();
     write_checkpoint();
@@ -191,10 +192,9 @@ void Run::first_outputs()
 
 std::string Run::kept_outputs() const
 {
-    if (!last_checkpoint_step_) return "no checkpoint was written yet";
+    if (!last_checkpoint_) return "no checkpoint was written yet";
     return fmt::format("the checkpoint of step {} (t = {}), the snapshots and the energy log up to it are kept in {}",
-                       *last_checkpoint_step_, sim_->t_begin() + static_cast<double>(*last_checkpoint_step_) * opt_.dt,
-                       opt_.out);
+                       last_checkpoint_->first, last_checkpoint_->second, opt_.out);
 }
 
 void Run::fail_non_finite(const std::string& what) const
@@ -218,26 +218,33 @@ void Run::check_state(const std::vector<bn_f4>& pos, const std::vector<bn_f4>& v
                                         ids.empty() ? i : ids[i], name, (*v)[i].x, (*v)[i].y, (*v)[i].z, (*v)[i].w));
 }
 
-const RunRecord& Run::record()
+RunRecord Run::measure()
 {
     const Energies e = sim_->energies();
     if (!all_finite(e))
         fail_non_finite(fmt::format("kinetic energy {}, potential energy {}, momentum ({}, {}, {})", e.kinetic,
                                     e.potential, e.momentum[0], e.momentum[1], e.momentum[2]));
-    const auto t0 = Clock::now();
-    if (sim_->steps() == 0) e0_ = e.total();
+    const double e0 = sim_->steps() == 0 && !sim_->off_grid() ? e.total() : e0_; // at the start: this energy
     RunRecord r;
-    r.step = sim_->steps();
+    r.step = log_step();
     r.time = sim_->time();
     r.energies = e;
-    r.de = e0_ != 0.0 ? (e0_ - e.total()) / e0_ + 0.0 : 0.0;      // + 0.0: no "-0" in the log
-    if (!(std::fabs(r.de) <= max_de_)) max_de_ = std::fabs(r.de); // a NaN is kept, never hidden by std::max
-    r.max_de = max_de_;
+    r.de = e0 != 0.0 ? (e0 - e.total()) / e0 + 0.0 : 0.0;              // + 0.0: no "-0" in the log
+    r.max_de = std::fabs(r.de) <= max_de_ ? max_de_ : std::fabs(r.de); // a NaN is kept, never hidden by std::max
     if (const auto pair = tracked_pair(opt_)) {
         const auto c = sim_->track((*pair)[0], (*pair)[1]);
         const double dx = double(c[1].x) - c[0].x, dy = double(c[1].y) - c[0].y, dz = double(c[1].z) - c[0].z;
         r.centre_distance = std::sqrt(dx * dx + dy * dy + dz * dz);
     }
+    return r;
+}
+
+const RunRecord& Run::record()
+{
+    const RunRecord r = measure();
+    const auto t0 = Clock::now();
+    if (sim_->steps() == 0 && !sim_->off_grid()) e0_ = r.energies.total();
+    max_de_ = r.max_de;
     if (outputs_->logs()) {
         // Every rank forms the same line and counts its length; the outputs write it once.
         const std::string text = log_line(r);
@@ -334,9 +341,58 @@ void Run::set_end(double t_end)
     end_step_ = steps_between(sim_->t_begin(), t_end, opt_.dt);
 }
 
+std::uint64_t Run::log_step() const noexcept
+{
+    return sim_->steps() + (sim_->off_grid() ? 1 : 0);
+}
+
+bool Run::reached(double t) const
+{
+    const GridPlace g = grid_place(sim_->t_begin(), t, opt_.dt);
+    return sim_->tick() == 0 &&
+           (sim_->steps() >= g.step || (!g.on_grid && sim_->time() >= t - time_tolerance(sim_->t_begin(), t, opt_.dt)));
+}
+
+bool Run::finished() const
+{
+    return reached(opt_.t_end);
+}
+
+std::optional<double> Run::snapshot_time(std::uint64_t k) const
+{
+    if (!opt_.snapshot_times.empty())
+        return k >= 1 && k <= opt_.snapshot_times.size() ? std::optional(opt_.snapshot_times[k - 1]) : std::nullopt;
+    if (!(opt_.snapshot_every > 0) || opt_.snapshot_every == RunOptions::never) return std::nullopt;
+    return grid_time(sim_->t_begin(), k, opt_.snapshot_every);
+}
+
+bool Run::pass_snapshot_times()
+{
+    bool passed = false;
+    for (auto t = snapshot_time(next_snapshot_); t && reached(*t); t = snapshot_time(++next_snapshot_))
+        passed = true;
+    return passed;
+}
+
+std::optional<double> Run::cut_time() const
+{
+    // The end time and, where snapshots are written, the next snapshot's time, when they lie inside the step under
+    // way (off its grid points: a time on one is reached by whole steps).
+    std::optional<double> cut;
+    auto consider = [&](std::optional<double> t) {
+        if (!t || reached(*t)) return;
+        const GridPlace g = grid_place(sim_->t_begin(), *t, opt_.dt);
+        if (!g.on_grid && g.step == sim_->steps() + 1) cut = std::min(*t, cut.value_or(*t));
+    };
+    consider(opt_.t_end);
+    if (outputs_->writes_snapshots() && opt_.snapshot_every != RunOptions::never)
+        consider(snapshot_time(next_snapshot_));
+    return cut;
+}
+
 Run::Outcome Run::run(const volatile std::sig_atomic_t* stop)
 {
-    while (sim_->steps() < end_step_) {
+    while (!finished()) {
         // Every rank stops at the same step, or substep (a signal may reach the ranks at different moments).
         if (comm_.any(stop && *stop) || !step(stop)) {
             write_checkpoint();
@@ -354,27 +410,26 @@ bool Run::step(const volatile std::sig_atomic_t* stop)
         return stop && *stop;
     };
     try {
-        if (!sim_->step(pause)) {
+        if (!sim_->step(pause, sim_->tick() ? std::nullopt : cut_time())) {
             session_seconds_ += seconds_since(t0);
             return false;
         }
     } catch (const DeviceError&) {
         // Out of device memory when the tree outgrows its arrays (another process took the memory), or any
         // other device failure: say what survives, then let the error (which names the allocation) go on.
-        notice(fmt::format("run: a device failure at step {} (t = {}); {}", sim_->steps() + 1, sim_->time() + opt_.dt,
+        notice(fmt::format("run: a device failure at step {} (t = {}); {}", sim_->steps() + 1, sim_->step_end(),
                            kept_outputs()));
         throw;
     }
     const double t_begin = sim_->t_begin();
     const std::uint64_t s = sim_->steps();
     const double t = sim_->time();
-    const bool last = s == end_step_;
+    const bool last = finished();
     // Without files the front end asks for energies itself (record()); the time grids still advance, so that a
-    // checkpoint saved from it continues its outputs where a run's would.
-    if (outputs_->logs() && (s % opt_.log_every == 0 || last)) record();
-    const bool snap = due(t_begin, next_snapshot_, opt_.snapshot_every, t, opt_.dt);
-    while (due(t_begin, next_snapshot_, opt_.snapshot_every, t, opt_.dt))
-        ++next_snapshot_;
+    // checkpoint saved from it continues its outputs where a run's would. A step cut short at a snapshot's time
+    // logs no line of its own (the log's lines are every log_every whole steps).
+    if (outputs_->logs() && ((!sim_->off_grid() && s % opt_.log_every == 0) || last)) record();
+    const bool snap = pass_snapshot_times();
     if (snap || last) write_snapshot();
     const bool ckpt = due(t_begin, next_checkpoint_, opt_.checkpoint_every, t, opt_.dt);
     while (due(t_begin, next_checkpoint_, opt_.checkpoint_every, t, opt_.dt))

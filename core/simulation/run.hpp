@@ -66,20 +66,32 @@ public:
                                        const Comm& comm = Comm::world());
 
     enum class Outcome { finished, stopped };
-    /// Steps until the end time, or until *stop is nonzero on any rank: checked between steps and, with block time
+    /// Steps until the end time (exactly: the step that passes it is cut short there, Simulation::step), or until
+    /// *stop is nonzero on any rank: checked between steps and, with block time
     /// steps, between substeps (a step of 2^16 substeps can take minutes, more than a batch system's grace period
     /// after SIGTERM); then a checkpoint is written, from which a restart continues bit for bit (mid-step, the
     /// checkpoint holds the substep reached: SimulationState::tick). Energies and the state are checked to be
     /// finite at every log line and before every snapshot and checkpoint: a run whose numbers went NaN or infinite
     /// stops with a NumericalError, its last good outputs untouched.
     Outcome run(const volatile std::sig_atomic_t* stop = nullptr);
-    /// One step (or the rest of one a checkpoint paused) and the outputs due after it (a line of the energy log
-    /// every options().log_every steps and at the end, snapshots and checkpoints on their time grids): what run()
-    /// repeats. With block time steps it pauses between substeps when *stop is nonzero on any rank, and returns
-    /// false (no outputs; run() then writes the checkpoint).
+    /// One step (or the rest of one a checkpoint paused or a cut began) and the outputs due after it (a line of the
+    /// energy log every options().log_every steps and at the end, snapshots at their times, checkpoints on their
+    /// time grid): what run() repeats. A step inside which the end time or (where the outputs write snapshots) a
+    /// snapshot's time lies is cut short there (Simulation::step), so that the run ends, and its snapshots are
+    /// written, at the times asked; the next step goes on to the grid point. With block time steps it pauses
+    /// between substeps when *stop is nonzero on any rank, and returns false (no outputs; run() then writes the
+    /// checkpoint).
     bool step(const volatile std::sig_atomic_t* stop = nullptr);
+    /// Whether the run is at its end time (tick() 0 and the time reached, to rounding: a time within 1e-9 of a
+    /// step of a grid point counts as it, as steps_between counts).
+    bool finished() const;
+    /// Whether time @p t is reached: tick() 0, and the time at or past it to the same rounding.
+    bool reached(double t) const;
     /// Energies now: a line of the energy log (where the outputs keep one), e0, dE/E and the largest |dE/E| updated.
     const RunRecord& record();
+    /// Energies now as a line of the energy log would give them (dE/E against e0, the largest |dE/E| with this one),
+    /// without writing one or changing the run's bookkeeping: the state a stopped run is in. Collective.
+    RunRecord measure();
     /// Moves the end time to @p t_end (the step count to it on the run's time grid).
     void set_end(double t_end);
     /// Writes a checkpoint of the run as it is now to @p path (the Python module's save; Run's own checkpoints go
@@ -98,7 +110,11 @@ public:
     const Snapshot& fields() const noexcept { return template_; }
     Simulation& simulation() noexcept { return *sim_; }
     const Simulation& simulation() const noexcept { return *sim_; }
+    /// Whole steps of dt done (Simulation::steps).
     std::uint64_t step_count() const noexcept { return sim_->steps(); }
+    /// The step the run is in, as the energy log and the progress count it: step_count(), plus 1 off the grid (a
+    /// step cut short at an output or end time is that step, and so is its rest to the grid point).
+    std::uint64_t log_step() const noexcept;
     std::uint64_t end_step() const noexcept { return end_step_; }
     const RunRecord& last_record() const noexcept { return last_; }
     double e0() const noexcept { return e0_; }
@@ -123,6 +139,14 @@ private:
     /// rows, the counts, snapshot_eps_ and the run's bookkeeping (energies, time grids, log length).
     void restore_bookkeeping(Checkpoint& c, std::uint64_t ranks, bool other_ranks, const std::string& path,
                              const std::string& dir);
+    /// The time of snapshot @p k of the run's snapshot times (k from 1: on the grid of snapshot_every from the start,
+    /// or the list snapshot_times), or nothing.
+    std::optional<double> snapshot_time(std::uint64_t k) const;
+    /// Moves next_snapshot_ past every snapshot time reached; returns whether one was.
+    bool pass_snapshot_times();
+    /// Where the next step is cut short: the end time, or the next snapshot's where snapshots are written, when it
+    /// lies inside that step off the grid; nothing otherwise.
+    std::optional<double> cut_time() const;
     /// What survives a failure now: the last checkpoint and the outputs up to it, or that none was written yet.
     std::string kept_outputs() const;
     /// Throws NumericalError naming the step, the time, @p what went non-finite and the last good checkpoint.
@@ -154,9 +178,9 @@ private:
     float snapshot_eps_ = 0; // the softening snapshots give every particle over several ranks
     std::uint64_t end_step_ = 0;
     double e0_ = 0, max_de_ = 0;
-    std::uint64_t next_snapshot_ = 0, next_checkpoint_ = 0; // indices on the time grids
-    std::uint64_t snapshots_written_ = 0;                   // the number of the next snapshot file
-    std::optional<std::uint64_t> last_checkpoint_step_;     // the step of the checkpoint on disk, if any
+    std::uint64_t next_snapshot_ = 0, next_checkpoint_ = 0;           // indices on the time grids
+    std::uint64_t snapshots_written_ = 0;                             // the number of the next snapshot file
+    std::optional<std::pair<std::uint64_t, double>> last_checkpoint_; // the step and time of the checkpoint on disk
     std::string checkpoint_slot_; // the slot of the set on disk ("a", "b"; empty: none, or of a release before slots)
     std::uint64_t log_bytes_ = 0;
     RunRecord last_;
@@ -167,7 +191,7 @@ private:
 /// What a run keeps of its progress beside the options and the device state: its checkpoint's bookkeeping.
 struct RunProgress {
     double e0 = 0, max_de = 0;           ///< the energy at the start, the largest |dE/E| so far
-    std::uint64_t next_snapshot = 1;     ///< the index of the next snapshot on its time grid
+    std::uint64_t next_snapshot = 1;     ///< the index of the next snapshot time (from 1: Run::snapshot_time)
     std::uint64_t snapshots_written = 0; ///< the number of the next snapshot file
     std::uint64_t next_checkpoint = 1;   ///< the index of the next checkpoint on its time grid
     std::uint64_t log_bytes = 0;         ///< the length of energy.csv at the checkpoint

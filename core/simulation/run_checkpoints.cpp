@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -115,10 +116,11 @@ Checkpoint read_cut_anew(const std::string& path, const std::string& dir, std::u
                 fmt::format("{}: not the checkpoint of rank {} of the {} ranks that wrote {}", names[k], k, P, path));
         if (k == 0) head = kv, identity = run_identity(kv, path);
         if (run_identity(kv, names[k]) != identity) throw other_run(names[k], path, dir);
-        // The step, and between substeps the tick.
+        // The step, between substeps the tick, and off the grid the time.
         auto at = [](const KeyValues& h, const std::string& name) {
             const std::uint64_t tick = h.count("tick") ? u64_of(h, "tick", name) : 0;
-            return fmt::format("{}{}", u64_of(h, "step", name), tick ? fmt::format(" tick {}", tick) : "");
+            return fmt::format("{}{}{}", u64_of(h, "step", name), tick ? fmt::format(" tick {}", tick) : "",
+                               h.count("at") ? " at t = " + value_of(h, "at", name) : "");
         };
         if (at(kv, names[k]) != at(head, path))
             throw UsageError(fmt::format("run: the checkpoint files in {} are of different steps ({} and {}): the run "
@@ -311,7 +313,7 @@ void Run::write_checkpoint()
     crash_at(comm_, "cleaned", st.step);
     comm_.barrier(); // on every rank the new set is the checkpoint from here on
     checkpoint_slot_ = slot;
-    last_checkpoint_step_ = st.step;
+    last_checkpoint_ = {st.step, sim_->time()};
     output_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (hooks_.on_file) hooks_.on_file(*path);
 }
@@ -328,7 +330,13 @@ std::string checkpoint_text(const RunOptions& options, const SimulationState& st
                             const Backend& be, const FileCounts& types)
 {
     const RunProgress& p = progress;
-    return options.to_text() +
+    // Off the grid (a step cut short at an output or end time), where; the end of a cut part paused between
+    // substeps; the length of step block rungs were chosen for, where it is not dt. Absent on the grid.
+    std::string off_grid;
+    if (state.at) off_grid += fmt::format("at={}\n", *state.at);
+    if (state.until) off_grid += fmt::format("until={}\n", *state.until);
+    if (state.rung_span > 0) off_grid += fmt::format("rung_span={}\n", state.rung_span);
+    return options.to_text() + off_grid +
            fmt::format("banyan_version={}\nstep={}\nt_begin={}\ne0={}\nmax_de={}\nnext_snapshot={}\n"
                        "snapshots_written={}\nnext_checkpoint={}\nlog_bytes={}\nwork_group_size={}\ndevice={}\n"
                        "last_log_step={}\nlast_log_time={}\nlast_de={}\nlast_centre_distance={}\n"
@@ -358,12 +366,13 @@ void Run::restore_bookkeeping(Checkpoint& c, std::uint64_t ranks, bool other_ran
         st.work = other_ranks ? 0.0 : d("work");
         snapshot_eps_ =
             from_one ? common_softening(c.fields, comm_).value_or(opt_.eps) : static_cast<float>(d("snapshot_eps"));
-        // Every rank's file must be of the same step and tick (releases before slots renamed the ranks' files one
-        // by one, and a kill between the renames left a mixed set).
-        std::uint64_t lo[2] = {~st.step, ~st.tick}, hi[2] = {st.step, st.tick};
+        // Every rank's file must be of the same step, tick and time off the grid (releases before slots renamed the
+        // ranks' files one by one, and a kill between the renames left a mixed set).
+        const std::uint64_t at = st.at ? std::bit_cast<std::uint64_t>(*st.at) : 0;
+        std::uint64_t lo[3] = {~st.step, ~st.tick, ~at}, hi[3] = {st.step, st.tick, at};
         comm_.max(std::span<std::uint64_t>(hi));
         comm_.max(std::span<std::uint64_t>(lo));
-        if (~lo[0] != hi[0] || ~lo[1] != hi[1])
+        if (~lo[0] != hi[0] || ~lo[1] != hi[1] || ~lo[2] != hi[2])
             throw UsageError(fmt::format("run: the checkpoint files in {} are of different steps ({} to {}{}): the "
                                          "run was killed while writing them",
                                          dir, ~lo[0], hi[0],
@@ -382,7 +391,7 @@ void Run::restore_bookkeeping(Checkpoint& c, std::uint64_t ranks, bool other_ran
     next_snapshot_ = u("next_snapshot");
     snapshots_written_ = u("snapshots_written");
     next_checkpoint_ = u("next_checkpoint");
-    last_checkpoint_step_ = st.step;
+    last_checkpoint_ = {st.step, st.at.value_or(st.t_begin + static_cast<double>(st.step) * opt_.dt)};
     log_bytes_ = u("log_bytes");
     // Over ranks each file holds the fields of its rank's rows (rank_rows; before it, those of no rows: the run had
     // dark-matter particles only and snapshot_eps_ gave their softening).
@@ -454,9 +463,13 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& where, std::opt
     SimulationState& st = c.state;
     st.step = u("step");
     st.t_begin = d("t_begin");
-    // Between substeps of a block step (checkpoints before them: at a step's end); over ranks, with the frame.
+    // Between substeps of a block step (checkpoints before them: at a step's end); over ranks, with the frame. Off
+    // the grid (Simulation::restore checks that these lie inside the step).
     st.tick = kv.count("tick") ? u("tick") : 0;
     if (kv.count("frame")) st.frame = frame_of(value_of(kv, "frame", path), path);
+    if (kv.count("at")) st.at = d("at");
+    if (kv.count("until")) st.until = d("until");
+    if (kv.count("rung_span")) st.rung_span = d("rung_span");
     r.restore_bookkeeping(c, ranks, other_ranks, path, dir);
     r.checkpoint_slot_ = slot;
     const std::size_t wg = u("work_group_size");
@@ -464,14 +477,17 @@ std::unique_ptr<Run> Run::resume(Backend& be, const std::string& where, std::opt
     opt.check();
     check_start_time(st.t_begin, opt.dt, path);
     if (st.step > 1'000'000'000'000'000ull) throw UsageError(fmt::format("{}: step {} is out of range", path, st.step));
-    if (t_end && !(*t_end > st.t_begin + static_cast<double>(st.step) * opt.dt - 0.5 * opt.dt))
-        throw UsageError(fmt::format("run: --t-end {} is before the checkpoint's time {}", *t_end,
-                                     st.t_begin + static_cast<double>(st.step) * opt.dt));
+    const double now = st.at.value_or(st.t_begin + static_cast<double>(st.step) * opt.dt);
+    if (t_end && !(*t_end > now - 0.5 * opt.dt))
+        throw UsageError(fmt::format("run: --t-end {} is before the checkpoint's time {}", *t_end, now));
     r.end_step_ = steps_between(st.t_begin, opt.t_end, opt.dt);
-    if (st.tick && r.end_step_ <= st.step) // the step the checkpoint paused must be finished
+    // The step the checkpoint paused must be finished: its grid point, or the time a cut put its end at.
+    const double step_end = st.until.value_or(st.t_begin + static_cast<double>(st.step + 1) * opt.dt);
+    if (st.tick &&
+        (st.until ? opt.t_end < step_end - time_tolerance(st.t_begin, step_end, opt.dt) : r.end_step_ <= st.step))
         throw UsageError(fmt::format("run: --t-end {} ends before the step in progress at the checkpoint, which "
                                      "ends at t = {}",
-                                     opt.t_end, st.t_begin + static_cast<double>(st.step + 1) * opt.dt));
+                                     opt.t_end, step_end));
     outputs->prepare(false);
     // Bit-for-bit continuation needs the kernels of the same work-group size (OpenCL may vary it).
     if (wg != be.work_group_size()) be.set_work_group_size(wg);

@@ -15,6 +15,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
 
 namespace banyan {
 
@@ -81,6 +85,13 @@ void RunOptions::check(OptionStyle style) const
     if (snapshot_every > 0 && snapshot_every < dt)
         throw UsageError(fmt::format("{}{} {} is shorter than the time step {} (0: start and end only)", prefix,
                                      name("snapshot_every"), snapshot_every, dt));
+    for (std::size_t k = 0; k < snapshot_times.size(); ++k)
+        if (!std::isfinite(snapshot_times[k]) || (k && !(snapshot_times[k] > snapshot_times[k - 1])))
+            throw bad("snapshot_times", fmt::format("must be finite and increasing, got {} after {}", snapshot_times[k],
+                                                    k ? snapshot_times[k - 1] : 0.0));
+    if (!snapshot_times.empty() && snapshot_every != 0)
+        throw UsageError(
+            fmt::format("{}give either {} or {}, not both", prefix, name("snapshot_every"), name("snapshot_times")));
     if (checkpoint_every > 0 && checkpoint_every < dt)
         throw UsageError(fmt::format("{}{} {} is shorter than the time step {}", prefix, name("checkpoint_every"),
                                      checkpoint_every, dt));
@@ -112,6 +123,12 @@ std::string RunOptions::to_text() const
     line("separation", merger.separation), line("eccentricity", merger.eccentricity);
     line("bh_fraction", merger.bh_fraction), line("direct", direct ? 1 : 0);
     line("snapshot_format", to_string(format)), line("units", units);
+    if (!snapshot_times.empty()) { // doubles in shortest round-trip form, comma separated
+        s += "snapshot_times=";
+        for (std::size_t k = 0; k < snapshot_times.size(); ++k)
+            s += fmt::format("{}{}", k ? "," : "", snapshot_times[k]);
+        s += "\n";
+    }
     // The galaxy options as "galaxy_<name>" (the model's and the orbit's), for every run: a checkpoint is one shape.
     for (const auto* names : {&galaxy_model_option_names(), &galaxy_orbit_option_names()})
         for (const std::string_view k : *names)
@@ -153,6 +170,8 @@ RunOptions RunOptions::from_text(const KeyValues& kv)
                    ? parse_snapshot_format(value_of(kv, "snapshot_format", "checkpoint"), "checkpoint: snapshot_format")
                    : SnapshotFormat::tipsy;
     o.units = kv.count("units") ? value_of(kv, "units", "checkpoint") : std::string();
+    if (kv.count("snapshot_times"))
+        o.snapshot_times = parse_time_list(value_of(kv, "snapshot_times", "checkpoint"), "checkpoint: snapshot_times");
     // Checkpoints written before galaxy models: the defaults (they are of other initial conditions).
     for (const auto* names : {&galaxy_model_option_names(), &galaxy_orbit_option_names()})
         for (const std::string_view k : *names) {
@@ -215,6 +234,64 @@ std::uint64_t steps_between(double t_begin, double t_end, double dt)
     const double r = std::round(q);
     if (std::fabs(q - r) <= 1e-9 * std::max(1.0, q)) return static_cast<std::uint64_t>(r);
     return static_cast<std::uint64_t>(std::ceil(q));
+}
+
+double time_tolerance(double t_begin, double t, double dt)
+{
+    return 1e-9 * dt * std::max(1.0, std::fabs(t - t_begin) / dt);
+}
+
+GridPlace grid_place(double t_begin, double t, double dt)
+{
+    if (!(t > t_begin)) return {0, true};
+    // Beyond any step count a run reaches (a snapshot time far past the end): inside a step never reached.
+    if (!((t - t_begin) / dt <= 1e15)) return {std::numeric_limits<std::uint64_t>::max(), false};
+    const std::uint64_t k = steps_between(t_begin, t, dt);
+    return {k, std::fabs(t_begin + static_cast<double>(k) * dt - t) <= time_tolerance(t_begin, t, dt)};
+}
+
+std::vector<double> parse_time_list(const std::string& text, const std::string& option)
+{
+    std::vector<std::string> items;
+    std::error_code ec;
+    const bool is_file = text.find(',') == std::string::npos && std::filesystem::is_regular_file(text, ec);
+    if (is_file) {
+        std::ifstream f(text);
+        if (!f) throw UsageError(fmt::format("run: {}: cannot read {}", option, text));
+        std::string line;
+        while (std::getline(f, line)) {
+            std::istringstream words(line);
+            std::string first;
+            if ((words >> first) && first[0] != '#') items.push_back(first);
+        }
+    } else {
+        std::size_t from = 0;
+        while (from <= text.size()) {
+            const std::size_t comma = std::min(text.find(',', from), text.size());
+            items.push_back(text.substr(from, comma - from));
+            from = comma + 1;
+        }
+    }
+    if (items.empty() || (!is_file && text.empty()))
+        throw UsageError(fmt::format("run: {} needs at least one time{}", option, is_file ? " in " + text : ""));
+    std::vector<double> times;
+    for (const std::string& item : items) {
+        try {
+            times.push_back(parse_time(item, option));
+        } catch (const UsageError& e) {
+            if (is_file || items.size() > 1) throw;
+            throw UsageError(
+                fmt::format("{} (or the name of a file of times, one per line: no file {} exists)", e.what(), text));
+        }
+    }
+    std::sort(times.begin(), times.end());
+    for (std::size_t k = 0; k < times.size(); ++k) {
+        if (!std::isfinite(times[k]))
+            throw UsageError(fmt::format("run: {} holds a time that is not finite ({})", option, times[k]));
+        if (k && times[k] == times[k - 1])
+            throw UsageError(fmt::format("run: {} holds the time {} twice", option, times[k]));
+    }
+    return times;
 }
 
 void adopt_units(RunOptions& o, const Snapshot& ic)

@@ -20,6 +20,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace banyan {
 
@@ -52,7 +53,11 @@ struct RunOptions {
     double t_end = 10;
     std::uint64_t log_every = 16; ///< steps between lines of the energy log
     double snapshot_every = 1;    ///< time between snapshots (0: only at the start and the end; never: none)
-    double checkpoint_every = 1;  ///< time between checkpoints (0: only at the start, the end and when stopped)
+    /// Snapshot times as a list (GADGET's OutputListFilename), increasing, in place of snapshot_every's grid (which
+    /// is then 0): a snapshot at each that lies inside the run, beside those at the start and the end. Empty: the
+    /// grid of snapshot_every.
+    std::vector<double> snapshot_times;
+    double checkpoint_every = 1; ///< time between checkpoints (0: only at the start, the end and when stopped)
     /// The value of snapshot_every or checkpoint_every that writes none at all (`--snapshot-every never`): for
     /// benchmarks and for runs whose outputs would not fit the disk (a billion particles are 38 GB a snapshot).
     /// An interval no time reaches, so that no finite number (a negative one least of all) stands for it.
@@ -118,5 +123,24 @@ void check_start_time(double t, double dt, const std::string& what);
 /// Steps from @p t_begin to @p t_end at @p dt (rounded up; a ratio within 1e-9 of a whole number counts as it; 0 for
 /// an end before the start). A @p t_end that is not finite or more than 10^15 steps away is a UsageError.
 std::uint64_t steps_between(double t_begin, double t_end, double dt);
+
+/// Where time @p t lies on the grid t_begin + k dt: on grid point @p step (to steps_between's rounding), or inside
+/// step @p step (between grid points step - 1 and step), where a run cuts that step short to reach @p t. A time
+/// before the start is grid point 0; one more than 10^15 steps on, inside a step no run reaches.
+struct GridPlace {
+    std::uint64_t step = 0;
+    bool on_grid = true;
+};
+GridPlace grid_place(double t_begin, double t, double dt);
+
+/// How close two times near @p t count as the same on the grid of @p dt from @p t_begin: steps_between's 1e-9 of a
+/// step (of the ratio (t - t_begin) / dt, beyond one step).
+double time_tolerance(double t_begin, double t, double dt);
+
+/// Parses a list of snapshot times: "0.5,1,2.5" (each a number or a fraction such as 1/64), or the name of a file
+/// of them, one per line (GADGET's output list: a time first on each line; what follows it on the line, such as
+/// GADGET-4's flag, and lines starting with '#' are ignored). Returns them sorted; refuses an empty list, a time
+/// that is not finite and a time given twice, naming @p option. Throws UsageError.
+std::vector<double> parse_time_list(const std::string& text, const std::string& option);
 
 } // namespace banyan

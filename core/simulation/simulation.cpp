@@ -139,6 +139,8 @@ void Simulation::prepare(std::size_t n, double t_begin, const InternalUnits& uni
     step_ = 0;
     tick_ = 0;
     t_begin_ = t_begin;
+    at_.reset(), until_.reset();
+    rung_span_ = options_.dt;
     times_ = {};
     kick_begin_ = kick_end_ = Event{};
     if (options_.direct) ensure_size(be_, direct_acc_, n_, "sim.direct_acc");
@@ -171,8 +173,8 @@ void Simulation::begin()
     if (unsoftened(eps_)) check_coincident(tree_.pos().download(n_), input_ids(), "the particles");
     if (options_.block) {
         block_ = BlockStats{};
-        tree_.rungs().fill(0u); // read (as "active at level 0") before the first choice writes them
-        block_kick(0, false);   // every particle's first rung, from its first acceleration
+        tree_.rungs().fill(0u);    // read (as "active at level 0") before the first choice writes them
+        block_kick(0, false, dt_); // every particle's first rung, from its first acceleration
     }
 }
 
@@ -211,6 +213,18 @@ void Simulation::restore(const SimulationState& s, bool other_ranks)
     step_ = s.step;
     tick_ = s.tick;
     t_begin_ = s.t_begin;
+    at_ = s.at;
+    until_ = s.tick ? s.until : std::nullopt;
+    rung_span_ = s.rung_span > 0 ? s.rung_span : options_.dt;
+    // Off the grid, strictly inside step + 1 (where a cut step left it), and a cut part's end after its start.
+    const auto inside = [&](const std::optional<double>& t, double after) {
+        return !t || (std::isfinite(*t) && *t > after && *t < grid_time(step_ + 1));
+    };
+    if (!inside(at_, grid_time(step_)) || !inside(until_, time()) || !(std::isfinite(rung_span_) && rung_span_ > 0))
+        throw UsageError(fmt::format("simulation: a saved state at step {} with the times at={}, until={} and "
+                                     "rung_span={} that do not lie inside its step from t = {} to {}",
+                                     step_, at_.value_or(0.0), until_.value_or(0.0), rung_span_, grid_time(step_),
+                                     grid_time(step_ + 1)));
     times_ = {};
     kick_begin_ = kick_end_ = Event{};
     set_units(s.units);
@@ -249,7 +263,7 @@ void Simulation::restore(const SimulationState& s, bool other_ranks)
     if (other_ranks) compute_forces(true);
     if (options_.block) {
         block_ = BlockStats{};
-        block_kick(options_.max_rung + 1, false); // no particle is active: counts the rungs only
+        block_kick(options_.max_rung + 1, false, dt_); // no particle is active: counts the rungs only
     }
 }
 
@@ -266,6 +280,9 @@ SimulationState Simulation::save()
     s.units = units_;
     s.work = forces_.work();
     s.tick = tick_;
+    s.at = at_;
+    s.until = until_;
+    if (rung_span_ != options_.dt) s.rung_span = rung_span_;
     if (tick_) {
         // Between substeps the walk gave accelerations to the particles whose steps ended here (rung >= the level
         // of the tick) only; the others' entries hold what the build left there, which nothing reads before their
@@ -313,16 +330,39 @@ void Simulation::compute_forces(bool relative, bool rebalance)
     times_.forces += walk_ms;
 }
 
-bool Simulation::step(const std::function<bool()>& pause)
+double Simulation::span() const
+{
+    // A whole step: dt_ itself (time_to_internal is exact, but a difference of two grid times need not be dt).
+    return at_ || until_ ? units_.time_to_internal(step_end() - time()) : dt_;
+}
+
+bool Simulation::step(const std::function<bool()>& pause, std::optional<double> until)
 {
     if (total_ == 0) throw std::logic_error("Simulation::step before start() or restore()");
-    if (options_.block) {
-        if (!block_step(pause)) return false;
-        ++step_;
-        return true;
+    if (tick_ == 0 && until) {
+        if (!(*until > time() && *until < grid_time(step_ + 1)))
+            throw std::logic_error(fmt::format("Simulation::step: a cut at t = {} outside the step from {} to {}",
+                                               *until, time(), grid_time(step_ + 1)));
+        until_ = until;
     }
-    const float dt = static_cast<float>(dt_);
-    const float half = static_cast<float>(0.5 * dt_);
+    const double h = span();
+    if (options_.block) {
+        if (!block_step(pause, h)) return false;
+    } else {
+        shared_step(h);
+    }
+    // At the cut (off the grid) or at the grid point.
+    if (until_)
+        at_ = until_, until_.reset();
+    else
+        at_.reset(), ++step_;
+    return true;
+}
+
+void Simulation::shared_step(double h)
+{
+    const float dt = static_cast<float>(h);
+    const float half = static_cast<float>(0.5 * h);
     const Event e0 = be_.record();
     if (n_)
         be_.launch(kernels::integrateKickDrift, grid_for(be_, n_), tree_.pos(), tree_.vel(), acc(), to_u32(n_), half,
@@ -336,11 +376,9 @@ bool Simulation::step(const std::function<bool()>& pause)
     kick_begin_ = be_.record();
     if (n_) be_.launch(kernels::integrateKick, grid_for(be_, n_), tree_.vel(), acc(), to_u32(n_), half);
     kick_end_ = be_.record();
-    ++step_;
-    return true;
 }
 
-bool Simulation::block_step(const std::function<bool()>& pause)
+bool Simulation::block_step(const std::function<bool()>& pause, double h)
 {
     // A step of dt is 2^max_rung ticks; rung k's steps are 2^(max_rung - k) ticks long. Each substep ends where the
     // deepest occupied rung's step does: every particle is drifted there, and the particles whose steps end there
@@ -349,14 +387,21 @@ bool Simulation::block_step(const std::function<bool()>& pause)
     // kick-drift, walk and kick, operation for operation.
     const unsigned top = options_.max_rung;
     const std::uint64_t ticks = ticks_per_step();
-    const float half_max = static_cast<float>(0.5 * dt_);
+    const float half_max = static_cast<float>(0.5 * h);
+    // A step of another length than the rungs were chosen for (a cut step, or the first whole one after it): every
+    // particle is synchronised here, with forces of the walk that ended the last step; its rung anew for this one.
+    const double length = step_end() - time();
+    if (tick_ == 0 && (at_ || until_ ? length : options_.dt) != rung_span_) {
+        times_.integrate += block_kick(0, false, h);
+        rung_span_ = at_ || until_ ? length : options_.dt;
+    }
     for (std::uint64_t& t = tick_; t < ticks;) {
         unsigned deepest = 0;
         for (unsigned k = 0; k <= top; ++k)
             if (block_.rungs[k]) deepest = k;
         const std::uint64_t span = ticks >> deepest;
         const std::uint64_t next = (t / span + 1) * span;
-        const float drift = static_cast<float>(dt_ * (static_cast<double>(next - t) / static_cast<double>(ticks)));
+        const float drift = static_cast<float>(h * (static_cast<double>(next - t) / static_cast<double>(ticks)));
         const PhaseTimes before = times_;
         const Event e0 = be_.record();
         if (n_) // over ranks a rank may hold none
@@ -379,7 +424,7 @@ bool Simulation::block_step(const std::function<bool()>& pause)
         }
         forces_.forces().set_active(nullptr, 0);
         bool paused = t < ticks && pause && pause();
-        const double kick_ms = block_kick(level, true, &paused);
+        const double kick_ms = block_kick(level, true, h, &paused);
         times_.integrate += be_.elapsed_ms(e0, e1) + kick_ms;
         auto& l = block_.levels[level];
         ++l.substeps;
@@ -392,11 +437,12 @@ bool Simulation::block_step(const std::function<bool()>& pause)
         if (paused) return false; // on every rank: the sum told all
     }
     tick_ = 0;
-    ++block_.steps;
+    if (!until_) ++block_.steps;
+    block_.span += h / dt_;
     return true;
 }
 
-double Simulation::block_kick(bn_u32 level, bool kick, bool* pause)
+double Simulation::block_kick(bn_u32 level, bool kick, double h, bool* pause)
 {
     const unsigned top = options_.max_rung;
     const double c = 2.0 * options_.eta * static_cast<double>(eps_);
@@ -404,26 +450,26 @@ double Simulation::block_kick(bn_u32 level, bool kick, bool* pause)
     const Event a = be_.record();
     if (n_)
         be_.launch(kernels::integrateBlockKick, grid_for(be_, n_), tree_.vel(), acc(), tree_.rungs(), to_u32(n_), level,
-                   static_cast<float>(0.5 * dt_), bn_u32{kick ? 1u : 0u}, dt_ * dt_, c * c, bn_u32{top}, rung_hist_);
+                   static_cast<float>(0.5 * h), bn_u32{kick ? 1u : 0u}, h * h, c * c, bn_u32{top}, rung_hist_);
     const Event b = be_.record();
     std::array<bn_u32, BANYAN_RUNG_BINS> mine{};
     rung_hist_.download(std::span<bn_u32>(mine));
     // Over ranks the histogram of all particles: every rank then runs the same substeps. The last entry counts the
     // ranks that ask to pause, so that all pause at the same substep at no cost of its own.
-    std::array<std::uint64_t, BANYAN_RUNG_BINS + 1> h{};
-    std::copy(mine.begin(), mine.end(), h.begin());
-    h[BANYAN_RUNG_BINS] = pause && *pause ? 1 : 0;
-    comm_.sum(std::span<std::uint64_t>(h));
-    if (pause) *pause = h[BANYAN_RUNG_BINS] > 0;
-    if (h[top + 1]) refuse_rung();
+    std::array<std::uint64_t, BANYAN_RUNG_BINS + 1> hist{};
+    std::copy(mine.begin(), mine.end(), hist.begin());
+    hist[BANYAN_RUNG_BINS] = pause && *pause ? 1 : 0;
+    comm_.sum(std::span<std::uint64_t>(hist));
+    if (pause) *pause = hist[BANYAN_RUNG_BINS] > 0;
+    if (hist[top + 1]) refuse_rung(h);
     for (unsigned k = 0; k <= BANYAN_MAX_RUNG; ++k) {
-        block_.rungs[k] = k <= top ? h[k] : 0;
+        block_.rungs[k] = k <= top ? hist[k] : 0;
         if (block_.rungs[k]) block_.deepest = std::max(block_.deepest, k);
     }
     return be_.elapsed_ms(a, b);
 }
 
-void Simulation::refuse_rung()
+void Simulation::refuse_rung(double h)
 {
     // The slow path of a run that stops: of the particles beyond the limit, the one with the largest acceleration
     // (over ranks the largest of all ranks', so that every rank names the same one).
@@ -457,16 +503,27 @@ void Simulation::refuse_rung()
     comm_.sum(std::span<std::uint64_t>(&id, 1));
     std::vector<bn_f4> a{
         bn_f4{static_cast<float>(shared[0]), static_cast<float>(shared[1]), static_cast<float>(shared[2]), 0.0f}};
+    // The rung this particle asks for, by the kernels' own criterion (in internal units): the deepest any particle
+    // asks for now, as it has the largest |a|; so the limit that lets the run go on from here (later steps may ask
+    // for more).
+    const double c = 2.0 * options_.eta * static_cast<double>(eps_);
+    const unsigned needed = bn_block_rung(a[0].x, a[0].y, a[0].z, h * h, c * c, 1000);
     units_.forces_from_internal(a);
     const double g = std::sqrt(double(a[0].x) * a[0].x + double(a[0].y) * a[0].y + double(a[0].z) * a[0].z);
     const double wanted = std::sqrt(2.0 * options_.eta * options_.eps / g);
-    throw NumericalError(fmt::format(
-        "simulation: particle {} of the input has |a| = {:.6g} in the step from t = {}, so the step criterion "
-        "sqrt(2 eta eps / |a|) (eta {}, eps {}) asks for a step of {:.6g}, shorter than the deepest rung {} allows "
-        "(dt / 2^{} = {:.6g}); allow deeper rungs (banyan run --max-rung, Python max_rung; at most {}) or take a "
-        "shorter dt",
-        id, g, time(), options_.eta, options_.eps, wanted, options_.max_rung, options_.max_rung,
-        std::ldexp(options_.dt, -static_cast<int>(options_.max_rung)), BANYAN_MAX_RUNG));
+    const double step = std::ldexp(h, units_.time_exp()); // dt, or a step cut short at an output or end time
+    const std::string remedy =
+        needed <= BANYAN_MAX_RUNG
+            ? fmt::format("the run needs --max-rung {0} (Python max_rung={0}) at least, or a shorter dt", needed)
+            : fmt::format("that is rung {}, deeper than --max-rung (Python max_rung) can go ({}): take a dt of "
+                          "{:.6g} or shorter (or a larger eps or eta)",
+                          needed, BANYAN_MAX_RUNG, std::ldexp(step, BANYAN_MAX_RUNG - static_cast<int>(needed)));
+    throw NumericalError(
+        fmt::format("simulation: particle {} of the input has |a| = {:.6g} in the step from t = {}, so the step "
+                    "criterion sqrt(2 eta eps / |a|) (eta {}, eps {}) asks for a step of {:.6g}, shorter than the "
+                    "deepest rung {} allows (dt / 2^{} = {:.6g}): {}",
+                    id, g, time(), options_.eta, options_.eps, wanted, options_.max_rung, options_.max_rung,
+                    std::ldexp(step, -static_cast<int>(options_.max_rung)), remedy));
 }
 
 void Simulation::settle_kick() const
@@ -621,7 +678,7 @@ double shared_step_ratio(const BlockStats& b)
     std::uint64_t n = 0;
     for (const auto r : b.rungs)
         n += r;
-    return std::ldexp(double(n) * double(b.steps), static_cast<int>(b.deepest)) / double(b.active_updates);
+    return std::ldexp(double(n) * b.span, static_cast<int>(b.deepest)) / double(b.active_updates);
 }
 
 bool all_finite(const Energies& e)

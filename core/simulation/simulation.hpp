@@ -57,6 +57,7 @@ struct BlockStats {
     std::array<std::uint64_t, BANYAN_MAX_RUNG + 1> rungs{};
     unsigned deepest = 0;             ///< the deepest rung any particle has been on since the start
     std::uint64_t steps = 0;          ///< full steps of dt taken (since start or restore, as all of these)
+    double span = 0;                  ///< the time the substeps covered, in steps of dt (a cut step: its part)
     std::uint64_t substeps = 0;       ///< force evaluations (substeps) taken
     std::uint64_t active_updates = 0; ///< particles given new forces, summed over substeps
     /// Per level of the substeps (the shallowest active rung; level 0 ends a full step): substeps, active particles,
@@ -107,6 +108,13 @@ struct SimulationState {
     /// Several ranks, saved between substeps: the box the trees are built in until the step's end (Octree::
     /// set_frame_box), which the balance at the step's start chose from positions the state no longer holds.
     std::optional<std::array<bn_f4, 2>> frame;
+    /// A time off the grid t_begin + k dt: where a step cut short at an output or end time left the state, inside
+    /// step + 1 (with tick > 0, where the part of the step in progress began). Absent on the grid.
+    std::optional<double> at;
+    /// With tick > 0: where the part of step + 1 in progress ends, when a cut puts it off the grid.
+    std::optional<double> until;
+    /// Block time steps: the length of step the rungs were chosen for (0: dt). A cut step's are chosen anew.
+    double rung_span = 0;
 };
 
 /// Over several ranks (core/parallel/), each rank holds a share of the particles, which changes every step (the
@@ -142,12 +150,16 @@ public:
 
     /// One kick-drift-kick step: v += a dt/2, x += v dt, rebuild the tree, new forces, v += a dt/2. With block time
     /// steps, every particle advances by dt in substeps (block_step()); at the end all are synchronised again.
+    /// @p until, a time inside the step (after time(), before the next grid point t_begin + (steps() + 1) dt), cuts
+    /// it there: a kick-drift-kick of the shorter length, which ends exactly at @p until (an output or end time off
+    /// the grid), and the next step() goes on to the grid point (both are leapfrog steps, time-symmetric; with block
+    /// time steps the same rungs of the shorter step). steps() counts grid points reached.
     /// Block time steps: @p pause is asked on every rank after each substep but the last, and when it says yes on
     /// any rank (the ranks agree through the sum of the rung histogram they exchange anyway), the step pauses
     /// there: step() returns false, steps() is unchanged, tick() says where, and save() keeps the state for a
-    /// restart; the next step() continues the step. A long step (65,536 substeps at --max-rung 16) then stops
-    /// within a substep of a signal. Returns true when the step is complete.
-    bool step(const std::function<bool()>& pause = {});
+    /// restart; the next step() continues the step (and ignores @p until). A long step (65,536 substeps at
+    /// --max-rung 16) then stops within a substep of a signal. Returns true when the step is complete.
+    bool step(const std::function<bool()>& pause = {}, std::optional<double> until = {});
     /// Block time steps: ticks (of dt / 2^max_rung) of the step in progress done so far; 0 between steps.
     std::uint64_t tick() const noexcept { return tick_; }
     /// The ticks of one step: 2^max_rung with block time steps, else 1.
@@ -183,8 +195,16 @@ public:
     const Comm& comm() const noexcept { return comm_; }
     std::uint64_t steps() const noexcept { return step_; }
     double t_begin() const noexcept { return t_begin_; }
-    /// t_begin + steps * dt, computed afresh (no sum of rounded steps drifts).
-    double time() const noexcept { return t_begin_ + static_cast<double>(step_) * options_.dt; }
+    /// t_begin + steps * dt, computed afresh (no sum of rounded steps drifts); off the grid (a step cut short by
+    /// step()'s until), the time it was cut at. Between substeps: where the step in progress began.
+    double time() const noexcept { return at_ ? *at_ : grid_time(step_); }
+    /// Whether the time is off the grid t_begin + k dt (a step cut short: steps() + 1 is under way).
+    bool off_grid() const noexcept { return at_.has_value(); }
+    /// Where the step under way ends: at the grid point t_begin + (steps() + 1) dt, or with tick() > 0 where a cut
+    /// puts it.
+    double step_end() const noexcept { return until_ ? *until_ : grid_time(step_ + 1); }
+    /// Grid point @p k: t_begin + k dt.
+    double grid_time(std::uint64_t k) const noexcept { return t_begin_ + static_cast<double>(k) * options_.dt; }
     const SimulationOptions& options() const noexcept { return options_; }
     /// Device time per phase so far. Reads the time of the last step's closing kick, which step() does not wait
     /// for.
@@ -219,16 +239,21 @@ private:
 
     /// Sets the units and the softening and time step in them.
     void set_units(const InternalUnits& units);
-    /// The substeps of one step of dt with block time steps (Quinn et al. 1997, GADGET-4's form of it), from tick_
-    /// on; false when @p pause stopped it between two substeps (step()).
-    bool block_step(const std::function<bool()>& pause);
+    /// The length of the step under way in internal units: dt_, or a cut step's (step()).
+    double span() const;
+    /// The kick-drift-kick of one shared step of @p h (internal units).
+    void shared_step(double h);
+    /// The substeps of one step of @p h (internal units: dt, or a cut step's) with block time steps (Quinn et al.
+    /// 1997, GADGET-4's form of it), from tick_ on; false when @p pause stopped it between two substeps (step()).
+    bool block_step(const std::function<bool()>& pause, double h);
     /// Block time steps: the closing half kick of the particles with rung >= @p level (when @p kick), their new
-    /// rungs, and the rung histogram read back; refuses a particle that asks for more than max_rung. @p pause: in,
-    /// whether this rank asks to pause; out, whether any rank does (summed with the histogram). Returns the
-    /// kernel's device time in milliseconds.
-    double block_kick(bn_u32 level, bool kick, bool* pause = nullptr);
-    /// Throws the error that names, of the particles whose rung is beyond max_rung, the one of largest |a|.
-    [[noreturn]] void refuse_rung();
+    /// rungs for steps of @p h (internal units), and the rung histogram read back; refuses a particle that asks for
+    /// more than max_rung. @p pause: in, whether this rank asks to pause; out, whether any rank does (summed with
+    /// the histogram). Returns the kernel's device time in milliseconds.
+    double block_kick(bn_u32 level, bool kick, double h, bool* pause = nullptr);
+    /// Throws the error that names, of the particles whose rung is beyond max_rung, the one of largest |a|, and the
+    /// rung the run needs for it in steps of @p h (internal units).
+    [[noreturn]] void refuse_rung(double h);
     /// Adds the time of a pending closing kick to times_ (it is done by then: the next walk or times() waits).
     void settle_kick() const;
 
@@ -249,6 +274,9 @@ private:
     std::uint64_t step_ = 0;
     std::uint64_t tick_ = 0; // block time steps: ticks of step step_ + 1 done (tick())
     double t_begin_ = 0;
+    std::optional<double> at_;    // off the grid: the time (SimulationState::at)
+    std::optional<double> until_; // the end of a cut step under way (SimulationState::until)
+    double rung_span_ = 0;        // block time steps: the step length the rungs were chosen for (user units)
     mutable PhaseTimes times_;
     mutable Event kick_begin_, kick_end_; // the last closing kick, timed but not yet read
     Buffer<bn_f4> direct_acc_;            // direct summation's results (the tree walk's live in the tree's workspace)
@@ -261,7 +289,7 @@ private:
 /// The particles on each occupied rung, "rungs 0:1000 1:200 2:3".
 std::string rung_text(const BlockStats& b);
 /// How many times fewer particle force evaluations the block steps of @p b took than a shared step at the smallest
-/// step any particle used (dt / 2^deepest) would have over the same time: N 2^deepest steps / active_updates.
+/// step any particle used (dt / 2^deepest) would have over the same time: N 2^deepest span / active_updates.
 double shared_step_ratio(const BlockStats& b);
 
 /// Whether every energy and momentum of @p e is finite. The sums run over every particle's mass, position, velocity

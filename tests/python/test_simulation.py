@@ -182,6 +182,11 @@ def test_evolve_shows_a_progress_bar_when_asked(backend, capsys):
     capsys.readouterr()
     assert shown.steps == quiet.steps == 24
     assert np.array_equal(shown.positions, quiet.positions)
+    # An end off the grid of dt: the bar counts the step it lies in, which is cut short there.
+    shown.evolve(0.4, progress=True)
+    quiet.evolve(0.4)
+    assert "2/2" in capsys.readouterr().err
+    assert shown.time == quiet.time == 0.4 and np.array_equal(shown.positions, quiet.positions)
     with pytest.raises(banyan.UsageError, match="progress"):
         quiet.evolve(0.5, progress="yes")
 
@@ -308,3 +313,34 @@ def test_save_writes_a_run_folder_that_load_and_the_cli_continue(cli, backend, t
     with pytest.raises(banyan.UsageError, match="old.ckpt is a file; save writes a run folder"):
         sim.save(old)
     assert old.read_bytes() == first
+
+
+@pytest.mark.parametrize("steps", [(), ("--steps", "block", "--eta", 0.02, "--max-rung", 8)], ids=["shared", "block"])
+def test_evolve_ends_at_the_time_asked_as_the_cli_run_does(cli, backend, tmp_path, steps):
+    # --t-end 0.1 with --dt 1/64 ended at 0.109375, and evolve(0.1) likewise (issue 48): both cut the last step short
+    # to end at 0.1, the same numbers bit for bit, and go on from there alike.
+    out = tmp_path / "cli"
+    snaps = cli_run(cli, out, backend, "--ic", "hernquist", "-n", 2000, "--seed", 4, "--eps", 0.01, "--dt", "1/64",
+                    "--t-end", 0.1, "--snapshot-every", 0, *steps)
+    _, p0, v0, m0 = read_tipsy_dark(out / snaps[0])
+    t1, p1, v1, _ = read_tipsy_dark(out / snaps[-1])
+    assert t1 == 0.1
+    kind = dict(time_steps="block", eta=0.02, max_rung=8) if steps else {}
+    sim = banyan.Simulation(p0, v0, m0, eps=0.01, dt=1 / 64, backend=backend, **kind)
+    sim.evolve(0.1)
+    assert sim.time == 0.1 and sim.steps == 6
+    assert np.array_equal(sim.positions, p1) and np.array_equal(sim.velocities, v1)
+    sim.save(tmp_path / "at-0.1.ckpt")
+    # On to t = 0.2: the CLI continues its run, Python both its simulation and the one it saved at 0.1.
+    cli("run", "--restart", out, "--t-end", 0.2, "--quiet")
+    t2, p2, v2, _ = read_tipsy_dark(out / sorted(p for p in os.listdir(out) if p.startswith("snapshot_"))[-1])
+    sim.evolve(0.2)
+    loaded = banyan.Simulation.load(tmp_path / "at-0.1.ckpt")
+    assert loaded.time == 0.1
+    loaded.evolve(0.2)
+    assert t2 == sim.time == loaded.time == 0.2 and sim.steps == 12
+    for s in (sim, loaded):
+        assert np.array_equal(s.positions, p2) and np.array_equal(s.velocities, v2)
+    # step() goes on along the grid of the start: 0.2 lies in step 13, which it completes.
+    sim.step()
+    assert sim.steps == 13 and sim.time == 13 / 64

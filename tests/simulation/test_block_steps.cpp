@@ -14,6 +14,7 @@
 #include "tests/support/inputs.hpp"
 
 #include "core/error.hpp"
+#include "core/files/tipsy.hpp"
 #include "core/models/initial_conditions.hpp"
 #include "core/models/plummer.hpp"
 #include "core/simulation/checkpoint.hpp"
@@ -282,19 +283,31 @@ TEST_CASE("block steps: a Kepler orbit at deep rungs keeps its energy and period
     CHECK(worst < 1e-3);
     CHECK(miss < 0.02);
 
-    // A rung limit the pericentre needs more than stops the run, naming the particle and its step.
-    o.max_rung = 2;
-    Simulation tight(be, o);
-    try {
-        tight.start(p.pos, p.vel, 0.0); // the first rungs are chosen here
-        for (int s = 0; s < 64; ++s)
-            tight.step();
-        FAIL("the run went past a rung it was not allowed");
-    } catch (const NumericalError& e) {
-        const std::string what = e.what();
-        CHECK(what.find("particle 1 ") != std::string::npos);
-        CHECK(what.find("--max-rung") != std::string::npos);
-    }
+    // A rung limit the pericentre needs more than stops the run, naming the particle, its step and the rung the run
+    // needs; with that limit the run goes past the point where it stopped (issue 48: one try, not several).
+    auto refusal = [&](unsigned max_rung) -> std::pair<std::string, std::uint64_t> {
+        SimulationOptions x = o;
+        x.max_rung = max_rung;
+        Simulation tight(be, x);
+        try {
+            tight.start(p.pos, p.vel, 0.0); // the first rungs are chosen here
+            for (int s = 0; s < 64; ++s)
+                tight.step();
+        } catch (const NumericalError& e) {
+            return {e.what(), tight.steps()};
+        }
+        return {"", 64};
+    };
+    const auto [what, at] = refusal(2);
+    INFO(what);
+    CHECK(what.find("particle 1 ") != std::string::npos);
+    const std::string needs = "the run needs --max-rung ";
+    REQUIRE(what.find(needs) != std::string::npos);
+    const unsigned needed = static_cast<unsigned>(std::stoul(what.substr(what.find(needs) + needs.size())));
+    CHECK(needed > 2);
+    CHECK(needed <= b.deepest);
+    CHECK(refusal(needed - 1).second == at); // one less stops at the same step
+    CHECK(refusal(needed).second > at);      // the limit named goes past it
 }
 
 TEST_CASE("block steps: a Hernquist sphere spreads over the rungs; energy as a shared step's at the smallest step")
@@ -445,6 +458,56 @@ TEST_CASE("block steps: a stop between substeps pauses the step; its checkpoint 
     }
     CHECK(!file_bytes(straight.path / "energy.csv").empty());
     for (const char* name : {"energy.csv", "snapshot_00001.tipsy", "snapshot_00003.tipsy", "checkpoint.bin"})
+        CHECK_MESSAGE(file_bytes(straight.path / name) == file_bytes(stopped.path / name), name);
+}
+
+TEST_CASE("block steps: a pause inside a step cut short at a snapshot's time continues bit for bit")
+{
+    // Issue 48: a snapshot time and an end off the grid of dt cut their steps short (the same rungs of the shorter
+    // step); a stop between the substeps of such a step keeps where it ends in its checkpoint.
+    auto& be = test::backend();
+    TempDir straight("cut-pause-straight"), stopped("cut-pause-stopped");
+    const RunOptions o = merger_block_run(0.7, 0.3); // 11.2 steps; snapshots at 0.3 (4.8 steps) and 0.6 (9.6)
+    {
+        RunOptions x = o;
+        x.out = straight.str();
+        Run r(be, plan_run({x}));
+        CHECK(r.run() == Run::Outcome::finished);
+        CHECK(r.simulation().time() == 0.7);
+        CHECK(r.simulation().block_stats().deepest >= 2);
+    }
+    CHECK(read_tipsy((straight.path / "snapshot_00001.tipsy").string()).time == 0.3);
+    CHECK(read_tipsy((straight.path / "snapshot_00002.tipsy").string()).time == 0.6);
+    CHECK(read_tipsy((straight.path / "snapshot_00003.tipsy").string()).time == 0.7);
+    {
+        RunOptions x = o;
+        x.out = stopped.str();
+        volatile std::sig_atomic_t stop = 0;
+        Run* self = nullptr;
+        RunHooks hooks;
+        hooks.on_substep = [&] { // inside the step cut short at t = 0.3
+            const Simulation& sim = self->simulation();
+            if (sim.step_end() < sim.grid_time(sim.steps() + 1)) stop = SIGTERM;
+        };
+        Run r(be, plan_run({x}), std::move(hooks));
+        self = &r;
+        CHECK(r.run(&stop) == Run::Outcome::stopped);
+        CHECK(r.simulation().tick() > 0);
+        CHECK(r.simulation().step_end() == 0.3);
+    }
+    const KeyValues head = read_checkpoint_header((stopped.path / "checkpoint.bin").string());
+    CHECK(head.at("step") == "4");
+    CHECK(head.at("until") == "0.3");
+    CHECK(head.count("rung_span") == 1); // the rungs of the step cut short
+    CHECK_THROWS_WITH_AS(Run::resume(be, stopped.str(), 0.29), doctest::Contains("ends before the step in progress"),
+                         UsageError);
+    {
+        auto r = Run::resume(be, stopped.str(), std::nullopt);
+        CHECK(r->run() == Run::Outcome::finished);
+        CHECK(r->simulation().time() == 0.7);
+    }
+    for (const char* name :
+         {"energy.csv", "snapshot_00001.tipsy", "snapshot_00002.tipsy", "snapshot_00003.tipsy", "checkpoint.bin"})
         CHECK_MESSAGE(file_bytes(straight.path / name) == file_bytes(stopped.path / name), name);
 }
 

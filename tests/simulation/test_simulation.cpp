@@ -571,6 +571,161 @@ TEST_CASE("run: stopped and restarted equals straight through, bit for bit (part
     }
 }
 
+TEST_CASE("simulation: a step cut short is a kick-drift-kick of the shorter length, to the bit; then on to the grid")
+{
+    // Shared and block steps (issue 48): step(until) from t = 1/64 to 1/64 + 3/256 is the step of a simulation whose dt
+    // is 3/256 (times dyadic: the cut's length is exact), block rungs chosen anew for it; the next step goes on to
+    // the grid point 2/64.
+    auto& be = test::backend();
+    const Particles p = plummer(2000, 48);
+    for (const bool block : {false, true}) {
+        INFO((block ? "block steps" : "shared step"));
+        SimulationOptions o;
+        o.opening.theta = 0.6f;
+        o.eps = 0.02f;
+        o.dt = 1.0 / 64;
+        o.block = block;
+        o.max_rung = 8;
+        Simulation a(be, o);
+        a.start(p.pos, p.vel, 0.0);
+        a.step();
+        SimulationState s1 = a.save();
+        CHECK(!s1.at);
+        const double h = 3.0 / 256;
+        CHECK(a.step({}, 1.0 / 64 + h));
+        CHECK(a.steps() == 1);
+        CHECK(a.off_grid());
+        CHECK(a.time() == 1.0 / 64 + h);
+        const SimulationState cut = a.save();
+        CHECK(cut.at == 1.0 / 64 + h);
+
+        SimulationOptions x = o;
+        x.dt = h;
+        Simulation b(be, x);
+        s1.rung_span = o.dt; // the rungs were chosen for steps of 1/64
+        b.restore(s1);
+        b.step();
+        test::check_same_state(cut, b.save());
+        CHECK(a.energies().total() == b.energies().total());
+
+        // On to the grid point, and a state saved off the grid restores to the same continuation.
+        Simulation c(be, o);
+        c.restore(cut);
+        CHECK(c.time() == 1.0 / 64 + h);
+        a.step(), c.step();
+        CHECK(!a.off_grid());
+        CHECK(a.steps() == 2);
+        CHECK(a.time() == 2.0 / 64);
+        test::check_same_state(a.save(), c.save());
+        a.step(), c.step();
+        test::check_same_state(a.save(), c.save());
+        if (block) CHECK(a.block_stats().span == 3.0);
+
+        // A cut outside the step is the caller's error; a saved time outside its step is refused.
+        CHECK_THROWS_AS(a.step({}, a.time()), std::logic_error);
+        CHECK_THROWS_AS(a.step({}, a.time() + o.dt), std::logic_error);
+        SimulationState odd = cut;
+        odd.at = 3.0 / 64;
+        CHECK_THROWS_WITH_AS(c.restore(odd), doctest::Contains("do not lie inside its step"), UsageError);
+    }
+}
+
+TEST_CASE("run: the end time and snapshot times off the step grid are reached exactly; a stop there continues")
+{
+    // --t-end 0.1 with --dt 1/64 ended at 0.109375 and --snapshot-every 0.05 wrote at 0.046875 and 0.09375 (issue 48):
+    // the steps that would pass them are cut short there. A run stopped at a cut (a checkpoint off the grid)
+    // continues bit for bit, and a finished run extended goes on from its end time.
+    auto& be = test::backend();
+    TempDir straight("cut-straight"), stopped("cut-stopped"), listed("cut-list");
+    RunOptions o;
+    o.n = 2000;
+    o.seed = 9;
+    o.theta = 0.6;
+    o.dt = 1.0 / 64;
+    o.t_end = 0.1;
+    o.log_every = 1;
+    o.snapshot_every = 0.05;
+    o.checkpoint_every = 0.05;
+    o.format = SnapshotFormat::tipsy;
+    auto options = [&](const TempDir& d) {
+        RunOptions x = o;
+        x.out = d.str();
+        return x;
+    };
+    {
+        Run r(be, plan_run({options(straight)}));
+        CHECK(r.end_step() == 7);
+        CHECK(r.run() == Run::Outcome::finished);
+        CHECK(r.simulation().time() == 0.1);
+        CHECK(r.step_count() == 6);    // whole steps of dt
+        CHECK(r.log_step() == 7);      // the step t = 0.1 lies in
+        CHECK(r.session_steps() == 8); // 6 whole, one cut at 0.05 and on to 1/16, one cut at 0.1
+        CHECK(r.last_record().time == 0.1);
+        CHECK(r.max_de() < 1e-4);
+    }
+    const double times[] = {0.0, 0.05, 0.1};
+    for (int k = 0; k < 3; ++k)
+        CHECK(read_tipsy((straight.path / fmt::format("snapshot_{:05d}.tipsy", k)).string()).time == times[k]);
+    CHECK(!fs::exists(straight.path / "snapshot_00003.tipsy"));
+    const std::string log = file_bytes(straight.path / "energy.csv");
+    CHECK(log.find("\n7,0.1,") != std::string::npos);             // the end
+    CHECK(log.find(",0.05,") == std::string::npos);               // a cut for a snapshot logs no line of its own
+    CHECK(std::count(log.begin(), log.end(), '\n') == 1 + 7 + 1); // header, steps 0 to 6, the end
+
+    // Stopped at the cut at 0.05 (its checkpoint off the grid), then continued: the same files.
+    {
+        volatile std::sig_atomic_t stop = 0;
+        Run* self = nullptr;
+        RunHooks hooks;
+        hooks.on_step = [&] {
+            if (self->simulation().off_grid()) stop = 1;
+        };
+        Run r(be, plan_run({options(stopped)}), hooks);
+        self = &r;
+        CHECK(r.run(&stop) == Run::Outcome::stopped);
+        CHECK(r.simulation().time() == 0.05);
+    }
+    const KeyValues head = read_checkpoint_header((stopped.path / "checkpoint.bin").string());
+    CHECK(head.at("step") == "3");
+    CHECK(head.at("at") == "0.05");
+    {
+        auto r = Run::resume(be, stopped.str(), std::nullopt);
+        CHECK(r->simulation().time() == 0.05);
+        CHECK(r->run() == Run::Outcome::finished);
+        CHECK(r->simulation().time() == 0.1);
+    }
+    CHECK(file_bytes(straight.path / "energy.csv") == file_bytes(stopped.path / "energy.csv"));
+    for (int k = 0; k < 3; ++k) {
+        const std::string name = fmt::format("snapshot_{:05d}.tipsy", k);
+        CHECK_MESSAGE(file_bytes(straight.path / name) == file_bytes(stopped.path / name), name);
+    }
+    CHECK(file_bytes(straight.path / "checkpoint.bin") == file_bytes(stopped.path / "checkpoint.bin"));
+
+    // Extended from its end at 0.1 (off the grid): the next step goes on to 7/64, the run ends at 0.2 exactly.
+    {
+        auto r = Run::resume(be, straight.str(), 0.2);
+        CHECK(r->run() == Run::Outcome::finished);
+        CHECK(r->simulation().time() == 0.2);
+        CHECK(r->step_count() == 12);
+        CHECK(r->max_de() < 1e-4);
+    }
+    CHECK(read_tipsy((straight.path / "snapshot_00003.tipsy").string()).time == 0.15000000000000002); // 3 x 0.05
+    CHECK(read_tipsy((straight.path / "snapshot_00004.tipsy").string()).time == 0.2);
+
+    // A list of times (GADGET's output list), on the grid or off it, beside the start and the end.
+    {
+        RunOptions x = options(listed);
+        x.snapshot_every = 0;
+        x.snapshot_times = {0.03, 1.0 / 16, 0.07, 0.5};
+        Run r(be, plan_run({x}));
+        CHECK(r.run() == Run::Outcome::finished);
+    }
+    const double at[] = {0.0, 0.03, 1.0 / 16, 0.07, 0.1};
+    for (int k = 0; k < 5; ++k)
+        CHECK(read_tipsy((listed.path / fmt::format("snapshot_{:05d}.tipsy", k)).string()).time == at[k]);
+    CHECK(!fs::exists(listed.path / "snapshot_00005.tipsy"));
+}
+
 TEST_CASE("run: particles that start on the device run as the same particles given on the host, bit for bit")
 {
     // The Python module's CuPy and PyTorch arrays start a run on the device (DeviceParticles): scaled into internal
@@ -956,6 +1111,53 @@ TEST_SUITE("static")
         bad([](RunOptions& x) { x.units = "furlong,Msun"; });
         RunOptions fine;
         CHECK_NOTHROW(fine.check());
+    }
+
+    TEST_CASE("run options: where a time lies on the step grid, and lists of snapshot times")
+    {
+        // On a grid point to steps_between's rounding, or inside a step (which a run cuts short there).
+        const GridPlace end = grid_place(0, 0.1, 1.0 / 64);
+        CHECK(end.step == 7);
+        CHECK(!end.on_grid);
+        CHECK(grid_place(0, 1, 0.1).on_grid); // 1 / 0.1 is 9.999999999999998
+        CHECK(grid_place(0, 1, 0.1).step == 10);
+        CHECK(grid_place(0.05, 0.05 + 3.0 / 64, 1.0 / 64).on_grid);
+        CHECK(grid_place(1, 0.5, 0.1).step == 0);
+        CHECK(!grid_place(0, 1e300, 0.1).on_grid); // a snapshot time past any end: never reached, never refused
+
+        // A list: given, or read from a file of times (GADGET's output list; a flag after a time, comments).
+        CHECK(parse_time_list("0.5,1/4,2", "--snapshot-times") == std::vector<double>{0.25, 0.5, 2});
+        TempDir d("time-list");
+        fs::create_directories(d.path);
+        const fs::path file = d.path / "outputs.txt";
+        std::ofstream(file) << "# times\n0.5 1\n\n  0.25\n2.0 0\n";
+        CHECK(parse_time_list(file.string(), "--snapshot-times") == std::vector<double>{0.25, 0.5, 2});
+        CHECK_THROWS_WITH_AS(parse_time_list("0.5,0.5", "--snapshot-times"), doctest::Contains("twice"), UsageError);
+        CHECK_THROWS_WITH_AS(parse_time_list("", "--snapshot-times"), doctest::Contains("at least one time"),
+                             UsageError);
+        CHECK_THROWS_WITH_AS(parse_time_list("no-such-file", "--snapshot-times"),
+                             doctest::Contains("no file no-such-file exists"), UsageError);
+        CHECK_THROWS_AS(parse_time_list("0.5,x", "--snapshot-times"), UsageError);
+        std::ofstream(d.path / "empty.txt") << "# nothing\n";
+        CHECK_THROWS_WITH_AS(parse_time_list((d.path / "empty.txt").string(), "--snapshot-times"),
+                             doctest::Contains("at least one time"), UsageError);
+
+        // Kept in checkpoints to the bit; with an interval as well, refused.
+        RunOptions o;
+        o.snapshot_every = 0;
+        o.snapshot_times = {0.1, 1.0 / 3, 7};
+        CHECK_NOTHROW(o.check());
+        const RunOptions back = RunOptions::from_text(parse_key_values(o.to_text()));
+        CHECK(back.snapshot_times == o.snapshot_times);
+        CHECK(RunOptions::from_text(parse_key_values(RunOptions{}.to_text())).snapshot_times.empty());
+        RunOptions both = o;
+        both.snapshot_every = 1;
+        CHECK_THROWS_WITH_AS(both.check(), "run: give either --snapshot-every or --snapshot-times, not both",
+                             UsageError);
+        RunOptions odd = o;
+        odd.snapshot_times = {0.5, 0.25};
+        CHECK_THROWS_WITH_AS(odd.check(), doctest::Contains("--snapshot-times must be finite and increasing"),
+                             UsageError);
     }
 }
 

@@ -471,8 +471,9 @@ class Simulation:
 
     time_steps="block" gives each particle the step dt / 2^k its acceleration asks for (k its rung, from
     sqrt(2 eta eps / |a|) rounded down to a power of two, at most max_rung deep), as `banyan run --steps block --eta
-    --max-rung` do; step() and evolve() still advance every particle by whole steps of dt, and block_stats tells
-    how the particles spread over the rungs. README, "Time steps".
+    --max-rung` do; step() and evolve() still advance every particle by whole steps of dt (evolve's last cut short to
+    end at t_end, its rungs chosen anew for it), and block_stats tells how the particles spread over the rungs.
+    README, "Time steps".
     """
 
     def __init__(self, pos: Any, vel: Any, mass: Any, theta: float = 0.75, eps: float = 0.05, dt: float = 1 / 64,
@@ -531,32 +532,39 @@ class Simulation:
         return cls(None, None, None, _engine=_banyan.Simulation.load(_device(backend or "auto", device), path))
 
     def step(self, n: int = 1) -> None:
-        """Takes n steps of dt (at most 10^15, as evolve)."""
+        """Takes n steps of dt (at most 10^15, as evolve), each to the next point of the time grid of the start: after
+        an evolve() that ended off that grid, the first step goes on to it."""
         self._sim.step(_whole("step: n", n, 0, 10 ** 15, "a whole number from 0 to 10^15"))
 
     def evolve(self, t_end: float, progress: Optional[bool] = None) -> None:
-        """Steps until t_end, on the time grid of the start (as `banyan run --t-end`). Ctrl-C raises
-        KeyboardInterrupt between two steps; the simulation stays consistent and can go on.
+        """Steps until t_end exactly, as `banyan run --t-end`: steps of dt on the time grid of the start, and the
+        step that would pass t_end cut short to end there (a kick-drift-kick of the shorter length; the next step
+        goes on to the grid point). Ctrl-C raises KeyboardInterrupt between two steps; the simulation stays
+        consistent and can go on.
 
         progress: a tqdm progress bar of the steps (a widget in a notebook); None (default) shows one when tqdm is
         installed and the session is interactive (a terminal on stderr, or a Jupyter kernel), True always (tqdm
         needed), False never."""
         if not math.isfinite(float(t_end)):
             raise UsageError(f"evolve: t_end must be finite, got {t_end}")
-        end = self._sim.step_at(float(t_end))
-        bar = _progress_bar(progress, end - self.steps) if end > self.steps else None
-        if bar is not None:
-            with bar:
-                # Steps in chunks of about a fifth of a second between updates of the bar.
-                chunk = 1
-                while self.steps < end:
-                    k = min(chunk, end - self.steps)
-                    t0 = time.perf_counter()
-                    self._sim.step(k)
-                    bar.update(k)
-                    per_step = (time.perf_counter() - t0) / k
-                    chunk = max(1, min(1 << 20, int(0.2 / max(per_step, 1e-9))))
-        self._sim.evolve(float(t_end))
+        end = self._sim.step_at(float(t_end))  # the step t_end lies in, as log_step counts
+        now = self._sim.log_step
+        bar = _progress_bar(progress, end - now) if end > now else None
+        if bar is None:
+            self._sim.evolve(float(t_end))
+            return
+        with bar:
+            # Steps in chunks of about a fifth of a second between updates of the bar.
+            chunk = 1
+            while True:
+                t0 = time.perf_counter()
+                done = self._sim.evolve(float(t_end), chunk)
+                bar.update(self._sim.log_step - now)
+                now = self._sim.log_step
+                if done:
+                    break
+                per_step = (time.perf_counter() - t0) / chunk
+                chunk = max(1, min(1 << 20, int(0.2 / max(per_step, 1e-9))))
 
     def _state(self) -> Tuple[Any, Any, Any, Any]:
         n = self._sim.size
@@ -589,9 +597,10 @@ class Simulation:
                                  "the units of the input")
         return pos, vel, acc, pot
 
-    time = _native_property("time", """The simulated time: the start time plus steps * dt.""")
+    time = _native_property("time", """The simulated time: the start time plus steps * dt, or the end time of an
+                            evolve() that ended off that grid.""")
 
-    steps = _native_property("steps", """Steps taken since the start.""")
+    steps = _native_property("steps", """Whole steps of dt taken since the start (points of its time grid reached).""")
 
     positions = _state_property(
         0, """(N, 3) float32, in input order (a fresh copy from the device; NumPy, or CuPy or PyTorch on the GPU for a

@@ -7,6 +7,7 @@
  * Checks sit between collectives (CHECK, not REQUIRE), so that a failure on one rank never leaves the others waiting.
  */
 #include "apps/cli/cli.hpp"
+#include "apps/cli/progress.hpp"
 #include "core/files/npy.hpp"
 #include "core/files/tipsy.hpp"
 #include "core/gravity/direct.hpp"
@@ -21,7 +22,10 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace banyan {
 namespace {
@@ -116,6 +120,74 @@ TEST_CASE("banyan bench forces over P ranks times --reps evaluations after --war
     const std::string text = test::file_bytes(json);
     CHECK(text.find("\"warmup\": 2,") != std::string::npos);
     CHECK(text.find("\"reps\": 3,") != std::string::npos);
+}
+
+TEST_CASE("the live progress line only on a terminal the user sees: never under an MPI launcher")
+{
+    // Open MPI gives its ranks a pseudo-terminal, whose output ends up in the launcher's pipes and files: isatty alone
+    // said yes there, and carriage returns and ESC[K went into logs (issue 48). Here on a terminal of our own
+    // (a pseudo-terminal), on a pipe, and under a launcher or its environment.
+    const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
+    REQUIRE(master >= 0);
+    REQUIRE(::grantpt(master) == 0);
+    REQUIRE(::unlockpt(master) == 0);
+    std::FILE* tty = std::fopen(::ptsname(master), "w");
+    REQUIRE(tty != nullptr);
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    std::FILE* pipe = ::fdopen(fds[1], "w");
+    CHECK(!cli::live_terminal(pipe));
+    // This process: under mpiexec (every test but no_launcher) a launcher's, whose terminals are not the user's.
+    CHECK(cli::live_terminal(tty) == !Comm::launched());
+    CHECK(Comm::launched() == Comm::started());
+    if (!Comm::launched()) {
+        for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
+            INFO(v);
+            ::setenv(v, "1", 1);
+            CHECK(!cli::live_terminal(tty));
+            ::unsetenv(v);
+            CHECK(cli::live_terminal(tty));
+        }
+    }
+    std::fclose(pipe), ::close(fds[0]);
+    std::fclose(tty), ::close(master);
+}
+
+TEST_CASE("the progress line shows dE/E once a step has logged one, never a perfect 0 before")
+{
+    // "dE/E +0.00e+00" until the first energy evaluation read as perfect conservation (issue 48).
+    const Comm& comm = Comm::world();
+    const test::SharedFolder dir(comm);
+    RunOptions o = test::short_run(dir / "run", 3.0 / 64);
+    o.n = 1000;
+    o.log_every = 2;
+    RunRequest request(o);
+    request.outputs = RunOutputs::none(); // no files; the line of step 2 asked for below
+    Run run(backend(), plan_run(std::move(request), comm), {}, comm);
+    const std::string start = cli::Progress::status(run);
+    CHECK(start.find("step 0/3  t 0") == 0);
+    CHECK(start.find("dE/E") == std::string::npos);
+    CHECK(start.find("particles/s") == std::string::npos); // no rate before a step
+    run.step();
+    run.step();
+    run.record();
+    const std::string later = cli::Progress::status(run);
+    CHECK(later.find("step 2/3") == 0);
+    CHECK(later.find("dE/E ") != std::string::npos);
+    CHECK(later.find("particles/s") != std::string::npos);
+    CHECK(later.find(" at t ") == std::string::npos); // the value is of the time shown
+    run.step();
+    CHECK(cli::Progress::status(run).find(" at t 0.03125") != std::string::npos); // of the line before
+}
+
+TEST_CASE("sizes in units that show them")
+{
+    CHECK(cli::bytes_text(640) == "640 bytes");
+    CHECK(cli::bytes_text(218 * 2048.0) == "436 KiB");
+    CHECK(cli::bytes_text(3.5 * (1 << 20)) == "3.5 MiB");
+    CHECK(cli::bytes_text(12.1 * (1 << 30)) == "12.1 GiB");
+    CHECK(cli::clock_text(3725) == "1:02:05");
+    CHECK(cli::clock_text(-1) == "?");
 }
 
 } // namespace banyan

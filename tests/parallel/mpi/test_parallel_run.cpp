@@ -360,4 +360,40 @@ TEST_CASE("a run over P ranks stopped and continued on P ranks matches the strai
     }
 }
 
+TEST_CASE("a run over P ranks ends and writes snapshots at times off the step grid; a stop at a cut continues")
+{
+    // Issue 48: the steps that would pass t = 0.05 (a snapshot) and 0.1 (the end) are cut short there, on every rank
+    // alike; a checkpoint at the cut (off the grid) continues bit for bit.
+    const Comm& comm = Comm::world();
+    const test::SharedFolder dir(comm);
+    auto cut = [&](const char* name) {
+        RunOptions o = options(dir / name, 0.1);
+        o.snapshot_every = o.checkpoint_every = 0.05;
+        return o;
+    };
+    const RunRecord end = run_to_end(cut("straight"));
+    CHECK(end.time == 0.1);
+    CHECK(end.step == 7);
+    {
+        volatile std::sig_atomic_t stop = 0;
+        Run* self = nullptr;
+        RunHooks hooks;
+        hooks.on_step = [&] {
+            if (self->simulation().off_grid()) stop = 1;
+        };
+        Run run(test::backend(), plan_run({cut("stopped")}), hooks);
+        self = &run;
+        CHECK(run.run(&stop) == Run::Outcome::stopped);
+        CHECK(run.simulation().time() == 0.05);
+    }
+    Run::resume(test::backend(), (dir / "stopped").string(), std::nullopt)->run();
+    comm.barrier();
+    for (int k = 0; k < 3; ++k) {
+        const std::string name = fmt::format("snapshot_{:05d}.tipsy", k);
+        CHECK(read_tipsy((dir / "straight" / name).string()).time == k * 0.05);
+        CHECK_MESSAGE(test::file_bytes(dir / "straight" / name) == test::file_bytes(dir / "stopped" / name), name);
+    }
+    CHECK(test::file_bytes(dir / "straight" / "energy.csv") == test::file_bytes(dir / "stopped" / "energy.csv"));
+}
+
 } // namespace banyan
