@@ -370,15 +370,16 @@ void print_block_summary(const Simulation& sim, const RunOptions& o)
     }
 }
 
-/// Over ranks: each phase of the force evaluations per step (@p p: the session's sums; @p per: 1 / steps), slowest
-/// rank and mean, named as the original code's timers (ParallelPhases).
-void print_phases(const Comm& comm, const ParallelPhases& p, double per)
+/// Over ranks: each phase of the force evaluations per step (@p p: sums over steps; @p per: 1 / steps), slowest
+/// rank and mean, named as the original code's timers (ParallelPhases), after @p what.
+void print_phases(const std::string& what, const ParallelPhases& p, double per)
 {
     auto both = [per](const PhaseSpread& s) { return fmt::format("{:.2f} / {:.2f}", s.max * per, s.mean * per); };
-    fmt::print("{} ranks ({}), ms per step, slowest rank / mean: domain {}, build {}, LET making {}, communication "
-               "{}, gravity {} (GPU {}), waiting {}, total {}\n",
-               comm.size(), Comm::library(), both(p.domain), both(p.build), both(p.let_make), both(p.comm),
-               both(p.gravity), both(p.gravity_device), both(p.wait), both(p.total));
+    fmt::print("{}, ms per step, slowest rank / mean: domain {}, build {}, LET making {}, communication {}, gravity {} "
+               "(GPU {}), waiting {}, total {}\n",
+               what, both(p.domain), both(p.build), both(p.let_make), both(p.comm), both(p.gravity),
+               both(p.gravity_device), both(p.wait), both(p.total));
+    std::fflush(stdout);
 }
 
 /// The summary at the end: how it ended, the rate, device time per phase, memory, energy (@p now: of the state now,
@@ -410,7 +411,7 @@ void print_summary(const Run& run, Run::Outcome outcome, const SessionStart& bef
     if (steps) {
         fmt::print("{} steps in {:.2f} s: {:.2f} ms per step, {:.3g} particles per second\n", steps, wall,
                    wall * 1e3 * per, double(sim.total_size()) * double(steps) / std::max(wall, 1e-9));
-        if (comm.parallel()) print_phases(comm, phases, per);
+        if (comm.parallel()) print_phases(fmt::format("{} ranks ({})", comm.size(), Comm::library()), phases, per);
         fmt::print("per step (device time; output on the host): build {:.2f} ms, forces {:.2f} ms, integrate "
                    "{:.3f} ms, energies {:.3f} ms, output {:.2f} ms\n",
                    (t.build - before.times.build) * per, (t.forces - before.times.forces) * per,
@@ -565,6 +566,22 @@ int run_run(const std::vector<std::string>& raw_args)
     Progress progress(quiet);
     RunHooks hooks;
     progress.attach(hooks);
+    // Over ranks, each line of the energy log is followed by the phases since the line before (every rank forms the
+    // log, so every rank takes part in the reduction; rank 0 prints).
+    std::unique_ptr<Run> run;
+    ParallelTimings phases_logged;
+    std::uint64_t steps_logged = 0;
+    if (comm.parallel())
+        hooks.on_log = [&, progress_line = hooks.on_log](const RunRecord& r) {
+            if (progress_line) progress_line(r);
+            if (!run || r.step <= steps_logged) return; // the first line, made while the run starts
+            const ParallelTimings& now = run->simulation().times().parallel;
+            const ParallelPhases p = phases_over_ranks(comm, now.since(phases_logged));
+            if (!quiet)
+                print_phases(fmt::format("  steps {} to {}", steps_logged + 1, r.step), p,
+                             1.0 / static_cast<double>(r.step - steps_logged));
+            phases_logged = now, steps_logged = r.step;
+        };
     // --render: an image of each snapshot once it is on disk (rank 0, after every rank has written its part).
     const bool render = opt.has("render");
     hooks.on_file = [&](const std::string& path) {
@@ -578,7 +595,6 @@ int run_run(const std::vector<std::string>& raw_args)
         write_png(png.string(), render_surface_density(read_snapshot(path, nullptr, false), RenderOptions{}));
     };
 
-    std::unique_ptr<Run> run;
     std::size_t n = 0;
     try {
         if (restart) {

@@ -361,4 +361,31 @@ TEST_CASE("ranks without particles, and more ranks than particles")
     }
 }
 
+TEST_CASE("the phases over ranks: the slowest rank, the mean, and the waiting in the messages")
+{
+    // Rank r reports phase times that grow with r, and r + 1 ms in the messages: the slowest is rank P-1's, the mean
+    // the average, and each rank waited its time there beyond rank 0's (1 ms), the last nothing beyond the least.
+    const Comm& comm = Comm::world();
+    const double r = comm.rank(), P = comm.size();
+    ParallelTimings t;
+    t.balance = 1 + r, t.build = 10 + r, t.let_make = 100 + r, t.comm = 1 + r, t.walk = 1000 + 2 * r;
+    t.walk_device = 900 + r, t.total = 2000 + 3 * r;
+    const ParallelPhases p = phases_over_ranks(comm, t);
+    CHECK(p.domain.max == P);
+    CHECK(p.domain.mean == doctest::Approx(1 + (P - 1) / 2));
+    CHECK(p.build.max == 10 + P - 1);
+    CHECK(p.let_make.mean == doctest::Approx(100 + (P - 1) / 2));
+    CHECK(p.gravity.max == 1000 + 2 * (P - 1));
+    CHECK(p.gravity_device.max == 900 + P - 1);
+    CHECK(p.total.mean == doctest::Approx(2000 + 3 * (P - 1) / 2));
+    CHECK(p.comm.max == P);
+    CHECK(p.wait.max == P - 1);
+    CHECK(p.wait.mean == doctest::Approx((P - 1) / 2));
+    // Sums over steps: what since() takes back out.
+    ParallelTimings sum = t;
+    sum += t;
+    CHECK(sum.since(t).walk == t.walk);
+    CHECK(sum.comm == 2 * t.comm);
+}
+
 } // namespace banyan
