@@ -97,7 +97,14 @@ int run_bench_galaxy(const std::vector<std::string>& args)
                         bench::left("holds", 5)});
     table.print_header();
     int failed = 0;
+    bool unmeasured = false;
     auto row = [&](const char* name, double model_value, double start, double end, double change, double limit) {
+        if (!std::isfinite(start) || !std::isfinite(end)) { // too few particles to measure it (GalaxyMeasures)
+            unmeasured = true;
+            table.print_row({name, model_value > 0 ? fmt::format("{:.4g}", model_value) : "-", "n/a", "n/a", "n/a",
+                             fmt::format("{:.0f}%", 100 * limit), "n/a"});
+            return;
+        }
         const bool ok = std::fabs(change) <= limit;
         failed += ok ? 0 : 1;
         table.print_row({name, model_value > 0 ? fmt::format("{:.4g}", model_value) : "-", fmt::format("{:.4g}", start),
@@ -122,7 +129,13 @@ int run_bench_galaxy(const std::vector<std::string>& args)
     fmt::print("wall {:.2f} s for {} steps ({:.3f} ms a step); energy: |dE/E| at the end {:.2e}, largest {:.2e}\n",
                wall, run.session_steps(), 1e3 * wall / static_cast<double>(run.session_steps()), std::fabs(last.de),
                last.max_de);
-    fmt::print("{} of the targets {}\n", failed ? "some" : "all", failed ? "missed" : "hold");
+    if (unmeasured)
+        fmt::print(
+            "n/a: too few disc particles to measure it (fewer than {} in a radial bin near the midplane or in the "
+            "annulus of Q); more particles (--n) measure it\n",
+            GalaxyMeasures::measured_bin);
+    fmt::print("{} of the targets {}{}\n", failed ? "some" : "all", failed ? "missed" : "hold",
+               unmeasured ? " that could be measured" : "");
     return 0;
 }
 

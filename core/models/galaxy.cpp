@@ -1038,7 +1038,7 @@ GalaxyMeasures measure_galaxy(const GalaxyGenerator& gen, std::span<const bn_f4>
 
     // Circular speeds from the accelerations in bins of the disc particles' radii: sum of -R a_R over the sum of
     // the model's v_c^2 at the same radii.
-    auto vc_ratio2 = [&](double lo, double hi, double* mean_vc2) {
+    auto vc_ratio2 = [&](double lo, double hi, double* mean_vc2, std::size_t* in_bin = nullptr) {
         double meas = 0, model = 0;
         std::size_t count = 0;
         for (std::size_t i = halo_end; i < disc_end; ++i) {
@@ -1052,11 +1052,16 @@ GalaxyMeasures measure_galaxy(const GalaxyGenerator& gen, std::span<const bn_f4>
             ++count;
         }
         if (mean_vc2) *mean_vc2 = count ? meas / static_cast<double>(count) : 0.0;
+        if (in_bin) *in_bin = count;
         return model > 0 ? meas / model : 0.0;
     };
+    // A bin of too few particles measures nothing (an empty one gave 0, a "-100 %" departure).
+    out.vc_worst = std::numeric_limits<double>::quiet_NaN();
     for (double b = 1.0; b < 4.0; b += 0.5) {
-        const double ratio = std::sqrt(std::max(0.0, vc_ratio2(b * rd, (b + 0.5) * rd, nullptr)));
-        if (std::fabs(ratio - 1.0) >= std::fabs(out.vc_worst - 1.0) || out.vc_worst == 0) {
+        std::size_t in_bin = 0;
+        const double ratio = std::sqrt(std::max(0.0, vc_ratio2(b * rd, (b + 0.5) * rd, nullptr, &in_bin)));
+        if (in_bin < GalaxyMeasures::measured_bin) continue;
+        if (!(std::fabs(ratio - 1.0) < std::fabs(out.vc_worst - 1.0))) {
             out.vc_worst = ratio;
             out.vc_worst_radius = (b + 0.25) * rd;
         }
@@ -1073,20 +1078,25 @@ GalaxyMeasures measure_galaxy(const GalaxyGenerator& gen, std::span<const bn_f4>
         sum += vr, sum2 += vr * vr, mass += pos[i].w;
         ++count;
     }
-    if (count > 1) {
+    out.toomre_q = std::numeric_limits<double>::quiet_NaN();
+    if (count >= GalaxyMeasures::measured_bin) {
         const double n = static_cast<double>(count);
         const double sigma = std::sqrt(std::max(0.0, (sum2 - sum * sum / n) / (n - 1)));
         const double surface = mass / (pi * ((rq + h) * (rq + h) - (rq - h) * (rq - h)));
         // Omega^2 = v_c^2 / R^2 at R_q - 2h, R_q, R_q + 2h (bins of width 2h); kappa^2 = R dOmega^2/dR + 4 Omega^2.
         double w[3];
+        std::size_t fewest = count;
         for (int k = 0; k < 3; ++k) {
             const double at = rq + (k - 1) * 2 * h;
             double vc2 = 0;
-            vc_ratio2(at - h, at + h, &vc2);
+            std::size_t in_bin = 0;
+            vc_ratio2(at - h, at + h, &vc2, &in_bin);
             w[k] = vc2 / (at * at);
+            fewest = std::min(fewest, in_bin);
         }
         const double kappa2 = rq * (w[2] - w[0]) / (4 * h) + 4 * w[1];
-        out.toomre_q = sigma * std::sqrt(std::max(0.0, kappa2)) / (3.36 * surface);
+        if (fewest >= GalaxyMeasures::measured_bin)
+            out.toomre_q = sigma * std::sqrt(std::max(0.0, kappa2)) / (3.36 * surface);
     }
     return out;
 }

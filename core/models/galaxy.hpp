@@ -285,12 +285,16 @@ struct GalaxyMeasures {
     double thickness = 0;                           ///< median |z| of the disc particles at R_d <= R <= 3 R_d
     /// Circular speed from the accelerations, sqrt(-R a_R) over the disc particles within z0 / 4 of the midplane,
     /// over the model's, in the bins
-    /// R / R_d in [1, 1.5), [1.5, 2) ... [3.5, 4]: the largest departure from 1.
+    /// R / R_d in [1, 1.5), [1.5, 2) ... [3.5, 4]: the largest departure from 1, over the bins that hold at least
+    /// measured_bin such particles; NaN when none does (a model of too few particles: not measured).
     double vc_worst = 0;
     double vc_worst_radius = 0; ///< the middle of that bin (kpc)
     /// Toomre Q at the model's q_radius from the particles: sigma_R and Sigma in R_q +- R_d / 4, kappa from the
-    /// measured circular speeds at R_q and R_q +- R_d / 2.
+    /// measured circular speeds at R_q and R_q +- R_d / 2; NaN when the annulus or a bin holds fewer than
+    /// measured_bin particles.
     double toomre_q = 0;
+    /// The particles a bin of the circular speed or the annulus of Q needs to be measured at all.
+    static constexpr std::size_t measured_bin = 32;
 };
 
 /// Measures @p pos (x, y, z, mass), @p vel, @p acc of galaxy 0 of a one-galaxy GalaxyGenerator @p gen (in model

@@ -177,6 +177,19 @@ TEST_SUITE("static")
         }
     }
 
+    TEST_CASE("galaxy: a model of too few particles leaves the circular speed and Q unmeasured, not 0")
+    {
+        // `bench galaxy` on a small model showed an empty bin's v_c as a "-100 %" miss (issue 48): a bin of fewer
+        // than measured_bin particles measures nothing, and with every bin such, the result says so (NaN).
+        const GalaxyGenerator gen(mw(600, 3));
+        const Particles p = gen.make_all();
+        std::vector<bn_f4> acc(p.size(), bn_f4{0, 0, -1, 0});
+        const GalaxyMeasures g = measure_galaxy(gen, p.pos, p.vel, acc);
+        CHECK(std::isnan(g.vc_worst));
+        CHECK(std::isnan(g.toomre_q));
+        CHECK(g.disc_half_mass > 0); // the radii still are measured
+    }
+
     TEST_CASE("galaxy: the bulge's and the halo's f(E) in the flattened potential: dispersions and shape")
     {
         // An isotropic f(E) in any potential has sigma^2 a function of psi alone,
