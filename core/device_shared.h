@@ -58,6 +58,10 @@ struct alignas(8) bn_u2 {
 #endif
 #define BANYAN_WG_MAX 256
 
+/* Sources per slice of the direct sum on listed particles (directListedPartial): a fixed number, so that each
+ * partial sum, and so the result, is the same on every backend and work-group size. */
+#define BANYAN_DIRECT_SLICE 2048u
+
 /* Items per work-item in scan / compact / split tiles: a tile is BANYAN_WG * BANYAN_SCAN_ITEMS items. */
 #define BANYAN_SCAN_ITEMS 8
 /* Radix sort: digit width and keys per work-item in one tile of the histogram and scatter kernels. */

@@ -364,9 +364,12 @@ void print_block_summary(const Simulation& sim, const RunOptions& o)
         const auto& l = b.levels[k];
         if (!l.substeps) continue;
         const double m = 1.0 / double(l.substeps);
+        const std::string how = l.direct == 0            ? ""
+                                : l.direct == l.substeps ? ", direct"
+                                                         : fmt::format(", {} direct", l.direct);
         fmt::print("  substeps of level {:2}: {:8}, {:10.0f} active particles each; per substep (device time) build "
-                   "{:.3f} ms, forces {:.3f} ms, integrate {:.3f} ms\n",
-                   k, l.substeps, double(l.active) * m, l.build * m, l.forces * m, l.integrate * m);
+                   "{:.3f} ms, forces {:.3f} ms{}, integrate {:.3f} ms\n",
+                   k, l.substeps, double(l.active) * m, l.build * m, l.forces * m, how, l.integrate * m);
     }
 }
 

@@ -29,6 +29,8 @@
     X(compactScatter, In<bn_u32>, In<bn_u32>, bn_u32, In<bn_u32>, Out<bn_u32>, Out<bn_u32>, bn_u32)                   \
     /* direct */                                                                                                    \
     X(directForces, In<bn_f4>, bn_u32, bn_u32, bn_u32, float, Out<bn_f4>)                                           \
+    X(directListedPartial, In<bn_f4>, bn_u32, In<bn_u32>, bn_u32, float, Out<bn_f4>)                                 \
+    X(directListedSum, In<bn_f4>, bn_u32, In<bn_u32>, bn_u32, Out<bn_f4>)                                            \
     X(directForcesF64, In<bn_f4>, bn_u32, double, Out<double>)                                                      \
     X(directForcesF64Targets, In<bn_f4>, bn_u32, In<bn_u32>, bn_u32, double, Out<double>)                           \
     /* gather */                                                                                                    \

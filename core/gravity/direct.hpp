@@ -17,6 +17,12 @@ void direct_forces(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n, fl
 void direct_forces(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n, std::size_t first, std::size_t count,
                    float eps, Buffer<bn_f4>& acc_pot);
 
+/// acc_pot[list[k]] = (ax, ay, az, potential) of the @p count particles list[0 .. count - 1] from all @p n (block time
+/// steps: a substep with few active particles needs no tree), the sources in slices of BANYAN_DIRECT_SLICE whose
+/// partial sums go through @p partial (grown as needed). Other entries of acc_pot are left as they are.
+void direct_forces_listed(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n, const Buffer<bn_u32>& list,
+                          std::size_t count, float eps, Buffer<bn_f4>& partial, Buffer<bn_f4>& acc_pot);
+
 /// As direct_forces, with differences and sums in double precision; acc_pot holds 4 doubles per particle.
 void direct_forces_f64(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_t n, double eps, Buffer<double>& acc_pot);
 

@@ -413,21 +413,28 @@ bool Simulation::block_step(const std::function<bool()>& pause, double h)
         std::uint64_t active = 0;
         for (unsigned k = level; k <= top; ++k)
             active += block_.rungs[k];
-        // At the end of the step every group is active: the whole walk, without finding the active groups. Over
-        // ranks the particles move between them only then, weighed by the work of the whole step's substeps.
-        forces_.forces().set_active(level > 0 ? &tree_.rungs() : nullptr, level);
-        try {
-            compute_forces(true, level == 0);
-        } catch (...) {
+        const bool direct = level > 0 && active <= options_.direct_substeps && !comm_.parallel() && !options_.direct;
+        if (direct) {
+            direct_substep(level, active);
+        } else {
+            // At the end of the step every group is active: the whole walk, without finding the active groups.
+            // Over ranks the particles move between them only then, weighed by the work of the whole step's
+            // substeps.
+            forces_.forces().set_active(level > 0 ? &tree_.rungs() : nullptr, level);
+            try {
+                compute_forces(true, level == 0);
+            } catch (...) {
+                forces_.forces().set_active(nullptr, 0);
+                throw;
+            }
             forces_.forces().set_active(nullptr, 0);
-            throw;
         }
-        forces_.forces().set_active(nullptr, 0);
         bool paused = t < ticks && pause && pause();
         const double kick_ms = block_kick(level, true, h, &paused);
         times_.integrate += be_.elapsed_ms(e0, e1) + kick_ms;
         auto& l = block_.levels[level];
         ++l.substeps;
+        l.direct += direct ? 1 : 0;
         l.active += active;
         l.build += times_.build - before.build;
         l.forces += times_.forces - before.forces;
@@ -440,6 +447,30 @@ bool Simulation::block_step(const std::function<bool()>& pause, double h)
     if (!until_) ++block_.steps;
     block_.span += h / dt_;
     return true;
+}
+
+void Simulation::direct_substep(bn_u32 level, std::uint64_t active)
+{
+    // The particles of rung >= level, found as walkGroupFlags finds active groups, with one particle to a "group",
+    // and compacted in device order; then their forces from all particles at their drifted positions. The tree and
+    // the particles' order stay as the last build left them.
+    ensure_size(be_, direct_index_, n_, "sim.direct_index");
+    ensure_size(be_, direct_ones_, n_, "sim.direct_ones");
+    ensure_size(be_, direct_flags_, n_, "sim.direct_flags");
+    ensure_size(be_, direct_list_, n_, "sim.direct_list");
+    ensure_size(be_, direct_total_, 1, "sim.direct_total");
+    const bn_u32 n = to_u32(n_);
+    Buffer<bn_f4>& acc = acc_mut();
+    const Event a = be_.record();
+    be_.launch(kernels::treeIota, grid_for(be_, n_), direct_index_, n);
+    direct_ones_.fill(1u);
+    be_.launch(kernels::walkGroupFlags, grid_for(be_, n_), direct_index_, direct_ones_, tree_.rungs(), n, level,
+               direct_flags_);
+    be_.compact(direct_index_, direct_flags_, n_, direct_list_, direct_total_);
+    direct_forces_listed(be_, tree_.pos(), n_, direct_list_, static_cast<std::size_t>(active), eps_, direct_partial_,
+                         acc);
+    const Event b = be_.record();
+    times_.forces += be_.elapsed_ms(a, b);
 }
 
 double Simulation::block_kick(bn_u32 level, bool kick, double h, bool* pause)

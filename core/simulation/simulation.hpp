@@ -49,6 +49,11 @@ struct SimulationOptions {
     double eta = 0.025; ///< the step criterion's accuracy parameter, > 0
     unsigned max_rung =
         16; ///< the deepest rung allowed, <= BANYAN_MAX_RUNG; a particle that asks for more stops the run
+    /// Block time steps on one rank: a substep with at most this many active particles sums their forces directly
+    /// from all particles (core/gravity/direct.hpp) instead of building and walking the tree; 0: never. The default
+    /// is about where the two cost the same at 2^20 particles on an H200 (docs/benchmarks.md, "Block time steps";
+    /// GADGET-4 sums directly below 500 active particles too).
+    std::size_t direct_substeps = 512;
 };
 
 /// Block time steps: how the particles spread over the rungs and what the substeps cost.
@@ -64,6 +69,7 @@ struct BlockStats {
     /// and device time in the build, the walk and the kicks and drifts, in milliseconds.
     struct Level {
         std::uint64_t substeps = 0, active = 0;
+        std::uint64_t direct = 0; ///< of the substeps, those whose forces were summed directly (direct_substeps)
         double build = 0, forces = 0, integrate = 0;
     };
     std::array<Level, BANYAN_MAX_RUNG + 1> levels{};
@@ -251,6 +257,8 @@ private:
     /// more than max_rung. @p pause: in, whether this rank asks to pause; out, whether any rank does (summed with
     /// the histogram). Returns the kernel's device time in milliseconds.
     double block_kick(bn_u32 level, bool kick, double h, bool* pause = nullptr);
+    /// The forces of the @p active particles of rung >= @p level by direct summation (direct_forces_listed).
+    void direct_substep(bn_u32 level, std::uint64_t active);
     /// Throws the error that names, of the particles whose rung is beyond max_rung, the one of largest |a|, and the
     /// rung the run needs for it in steps of @p h (internal units).
     [[noreturn]] void refuse_rung(double h);
@@ -283,6 +291,9 @@ private:
     Buffer<double> partials_, totals_;    // energy sums
     Buffer<bn_f4> tracked_;
     Buffer<bn_u32> rung_hist_; // block time steps: the histogram integrateBlockKick writes
+    // Block time steps' direct substeps: indices, ones, flags, the active particles' list and its length.
+    Buffer<bn_u32> direct_index_, direct_ones_, direct_flags_, direct_list_, direct_total_;
+    Buffer<bn_f4> direct_partial_; // their partial sums over slices of the sources
     BlockStats block_;
 };
 

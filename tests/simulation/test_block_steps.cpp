@@ -357,6 +357,57 @@ TEST_CASE("block steps: a Hernquist sphere spreads over the rungs; energy as a s
     CHECK(shared_step_ratio(b) > 2);
 }
 
+TEST_CASE("block steps: substeps of few active particles summed directly follow the tree's run")
+{
+    // A Hernquist sphere with a small softening: its cusp's few particles on the deepest rungs. With the direct sums
+    // (the default) those substeps build no tree; the run must follow the one that always walks the tree to the
+    // tree's force errors: the same substeps, nearly the same rungs, energies and positions.
+    auto& be = test::backend();
+    const std::size_t n = 4096;
+    const Particles p = hernquist_sphere(n, 35);
+    SimulationOptions o;
+    o.opening.theta = 0.5f;
+    o.eps = 0.005f;
+    o.dt = 1.0 / 16;
+    o.block = true;
+    o.eta = 0.01;
+    o.max_rung = 12;
+    auto run = [&](std::size_t direct_substeps) {
+        SimulationOptions x = o;
+        x.direct_substeps = direct_substeps;
+        Simulation sim(be, x);
+        sim.start(p.pos, p.vel, 0.0);
+        const double e0 = sim.energies().total();
+        for (int s = 0; s < 4; ++s)
+            sim.step();
+        const double de = sim.energies().total() / e0 - 1;
+        return std::tuple{sim.save(), sim.block_stats(), de};
+    };
+    const auto [st, bt, de_tree] = run(0);
+    const auto [sd, bd, de_direct] = run(256);
+    std::uint64_t direct = 0, direct_tree = 0;
+    for (unsigned k = 0; k < bd.levels.size(); ++k) {
+        direct += bd.levels[k].direct;
+        direct_tree += bt.levels[k].direct;
+        if (bd.levels[k].direct) CHECK(bd.levels[k].active <= 256 * bd.levels[k].substeps);
+    }
+    double worst = 0; // by input index: the two runs' trees order the particles differently
+    std::vector<bn_f4> xt(n), xd(n);
+    for (std::size_t i = 0; i < n; ++i)
+        xt[st.ids[i]] = st.pos[i], xd[sd.ids[i]] = sd.pos[i];
+    for (std::size_t i = 0; i < n; ++i)
+        worst = std::max(worst,
+                         std::hypot(double(xd[i].x) - xt[i].x, double(xd[i].y) - xt[i].y, double(xd[i].z) - xt[i].z));
+    MESSAGE(fmt::format("Hernquist N {}, eps 0.005: {} of {} substeps direct, deepest {}; dE/E {:.3e} (tree {:.3e}); "
+                        "positions differ by {:.2e} at most",
+                        n, direct, bd.substeps, bd.deepest, de_direct, de_tree, worst));
+    CHECK(direct_tree == 0);
+    CHECK(direct > 0);
+    CHECK(bd.substeps == bt.substeps);
+    CHECK(std::abs(de_direct - de_tree) < 1e-4);
+    CHECK(worst < 1e-3);
+}
+
 namespace {
 
 /// A merger of 3000 particles in block steps of dt 1/16, whose central particles sit on deep rungs (several
