@@ -61,6 +61,9 @@ struct alignas(8) bn_u2 {
 /* Sources per slice of the direct sum on listed particles (directListedPartial): a fixed number, so that each
  * partial sum, and so the result, is the same on every backend and work-group size. */
 #define BANYAN_DIRECT_SLICE 2048u
+/* ... and at least this many work-items per listed particle (a work-group takes BANYAN_WG / BANYAN_DIRECT_LANES of
+ * them at most), so that a few hundred of them still keep every work-item busy. */
+#define BANYAN_DIRECT_LANES 4u
 
 /* Items per work-item in scan / compact / split tiles: a tile is BANYAN_WG * BANYAN_SCAN_ITEMS items. */
 #define BANYAN_SCAN_ITEMS 8

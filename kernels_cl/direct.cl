@@ -35,7 +35,7 @@ void directForces(__global const bn_f4* pos_mass, bn_u32 n, bn_u32 first, bn_u32
 /* Forces on a few listed particles from all n (block time steps: a substep with few active particles, which then
  * needs no tree), in two passes that keep the device busy however few the particles. directListedPartial: work-group
  * g takes the sources of slice s = g / blocks (BANYAN_DIRECT_SLICE of them, staged through local memory) and the m
- * listed particles of block g % blocks (up to BANYAN_WG of them); with fewer than BANYAN_WG, each gets
+ * listed particles of block g % blocks (up to BANYAN_WG / BANYAN_DIRECT_LANES of them), each with
  * lanes = BANYAN_WG / m work-items, work-item t taking particle t % m and every lanes-th source of each tile from
  * t / m on. Each work-item adds its sources in increasing index order; the lanes' sums are then added in lane order
  * into partial[s * count + k]. Work-group BANYAN_WG; local BANYAN_WG float4 twice. The self-pair is skipped by
@@ -47,10 +47,11 @@ void directListedPartial(__global const bn_f4* pos_mass, bn_u32 n, __global cons
     __local bn_f4 tile[BANYAN_WG];
     __local bn_f4 lane_sum[BANYAN_WG];
     const bn_u32 lid = (bn_u32)get_local_id(0);
-    const bn_u32 blocks = (count + BANYAN_WG - 1) / BANYAN_WG;
+    const bn_u32 per_block = BANYAN_WG / BANYAN_DIRECT_LANES;
+    const bn_u32 blocks = (count + per_block - 1) / per_block;
     const bn_u32 s = (bn_u32)get_group_id(0) / blocks;
-    const bn_u32 first = ((bn_u32)get_group_id(0) % blocks) * BANYAN_WG;
-    const bn_u32 m = min((bn_u32)BANYAN_WG, count - first);
+    const bn_u32 first = ((bn_u32)get_group_id(0) % blocks) * per_block;
+    const bn_u32 m = min(per_block, count - first);
     const bn_u32 lanes = BANYAN_WG / m;
     const bn_u32 lane = lid / m;
     const bool busy = lane < lanes;

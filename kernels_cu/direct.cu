@@ -43,10 +43,11 @@ __global__ void __launch_bounds__(BANYAN_WG)
     __shared__ bn_f4 tile[BANYAN_WG];
     __shared__ bn_f4 lane_sum[BANYAN_WG];
     const bn_u32 lid = threadIdx.x;
-    const bn_u32 blocks = (count + BANYAN_WG - 1) / BANYAN_WG;
+    const bn_u32 per_block = BANYAN_WG / BANYAN_DIRECT_LANES;
+    const bn_u32 blocks = (count + per_block - 1) / per_block;
     const bn_u32 s = blockIdx.x / blocks;
-    const bn_u32 first = (blockIdx.x % blocks) * BANYAN_WG;
-    const bn_u32 m = min(static_cast<bn_u32>(BANYAN_WG), count - first);
+    const bn_u32 first = (blockIdx.x % blocks) * per_block;
+    const bn_u32 m = min(per_block, count - first);
     const bn_u32 lanes = BANYAN_WG / m;
     const bn_u32 lane = lid / m;
     const bool busy = lane < lanes;

@@ -32,7 +32,9 @@ void direct_forces_listed(Backend& be, const Buffer<bn_f4>& pos_mass, std::size_
     grid_for(be, n); // the size check
     if (count == 0) return;
     const std::size_t wg = be.work_group_size();
-    const std::size_t slices = (n + BANYAN_DIRECT_SLICE - 1) / BANYAN_DIRECT_SLICE, blocks = (count + wg - 1) / wg;
+    const std::size_t per_block = wg / BANYAN_DIRECT_LANES;
+    const std::size_t slices = (n + BANYAN_DIRECT_SLICE - 1) / BANYAN_DIRECT_SLICE;
+    const std::size_t blocks = (count + per_block - 1) / per_block;
     ensure_size(be, partial, slices * count, "direct.listed_partial");
     be.launch(kernels::directListedPartial, Grid{slices * blocks, wg}, pos_mass, to_u32(n), list, to_u32(count),
               eps * eps, partial);

@@ -454,16 +454,19 @@ void Simulation::direct_substep(bn_u32 level, std::uint64_t active)
     // The particles of rung >= level, found as walkGroupFlags finds active groups, with one particle to a "group",
     // and compacted in device order; then their forces from all particles at their drifted positions. The tree and
     // the particles' order stay as the last build left them.
-    ensure_size(be_, direct_index_, n_, "sim.direct_index");
-    ensure_size(be_, direct_ones_, n_, "sim.direct_ones");
+    const bn_u32 n = to_u32(n_);
+    if (direct_index_.size() < n_) {
+        // Once: the indices and the counts of one, which stay (on CUDA a fill of 1s waits for the host).
+        ensure_size(be_, direct_index_, n_, "sim.direct_index");
+        ensure_size(be_, direct_ones_, n_, "sim.direct_ones");
+        be_.launch(kernels::treeIota, grid_for(be_, n_), direct_index_, n);
+        direct_ones_.fill(1u);
+    }
     ensure_size(be_, direct_flags_, n_, "sim.direct_flags");
     ensure_size(be_, direct_list_, n_, "sim.direct_list");
     ensure_size(be_, direct_total_, 1, "sim.direct_total");
-    const bn_u32 n = to_u32(n_);
     Buffer<bn_f4>& acc = acc_mut();
     const Event a = be_.record();
-    be_.launch(kernels::treeIota, grid_for(be_, n_), direct_index_, n);
-    direct_ones_.fill(1u);
     be_.launch(kernels::walkGroupFlags, grid_for(be_, n_), direct_index_, direct_ones_, tree_.rungs(), n, level,
                direct_flags_);
     be_.compact(direct_index_, direct_flags_, n_, direct_list_, direct_total_);
