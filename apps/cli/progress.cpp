@@ -111,7 +111,7 @@ void Progress::first_step()
     const std::uint64_t left = r.end_step() - std::min(r.log_step(), r.end_step());
     std::string text = fmt::format("first step: {:.3g} s", took);
     if (left)
-        text += fmt::format("; the {} steps left to t = {} take about {} at that rate", left, r.options().t_end,
+        text += fmt::format("; the {} steps left to t = {:.6g} take about {} at that rate", left, r.options().t_end,
                             clock_text(took * static_cast<double>(left)));
     fmt::print(out_, "{}{}\n", live_ ? "\r\033[K" : "", text);
     if (live_) {
