@@ -9,6 +9,7 @@
 //               min      the step must fit the criterion at both ends (time symmetric, Makino et al. 2006 for
 //                        block steps), the end's |a| extrapolated linearly from the particle's last two |a|
 //               jerk     the same, the end's vector a extrapolated from the last two forces
+//               tidal    the same, the end's a = a + T dx, T the tidal tensor summed exactly at the start
 //               oracle   the same, the end's |a| summed exactly at the predicted end position (others frozen)
 //               oracle3  as oracle, the step's middle checked too
 //               radius   min, with a smooth function of the radius as the criterion (exactly predictable)
@@ -123,6 +124,25 @@ static int choose(double a, double ap, double hp, int level)
             const V g = A[CUR], p = Apv[CUR];
             const double f = h / hp;
             const V e{g.x + (g.x - p.x) * f, g.y + (g.y - p.y) * f, g.z + (g.z - p.z) * f};
+            ae = norm(e);
+        }
+        if (RULE == "tidal") { // a(x_end) ~ a(x) + T (x_end - x), T the exact tidal tensor at x (others frozen)
+            const V x = X[CUR], v = Vv[CUR], g = A[CUR];
+            const V d{v.x * h + 0.5 * g.x * h * h, v.y * h + 0.5 * g.y * h * h, v.z * h + 0.5 * g.z * h * h};
+            double t[3][3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+            for (int k = 0; k < N; ++k) {
+                if (k == CUR) continue;
+                const double r[3] = {X[k].x - x.x, X[k].y - x.y, X[k].z - x.z};
+                const double r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2] + EPS2, ir = 1 / sqrt(r2);
+                const double ir3 = ir * ir * ir, ir5 = ir3 * ir * ir;
+                for (int p = 0; p < 3; ++p)
+                    for (int q = 0; q < 3; ++q)
+                        t[p][q] += M[k] * (3 * r[p] * r[q] * ir5 - (p == q ? ir3 : 0));
+            }
+            const double dd[3] = {d.x, d.y, d.z};
+            const V e{g.x + t[0][0] * dd[0] + t[0][1] * dd[1] + t[0][2] * dd[2],
+                      g.y + t[1][0] * dd[0] + t[1][1] * dd[1] + t[1][2] * dd[2],
+                      g.z + t[2][0] * dd[0] + t[2][1] * dd[1] + t[2][2] * dd[2]};
             ae = norm(e);
         }
         if (RULE == "oracle" || RULE == "oracle3") {
