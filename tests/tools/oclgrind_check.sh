@@ -13,7 +13,9 @@
 # Two passes. The walk (test cases named "race check: walk ...") runs without the uninitialised-value check: Oclgrind
 # 21.10's Uninitialized plugin crashes (SIGSEGV in Uninitialized::instructionExecuted) while interpreting walkForces,
 # with or without banyan's shim; walkForces, walkPrepare and walkScatter are therefore checked for races, barriers
-# and bounds but not for uninitialised reads. Every other kernel gets every check.
+# and bounds but not for uninitialised reads. So are directListedPartial and directListedSum (test case "race check:
+# direct sums on listed particles"), on which the plugin stops with a fatal error (Uninitialized.cpp:1805) and
+# leaves the results unwritten. Every other kernel gets every check.
 #
 # One kind of report is not a finding and is dropped, by its exact form: "Uninitialized value written" whose
 # instruction is `store <N x T> undef` (or `poison`, as the compiler spells it for a vector whose every element is
@@ -81,8 +83,9 @@ pass() {
   fi
 }
 
-pass all-checks --test-case-exclude='race check: walk*' OCLGRIND_DATA_RACES=1 OCLGRIND_UNINITIALIZED=1
-pass walk --test-case='race check: walk*' OCLGRIND_DATA_RACES=1
+pass all-checks --test-case-exclude='race check: walk*,race check: direct sums on listed*' OCLGRIND_DATA_RACES=1 \
+  OCLGRIND_UNINITIALIZED=1
+pass walk --test-case='race check: walk*,race check: direct sums on listed*' OCLGRIND_DATA_RACES=1
 
 # Every kernel of the program ran at least once.
 all=$(tr '\n' ' ' <"$program" | grep -oE '__kernel[^{;]*void[[:space:]]+[A-Za-z_][A-Za-z0-9_]*[[:space:]]*\(' |
