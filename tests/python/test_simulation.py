@@ -241,6 +241,9 @@ def test_energy_error_of_a_system_without_energy(backend):
 def test_ctrl_c_interrupts_evolve(backend):
     pos, vel, mass = plummer(4000, seed=2)
     sim = banyan.Simulation(pos, vel, mass, eps=0.05, dt=1 / 1024, backend=backend)
+    # Python's own Ctrl-C handler, also where the test runs started in the background by a shell, which ignores
+    # SIGINT there (and so does Python then): the evolve below would never end.
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
     try:
@@ -248,6 +251,7 @@ def test_ctrl_c_interrupts_evolve(backend):
             sim.evolve(1e6)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, handler)
     taken = sim.steps
     assert 0 < taken < 1e9
     sim.step(1)  # still usable
