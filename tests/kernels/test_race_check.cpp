@@ -296,7 +296,7 @@ TEST_CASE("race check: leapfrog steps with direct forces, energies, results in i
 TEST_CASE("race check: block time steps' kicks, drift and rung histogram")
 {
     // Every particle's kick and rung against the CPU in tests/simulation/test_block_steps.cpp; here a small run's
-    // kernels, with the rungs spread (a Plummer sphere of 300 whose inner particles ask for shorter steps than dt =
+    // kernels, with the rungs spread (a Plummer sphere of 160 whose inner particles ask for shorter steps than dt =
     // 1/8).
     auto& be = test::backend();
     SimulationOptions o;
@@ -306,14 +306,14 @@ TEST_CASE("race check: block time steps' kicks, drift and rung histogram")
     o.dt = 1.0 / 8;
     o.max_rung = 8;
     Simulation sim(be, o);
-    Particles p = plummer(300, 24);
+    Particles p = plummer(160, 24);
     sim.start(p.pos, p.vel, 0.0);
     sim.step();
     const BlockStats& b = sim.block_stats();
     std::uint64_t total = 0;
     for (const auto r : b.rungs)
         total += r;
-    CHECK(total == 300);
+    CHECK(total == 160);
     CHECK(b.deepest >= 1);
     CHECK(b.substeps >= 2);
     CHECK(std::isfinite(sim.energies().total()));
