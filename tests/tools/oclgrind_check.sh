@@ -55,8 +55,8 @@ pass() {
   shift 2
   local log="$work/$name.oclgrind.log" out="$work/$name.out"
   echo "== $name: $filter"
-  env "$@" MALLOC_PERTURB_=165 OCLGRIND_CHECK_API=1 OCLGRIND_LOCAL_MEM_SIZE=65536 OCLGRIND_MAX_ERRORS=1000000 OCLGRIND_LOG="$log" \
-    BANYAN_KERNEL_LOG="$kernels_log" LD_PRELOAD="$shim $runtime" \
+  env "$@" MALLOC_PERTURB_=165 OCLGRIND_CHECK_API=1 OCLGRIND_LOCAL_MEM_SIZE=65536 OCLGRIND_MAX_ERRORS=1000000 \
+    OCLGRIND_LOG="$log" BANYAN_KERNEL_LOG="$kernels_log" LD_PRELOAD="$shim $runtime" \
     "$tests" --backend opencl --source-file='*/test_race_check.cpp' "$filter" --duration=true >"$out" 2>&1
   local rc=$?
   grep -E '^conformance on|^[0-9.]+ s: |^\[doctest\] (test cases|Status)' "$out"
