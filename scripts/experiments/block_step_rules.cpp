@@ -13,11 +13,15 @@
 //               oracle   the same, the end's |a| summed exactly at the predicted end position (others frozen)
 //               oracle3  as oracle, the step's middle checked too
 //               radius   min, with a smooth function of the radius as the criterion (exactly predictable)
-//               frozen   the first rungs kept; sharedK: every particle on rung K
+//               frozen   the first rungs kept; sharedK: every particle on rung K; index: rung = index mod 5, fixed
+// Environment: REVERSE=1 runs to T_END, reverses the velocities and runs back, and prints how far from the start the
+// particles end (a time-symmetric scheme returns to round-off); CHECK=1 counts the rung choices that the reversed
+// run, from the state where a particle's step ends, would make otherwise.
 // Build and run (prints dE/E every 10 time units and a RESULT line, with the pairs summed for forces and, apart, for
 // the oracle rules' probes at predicted positions):
 //   g++ -O3 -march=native -fopenmp -o block_step_rules scripts/experiments/block_step_rules.cpp
 //   OMP_NUM_THREADS=2 ./block_step_rules N SCHEME RULE T_END [ETA]      e.g. 2048 quinn oracle3 50
+//   REVERSE=1 OMP_NUM_THREADS=2 ./block_step_rules 2048 quinn index 1
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -117,6 +121,7 @@ static int choose(double a, double ap, double hp, int level)
 {
     int k = crit_rung(a);
     if (RULE.rfind("shared", 0) == 0) return atoi(RULE.c_str() + 6);
+    if (RULE == "index") return max(CUR % 5, level); // fixed rungs 0..4 by index (the reversal test)
     if (RULE == "frozen" && hp > 0) return -1;
     if (RULE == "gadget" || RULE == "frozen" || (hp <= 0 && RULE.rfind("radius", 0) != 0)) return max(k, level);
     double slope = (a - ap) / hp;
@@ -180,6 +185,8 @@ static int choose(double a, double ap, double hp, int level)
     return k;
 }
 static vector<double> Tlast; // time of the particle's last force evaluation
+static bool CHECK = false;   // count the rung choices a reversed run would make otherwise
+static long long decisions = 0, mismatches = 0;
 int main(int argc, char** argv)
 {
     N = argc > 1 ? atoi(argv[1]) : 2048;
@@ -283,76 +290,119 @@ int main(int argc, char** argv)
     double e0 = energy(), worst50 = 0, worst = 0;
     long long substeps = 0;
     int deepest = 0;
-    for (long long step = 0; step * DT < tend - 1e-12; ++step) {
-        if (scheme == "hold") hold_kick(0, 0.5); // opening kicks of every level
-        for (long long t = 0; t < ticks;) {
-            int D = 0;
+    // REVERSE: run to T_END, reverse the velocities and run T_END again, which must end where the run began: true
+    // for a time-symmetric scheme, up to round-off. Every rung, the first ones too, is chosen by the rule.
+    const bool reverse = getenv("REVERSE") != nullptr;
+    CHECK = getenv("CHECK") != nullptr;
+    const vector<V> X0 = X;
+    for (int pass = 0; pass < (reverse ? 2 : 1); ++pass) {
+        if (pass == 1)
             for (int i = 0; i < N; ++i)
-                D = max(D, R[i]);
-            deepest = max(deepest, D);
-            long long span = ticks >> D, next = (t / span + 1) * span;
-            int lev0 = level_of(t, ticks);
-            if (scheme == "quinn") {
-                for (int i = 0; i < N; ++i)
-                    if (R[i] >= lev0) {
-                        double h = 0.5 * hk(R[i]);
-                        Vv[i].x += h * A[i].x, Vv[i].y += h * A[i].y, Vv[i].z += h * A[i].z;
-                    }
+                Vv[i].x = -Vv[i].x, Vv[i].y = -Vv[i].y, Vv[i].z = -Vv[i].z;
+        if (reverse)
+#pragma omp parallel for
+            for (int i = 0; i < N; ++i) {
+                CUR = i;
+                R[i] = max(choose(norm(A[i]), norm(A[i]), 1.0, 0), 0);
             }
-            double d = DT * double(next - t) / double(ticks);
-            for (int i = 0; i < N; ++i)
-                X[i].x += d * Vv[i].x, X[i].y += d * Vv[i].y, X[i].z += d * Vv[i].z;
-            t = next;
-            t_now = step * DT + DT * double(t) / double(ticks);
-            ++substeps;
-            int L = level_of(t, ticks);
-            if (scheme == "quinn") {
-                vector<int> act;
+        for (long long step = 0; step * DT < tend - 1e-12; ++step) {
+            if (scheme == "hold") hold_kick(0, 0.5); // opening kicks of every level
+            for (long long t = 0; t < ticks;) {
+                int D = 0;
                 for (int i = 0; i < N; ++i)
-                    if (R[i] >= L) act.push_back(i);
-                vector<V> f;
-                forces(act, all, f);
-                // Each active particle's kick and rung touch only its own entries (the rules read the frozen X).
-#pragma omp parallel for schedule(dynamic, 4)
-                for (size_t q = 0; q < act.size(); ++q) {
-                    int i = act[q];
-                    double h = 0.5 * hk(R[i]);
-                    Vv[i].x += h * f[q].x, Vv[i].y += h * f[q].y, Vv[i].z += h * f[q].z;
-                    Apv[i] = A[i];
-                    A[i] = f[q];
-                    double a = norm(f[q]);
-                    CUR = i;
-                    int nr = choose(a, Aprev[i], t_now - Tlast[i], L);
-                    if (nr >= 0) R[i] = nr;
-                    Aprev[i] = a, Tlast[i] = t_now;
+                    D = max(D, R[i]);
+                deepest = max(deepest, D);
+                long long span = ticks >> D, next = (t / span + 1) * span;
+                int lev0 = level_of(t, ticks);
+                if (scheme == "quinn") {
+                    for (int i = 0; i < N; ++i)
+                        if (R[i] >= lev0) {
+                            double h = 0.5 * hk(R[i]);
+                            Vv[i].x += h * A[i].x, Vv[i].y += h * A[i].y, Vv[i].z += h * A[i].z;
+                        }
                 }
-            } else {
-                hold_kick(L, 0.5); // closing kicks, old rungs
+                double d = DT * double(next - t) / double(ticks);
                 for (int i = 0; i < N; ++i)
-                    if (R[i] >= L) {
-                        double a = norm(total_acc(i));
+                    X[i].x += d * Vv[i].x, X[i].y += d * Vv[i].y, X[i].z += d * Vv[i].z;
+                t = next;
+                t_now = step * DT + DT * double(t) / double(ticks);
+                ++substeps;
+                int L = level_of(t, ticks);
+                if (scheme == "quinn") {
+                    vector<int> act;
+                    for (int i = 0; i < N; ++i)
+                        if (R[i] >= L) act.push_back(i);
+                    vector<V> f;
+                    forces(act, all, f);
+                    // Each active particle's kick and rung touch only its own entries (the rules read the frozen X).
+#pragma omp parallel for schedule(dynamic, 4)
+                    for (size_t q = 0; q < act.size(); ++q) {
+                        int i = act[q];
+                        double h = 0.5 * hk(R[i]);
+                        Vv[i].x += h * f[q].x, Vv[i].y += h * f[q].y, Vv[i].z += h * f[q].z;
+                        Apv[i] = A[i];
+                        A[i] = f[q];
+                        double a = norm(f[q]);
+                        CUR = i;
+                        if (CHECK) { // the rung the reversed run would choose here for the step just ended
+                            Vv[i].x = -Vv[i].x, Vv[i].y = -Vv[i].y, Vv[i].z = -Vv[i].z;
+                            const int back = choose(a, a, 1.0, L);
+                            Vv[i].x = -Vv[i].x, Vv[i].y = -Vv[i].y, Vv[i].z = -Vv[i].z;
+#pragma omp atomic
+                            ++decisions;
+                            if (back != R[i]) {
+#pragma omp atomic
+                                ++mismatches;
+                            }
+                        }
                         int nr = choose(a, Aprev[i], t_now - Tlast[i], L);
                         if (nr >= 0) R[i] = nr;
                         Aprev[i] = a, Tlast[i] = t_now;
                     }
-                if (t < ticks) hold_kick(L, 0.5); // opening kicks, new rungs
+                } else {
+                    hold_kick(L, 0.5); // closing kicks, old rungs
+                    for (int i = 0; i < N; ++i)
+                        if (R[i] >= L) {
+                            Apv[i] = A[i];
+                            A[i] = total_acc(i);
+                            CUR = i;
+                            double a = norm(A[i]);
+                            int nr = choose(a, Aprev[i], t_now - Tlast[i], L);
+                            if (nr >= 0) R[i] = nr;
+                            Aprev[i] = a, Tlast[i] = t_now;
+                        }
+                    if (t < ticks) hold_kick(L, 0.5); // opening kicks, new rungs
+                }
+            }
+            double e = energy(), de = fabs((e - e0) / e0);
+            worst = max(worst, de);
+            if (t_now <= 50 + 1e-9) worst50 = worst;
+            if ((step + 1) % 40 == 0) {
+                int hist[16] = {0};
+                for (int i = 0; i < N; ++i)
+                    hist[min(R[i], 15)]++;
+                printf("t %6.1f dE/E %+.3e worst %.3e evals/N %.1f rungs", t_now, (e - e0) / e0, worst,
+                       double(pair_count) / N / N);
+                for (int k = 0; k <= deepest; ++k)
+                    printf(" %d", hist[k]);
+                printf("\n");
+                fflush(stdout);
             }
         }
-        double e = energy(), de = fabs((e - e0) / e0);
-        worst = max(worst, de);
-        if (t_now <= 50 + 1e-9) worst50 = worst;
-        if ((step + 1) % 40 == 0) {
-            int hist[16] = {0};
-            for (int i = 0; i < N; ++i)
-                hist[min(R[i], 15)]++;
-            printf("t %6.1f dE/E %+.3e worst %.3e evals/N %.1f rungs", t_now, (e - e0) / e0, worst,
-                   double(pair_count) / N / N);
-            for (int k = 0; k <= deepest; ++k)
-                printf(" %d", hist[k]);
-            printf("\n");
-            fflush(stdout);
-        }
     }
+    if (reverse) {
+        double off = 0;
+        int moved = 0;
+        for (int i = 0; i < N; ++i) {
+            const double dx = X[i].x - X0[i].x, dy = X[i].y - X0[i].y, dz = X[i].z - X0[i].z;
+            const double d = sqrt(dx * dx + dy * dy + dz * dz);
+            off = max(off, d), moved += d > 1e-9 ? 1 : 0;
+        }
+        printf("REVERSE: back at the start within %.3e; %d of %d particles off by more than 1e-9\n", off, moved, N);
+    }
+    if (CHECK)
+        printf("CHECK: %lld rung choices, %lld of them (%.2f %%) the reversed run would make otherwise\n", decisions,
+               mismatches, 100.0 * double(mismatches) / double(max(decisions, 1LL)));
     printf("RESULT %s %s N %d eta %g: worst |dE/E| to t=50 %.3e, to t=%g %.3e (ratio %.2f), pair evaluations / N^2 "
            "%.1f (and %.1f for the rules' probes), substeps %lld, deepest %d\n",
            scheme.c_str(), RULE.c_str(), N, ETA, worst50, tend, worst, worst / worst50, double(pair_count) / N / N,
