@@ -118,6 +118,68 @@ void integrateBlockKick(__global bn_f4* vel, __global const bn_f4* acc, __global
         if (local_hist[b]) bn_atomic_add_u32(&hist[b], local_hist[b]);
 }
 
+/* The time-symmetric rung choice (Simulation::probe_rungs; Makino, Hut, Kaplan & Saygin 2006, New Astron. 12, 124:
+ * a step must satisfy the criterion at both of its ends). integrateBlockKick chose each active particle's rung from
+ * its acceleration at the step's start; this kernel writes where each pending particle would be at the end of a
+ * step of that rung, x + v h + a h^2 / 2 with h = full_max 2^-rung (its velocity synchronised, after the closing
+ * kick: what the step's opening kick and drift give), into predicted, and the other particles' positions unchanged.
+ * first != 0 marks the pending particles first: those of rung >= level. Work-group BANYAN_WG; no local memory. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1)))
+void integrateBlockPredict(__global const bn_f4* pos, __global const bn_f4* vel, __global const bn_f4* acc,
+                           __global const bn_u32* rung, bn_u32 n, bn_u32 level, float full_max, bn_u32 first,
+                           __global bn_u32* pending, __global bn_f4* predicted)
+{
+    const bn_u32 i = (bn_u32)get_global_id(0);
+    if (i >= n) return;
+    bn_f4 x = pos[i];
+    const bn_u32 k = rung[i];
+    const bn_u32 p = first ? (k >= level ? 1u : 0u) : pending[i];
+    if (first) pending[i] = p;
+    if (p) {
+        const bn_f4 v = vel[i];
+        const bn_f4 a = acc[i];
+        const float h = ldexp(full_max, -(int)k);
+        const float h2 = 0.5f * h * h;
+        x.x = fma(a.x, h2, fma(v.x, h, x.x));
+        x.y = fma(a.y, h2, fma(v.y, h, x.y));
+        x.z = fma(a.z, h2, fma(v.z, h, x.z));
+    }
+    predicted[i] = x;
+}
+
+/* The time-symmetric rung choice, after a walk at the predicted positions: a pending particle whose acceleration
+ * there (acc) asks for no deeper rung than its own (bn_block_rung) keeps it and is done; otherwise it goes one rung
+ * deeper and, unless last, stays pending for the next probe (at the end of the shorter step). Every particle's
+ * rung is then counted into hist as integrateBlockKick counts it. Work-group BANYAN_WG; local memory
+ * BANYAN_RUNG_BINS words. */
+__kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1)))
+void integrateBlockProbe(__global const bn_f4* acc, __global bn_u32* rung, __global bn_u32* pending, bn_u32 n,
+                         double dt2_max, double c2, bn_u32 max_rung, bn_u32 last, __global bn_u32* hist)
+{
+    __local bn_u32 local_hist[BANYAN_RUNG_BINS];
+    const bn_u32 lid = (bn_u32)get_local_id(0);
+    for (bn_u32 b = lid; b < BANYAN_RUNG_BINS; b += BANYAN_WG) local_hist[b] = 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const bn_u32 i = (bn_u32)get_global_id(0);
+    if (i < n) {
+        bn_u32 k = rung[i];
+        if (pending[i]) {
+            const bn_f4 a = acc[i];
+            if (bn_block_rung(a.x, a.y, a.z, dt2_max, c2, max_rung) <= k) {
+                pending[i] = 0u;
+            } else {
+                k = min(k + 1u, max_rung + 1u);
+                rung[i] = k;
+                if (last) pending[i] = 0u;
+            }
+        }
+        atomic_inc(&local_hist[min(k, max_rung + 1u)]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (bn_u32 b = lid; b < BANYAN_RUNG_BINS; b += BANYAN_WG)
+        if (local_hist[b]) bn_atomic_add_u32(&hist[b], local_hist[b]);
+}
+
 /* The BANYAN_ENERGY_TERMS terms of one particle, in double precision: kinetic energy m v^2 / 2, potential energy
  * m phi / 2 (each pair counted from both ends), momentum m v, angular momentum m x cross v. */
 inline void integrate_energy_terms(bn_f4 p, bn_f4 v, float phi, double* t)

@@ -115,6 +115,67 @@ __global__ void __launch_bounds__(BANYAN_WG)
 }
 BANYAN_CUDA_KERNEL(integrateBlockKick);
 
+/* The time-symmetric rung choice (see integrate.cl): where each pending particle would be at the end of a step of
+ * its rung, x + v h + a h^2 / 2 with h = full_max 2^-rung (its velocity synchronised, after the closing kick: the
+ * drift of the step's opening kick and drift), into predicted; the others' positions unchanged. first != 0 marks
+ * the pending particles first: those of rung >= level. Block BANYAN_WG; no shared memory. */
+__global__ void __launch_bounds__(BANYAN_WG)
+    integrateBlockPredict(const bn_f4* pos, const bn_f4* vel, const bn_f4* acc, const bn_u32* rung, bn_u32 n,
+                          bn_u32 level, float full_max, bn_u32 first, bn_u32* pending, bn_f4* predicted)
+{
+    const bn_u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    bn_f4 x = pos[i];
+    const bn_u32 k = rung[i];
+    bn_u32 p = first ? (k >= level ? 1u : 0u) : pending[i];
+    if (first) pending[i] = p;
+    if (p) {
+        const bn_f4 v = vel[i];
+        const bn_f4 a = acc[i];
+        const float h = ldexpf(full_max, -static_cast<int>(k));
+        const float h2 = 0.5f * h * h;
+        x.x = fmaf(a.x, h2, fmaf(v.x, h, x.x));
+        x.y = fmaf(a.y, h2, fmaf(v.y, h, x.y));
+        x.z = fmaf(a.z, h2, fmaf(v.z, h, x.z));
+    }
+    predicted[i] = x;
+}
+BANYAN_CUDA_KERNEL(integrateBlockPredict);
+
+/* The time-symmetric rung choice (see integrate.cl): a pending particle whose acceleration at its predicted end
+ * (acc) asks for no deeper rung than its own keeps it and is done; otherwise it goes one rung deeper and, unless
+ * last, stays pending for the next probe. Every particle's rung is counted into hist as integrateBlockKick does.
+ * Block BANYAN_WG; shared memory BANYAN_RUNG_BINS words. */
+__global__ void __launch_bounds__(BANYAN_WG)
+    integrateBlockProbe(const bn_f4* acc, bn_u32* rung, bn_u32* pending, bn_u32 n, double dt2_max, double c2,
+                        bn_u32 max_rung, bn_u32 last, bn_u32* hist)
+{
+    __shared__ bn_u32 local_hist[BANYAN_RUNG_BINS];
+    const bn_u32 lid = threadIdx.x;
+    for (bn_u32 b = lid; b < BANYAN_RUNG_BINS; b += BANYAN_WG)
+        local_hist[b] = 0u;
+    __syncthreads();
+    const bn_u32 i = blockIdx.x * BANYAN_WG + lid;
+    if (i < n) {
+        bn_u32 k = rung[i];
+        if (pending[i]) {
+            const bn_f4 a = acc[i];
+            if (bn_block_rung(a.x, a.y, a.z, dt2_max, c2, max_rung) <= k) {
+                pending[i] = 0u;
+            } else {
+                k = min(k + 1u, max_rung + 1u);
+                rung[i] = k;
+                if (last) pending[i] = 0u;
+            }
+        }
+        atomicAdd(&local_hist[min(k, max_rung + 1u)], 1u);
+    }
+    __syncthreads();
+    for (bn_u32 b = lid; b < BANYAN_RUNG_BINS; b += BANYAN_WG)
+        if (local_hist[b]) atomicAdd(&hist[b], local_hist[b]);
+}
+BANYAN_CUDA_KERNEL(integrateBlockProbe);
+
 /* The BANYAN_ENERGY_TERMS terms of one particle, in double precision: kinetic energy m v^2 / 2, potential energy
  * m phi / 2 (each pair counted from both ends), momentum m v, angular momentum m x cross v. */
 __device__ __forceinline__ void integrate_energy_terms(bn_f4 p, bn_f4 v, float phi, double* t)

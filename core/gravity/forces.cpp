@@ -118,6 +118,8 @@ void TreeForces::begin(Octree& tree, const OpeningCriterion& criterion, float ep
     if (criterion.alpha > 0.0f && acc_old_->size() < n_)
         throw std::logic_error("tree forces: fewer previous accelerations than particles (set_previous_accelerations)");
     if (rungs_ && rungs_->size() < n_) throw std::logic_error("tree forces: fewer rungs than particles (set_active)");
+    if (sinks_ && (sinks_->size() < n_ || remote_))
+        throw std::logic_error("tree forces: sinks need one per particle, on one rank (set_sinks)");
     walked_groups_ = tree.groups();
     // With active groups (block time steps) the walk is not split: its flags would have to meet the far and near
     // ones.
@@ -254,10 +256,10 @@ void TreeForces::launch_local(Octree& tree, Part part)
     if (criterion_.alpha > 0.0f)
         be_.launch(kernels::walkPrepareRelative, grid_for(be_, nc), com, quad1, to_u32(nc), rel_);
     // Without the relative criterion the kernel reads neither rel_ (a stand-in) nor the previous accelerations.
-    be_.launch(kernels::walkForces, Grid{wgs_, BANYAN_WALK_WG}, tree.pos(), tree.pos(), mac_, link_, com, quad0, quad1,
-               group_first, group_count, group_lo, group_hi, group_total, eps_ * eps_, counter_, spill_,
-               to_u32(walk_cap_), status_, totals_dev_, acc_, pp_, pc_, bn_u32{count_each_ ? 1u : 0u}, roots_dev,
-               to_u32(nroots), rel_, criterion_.alpha > 0.0f ? *acc_old_ : acc_, criterion_.alpha);
+    be_.launch(kernels::walkForces, Grid{wgs_, BANYAN_WALK_WG}, sinks_ ? *sinks_ : tree.pos(), tree.pos(), mac_, link_,
+               com, quad0, quad1, group_first, group_count, group_lo, group_hi, group_total, eps_ * eps_, counter_,
+               spill_, to_u32(walk_cap_), status_, totals_dev_, acc_, pp_, pc_, bn_u32{count_each_ ? 1u : 0u},
+               roots_dev, to_u32(nroots), rel_, criterion_.alpha > 0.0f ? *acc_old_ : acc_, criterion_.alpha);
     (part == Part::near ? near_stop_ : stop_) = be_.record();
 }
 
@@ -361,7 +363,7 @@ void direct_forces_f64_targets(Backend& be, const Buffer<bn_f4>& pos_mass, std::
               eps * eps, acc_pot);
 }
 
-std::size_t estimate_device_bytes(const Backend& be, std::size_t n, bool velocities, bool block)
+std::size_t estimate_device_bytes(const Backend& be, std::size_t n, bool velocities, bool block, bool probe)
 {
     const double N = static_cast<double>(n);
     const double cells = N / 4 + 64; // the initial capacity of the cell arrays (octree.cpp)
@@ -370,7 +372,8 @@ std::size_t estimate_device_bytes(const Backend& be, std::size_t n, bool velocit
     // The walk's first spill buffer (TreeForces::lay_out): about one entry per particle, at most 1024 per
     // work-group and list, 16 work-groups per unit at most.
     const double spill = std::min(4.0 * N, 2.0 * 1024 * sizeof(bn_u32) * std::min(groups, 16 * units));
-    const double particles = (velocities ? 36.0 : 20.0) * N + (block ? 4.0 * N : 0.0); // pos, vel, id, rung
+    const double particles = (velocities ? 36.0 : 20.0) * N + (block ? 4.0 * N : 0.0) // pos, vel, id, rung
+                             + (block && probe ? 36.0 * N : 0.0); // Simulation::probe_rungs' buffers
     // The workspace: the build's 7 slots, its moments per cell, or the walk's layout (TreeForces::launch_local:
     // the accelerations, opening data and links per cell, the spill buffer).
     // Block steps: the active groups' flags, indices, list and copies, 52 bytes per group.

@@ -108,6 +108,11 @@ public:
         rungs_ = rungs;
         level_ = level;
     }
+    /// The walks that follow compute the field at @p sinks (tree order, at least size() entries) instead of at the
+    /// particles' positions, from the same sources (the particles and the cells' multipoles): for block time steps,
+    /// the acceleration at each particle's predicted position (Simulation::probe_rungs). The tree's group boxes
+    /// must bound the sinks (Octree::fit_group_boxes). nullptr: at the particles (the default). One rank only.
+    void set_sinks(const Buffer<bn_f4>* sinks) noexcept { sinks_ = sinks; }
     /// Groups the last compute() walked (all of the tree's without set_active), read with the totals.
     std::size_t walked_groups() const noexcept { return walked_groups_; }
 
@@ -160,6 +165,7 @@ private:
     float eps_ = 0;
     const Buffer<bn_f4>* acc_old_ = nullptr; // the previous accelerations the relative criterion reads
     const Buffer<bn_u32>* rungs_ = nullptr;  // block time steps: walk the groups with a rung >= level_ only
+    const Buffer<bn_f4>* sinks_ = nullptr;   // where the field is wanted, when not at the particles (set_sinks)
     RemoteTrees* remote_ = nullptr;          // of the last begin(): the trees grafted behind the local one
     bool split_ = false;                     // the last begin() walked the far groups; the near ones follow
     bool near_pending_ = false;              // walk_received() has not run yet
@@ -199,8 +205,10 @@ private:
 /// particles, the workspace, the cell and group arrays and the walk's first spill buffer (4 bytes a particle at
 /// most: more only where a walk asks for more), with N / 4 + 64 cells (a Plummer sphere has N / 4.3; the cell
 /// arrays grow by a quarter when a more clustered system needs more). With @p block (block time steps): the rungs,
-/// and the walk's copies of the active groups.
-std::size_t estimate_device_bytes(const Backend& be, std::size_t n, bool velocities, bool block = false);
+/// and the walk's copies of the active groups; with @p probe too (the symmetric rung rule): the predicted
+/// positions, the accelerations kept aside and the pending flags, 36 bytes a particle.
+std::size_t estimate_device_bytes(const Backend& be, std::size_t n, bool velocities, bool block = false,
+                                  bool probe = false);
 
 /// Host results of one force evaluation, in the order of the input particles.
 struct ForceResult {

@@ -64,6 +64,8 @@ void RunOptions::check(OptionStyle style) const
     if (steps != "shared" && steps != "block")
         throw bad("steps", fmt::format("must be 'shared' or 'block', got '{}'", steps));
     if (!(eta > 0.0 && eta < 1e30)) throw bad("eta", fmt::format("must be in (0, 1e30), got {}", eta));
+    if (rung_rule != "gadget" && rung_rule != "symmetric")
+        throw bad("rung_rule", fmt::format("must be 'gadget' or 'symmetric', got '{}'", rung_rule));
     if (max_rung > BANYAN_MAX_RUNG)
         throw bad("max_rung", fmt::format("must be at most {}, got {}", BANYAN_MAX_RUNG, max_rung));
     if (steps == "block" && !(eps > 0.0))
@@ -117,6 +119,7 @@ std::string RunOptions::to_text() const
         line("alpha", alpha);
     line("eps", eps);
     line("dt", dt), line("steps", steps), line("eta", eta), line("max_rung", max_rung);
+    line("rung_rule", rung_rule);
     auto every = [](double v) { return v == never ? std::string("never") : fmt::format("{}", v); };
     line("t_end", t_end), line("log_every", log_every), line("snapshot_every", every(snapshot_every));
     line("checkpoint_every", every(checkpoint_every)), line("pericentre", merger.pericentre);
@@ -160,6 +163,10 @@ RunOptions RunOptions::from_text(const KeyValues& kv)
     // Checkpoints written before block time steps: a shared step.
     o.steps = kv.count("steps") ? value_of(kv, "steps", "checkpoint") : std::string("shared");
     o.eta = kv.count("eta") ? d("eta") : 0.025;
+    // Checkpoints written before the rule could be chosen: GADGET's.
+    o.rung_rule = kv.count("rung_rule") ? value_of(kv, "rung_rule", "checkpoint") : std::string("gadget");
+    if (o.rung_rule != "gadget" && o.rung_rule != "symmetric")
+        throw UsageError(fmt::format("checkpoint: rung_rule '{}' is neither gadget nor symmetric", o.rung_rule));
     if (kv.count("max_rung")) {
         o.max_rung = u("max_rung");
         if (o.max_rung > BANYAN_MAX_RUNG)
@@ -192,6 +199,7 @@ SimulationOptions RunOptions::simulation() const
     s.direct = direct;
     s.block = steps == "block";
     s.eta = eta;
+    s.rung_rule = rung_rule == "symmetric" ? RungRule::symmetric : RungRule::gadget;
     if (max_rung > BANYAN_MAX_RUNG) throw std::logic_error("RunOptions::simulation() of options check() refuses");
     s.max_rung = static_cast<unsigned>(max_rung);
     return s;

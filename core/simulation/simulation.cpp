@@ -131,6 +131,9 @@ void Simulation::prepare(std::size_t n, double t_begin, const InternalUnits& uni
 {
     if (comm_.parallel() && options_.direct)
         throw UsageError("simulation: direct summation (a test mode) runs on one rank only");
+    if (comm_.parallel() && options_.block && options_.rung_rule == RungRule::symmetric)
+        throw UsageError("simulation: the symmetric rung rule (--rung-rule symmetric) runs on one rank only; over "
+                         "ranks use --rung-rule gadget");
     n_ = n;
     std::uint64_t total = n_;
     comm_.sum(std::span<std::uint64_t>(&total, 1));
@@ -430,7 +433,7 @@ bool Simulation::block_step(const std::function<bool()>& pause, double h)
             forces_.forces().set_active(nullptr, 0);
         }
         bool paused = t < ticks && pause && pause();
-        const double kick_ms = block_kick(level, true, h, &paused);
+        const double kick_ms = block_kick(level, true, h, &paused, direct);
         times_.integrate += be_.elapsed_ms(e0, e1) + kick_ms;
         auto& l = block_.levels[level];
         ++l.substeps;
@@ -476,7 +479,7 @@ void Simulation::direct_substep(bn_u32 level, std::uint64_t active)
     times_.forces += be_.elapsed_ms(a, b);
 }
 
-double Simulation::block_kick(bn_u32 level, bool kick, double h, bool* pause)
+double Simulation::block_kick(bn_u32 level, bool kick, double h, bool* pause, bool direct)
 {
     const unsigned top = options_.max_rung;
     const double c = 2.0 * options_.eta * static_cast<double>(eps_);
@@ -485,6 +488,7 @@ double Simulation::block_kick(bn_u32 level, bool kick, double h, bool* pause)
     if (n_)
         be_.launch(kernels::integrateBlockKick, grid_for(be_, n_), tree_.vel(), acc(), tree_.rungs(), to_u32(n_), level,
                    static_cast<float>(0.5 * h), bn_u32{kick ? 1u : 0u}, h * h, c * c, bn_u32{top}, rung_hist_);
+    if (n_ && level <= top && options_.rung_rule == RungRule::symmetric) probe_rungs(level, h, direct);
     const Event b = be_.record();
     std::array<bn_u32, BANYAN_RUNG_BINS> mine{};
     rung_hist_.download(std::span<bn_u32>(mine));
@@ -501,6 +505,78 @@ double Simulation::block_kick(bn_u32 level, bool kick, double h, bool* pause)
         if (block_.rungs[k]) block_.deepest = std::max(block_.deepest, k);
     }
     return be_.elapsed_ms(a, b);
+}
+
+void Simulation::probe_rungs(bn_u32 level, double h, bool direct)
+{
+    // Makino, Hut, Kaplan & Saygin (2006, New Astron. 12, 124): a step is time symmetric only if the criterion
+    // holds at both of its ends. integrateBlockKick chose each active particle's rung from its acceleration here;
+    // the end's is summed at the position the particle would reach (integrateBlockPredict: its own motion, the
+    // others where they are), and a particle it refuses goes one rung deeper (integrateBlockProbe), probed again
+    // while probes are left. The accelerations are kept aside: the probes' fields land where the forces live.
+    const unsigned top = options_.max_rung;
+    const double c = 2.0 * options_.eta * static_cast<double>(eps_);
+    const bn_u32 n = to_u32(n_);
+    ensure_size(be_, probe_pos_, n_, "sim.probe_pos");
+    ensure_size(be_, probe_acc_, n_, "sim.probe_acc");
+    ensure_size(be_, probe_pending_, n_, "sim.probe_pending");
+    probe_acc_.copy_from(acc_mut(), n_);
+    // One probe: a second, at the end of the deeper step, changed no rung of the 4096-particle Hernquist test
+    // (tests/simulation/test_block_steps.cpp) and costs a walk more (docs/benchmarks.md).
+    constexpr int probes = 1;
+    for (int round = 0; round < probes; ++round) {
+        be_.launch(kernels::integrateBlockPredict, grid_for(be_, n_), tree_.pos(), tree_.vel(), probe_acc_,
+                   tree_.rungs(), n, level, static_cast<float>(h), bn_u32{round == 0 ? 1u : 0u}, probe_pending_,
+                   probe_pos_);
+        const Buffer<bn_f4>* field = nullptr;
+        if (direct || options_.direct) {
+            // The pending particles listed as direct_substep lists the active ones; the sources are the particles
+            // at probe_pos_ (where they are, the probed ones where they would be).
+            if (direct_index_.size() < n_) {
+                ensure_size(be_, direct_index_, n_, "sim.direct_index");
+                ensure_size(be_, direct_ones_, n_, "sim.direct_ones");
+                be_.launch(kernels::treeIota, grid_for(be_, n_), direct_index_, n);
+                direct_ones_.fill(1u);
+            }
+            ensure_size(be_, direct_flags_, n_, "sim.direct_flags");
+            ensure_size(be_, direct_list_, n_, "sim.direct_list");
+            ensure_size(be_, direct_total_, 1, "sim.direct_total");
+            be_.launch(kernels::walkGroupFlags, grid_for(be_, n_), direct_index_, direct_ones_, probe_pending_, n,
+                       bn_u32{1}, direct_flags_);
+            be_.compact(direct_index_, direct_flags_, n_, direct_list_, direct_total_);
+            Buffer<bn_f4>& acc = acc_mut();
+            if (const std::size_t pending = direct_total_.at(0))
+                direct_forces_listed(be_, probe_pos_, n_, direct_list_, pending, eps_, direct_partial_, acc);
+            field = &acc;
+        } else {
+            // The tree built at the current positions, walked by the groups that hold a pending particle, with
+            // boxes around the predicted positions; then the build's boxes back.
+            if (!probe_walk_) probe_walk_ = std::make_unique<TreeForces>(be_);
+            TreeForces& walk = *probe_walk_;
+            // Only |a| is wanted, to a few per cent: theta 1 (the coarsest the walk allows) ran the Hernquist
+            // sphere of 2^20 in 0.81 of the time of the run's theta 0.75, its energy error a fifth larger (H200,
+            // docs/benchmarks.md).
+            OpeningCriterion criterion = options_.opening;
+            criterion.theta = 1.0f;
+            walk.set_previous_accelerations(criterion.alpha > 0.0f ? &tree_.vel() : nullptr);
+            tree_.fit_group_boxes(probe_pos_);
+            walk.set_active(&probe_pending_, 1);
+            walk.set_sinks(&probe_pos_);
+            try {
+                walk.compute(tree_, criterion, eps_);
+            } catch (...) {
+                tree_.fit_group_boxes(tree_.pos());
+                throw;
+            }
+            tree_.fit_group_boxes(tree_.pos());
+            field = &walk.acc();
+        }
+        rung_hist_.fill(0u);
+        be_.launch(kernels::integrateBlockProbe, grid_for(be_, n_), *field, tree_.rungs(), probe_pending_, n, h * h,
+                   c * c, bn_u32{top}, bn_u32{round + 1 == probes ? 1u : 0u}, rung_hist_);
+    }
+    // The force walk's views anew (the probe's walk may have grown the workspace), and its accelerations back.
+    acc_mut().copy_from(probe_acc_, n_);
 }
 
 void Simulation::refuse_rung(double h)

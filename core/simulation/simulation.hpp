@@ -22,12 +22,16 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 namespace banyan {
+
+/// Block time steps: how each particle's rung is chosen (SimulationOptions::rung_rule).
+enum class RungRule { gadget, symmetric };
 
 /// What defines a simulation on the device. Checked where a front end hands it over (RunOptions::check); the
 /// Simulation checks only its opening criterion again (OpeningCriterion::check), whose alpha the first force
@@ -47,6 +51,11 @@ struct SimulationOptions {
     /// to a power of two), and step() advances every particle by dt in substeps. One rank only.
     bool block = false;
     double eta = 0.025; ///< the step criterion's accuracy parameter, > 0
+    /// How a rung is chosen. gadget: from the acceleration at the step's start (GADGET-4's rule). symmetric: the
+    /// step must also satisfy the criterion at its predicted end, where the field is summed again (at most two
+    /// probes, Simulation::probe_rungs; Makino et al. 2006): far less energy drift (docs/benchmarks.md, "Block time
+    /// steps") for a walk of the active particles more per substep. One rank only.
+    RungRule rung_rule = RungRule::gadget;
     unsigned max_rung =
         16; ///< the deepest rung allowed, <= BANYAN_MAX_RUNG; a particle that asks for more stops the run
     /// Block time steps on one rank: a substep with at most this many active particles sums their forces directly
@@ -255,10 +264,16 @@ private:
     /// Block time steps: the closing half kick of the particles with rung >= @p level (when @p kick), their new
     /// rungs for steps of @p h (internal units), and the rung histogram read back; refuses a particle that asks for
     /// more than max_rung. @p pause: in, whether this rank asks to pause; out, whether any rank does (summed with
-    /// the histogram). Returns the kernel's device time in milliseconds.
-    double block_kick(bn_u32 level, bool kick, double h, bool* pause = nullptr);
+    /// the histogram). @p direct: the substep's forces were summed directly (the tree is not built for the current
+    /// positions), so a probe is too. Returns the kernels' device time in milliseconds.
+    double block_kick(bn_u32 level, bool kick, double h, bool* pause = nullptr, bool direct = false);
     /// The forces of the @p active particles of rung >= @p level by direct summation (direct_forces_listed).
     void direct_substep(bn_u32 level, std::uint64_t active);
+    /// RungRule::symmetric, after block_kick's choice from the start: for each active particle (rung >= level) the
+    /// field at its predicted step end, directly summed when @p direct, else by a walk of the tree (built at the
+    /// current positions); a particle whose end asks for a deeper rung goes one deeper, and is probed once more.
+    /// Leaves the accelerations as they were and every particle's rung counted in rung_hist_.
+    void probe_rungs(bn_u32 level, double h, bool direct);
     /// Throws the error that names, of the particles whose rung is beyond max_rung, the one of largest |a|, and the
     /// rung the run needs for it in steps of @p h (internal units).
     [[noreturn]] void refuse_rung(double h);
@@ -294,6 +309,12 @@ private:
     // Block time steps' direct substeps: indices, ones, flags, the active particles' list and its length.
     Buffer<bn_u32> direct_index_, direct_ones_, direct_flags_, direct_list_, direct_total_;
     Buffer<bn_f4> direct_partial_; // their partial sums over slices of the sources
+    // RungRule::symmetric: the predicted positions, the particles still to be probed, the accelerations kept.
+    Buffer<bn_f4> probe_pos_, probe_acc_;
+    Buffer<bn_u32> probe_pending_;
+    // Its walks, apart from the force walk's: their longer level lists (the groups' boxes around the predicted
+    // positions) must not size the force walk's spill buffer and so its work-groups.
+    std::unique_ptr<TreeForces> probe_walk_;
     BlockStats block_;
 };
 

@@ -470,7 +470,14 @@ void Octree::make_groups()
         grow(be_, group_hi_, room, 0, "tree.group_hi");
     }
     group_first_.copy_from(starts, n_groups_);
-    be_.launch(kernels::treeGroupBoxes, grid_for(be_, n_groups_), pos_, group_first_, to_u32(n_groups_), to_u32(n_),
+    fit_group_boxes(pos_);
+}
+
+void Octree::fit_group_boxes(const Buffer<bn_f4>& points)
+{
+    if (n_groups_ == 0) return;
+    if (points.size() < n_) throw std::logic_error("Octree::fit_group_boxes: fewer points than particles");
+    be_.launch(kernels::treeGroupBoxes, grid_for(be_, n_groups_), points, group_first_, to_u32(n_groups_), to_u32(n_),
                group_count_, group_lo_, group_hi_);
 }
 

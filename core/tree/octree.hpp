@@ -182,6 +182,10 @@ public:
     const Buffer<bn_f4>& group_hi() const noexcept { return group_hi_; }
     /// groups() on the device (one word), what the walk reads.
     const Buffer<bn_u32>& group_total() const noexcept { return group_total_; }
+    /// Fits the groups' boxes to @p points (tree order, at least size() elements) instead of the particles: a walk
+    /// for targets at other positions than the particles' (TreeForces::set_sinks) needs boxes around the targets.
+    /// fit_group_boxes(pos()) gives back the build's boxes, to the bit.
+    void fit_group_boxes(const Buffer<bn_f4>& points);
 
     /// For tests: fills every array a build writes (whole capacity, and the workspace from slot 4 on: slots 0-3 may
     /// hold the accelerations a simulation's next drift reads) with a sentinel, so that an element no phase writes

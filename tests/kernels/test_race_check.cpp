@@ -297,26 +297,30 @@ TEST_CASE("race check: block time steps' kicks, drift and rung histogram")
 {
     // Every particle's kick and rung against the CPU in tests/simulation/test_block_steps.cpp; here a small run's
     // kernels, with the rungs spread (a Plummer sphere of 160 whose inner particles ask for shorter steps than dt =
-    // 1/8).
+    // 1/8), with either rung rule (the symmetric one's prediction and probe too).
     auto& be = test::backend();
-    SimulationOptions o;
-    o.direct = true;
-    o.block = true;
-    o.eps = 0.01f;
-    o.dt = 1.0 / 8;
-    o.max_rung = 8;
-    Simulation sim(be, o);
-    Particles p = plummer(160, 24);
-    sim.start(p.pos, p.vel, 0.0);
-    sim.step();
-    const BlockStats& b = sim.block_stats();
-    std::uint64_t total = 0;
-    for (const auto r : b.rungs)
-        total += r;
-    CHECK(total == 160);
-    CHECK(b.deepest >= 1);
-    CHECK(b.substeps >= 2);
-    CHECK(std::isfinite(sim.energies().total()));
+    for (const RungRule rule : {RungRule::gadget, RungRule::symmetric}) {
+        INFO("symmetric " << (rule == RungRule::symmetric));
+        SimulationOptions o;
+        o.direct = true;
+        o.block = true;
+        o.eps = 0.01f;
+        o.dt = 1.0 / 8;
+        o.max_rung = 8;
+        o.rung_rule = rule;
+        Simulation sim(be, o);
+        Particles p = plummer(160, 24);
+        sim.start(p.pos, p.vel, 0.0);
+        sim.step();
+        const BlockStats& b = sim.block_stats();
+        std::uint64_t total = 0;
+        for (const auto r : b.rungs)
+            total += r;
+        CHECK(total == 160);
+        CHECK(b.deepest >= 1);
+        CHECK(b.substeps >= 2);
+        CHECK(std::isfinite(sim.energies().total()));
+    }
 }
 
 // The cases below run the tree walk; their names start "race check: walk" because tests/tools/oclgrind_check.sh runs
