@@ -452,11 +452,9 @@ bool Simulation::block_step(const std::function<bool()>& pause, double h)
     return true;
 }
 
-void Simulation::direct_substep(bn_u32 level, std::uint64_t active)
+void Simulation::list_particles(const Buffer<bn_u32>& keys, bn_u32 level)
 {
-    // The particles of rung >= level, found as walkGroupFlags finds active groups, with one particle to a "group",
-    // and compacted in device order; then their forces from all particles at their drifted positions. The tree and
-    // the particles' order stay as the last build left them.
+    // As walkGroupFlags finds active groups, with one particle to a "group"; compacted in device order.
     const bn_u32 n = to_u32(n_);
     if (direct_index_.size() < n_) {
         // Once: the indices and the counts of one, which stay (on CUDA a fill of 1s waits for the host).
@@ -468,11 +466,17 @@ void Simulation::direct_substep(bn_u32 level, std::uint64_t active)
     ensure_size(be_, direct_flags_, n_, "sim.direct_flags");
     ensure_size(be_, direct_list_, n_, "sim.direct_list");
     ensure_size(be_, direct_total_, 1, "sim.direct_total");
+    be_.launch(kernels::walkGroupFlags, grid_for(be_, n_), direct_index_, direct_ones_, keys, n, level, direct_flags_);
+    be_.compact(direct_index_, direct_flags_, n_, direct_list_, direct_total_);
+}
+
+void Simulation::direct_substep(bn_u32 level, std::uint64_t active)
+{
+    // The particles of rung >= level, then their forces from all particles at their drifted positions. The tree
+    // and the particles' order stay as the last build left them.
     Buffer<bn_f4>& acc = acc_mut();
     const Event a = be_.record();
-    be_.launch(kernels::walkGroupFlags, grid_for(be_, n_), direct_index_, direct_ones_, tree_.rungs(), n, level,
-               direct_flags_);
-    be_.compact(direct_index_, direct_flags_, n_, direct_list_, direct_total_);
+    list_particles(tree_.rungs(), level);
     direct_forces_listed(be_, tree_.pos(), n_, direct_list_, static_cast<std::size_t>(active), eps_, direct_partial_,
                          acc);
     const Event b = be_.record();
@@ -530,20 +534,9 @@ void Simulation::probe_rungs(bn_u32 level, double h, bool direct)
                    probe_pos_);
         const Buffer<bn_f4>* field = nullptr;
         if (direct || options_.direct) {
-            // The pending particles listed as direct_substep lists the active ones; the sources are the particles
-            // at probe_pos_ (where they are, the probed ones where they would be).
-            if (direct_index_.size() < n_) {
-                ensure_size(be_, direct_index_, n_, "sim.direct_index");
-                ensure_size(be_, direct_ones_, n_, "sim.direct_ones");
-                be_.launch(kernels::treeIota, grid_for(be_, n_), direct_index_, n);
-                direct_ones_.fill(1u);
-            }
-            ensure_size(be_, direct_flags_, n_, "sim.direct_flags");
-            ensure_size(be_, direct_list_, n_, "sim.direct_list");
-            ensure_size(be_, direct_total_, 1, "sim.direct_total");
-            be_.launch(kernels::walkGroupFlags, grid_for(be_, n_), direct_index_, direct_ones_, probe_pending_, n,
-                       bn_u32{1}, direct_flags_);
-            be_.compact(direct_index_, direct_flags_, n_, direct_list_, direct_total_);
+            // The pending particles listed; the sources are the particles at probe_pos_ (where they are, the
+            // probed ones where they would be).
+            list_particles(probe_pending_, 1);
             Buffer<bn_f4>& acc = acc_mut();
             if (const std::size_t pending = direct_total_.at(0))
                 direct_forces_listed(be_, probe_pos_, n_, direct_list_, pending, eps_, direct_partial_, acc);

@@ -52,9 +52,9 @@ struct SimulationOptions {
     bool block = false;
     double eta = 0.025; ///< the step criterion's accuracy parameter, > 0
     /// How a rung is chosen. gadget: from the acceleration at the step's start (GADGET-4's rule). symmetric: the
-    /// step must also satisfy the criterion at its predicted end, where the field is summed again (at most two
-    /// probes, Simulation::probe_rungs; Makino et al. 2006): far less energy drift (docs/benchmarks.md, "Block time
-    /// steps") for a walk of the active particles more per substep. One rank only.
+    /// step must also satisfy the criterion at its predicted end, where the field is summed again
+    /// (Simulation::probe_rungs; Makino et al. 2006): far less energy drift (docs/benchmarks.md, "Block time steps")
+    /// for a walk of the active particles more per substep. One rank only.
     RungRule rung_rule = RungRule::gadget;
     unsigned max_rung =
         16; ///< the deepest rung allowed, <= BANYAN_MAX_RUNG; a particle that asks for more stops the run
@@ -269,10 +269,12 @@ private:
     double block_kick(bn_u32 level, bool kick, double h, bool* pause = nullptr, bool direct = false);
     /// The forces of the @p active particles of rung >= @p level by direct summation (direct_forces_listed).
     void direct_substep(bn_u32 level, std::uint64_t active);
+    /// The indices of the particles with keys[i] >= @p level into direct_list_ (their count in direct_total_).
+    void list_particles(const Buffer<bn_u32>& keys, bn_u32 level);
     /// RungRule::symmetric, after block_kick's choice from the start: for each active particle (rung >= level) the
     /// field at its predicted step end, directly summed when @p direct, else by a walk of the tree (built at the
-    /// current positions); a particle whose end asks for a deeper rung goes one deeper, and is probed once more.
-    /// Leaves the accelerations as they were and every particle's rung counted in rung_hist_.
+    /// current positions); a particle whose end asks for a deeper rung goes one deeper. Leaves the accelerations
+    /// as they were and every particle's rung counted in rung_hist_.
     void probe_rungs(bn_u32 level, double h, bool direct);
     /// Throws the error that names, of the particles whose rung is beyond max_rung, the one of largest |a|, and the
     /// rung the run needs for it in steps of @p h (internal units).
