@@ -307,7 +307,7 @@ void check_precision(double extent, double total, double min_mass, std::size_t l
 /// The request of a banyan.Simulation: its options in RunOptions, as the CLI's would be, with no output files.
 RunRequest simulation_request(double theta, double eps, double dt, double time, const std::string& opening,
                               double alpha, const std::string& steps, double eta, long long max_rung,
-                              const std::string& units)
+                              const std::string& rung_rule, const std::string& units)
 {
     RunRequest request;
     RunOptions& o = request.options;
@@ -315,7 +315,7 @@ RunRequest simulation_request(double theta, double eps, double dt, double time, 
     o.in = "(banyan.Simulation)";
     o.theta = theta, o.eps = eps, o.dt = dt;
     o.opening = opening, o.alpha = alpha;
-    o.steps = steps, o.eta = eta;
+    o.steps = steps, o.eta = eta, o.rung_rule = rung_rule;
     if (max_rung < 0) throw UsageError(fmt::format("max_rung must be >= 0, got {}", max_rung));
     o.max_rung = static_cast<std::uint64_t>(max_rung); // RunOptions::check judges the rest, naming the value given
     o.t_end = time + dt;                               // evolve() moves the end to the time it is given
@@ -333,9 +333,11 @@ RunRequest simulation_request(double theta, double eps, double dt, double time, 
 /// Python's spelling, and the particles) of a run from the caller's arrays, as `banyan run --in FILE` from a file's.
 RunPlan plan_simulation(const Vec3In& pos, const Vec3In& vel, const ScalarIn& mass, double theta, double eps, double dt,
                         double time, const std::string& opening, double alpha, const std::string& steps, double eta,
-                        long long max_rung, std::optional<IdsIn> ids, const std::string& units)
+                        long long max_rung, const std::string& rung_rule, std::optional<IdsIn> ids,
+                        const std::string& units)
 {
-    RunRequest request = simulation_request(theta, eps, dt, time, opening, alpha, steps, eta, max_rung, units);
+    RunRequest request =
+        simulation_request(theta, eps, dt, time, opening, alpha, steps, eta, max_rung, rung_rule, units);
     const std::size_t n = pos.shape(0);
     Snapshot s = Snapshot::dark(n);
     s.time = time;
@@ -357,11 +359,12 @@ RunPlan plan_simulation_device(Device& dev, const Vec3Dev& pos, const Vec3Dev& v
                                double extent, double total, double min_mass, std::size_t lightest, int k, int j,
                                double theta, double eps, double dt, double time, const std::string& opening,
                                double alpha, const std::string& steps, double eta, long long max_rung,
-                               std::optional<IdsIn> ids, const std::string& units)
+                               const std::string& rung_rule, std::optional<IdsIn> ids, const std::string& units)
 {
     const std::size_t n = pos.shape(0);
     if (vel.shape(0) != n || mass.shape(0) != n) throw UsageError("Simulation: array lengths disagree");
-    RunRequest request = simulation_request(theta, eps, dt, time, opening, alpha, steps, eta, max_rung, units);
+    RunRequest request =
+        simulation_request(theta, eps, dt, time, opening, alpha, steps, eta, max_rung, rung_rule, units);
     DeviceParticles d;
     d.n = n, d.time = time;
     d.extent = extent, d.total_mass = total, d.min_mass = min_mass, d.lightest = lightest;
@@ -749,6 +752,7 @@ public:
     const std::string& steps_kind() const { return run_->options().steps; }
     double eta() const { return run_->options().eta; }
     std::uint64_t max_rung() const { return run_->options().max_rung; }
+    const std::string& rung_rule() const { return run_->options().rung_rule; }
     /// Block time steps: {"rungs": particles per rung (to the deepest allowed), "deepest": the deepest rung used,
     /// "substeps", "active_updates", "steps", "saving": shared_step_ratio}.
     nb::dict block_stats()
@@ -829,7 +833,7 @@ NB_MODULE(_banyan, m)
           "The same for CUDA arrays (CuPy, PyTorch), results into CUDA arrays.");
     m.def("plan_simulation_device", &python::plan_simulation_device, "device"_a, "pos"_a.noconvert(),
           "vel"_a.noconvert(), "mass"_a.noconvert(), "extent"_a, "total"_a, "min_mass"_a, "lightest"_a, "k"_a, "j"_a,
-          "theta"_a, "eps"_a, "dt"_a, "time"_a, "opening"_a, "alpha"_a, "steps"_a, "eta"_a, "max_rung"_a,
+          "theta"_a, "eps"_a, "dt"_a, "time"_a, "opening"_a, "alpha"_a, "steps"_a, "eta"_a, "max_rung"_a, "rung_rule"_a,
           "ids"_a.noconvert() = nb::none(), "units"_a = "",
           "plan_simulation for CUDA arrays scaled into internal units (the run starts from them where they lie).");
     m.def("galaxy_counts", &python::galaxy_counts_of, "options"_a, "merger"_a, "n"_a, "seed"_a, "units"_a,
@@ -846,7 +850,7 @@ NB_MODULE(_banyan, m)
              "ids"_a.noconvert(), "types"_a.noconvert());
     nb::class_<RunPlan>(m, "RunPlan", "A checked simulation, not yet started; see plan_simulation.");
     m.def("plan_simulation", &python::plan_simulation, "pos"_a.noconvert(), "vel"_a.noconvert(), "mass"_a.noconvert(),
-          "theta"_a, "eps"_a, "dt"_a, "time"_a, "opening"_a, "alpha"_a, "steps"_a, "eta"_a, "max_rung"_a,
+          "theta"_a, "eps"_a, "dt"_a, "time"_a, "opening"_a, "alpha"_a, "steps"_a, "eta"_a, "max_rung"_a, "rung_rule"_a,
           "ids"_a.noconvert() = nb::none(), "units"_a = "",
           "Checks the options and particles of a Simulation (before any device is opened).");
     nb::class_<PySimulation>(m, "Simulation", "The device state of a simulation; see banyan.Simulation.")
@@ -884,5 +888,6 @@ NB_MODULE(_banyan, m)
         .def_prop_ro("steps_kind", &PySimulation::steps_kind)
         .def_prop_ro("eta", &PySimulation::eta)
         .def_prop_ro("max_rung", &PySimulation::max_rung)
+        .def_prop_ro("rung_rule", &PySimulation::rung_rule)
         .def_prop_ro("block_stats", &PySimulation::block_stats);
 }

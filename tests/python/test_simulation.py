@@ -58,28 +58,31 @@ def test_relative_criterion_is_the_cli_run_bit_for_bit_and_survives_save_and_loa
     assert not np.array_equal(plain.positions, p1)
 
 
-def test_block_steps_are_the_cli_run_bit_for_bit_and_survive_save_and_load(cli, backend, tmp_path):
+@pytest.mark.parametrize("rule", ["gadget", "symmetric"])
+def test_block_steps_are_the_cli_run_bit_for_bit_and_survive_save_and_load(cli, backend, tmp_path, rule):
     out = tmp_path / "cli"
-    steps = ("--steps", "block", "--eta", 0.02, "--max-rung", 8)
+    steps = ("--steps", "block", "--eta", 0.02, "--max-rung", 8, "--rung-rule", rule)
     snaps = cli_run(cli, out, backend, "--ic", "hernquist", "-n", 3000, "--seed", 4, "--eps", 0.01, "--dt", "1/32",
                     "--t-end", 0.25, "--snapshot-every", 0, *steps)
     _, p0, v0, m0 = read_tipsy_dark(out / snaps[0])
     _, p1, v1, _ = read_tipsy_dark(out / snaps[-1])
     sim = banyan.Simulation(p0, v0, m0, theta=0.75, eps=0.01, dt=1 / 32, backend=backend, time_steps="block", eta=0.02,
-                            max_rung=8)
-    assert sim.time_steps == "block" and sim.eta == 0.02 and sim.max_rung == 8
-    assert "time_steps='block', eta=0.02, max_rung=8" in repr(sim)
+                            max_rung=8, rung_rule=rule)
+    assert sim.time_steps == "block" and sim.eta == 0.02 and sim.max_rung == 8 and sim.rung_rule == rule
+    assert f"time_steps='block', eta=0.02, max_rung=8, rung_rule='{rule}'" in repr(sim)
     sim.evolve(0.125)
     stats = sim.block_stats
     assert sum(stats["rungs"]) == 3000 and len(stats["rungs"]) == 9
     assert stats["deepest"] >= 2 and stats["steps"] == 4 and stats["substeps"] > 4 and stats["saving"] > 1
     sim.save(tmp_path / "sim.ckpt")
     loaded = banyan.Simulation.load(tmp_path / "sim.ckpt")
-    assert loaded.time_steps == "block" and loaded.max_rung == 8
+    assert loaded.time_steps == "block" and loaded.max_rung == 8 and loaded.rung_rule == rule
     loaded.evolve(0.25)
     assert np.array_equal(loaded.positions, p1) and np.array_equal(loaded.velocities, v1)
     with pytest.raises(banyan.UsageError, match="time_steps must be 'shared' or 'block'"):
         banyan.Simulation(p0, v0, m0, eps=0.01, backend=backend, time_steps="adaptive")
+    with pytest.raises(banyan.UsageError, match="rung_rule must be 'gadget' or 'symmetric', got 'oracle'"):
+        banyan.Simulation(p0, v0, m0, eps=0.01, backend=backend, time_steps="block", rung_rule="oracle")
     with pytest.raises(banyan.UsageError, match="max_rung must be a whole number from 0 to 30, got 31"):
         banyan.Simulation(p0, v0, m0, eps=0.01, backend=backend, time_steps="block", max_rung=31)
     with pytest.raises(banyan.NumericalError, match="--max-rung"):

@@ -81,6 +81,7 @@ class BanyanInterface(LiteratureReferencesMixIn):
         self.time_steps = "shared"
         self.eta = 0.025
         self.max_rung = 16
+        self.rung_rule = "gadget"
         self.direct_at_point = False
         self.point_softening = "code"
         self.begin_time = 0.0
@@ -129,7 +130,8 @@ class BanyanInterface(LiteratureReferencesMixIn):
             return None
         self.sim = Simulation(self.pos, self.vel, self.mass, theta=self.theta, eps=math.sqrt(self.eps2), dt=dt,
                               time=self.time, backend=self.backend, device=self.device, opening=self.opening,
-                              alpha=self.alpha, time_steps=self.time_steps, eta=self.eta, max_rung=self.max_rung)
+                              alpha=self.alpha, time_steps=self.time_steps, eta=self.eta, max_rung=self.max_rung,
+                              rung_rule=self.rung_rule)
         self.sim_dt = dt
         self.rebuilds += 1
         return self.sim
@@ -463,6 +465,7 @@ class BanyanInterface(LiteratureReferencesMixIn):
     get_time_steps, set_time_steps = _option("time_steps", str, _choice("time_steps", ("shared", "block")))
     get_eta, set_eta = _option("eta", float, _within("block_eta", 0.0))
     get_max_rung, set_max_rung = _option("max_rung", int, _within("max_rung", 0, low_open=False))
+    get_rung_rule, set_rung_rule = _option("rung_rule", str, _choice("rung_rule", ("gadget", "symmetric")))
     get_direct_at_point, set_direct_at_point = _option("direct_at_point", bool)
     get_point_softening, set_point_softening = _option("point_softening", str,
                                                        _choice("point_softening", ("code", "combined")))
@@ -485,6 +488,8 @@ class Banyan(GravitationalDynamics, GravityFieldCode):
         relative_opening      alpha of the relative criterion on top (0: off; use opening_angle 1 with it)
         time_steps            "shared" (one dt for all) or "block" (dt / 2^k for each particle)
         block_eta, max_rung   block steps' accuracy parameter (0.025) and deepest rung (16)
+        rung_rule             block steps: "gadget" (the criterion at a step's start) or "symmetric" (and at its
+                              predicted end: far less energy drift; README, "Time steps")
         begin_time            the model time at the start (0)
         direct_at_point       get_gravity_at_point / get_potential_at_point by direct summation (False: tree)
         point_softening       "code" or "combined": see get_gravity_at_point
@@ -563,7 +568,7 @@ class Banyan(GravitationalDynamics, GravityFieldCode):
         handler.add_method("set_time_step", (time,), (err,))
         handler.add_method("get_begin_time", (), (time, err))
         handler.add_method("set_begin_time", (time,), (err,))
-        for name in ("theta", "opening", "alpha", "time_steps", "eta", "max_rung", "direct_at_point",
+        for name in ("theta", "opening", "alpha", "time_steps", "eta", "max_rung", "rung_rule", "direct_at_point",
                      "point_softening"):
             handler.add_method("get_" + name, (), (none, err))
             handler.add_method("set_" + name, (none,), (err,))
@@ -583,6 +588,8 @@ class Banyan(GravitationalDynamics, GravityFieldCode):
         p("get_time_steps", "set_time_steps", "time_steps", "'shared' or 'block' time steps", default_value="shared")
         p("get_eta", "set_eta", "block_eta", "block steps: accuracy parameter eta", default_value=0.025)
         p("get_max_rung", "set_max_rung", "max_rung", "block steps: the deepest rung", default_value=16)
+        p("get_rung_rule", "set_rung_rule", "rung_rule", "block steps: 'gadget' or 'symmetric' rung choice",
+          default_value="gadget")
         p("get_begin_time", "set_begin_time", "begin_time", "model time at the start",
           default_value=0.0 | nbody_system.time)
         p("get_direct_at_point", "set_direct_at_point", "direct_at_point",
