@@ -597,20 +597,23 @@ void Simulation::refuse_rung(double h)
     if (first_owner >= comm_.size()) throw std::logic_error("Simulation: the rung histogram and the rungs disagree");
     const bool named = owner && first_owner == comm_.rank();
     double shared[3] = {0, 0, 0};
-    std::uint64_t id = 0;
+    std::uint64_t id_rung[2] = {0, 0}; // its id, and the rung it was given (the symmetric rule's probe may have
+                                       // put it deeper than its acceleration here asks for)
     if (named) {
         shared[0] = all[i].x, shared[1] = all[i].y, shared[2] = all[i].z;
-        id = input_ids()[i];
+        id_rung[0] = input_ids()[i], id_rung[1] = rungs[i];
     }
     comm_.sum(std::span<double>(shared));
-    comm_.sum(std::span<std::uint64_t>(&id, 1));
+    comm_.sum(std::span<std::uint64_t>(id_rung));
+    const std::uint64_t id = id_rung[0];
     std::vector<bn_f4> a{
         bn_f4{static_cast<float>(shared[0]), static_cast<float>(shared[1]), static_cast<float>(shared[2]), 0.0f}};
     // The rung this particle asks for, by the kernels' own criterion (in internal units): the deepest any particle
     // asks for now, as it has the largest |a|; so the limit that lets the run go on from here (later steps may ask
     // for more).
     const double c = 2.0 * options_.eta * static_cast<double>(eps_);
-    const unsigned needed = bn_block_rung(a[0].x, a[0].y, a[0].z, h * h, c * c, 1000);
+    const unsigned at_start = bn_block_rung(a[0].x, a[0].y, a[0].z, h * h, c * c, 1000);
+    const unsigned needed = std::max(at_start, static_cast<unsigned>(id_rung[1]));
     units_.forces_from_internal(a);
     const double g = std::sqrt(double(a[0].x) * a[0].x + double(a[0].y) * a[0].y + double(a[0].z) * a[0].z);
     const double wanted = std::sqrt(2.0 * options_.eta * options_.eps / g);
@@ -621,12 +624,19 @@ void Simulation::refuse_rung(double h)
             : fmt::format("that is rung {}, deeper than --max-rung (Python max_rung) can go ({}): take a dt of "
                           "{:.6g} or shorter (or a larger eps or eta)",
                           needed, BANYAN_MAX_RUNG, std::ldexp(step, BANYAN_MAX_RUNG - static_cast<int>(needed)));
-    throw NumericalError(
-        fmt::format("simulation: particle {} of the input has |a| = {:.6g} in the step from t = {}, so the step "
-                    "criterion sqrt(2 eta eps / |a|) (eta {}, eps {}) asks for a step of {:.6g}, shorter than the "
-                    "deepest rung {} allows (dt / 2^{} = {:.6g}): {}",
-                    id, g, time(), options_.eta, options_.eps, wanted, options_.max_rung, options_.max_rung,
-                    std::ldexp(step, -static_cast<int>(options_.max_rung)), remedy));
+    const double deepest = std::ldexp(step, -static_cast<int>(options_.max_rung));
+    if (needed > at_start) // the symmetric rule's probe refused the deepest rung at the step's end
+        throw NumericalError(fmt::format(
+            "simulation: particle {} of the input, with |a| = {:.6g} in the step from t = {}, would reach an "
+            "acceleration at the end of a step of the deepest rung {} (dt / 2^{} = {:.6g}) that asks for a shorter "
+            "step (the step criterion sqrt(2 eta eps / |a|), eta {}, eps {}, at both ends: --rung-rule symmetric): "
+            "{}",
+            id, g, time(), options_.max_rung, options_.max_rung, deepest, options_.eta, options_.eps, remedy));
+    throw NumericalError(fmt::format(
+        "simulation: particle {} of the input has |a| = {:.6g} in the step from t = {}, so the step "
+        "criterion sqrt(2 eta eps / |a|) (eta {}, eps {}) asks for a step of {:.6g}, shorter than the "
+        "deepest rung {} allows (dt / 2^{} = {:.6g}): {}",
+        id, g, time(), options_.eta, options_.eps, wanted, options_.max_rung, options_.max_rung, deepest, remedy));
 }
 
 void Simulation::settle_kick() const

@@ -360,9 +360,10 @@ TEST_CASE("block steps: a Kepler orbit at deep rungs keeps its energy and period
 
     // A rung limit the pericentre needs more than stops the run, naming the particle, its step and the rung the run
     // needs; with that limit the run goes past the point where it stopped (issue 48: one try, not several).
-    auto refusal = [&](unsigned max_rung) -> std::pair<std::string, std::uint64_t> {
+    auto refusal = [&](unsigned max_rung, RungRule rule = RungRule::gadget) -> std::pair<std::string, std::uint64_t> {
         SimulationOptions x = o;
         x.max_rung = max_rung;
+        x.rung_rule = rule;
         Simulation tight(be, x);
         try {
             tight.start(p.pos, p.vel, 0.0); // the first rungs are chosen here
@@ -383,6 +384,49 @@ TEST_CASE("block steps: a Kepler orbit at deep rungs keeps its energy and period
     CHECK(needed <= b.deepest);
     CHECK(refusal(needed - 1).second == at); // one less stops at the same step
     CHECK(refusal(needed).second > at);      // the limit named goes past it
+    // The same with the symmetric rule, whose probe may refuse a step at its end that its start allows: the message
+    // names the rung the particle was given, and that limit goes past the stop.
+    const auto [sym_what, sym_at] = refusal(2, RungRule::symmetric);
+    INFO(sym_what);
+    REQUIRE(sym_what.find(needs) != std::string::npos);
+    const unsigned sym_needed = static_cast<unsigned>(std::stoul(sym_what.substr(sym_what.find(needs) + needs.size())));
+    CHECK(sym_needed > 2);
+    CHECK(refusal(sym_needed, RungRule::symmetric).second > sym_at);
+}
+
+TEST_CASE("block steps: the symmetric rule refuses a step whose predicted end asks for more than the deepest rung")
+{
+    // A light particle falling fast towards a heavy one: |a| at the start allows rung 0 (dt), at the end of that
+    // step it asks for a shorter one. GADGET's rule starts; the symmetric rule stops at once, saying why.
+    auto& be = test::backend();
+    SimulationOptions o;
+    o.direct = true;
+    o.block = true;
+    o.eps = 0.1f;
+    o.eta = 0.025; // 2 eta eps = 0.005: rung 0 needs |a| <= 0.005 / dt^2 = 2
+    o.dt = 0.05;
+    o.max_rung = 0;
+    // Heavy (1) at the origin, light (1e-6) at r = 0.75 (|a| = 1.73) moving inwards at 4: r = 0.55 a step later
+    // (|a| = 3.15).
+    Particles p;
+    p.pos = {{0.0f, 0.0f, 0.0f, 1.0f}, {0.75f, 0.0f, 0.0f, 1e-6f}};
+    p.vel = {{0.0f, 0.0f, 0.0f, 0.0f}, {-4.0f, 0.0f, 0.0f, 0.0f}};
+    {
+        Simulation gadget(be, o);
+        CHECK_NOTHROW(gadget.start(p.pos, p.vel, 0.0));
+    }
+    o.rung_rule = RungRule::symmetric;
+    Simulation symmetric(be, o);
+    CHECK_THROWS_WITH_AS(symmetric.start(p.pos, p.vel, 0.0),
+                         doctest::Contains("particle 1 of the input, with |a| = 1.7"), NumericalError);
+    try {
+        symmetric.start(p.pos, p.vel, 0.0);
+    } catch (const NumericalError& e) {
+        const std::string what = e.what();
+        INFO(what);
+        CHECK(what.find("at both ends: --rung-rule symmetric") != std::string::npos);
+        CHECK(what.find("the run needs --max-rung 1 ") != std::string::npos);
+    }
 }
 
 TEST_CASE("block steps: a Hernquist sphere spreads over the rungs; energy as a shared step's at the smallest step")
