@@ -338,4 +338,16 @@ BN_DEVICE bn_u32 bn_block_rung(float ax, float ay, float az, double dt2_max, dou
     return k;
 }
 
+/* The time-symmetric rule's probe (Simulation::probe_rungs) is needed for a particle on rung k only where the end of
+ * its step could ask for a deeper rung: not where the start's criterion allows a step four times as long, since the
+ * end's |a| would have to grow sixteenfold within the step (the rung of 16 |a|, i.e. of c2 / 256, is still k).
+ * Such particles are those held on a rung deeper than they need (steps aligned to the current level) and, on rung 0,
+ * those far below the criterion: most of a galaxy's halo and disc. A step twice as long was too little slack: on
+ * the merger at eps 0.01 it skipped 0.4 % of the particles the probe sends deeper, 0.04 % at four times
+ * (docs/benchmarks.md, "The probe's skip"). */
+BN_DEVICE bn_u32 bn_block_probe_needed(float ax, float ay, float az, double dt2_max, double c2, bn_u32 k)
+{
+    return bn_block_rung(ax, ay, az, dt2_max, c2 * (1.0 / 256.0), k) > k ? 1u : 0u;
+}
+
 #endif /* BANYAN_DEVICE_SHARED_H */

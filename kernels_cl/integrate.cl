@@ -123,21 +123,23 @@ void integrateBlockKick(__global bn_f4* vel, __global const bn_f4* acc, __global
  * its acceleration at the step's start; this kernel writes where each pending particle would be at the end of a
  * step of that rung, x + v h + a h^2 / 2 with h = full_max 2^-rung (its velocity synchronised, after the closing
  * kick: what the step's opening kick and drift give), into predicted, and the other particles' positions unchanged.
- * first != 0 marks the pending particles first: those of rung >= level. Work-group BANYAN_WG; no local memory. */
+ * first != 0 marks the pending particles first: those of rung >= level whose end could ask for a deeper rung
+ * (bn_block_probe_needed, with dt2_max and c2 as integrateBlockKick's). Work-group BANYAN_WG; no local memory. */
 __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1)))
 void integrateBlockPredict(__global const bn_f4* pos, __global const bn_f4* vel, __global const bn_f4* acc,
-                           __global const bn_u32* rung, bn_u32 n, bn_u32 level, float full_max, bn_u32 first,
-                           __global bn_u32* pending, __global bn_f4* predicted)
+                           __global const bn_u32* rung, bn_u32 n, bn_u32 level, float full_max, double dt2_max,
+                           double c2, bn_u32 first, __global bn_u32* pending, __global bn_f4* predicted)
 {
     const bn_u32 i = (bn_u32)get_global_id(0);
     if (i >= n) return;
     bn_f4 x = pos[i];
     const bn_u32 k = rung[i];
-    const bn_u32 p = first ? (k >= level ? 1u : 0u) : pending[i];
+    const bn_f4 a = acc[i];
+    const bn_u32 p =
+        first ? (k >= level ? bn_block_probe_needed(a.x, a.y, a.z, dt2_max, c2, k) : 0u) : pending[i];
     if (first) pending[i] = p;
     if (p) {
         const bn_f4 v = vel[i];
-        const bn_f4 a = acc[i];
         const float h = ldexp(full_max, -(int)k);
         const float h2 = 0.5f * h * h;
         x.x = fma(a.x, h2, fma(v.x, h, x.x));

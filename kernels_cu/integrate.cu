@@ -118,20 +118,22 @@ BANYAN_CUDA_KERNEL(integrateBlockKick);
 /* The time-symmetric rung choice (see integrate.cl): where each pending particle would be at the end of a step of
  * its rung, x + v h + a h^2 / 2 with h = full_max 2^-rung (its velocity synchronised, after the closing kick: the
  * drift of the step's opening kick and drift), into predicted; the others' positions unchanged. first != 0 marks
- * the pending particles first: those of rung >= level. Block BANYAN_WG; no shared memory. */
+ * the pending particles first: those of rung >= level whose end could ask for a deeper rung (bn_block_probe_needed).
+ * Block BANYAN_WG; no shared memory. */
 __global__ void __launch_bounds__(BANYAN_WG)
     integrateBlockPredict(const bn_f4* pos, const bn_f4* vel, const bn_f4* acc, const bn_u32* rung, bn_u32 n,
-                          bn_u32 level, float full_max, bn_u32 first, bn_u32* pending, bn_f4* predicted)
+                          bn_u32 level, float full_max, double dt2_max, double c2, bn_u32 first, bn_u32* pending,
+                          bn_f4* predicted)
 {
     const bn_u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     bn_f4 x = pos[i];
     const bn_u32 k = rung[i];
-    bn_u32 p = first ? (k >= level ? 1u : 0u) : pending[i];
+    const bn_f4 a = acc[i];
+    const bn_u32 p = first ? (k >= level ? bn_block_probe_needed(a.x, a.y, a.z, dt2_max, c2, k) : 0u) : pending[i];
     if (first) pending[i] = p;
     if (p) {
         const bn_f4 v = vel[i];
-        const bn_f4 a = acc[i];
         const float h = ldexpf(full_max, -static_cast<int>(k));
         const float h2 = 0.5f * h * h;
         x.x = fmaf(a.x, h2, fmaf(v.x, h, x.x));

@@ -517,7 +517,8 @@ void Simulation::probe_rungs(bn_u32 level, double h, bool direct)
     // holds at both of its ends. integrateBlockKick chose each active particle's rung from its acceleration here;
     // the end's is summed at the position the particle would reach (integrateBlockPredict: its own motion, the
     // others where they are), and a particle it refuses goes one rung deeper (integrateBlockProbe), probed again
-    // while probes are left. The accelerations are kept aside: the probes' fields land where the forces live.
+    // while probes are left. Only particles whose start does not allow a step four times as long are probed
+    // (bn_block_probe_needed). The accelerations are kept aside: the probes' fields land where the forces live.
     const unsigned top = options_.max_rung;
     const double c = 2.0 * options_.eta * static_cast<double>(eps_);
     const bn_u32 n = to_u32(n_);
@@ -530,8 +531,8 @@ void Simulation::probe_rungs(bn_u32 level, double h, bool direct)
     constexpr int probes = 1;
     for (int round = 0; round < probes; ++round) {
         be_.launch(kernels::integrateBlockPredict, grid_for(be_, n_), tree_.pos(), tree_.vel(), probe_acc_,
-                   tree_.rungs(), n, level, static_cast<float>(h), bn_u32{round == 0 ? 1u : 0u}, probe_pending_,
-                   probe_pos_);
+                   tree_.rungs(), n, level, static_cast<float>(h), h * h, c * c, bn_u32{round == 0 ? 1u : 0u},
+                   probe_pending_, probe_pos_);
         const Buffer<bn_f4>* field = nullptr;
         if (direct || options_.direct) {
             // The pending particles listed; the sources are the particles at probe_pos_ (where they are, the

@@ -351,12 +351,12 @@ TEST_CASE("race check: the symmetric rung rule's prediction and probe")
     auto hist = be.alloc<bn_u32>(BANYAN_RUNG_BINS, "race.probe.hist");
     hist.fill(0u);
     const double dt = 0.125, c = 2 * 0.025 * 0.01;
-    be.launch(kernels::integrateBlockPredict, grid_for(be, n), pos, vel, a, rung, to_u32(n), bn_u32{2}, 0.125f,
-              bn_u32{1}, pending, predicted);
+    be.launch(kernels::integrateBlockPredict, grid_for(be, n), pos, vel, a, rung, to_u32(n), bn_u32{2}, 0.125f, dt * dt,
+              c * c, bn_u32{1}, pending, predicted);
     be.launch(kernels::integrateBlockProbe, grid_for(be, n), a, rung, pending, to_u32(n), dt * dt, c * c, bn_u32{6},
               bn_u32{0}, hist);
-    be.launch(kernels::integrateBlockPredict, grid_for(be, n), pos, vel, a, rung, to_u32(n), bn_u32{2}, 0.125f,
-              bn_u32{0}, pending, predicted);
+    be.launch(kernels::integrateBlockPredict, grid_for(be, n), pos, vel, a, rung, to_u32(n), bn_u32{2}, 0.125f, dt * dt,
+              c * c, bn_u32{0}, pending, predicted);
     hist.fill(0u);
     be.launch(kernels::integrateBlockProbe, grid_for(be, n), a, rung, pending, to_u32(n), dt * dt, c * c, bn_u32{6},
               bn_u32{1}, hist);

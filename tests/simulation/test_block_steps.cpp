@@ -204,8 +204,10 @@ TEST_CASE("block steps: the symmetric rule's prediction and probe against the CP
         auto predicted = be.alloc<bn_f4>(n, "test.predicted");
         auto hist = be.alloc<bn_u32>(BANYAN_RUNG_BINS, "test.hist");
         const float full_max = 0.02f;
+        const double dt2_max = double{full_max} * full_max, c = 2 * 0.025 * 0.01;
         const bn_u32 level = 3;
-        // The first prediction marks rung >= level pending; a later one keeps the flags it is given.
+        // The first prediction marks pending the particles of rung >= level whose start does not allow a step four
+        // times as long; a later one keeps the flags it is given.
         std::vector<bn_u32> flags(n);
         for (const bn_u32 first : {1u, 0u}) {
             INFO("first " << first);
@@ -215,10 +217,22 @@ TEST_CASE("block steps: the symmetric rule's prediction and probe against the CP
                 pending.upload(flags);
             }
             be.launch(kernels::integrateBlockPredict, grid_for(be, n), pos, vel, acc, rung, to_u32(n), level, full_max,
-                      first, pending, predicted);
+                      dt2_max, c * c, first, pending, predicted);
             std::vector<bn_f4> want = in.pos;
+            std::size_t skipped = 0, probed = 0;
             for (std::size_t i = 0; i < n; ++i) {
-                if (first) flags[i] = in.rung[i] >= level ? 1u : 0u;
+                if (first && in.rung[i] >= level) {
+                    const bn_f4 a = in.acc[i];
+                    flags[i] = bn_block_probe_needed(a.x, a.y, a.z, dt2_max, c * c, in.rung[i]);
+                    // What that means: probed exactly where the rung's step exceeds the criterion at 16 |a|.
+                    const double h = std::ldexp(double{full_max}, -static_cast<int>(in.rung[i]));
+                    const double a2 = double{a.x} * a.x + double{a.y} * a.y + double{a.z} * a.z;
+                    const double at_16a = a2 > 0 ? std::sqrt(c / (16 * std::sqrt(a2))) : 1e30;
+                    if (std::abs(h / at_16a - 1) > 1e-9) CHECK((flags[i] == 1u) == (h > at_16a));
+                    (flags[i] ? probed : skipped) += 1;
+                } else if (first) {
+                    flags[i] = 0u;
+                }
                 if (!flags[i]) continue;
                 const float h = std::ldexp(full_max, -static_cast<int>(in.rung[i])), h2 = 0.5f * h * h;
                 const bn_f4 a = in.acc[i], v = in.vel[i];
@@ -228,6 +242,7 @@ TEST_CASE("block steps: the symmetric rule's prediction and probe against the CP
             }
             CHECK(same_bits(predicted.download(), want));
             CHECK(pending.download() == flags);
+            if (first && n == 5000) CHECK((skipped > 100 && probed > 100));
         }
         // The probe: accepted where the acceleration asks for no deeper rung, else one deeper (pending unless the
         // last probe), beyond the limit into the histogram's last bin; every rung counted.
