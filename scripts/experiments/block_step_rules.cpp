@@ -14,10 +14,14 @@
 //               oracle3  as oracle, the step's middle checked too
 //               radius   min, with a smooth function of the radius as the criterion (exactly predictable)
 //               frozen   the first rungs kept; sharedK: every particle on rung K; index: rung = index mod 5, fixed
+//               tn       dt = ETA / sqrt(|T|), T the tidal tensor at the start (Grudic & Hopkins 2020); tnsym: at
+//                        both ends (the end's T summed at the predicted end); tnmix: the smaller of tn's and
+//                        GADGET's step (GADGET's eta from env ETA_G, default 0.025)
 // Environment: REVERSE=1 runs to T_END, reverses the velocities and runs back, and prints how far from the start the
 // particles end (a time-symmetric scheme returns to round-off); CHECK=1 counts the rung choices that the reversed
 // run, from the state where a particle's step ends, would make otherwise; MARGIN=f skips the oracle rules' probe
-// where the start's criterion holds even at f |a| (banyan's bn_block_probe_needed uses f = 16).
+// where the start's criterion holds even at f |a| (banyan's bn_block_probe_needed uses f = 16); DT=x sets the longest
+// step (default 1/4).
 // Build and run (prints dE/E every 10 time units and a RESULT line, with the pairs summed for forces and, apart, for
 // the oracle rules' probes at predicted positions):
 //   g++ -O3 -march=native -fopenmp -o block_step_rules scripts/experiments/block_step_rules.cpp
@@ -36,7 +40,7 @@ struct V {
     double x = 0, y = 0, z = 0;
 };
 static int N;
-static double EPS2, ETA, EPS, DT;
+static double EPS2, ETA, EPS, DT, ETA_G = 0.025;
 static vector<V> X, Vv, A, Apv;
 static vector<double> M, Aprev;
 static vector<int> R;
@@ -120,9 +124,49 @@ static double acc_at(V p)
     }
     return sqrt(ax * ax + ay * ay + az * az);
 }
+// The Frobenius norm of the tidal tensor at p (others where they are, the particle CUR left out): the dynamical time
+// of Grudic & Hopkins (2020, arXiv:1910.06349) is its inverse square root. Counted as a probe where asked.
+static double tidal_norm_at(V p, bool probe)
+{
+    double t[6] = {0, 0, 0, 0, 0, 0}; // xx yy zz xy xz yz
+    const int self = CUR;
+    if (probe) {
+#pragma omp atomic
+        probe_count += N;
+    }
+    for (int k = 0; k < N; ++k) {
+        if (k == self) continue;
+        const double dx = X[k].x - p.x, dy = X[k].y - p.y, dz = X[k].z - p.z;
+        const double r2 = dx * dx + dy * dy + dz * dz + EPS2, ir = 1 / sqrt(r2), ir3 = M[k] * ir * ir * ir,
+                     ir5 = 3 * ir3 / r2;
+        t[0] += ir5 * dx * dx - ir3, t[1] += ir5 * dy * dy - ir3, t[2] += ir5 * dz * dz - ir3;
+        t[3] += ir5 * dx * dy, t[4] += ir5 * dx * dz, t[5] += ir5 * dy * dz;
+    }
+    return sqrt(t[0] * t[0] + t[1] * t[1] + t[2] * t[2] + 2 * (t[3] * t[3] + t[4] * t[4] + t[5] * t[5]));
+}
 static int choose(double a, double ap, double hp, int level)
 {
     int k = crit_rung(a);
+    if (RULE == "tn" || RULE == "tnsym" || RULE == "tnmix") {
+        // tn: dt = ETA / sqrt(|T|) at the start; tnsym: at both ends (the end's T summed at the predicted end);
+        // tnmix: the smaller of GADGET's step and tn's, at the start.
+        const double tau0 = ETA / sqrt(tidal_norm_at(X[CUR], false));
+        const double taug = a > 0 ? sqrt(2 * ETA_G * EPS / a) : 1e30;
+        for (k = level; k < 30; ++k) {
+            const double h = hk(k);
+            if (h > tau0 || (RULE == "tnmix" && h > taug)) continue;
+            if (RULE == "tnsym") {
+                const V x = X[CUR], v = Vv[CUR], g = A[CUR];
+                const double tau1 =
+                    ETA / sqrt(tidal_norm_at(V{x.x + v.x * h + 0.5 * g.x * h * h, x.y + v.y * h + 0.5 * g.y * h * h,
+                                               x.z + v.z * h + 0.5 * g.z * h * h},
+                                             true));
+                if (h > tau1) continue;
+            }
+            return k;
+        }
+        return k;
+    }
     if (RULE.rfind("shared", 0) == 0) return atoi(RULE.c_str() + 6);
     if (RULE == "index") return max(CUR % 5, level); // fixed rungs 0..4 by index (the reversal test)
     if (RULE == "frozen" && hp > 0) return -1;
@@ -205,6 +249,8 @@ int main(int argc, char** argv)
     RULE = argc > 3 ? argv[3] : "gadget";
     double tend = argc > 4 ? atof(argv[4]) : 200;
     EPS = 0.05, EPS2 = EPS * EPS, ETA = argc > 5 ? atof(argv[5]) : 0.025, DT = 0.25;
+    if (getenv("DT")) DT = atof(getenv("DT"));          // the longest step (rung 0)
+    if (getenv("ETA_G")) ETA_G = atof(getenv("ETA_G")); // GADGET's eta in rule tnmix
     // Hernquist (1990) sphere, G = M = a = 1, truncated at r = 100, isotropic f(E)
     mt19937_64 rng(12345);
     uniform_real_distribution<double> U(0, 1);
@@ -389,7 +435,9 @@ int main(int argc, char** argv)
             double e = energy(), de = fabs((e - e0) / e0);
             worst = max(worst, de);
             if (t_now <= 50 + 1e-9) worst50 = worst;
-            if ((step + 1) % 40 == 0) {
+            static double next_print = 10;
+            if (t_now >= next_print - 1e-9) {
+                next_print += 10;
                 int hist[16] = {0};
                 for (int i = 0; i < N; ++i)
                     hist[min(R[i], 15)]++;
