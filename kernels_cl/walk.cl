@@ -340,7 +340,10 @@ __kernel __attribute__((reqd_work_group_size(BANYAN_WALK_WG, 1, 1))) void walkFo
                     const uint2 lk = link[cell];
                     first = lk.x;
                     cnt = bn_tree_count(lk.y);
-                    if (walk_accepts(m, glo, ghi, alpha, rel_scale, rel, cell)) {
+                    /* A cell that came from another rank without its particles (a leaf of none) is accepted:
+                     * its multipoles are all there is. The force walk accepts it anyway (its sender tested this
+                     * rank's boxes); a probe at predicted positions, in wider boxes, may not (Simulation). */
+                    if (walk_accepts(m, glo, ghi, alpha, rel_scale, rel, cell) || lk.y == BANYAN_TREE_LEAF_BIT) {
                         accept = 1;
                         v = 1ul;
                     } else if (bn_tree_is_leaf(lk.y)) {

@@ -327,7 +327,8 @@ __global__ void __launch_bounds__(BANYAN_WALK_WG, 1024 / BANYAN_WALK_WG)
                     const uint2 lk = __ldg(&link[cell]);
                     first = lk.x;
                     cnt = bn_tree_count(lk.y);
-                    if (walk_accepts(m, glo, ghi, alpha, rel_scale, rel, cell)) {
+                    /* A cell sent without its particles is accepted (see walk.cl). */
+                    if (walk_accepts(m, glo, ghi, alpha, rel_scale, rel, cell) || lk.y == BANYAN_TREE_LEAF_BIT) {
                         accept = true;
                         v = 1ull;
                     } else if (bn_tree_is_leaf(lk.y)) {

@@ -118,8 +118,7 @@ void TreeForces::begin(Octree& tree, const OpeningCriterion& criterion, float ep
     if (criterion.alpha > 0.0f && acc_old_->size() < n_)
         throw std::logic_error("tree forces: fewer previous accelerations than particles (set_previous_accelerations)");
     if (rungs_ && rungs_->size() < n_) throw std::logic_error("tree forces: fewer rungs than particles (set_active)");
-    if (sinks_ && (sinks_->size() < n_ || remote_))
-        throw std::logic_error("tree forces: sinks need one per particle, on one rank (set_sinks)");
+    if (sinks_ && sinks_->size() < n_) throw std::logic_error("tree forces: sinks need one per particle (set_sinks)");
     walked_groups_ = tree.groups();
     // With active groups (block time steps) the walk is not split: its flags would have to meet the far and near
     // ones.

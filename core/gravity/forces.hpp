@@ -111,7 +111,9 @@ public:
     /// The walks that follow compute the field at @p sinks (tree order, at least size() entries) instead of at the
     /// particles' positions, from the same sources (the particles and the cells' multipoles): for block time steps,
     /// the acceleration at each particle's predicted position (Simulation::probe_rungs). The tree's group boxes
-    /// must bound the sinks (Octree::fit_group_boxes). nullptr: at the particles (the default). One rank only.
+    /// must bound the sinks (Octree::fit_group_boxes). nullptr: at the particles (the default). Over ranks the
+    /// sinks are this rank's and the received trees sources as they came: a cell sent without its particles, which
+    /// the wider boxes may ask to open, is taken whole (walkForces accepts it).
     void set_sinks(const Buffer<bn_f4>* sinks) noexcept { sinks_ = sinks; }
     /// Groups the last compute() walked (all of the tree's without set_active), read with the totals.
     std::size_t walked_groups() const noexcept { return walked_groups_; }

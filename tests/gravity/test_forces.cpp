@@ -173,7 +173,7 @@ struct HostTree {
                 // threshold may go either way. d2 = 0 (the box holds the centre of mass) is exact.
                 if (d2 > 0 && std::isfinite(r2) && std::abs(double(d2) - double(r2)) <= window * std::max(d2, r2))
                     r.ambiguous = true;
-                if (d2 > r2)
+                if (d2 > r2 || count[c] == BANYAN_TREE_LEAF_BIT) // a cell sent without particles: whole
                     r.cells.push_back(c);
                 else if (bn_tree_is_leaf(count[c]))
                     r.leaves.push_back(c);
