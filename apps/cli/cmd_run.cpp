@@ -180,7 +180,7 @@ Options run_options()
     opt.value("rung-rule", "R",
               "block steps: how a rung is chosen: gadget (the criterion at the step's start) or symmetric (at its "
               "start and its predicted end, summed again: far less energy drift, one more walk a substep of the "
-              "active particles near their step's limit; one rank only); README, \"Time steps\"",
+              "active particles near their step's limit); README, \"Time steps\"",
               "gadget");
     opt.value("max-rung", "K",
               "block steps: the deepest rung allowed (steps down to --dt / 2^K, K <= 30); a particle that asks for "

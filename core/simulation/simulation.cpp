@@ -131,9 +131,6 @@ void Simulation::prepare(std::size_t n, double t_begin, const InternalUnits& uni
 {
     if (comm_.parallel() && options_.direct)
         throw UsageError("simulation: direct summation (a test mode) runs on one rank only");
-    if (comm_.parallel() && options_.block && options_.rung_rule == RungRule::symmetric)
-        throw UsageError("simulation: the symmetric rung rule (--rung-rule symmetric) runs on one rank only; over "
-                         "ranks use --rung-rule gadget");
     n_ = n;
     std::uint64_t total = n_;
     comm_.sum(std::span<std::uint64_t>(&total, 1));
@@ -544,7 +541,8 @@ void Simulation::probe_rungs(bn_u32 level, double h, bool direct)
             field = &acc;
         } else {
             // The tree built at the current positions, walked by the groups that hold a pending particle, with
-            // boxes around the predicted positions; then the build's boxes back.
+            // boxes around the predicted positions; then the build's boxes back. Over ranks the trees the others
+            // sent for this substep's walk are walked too, as they came (cut for the build's boxes).
             if (!probe_walk_) probe_walk_ = std::make_unique<TreeForces>(be_);
             TreeForces& walk = *probe_walk_;
             // Only |a| is wanted, to a few per cent: theta 1 (the coarsest the walk allows) ran the Hernquist
@@ -557,7 +555,8 @@ void Simulation::probe_rungs(bn_u32 level, double h, bool direct)
             walk.set_active(&probe_pending_, 1);
             walk.set_sinks(&probe_pos_);
             try {
-                walk.compute(tree_, criterion, eps_);
+                walk.begin(tree_, criterion, eps_, comm_.parallel() ? &forces_.let().remote() : nullptr);
+                walk.end(tree_);
             } catch (...) {
                 tree_.fit_group_boxes(tree_.pos());
                 throw;

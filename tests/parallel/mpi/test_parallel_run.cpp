@@ -40,9 +40,10 @@ RunOptions options(const fs::path& out, double t_end)
 
 /// A merger of 3000 particles in block steps of dt 1/16 (its central particles on deep rungs), snapshots and
 /// checkpoints every 1/4: the block-step runs over ranks below.
-RunOptions merger_block_run(const fs::path& out, double t_end)
+RunOptions merger_block_run(const fs::path& out, double t_end, const char* rung_rule = "gadget")
 {
     RunOptions o = options(out, t_end);
+    o.rung_rule = rung_rule;
     o.ic = "merger";
     o.n = 3000;
     o.theta = 0.6;
@@ -247,38 +248,47 @@ TEST_CASE("block time steps over P ranks: the same substeps on every rank, energ
 {
     // The merger's central particles sit on deep rungs and the rest on shallow ones: the rungs travel with their
     // particles between ranks, the histogram is summed over ranks (every rank runs the same substeps), and the
-    // particles move between ranks only at the end of a step, weighed by the work of all its substeps.
+    // particles move between ranks only at the end of a step, weighed by the work of all its substeps. With the
+    // symmetric rule each substep's probe walks the local tree and the trees the other ranks sent for that
+    // substep's walk, at the predicted positions (Simulation::probe_rungs).
     const Comm& comm = Comm::world();
     const test::SharedFolder dir(comm);
-    auto options_of = [&](const char* name, double t_end) { return merger_block_run(dir / name, t_end); };
-    double max_de = 0;
-    {
-        Run r(test::backend(), plan_run({options_of("straight", 0.5)}));
-        CHECK(r.run() == Run::Outcome::finished);
-        max_de = r.last_record().max_de;
-        const BlockStats& b = r.simulation().block_stats();
-        std::uint64_t in_rungs = 0;
-        for (const auto k : b.rungs)
-            in_rungs += k;
-        CHECK(in_rungs == 3000); // the histogram of all ranks' particles
-        CHECK(b.deepest >= 2);
-        // The same substeps on every rank.
-        std::uint64_t v[2] = {b.substeps, ~b.substeps};
-        comm.max(std::span<std::uint64_t>(v));
-        CHECK(v[0] == ~v[1]);
-        MESSAGE(fmt::format("P = {}: {}, deepest {}, {} substeps in {} steps; max |dE/E| {:.3e}", comm.size(),
-                            rung_text(b), b.deepest, b.substeps, b.steps, max_de));
+    // Worst abs(dE/E) to t = 0.5 measured on PoCL on 1 to 4 ranks: GADGET's rule 1.12e-4 on 1 rank, 1.03e-4 to
+    // 1.05e-4 on 2 to 4 (58 substeps on each; with the rungs of arriving particles zeroed, 8.5e-4); the symmetric
+    // rule 1.19e-4 on 1, 1.10e-4 on 2 to 4 (60 substeps on each, the same rungs at the end on every P).
+    for (const auto& [rule, bound] : {std::pair{"gadget", 2e-4}, std::pair{"symmetric", 2e-4}}) {
+        INFO("rung rule " << rule);
+        const std::string straight = fmt::format("straight_{}", rule), split = fmt::format("split_{}", rule);
+        auto options_of = [&](const std::string& name, double t_end) {
+            return merger_block_run(dir / name, t_end, rule);
+        };
+        double max_de = 0;
+        {
+            Run r(test::backend(), plan_run({options_of(straight, 0.5)}));
+            CHECK(r.run() == Run::Outcome::finished);
+            max_de = r.last_record().max_de;
+            const BlockStats& b = r.simulation().block_stats();
+            std::uint64_t in_rungs = 0;
+            for (const auto k : b.rungs)
+                in_rungs += k;
+            CHECK(in_rungs == 3000); // the histogram of all ranks' particles
+            CHECK(b.deepest >= 2);
+            // The same substeps on every rank.
+            std::uint64_t v[2] = {b.substeps, ~b.substeps};
+            comm.max(std::span<std::uint64_t>(v));
+            CHECK(v[0] == ~v[1]);
+            MESSAGE(fmt::format("{} rule, P = {}: {}, deepest {}, {} substeps in {} steps; max |dE/E| {:.3e}", rule,
+                                comm.size(), rung_text(b), b.deepest, b.substeps, b.steps, max_de));
+        }
+        CHECK(max_de < bound);
+        run_to_end(options_of(split, 0.25));
+        Run::resume(test::backend(), (dir / split).string(), 0.5)->run();
+        comm.barrier();
+        CHECK(test::file_bytes(dir / straight / "energy.csv") == test::file_bytes(dir / split / "energy.csv"));
+        CHECK(!test::file_bytes(dir / split / "snapshot_00002.tipsy").empty());
+        CHECK(test::file_bytes(dir / straight / "snapshot_00002.tipsy") ==
+              test::file_bytes(dir / split / "snapshot_00002.tipsy"));
     }
-    // Energy as on one rank (measured on PoCL: 1.12e-4 on 1 rank, 1.11e-4 to 1.15e-4 on 2 to 4, 58 substeps on
-    // each; with the rungs of arriving particles zeroed, 8.5e-4).
-    CHECK(max_de < 2e-4);
-    run_to_end(options_of("split", 0.25));
-    Run::resume(test::backend(), (dir / "split").string(), 0.5)->run();
-    comm.barrier();
-    CHECK(test::file_bytes(dir / "straight" / "energy.csv") == test::file_bytes(dir / "split" / "energy.csv"));
-    CHECK(!test::file_bytes(dir / "split" / "snapshot_00002.tipsy").empty());
-    CHECK(test::file_bytes(dir / "straight" / "snapshot_00002.tipsy") ==
-          test::file_bytes(dir / "split" / "snapshot_00002.tipsy"));
 }
 
 TEST_CASE("block time steps over P ranks: a stop on one rank pauses every rank at the same substep, bit for bit")
