@@ -54,7 +54,8 @@ struct SimulationOptions {
     /// How a rung is chosen. gadget: from the acceleration at the step's start (GADGET-4's rule). symmetric: the
     /// step must also satisfy the criterion at its predicted end, where the field is summed again
     /// (Simulation::probe_rungs; Makino et al. 2006): far less energy drift (docs/benchmarks.md, "Block time steps")
-    /// for a walk of the active particles more per substep. One rank only.
+    /// for a walk of the active particles more per substep; over ranks that walk takes the trees the other ranks sent
+    /// for the substep's force walk.
     RungRule rung_rule = RungRule::gadget;
     unsigned max_rung =
         16; ///< the deepest rung allowed, <= BANYAN_MAX_RUNG; a particle that asks for more stops the run
