@@ -256,7 +256,7 @@ TEST_CASE("block time steps over P ranks: the same substeps on every rank, energ
     // Worst abs(dE/E) to t = 0.5 measured on PoCL on 1 to 4 ranks: GADGET's rule 1.12e-4 on 1 rank, 1.03e-4 to
     // 1.05e-4 on 2 to 4 (58 substeps on each; with the rungs of arriving particles zeroed, 8.5e-4); the symmetric
     // rule 1.19e-4 on 1, 1.10e-4 on 2 to 4 (60 substeps on each, the same rungs at the end on every P).
-    for (const auto& [rule, bound] : {std::pair{"gadget", 2e-4}, std::pair{"symmetric", 2e-4}}) {
+    for (const char* rule : {"gadget", "symmetric"}) {
         INFO("rung rule " << rule);
         const std::string straight = fmt::format("straight_{}", rule), split = fmt::format("split_{}", rule);
         auto options_of = [&](const std::string& name, double t_end) {
@@ -280,7 +280,7 @@ TEST_CASE("block time steps over P ranks: the same substeps on every rank, energ
             MESSAGE(fmt::format("{} rule, P = {}: {}, deepest {}, {} substeps in {} steps; max |dE/E| {:.3e}", rule,
                                 comm.size(), rung_text(b), b.deepest, b.substeps, b.steps, max_de));
         }
-        CHECK(max_de < bound);
+        CHECK(max_de < 2e-4);
         run_to_end(options_of(split, 0.25));
         Run::resume(test::backend(), (dir / split).string(), 0.5)->run();
         comm.barrier();
