@@ -173,8 +173,8 @@ void Simulation::begin()
     if (unsoftened(eps_)) check_coincident(tree_.pos().download(n_), input_ids(), "the particles");
     if (options_.block) {
         block_ = BlockStats{};
-        tree_.rungs().fill(0u);    // read (as "active at level 0") before the first choice writes them
-        block_kick(0, false, dt_); // every particle's first rung, from its first acceleration
+        tree_.rungs().fill(0u);          // read (as "active at level 0") before the first choice writes them
+        block_kick(0, false, true, dt_); // every particle's first rung, from its first acceleration
     }
 }
 
@@ -263,7 +263,7 @@ void Simulation::restore(const SimulationState& s, bool other_ranks)
     if (other_ranks) compute_forces(true);
     if (options_.block) {
         block_ = BlockStats{};
-        block_kick(options_.max_rung + 1, false, dt_); // no particle is active: counts the rungs only
+        block_kick(options_.max_rung + 1, false, false, dt_); // no particle is active: counts the rungs only
     }
 }
 
@@ -389,10 +389,12 @@ bool Simulation::block_step(const std::function<bool()>& pause, double h)
     const std::uint64_t ticks = ticks_per_step();
     const float half_max = static_cast<float>(0.5 * h);
     // A step of another length than the rungs were chosen for (a cut step, or the first whole one after it): every
-    // particle is synchronised here, with forces of the walk that ended the last step; its rung anew for this one.
+    // particle is synchronised here, with forces of the walk that ended the last step; its rung anew for this one,
+    // from the start's criterion alone under either rule. A checkpoint holds no tree (nor, over ranks, the others'
+    // trees) for a probe, and a run continued from one here must choose as the straight run does.
     const double length = step_end() - time();
     if (tick_ == 0 && (at_ || until_ ? length : options_.dt) != rung_span_) {
-        times_.integrate += block_kick(0, false, h);
+        times_.integrate += block_kick(0, false, false, h);
         rung_span_ = at_ || until_ ? length : options_.dt;
     }
     for (std::uint64_t& t = tick_; t < ticks;) {
@@ -430,7 +432,7 @@ bool Simulation::block_step(const std::function<bool()>& pause, double h)
             forces_.forces().set_active(nullptr, 0);
         }
         bool paused = t < ticks && pause && pause();
-        const double kick_ms = block_kick(level, true, h, &paused, direct);
+        const double kick_ms = block_kick(level, true, true, h, &paused, direct);
         times_.integrate += be_.elapsed_ms(e0, e1) + kick_ms;
         auto& l = block_.levels[level];
         ++l.substeps;
@@ -480,7 +482,7 @@ void Simulation::direct_substep(bn_u32 level, std::uint64_t active)
     times_.forces += be_.elapsed_ms(a, b);
 }
 
-double Simulation::block_kick(bn_u32 level, bool kick, double h, bool* pause, bool direct)
+double Simulation::block_kick(bn_u32 level, bool kick, bool probe, double h, bool* pause, bool direct)
 {
     const unsigned top = options_.max_rung;
     const double c = 2.0 * options_.eta * static_cast<double>(eps_);
@@ -489,7 +491,7 @@ double Simulation::block_kick(bn_u32 level, bool kick, double h, bool* pause, bo
     if (n_)
         be_.launch(kernels::integrateBlockKick, grid_for(be_, n_), tree_.vel(), acc(), tree_.rungs(), to_u32(n_), level,
                    static_cast<float>(0.5 * h), bn_u32{kick ? 1u : 0u}, h * h, c * c, bn_u32{top}, rung_hist_);
-    if (n_ && level <= top && options_.rung_rule == RungRule::symmetric) probe_rungs(level, h, direct);
+    if (n_ && probe && level <= top && options_.rung_rule == RungRule::symmetric) probe_rungs(level, h, direct);
     const Event b = be_.record();
     std::array<bn_u32, BANYAN_RUNG_BINS> mine{};
     rung_hist_.download(std::span<bn_u32>(mine));

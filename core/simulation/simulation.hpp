@@ -263,11 +263,12 @@ private:
     /// 1997, GADGET-4's form of it), from tick_ on; false when @p pause stopped it between two substeps (step()).
     bool block_step(const std::function<bool()>& pause, double h);
     /// Block time steps: the closing half kick of the particles with rung >= @p level (when @p kick), their new
-    /// rungs for steps of @p h (internal units), and the rung histogram read back; refuses a particle that asks for
-    /// more than max_rung. @p pause: in, whether this rank asks to pause; out, whether any rank does (summed with
-    /// the histogram). @p direct: the substep's forces were summed directly (the tree is not built for the current
-    /// positions), so a probe is too. Returns the kernels' device time in milliseconds.
-    double block_kick(bn_u32 level, bool kick, double h, bool* pause = nullptr, bool direct = false);
+    /// rungs for steps of @p h (internal units), probed at their ends by the symmetric rule (when @p probe), and the
+    /// rung histogram read back; refuses a particle that asks for more than max_rung. @p pause: in, whether this
+    /// rank asks to pause; out, whether any rank does (summed with the histogram). @p direct: the substep's forces
+    /// were summed directly (the tree is not built for the current positions), so a probe is too. Returns the
+    /// kernels' device time in milliseconds.
+    double block_kick(bn_u32 level, bool kick, bool probe, double h, bool* pause = nullptr, bool direct = false);
     /// The forces of the @p active particles of rung >= @p level by direct summation (direct_forces_listed).
     void direct_substep(bn_u32 level, std::uint64_t active);
     /// The indices of the particles with keys[i] >= @p level into direct_list_ (their count in direct_total_).

@@ -733,6 +733,51 @@ TEST_CASE("block steps: a pause inside a step cut short at a snapshot's time con
         CHECK_MESSAGE(file_bytes(straight.path / name) == file_bytes(stopped.path / name), name);
 }
 
+TEST_CASE("block steps: a run ended off the grid and continued equals one straight through, under both rules")
+{
+    // The rungs of the step after a cut step are chosen anew with the forces of the walk that ended it; the
+    // checkpoint holds no tree, so neither rule may probe there (the symmetric rule's continued run once stopped
+    // with "the octree has not been built").
+    auto& be = test::backend();
+    for (const char* rule : {"gadget", "symmetric"}) {
+        INFO("rung rule ", rule);
+        TempDir straight("offgrid-straight"), continued("offgrid-continued");
+        RunOptions o = merger_block_run(1.0, 0.35); // snapshots at 0.35 and 0.7, both off the grid of 1/16
+        o.rung_rule = rule;
+        {
+            RunOptions x = o;
+            x.out = straight.str();
+            Run r(be, plan_run({x}));
+            CHECK(r.run() == Run::Outcome::finished);
+            CHECK(r.simulation().block_stats().deepest >= 2);
+        }
+        {
+            RunOptions x = o;
+            x.out = continued.str();
+            x.t_end = 0.7;
+            Run r(be, plan_run({x}));
+            CHECK(r.run() == Run::Outcome::finished);
+            CHECK(r.simulation().time() == 0.7);
+        }
+        {
+            auto r = Run::resume(be, continued.str(), 1.0);
+            CHECK(r->run() == Run::Outcome::finished);
+            CHECK(r->simulation().time() == 1.0);
+        }
+        for (const char* name : {"snapshot_00001.tipsy", "snapshot_00002.tipsy", "snapshot_00003.tipsy"})
+            CHECK_MESSAGE(file_bytes(straight.path / name) == file_bytes(continued.path / name), name);
+        test::check_same_state(read_checkpoint((straight.path / "checkpoint.bin").string()).state,
+                               read_checkpoint((continued.path / "checkpoint.bin").string()).state);
+        // The energy log: the same rows, and the end of the first part's run (t = 0.7) once more.
+        std::string logged = file_bytes(continued.path / "energy.csv");
+        const std::size_t end_row = logged.find(",0.7,");
+        REQUIRE(end_row != std::string::npos);
+        const std::size_t row = logged.rfind('\n', end_row) + 1;
+        logged.erase(row, logged.find('\n', end_row) + 1 - row);
+        CHECK(logged == file_bytes(straight.path / "energy.csv"));
+    }
+}
+
 TEST_SUITE("static")
 {
     TEST_CASE("block steps: options checked, and kept in checkpoints")
