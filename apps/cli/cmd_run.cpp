@@ -178,10 +178,10 @@ Options run_options()
               "shared");
     opt.value("eta", "ETA", "block steps: accuracy parameter of the step criterion", "0.025");
     opt.value("rung-rule", "R",
-              "block steps: how a rung is chosen: gadget (the criterion at the step's start) or symmetric (at its "
-              "start and its predicted end, summed again: far less energy drift, one more walk a substep of the "
-              "active particles near their step's limit); README, \"Time steps\"",
-              "gadget");
+              "block steps: how a rung is chosen: symmetric (the criterion at the step's start and at its predicted "
+              "end, summed again: far less energy drift, one more walk a substep of the active particles near their "
+              "step's limit) or gadget (at its start alone, GADGET-4's rule); README, \"Time steps\"",
+              "symmetric");
     opt.value("max-rung", "K",
               "block steps: the deepest rung allowed (steps down to --dt / 2^K, K <= 30); a particle that asks for "
               "a shorter step stops the run with an error naming it",

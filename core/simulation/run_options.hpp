@@ -47,9 +47,9 @@ struct RunOptions {
     /// acceleration: SimulationOptions::block).
     std::string steps = "shared";
     double eta = 0.025; ///< block steps: the step criterion's accuracy parameter
-    /// Block steps: how a rung is chosen, "gadget" (at the step's start) or "symmetric" (at its start and its
-    /// predicted end; SimulationOptions::rung_rule).
-    std::string rung_rule = "gadget";
+    /// Block steps: how a rung is chosen, "symmetric" (at the step's start and its predicted end, the default) or
+    /// "gadget" (at its start alone; SimulationOptions::rung_rule).
+    std::string rung_rule = "symmetric";
     /// Block steps: the deepest rung allowed (<= BANYAN_MAX_RUNG). As wide as the front ends' integers, so that check()
     /// sees the value given (a narrower type would wrap or clip it first).
     std::uint64_t max_rung = 16;

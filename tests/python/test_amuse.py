@@ -70,7 +70,7 @@ def test_units_parameters_and_model_time(backend):
     assert p.epsilon_squared.value_in(units.parsec ** 2) == pytest.approx(0.01, rel=1e-12)
     assert p.timestep.value_in(units.Myr) == pytest.approx(0.01, rel=1e-12)
     assert p.opening_angle == 0.75 and p.opening_criterion == "paper" and p.time_steps == "shared"
-    assert p.rung_rule == "gadget"
+    assert p.rung_rule == "symmetric"
     assert p.point_softening == "code" and p.direct_at_point is False
     assert gravity.model_time == 0 | units.s and len(gravity.particles) == 64
     assert gravity.particles.total_mass().value_in(units.MSun) == pytest.approx(1000, rel=1e-12)

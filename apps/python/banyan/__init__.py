@@ -473,15 +473,15 @@ class Simulation:
     sqrt(2 eta eps / |a|) rounded down to a power of two, at most max_rung deep), as `banyan run --steps block --eta
     --max-rung` do; step() and evolve() still advance every particle by whole steps of dt (evolve's last cut short to
     end at t_end, its rungs chosen anew for it), and block_stats tells how the particles spread over the rungs.
-    rung_rule="symmetric" asks each step to satisfy the criterion at its predicted end too (`--rung-rule
-    symmetric`: far less energy drift for a walk more per substep); "gadget" (the default) at its start only.
+    rung_rule="symmetric" (the default) asks each step to satisfy the criterion at its predicted end too
+    (`--rung-rule symmetric`: far less energy drift for a walk more per substep); "gadget" at its start only.
     README, "Time steps".
     """
 
     def __init__(self, pos: Any, vel: Any, mass: Any, theta: float = 0.75, eps: float = 0.05, dt: float = 1 / 64,
                  time: float = 0.0, backend: str = "auto", device: Optional[int] = None, opening: str = "paper",
                  alpha: float = 0.0, time_steps: str = "shared", eta: float = 0.025, max_rung: int = 16,
-                 ids: Any = None, units: Optional[str] = None, rung_rule: str = "gadget", _engine: Any = None):
+                 ids: Any = None, units: Optional[str] = None, rung_rule: str = "symmetric", _engine: Any = None):
         self._arrays: Optional[_Arrays] = None  # CUDA arrays' library, for results of the same kind
         if _engine is not None:
             self._sim = _engine

@@ -81,7 +81,7 @@ class BanyanInterface(LiteratureReferencesMixIn):
         self.time_steps = "shared"
         self.eta = 0.025
         self.max_rung = 16
-        self.rung_rule = "gadget"
+        self.rung_rule = "symmetric"
         self.direct_at_point = False
         self.point_softening = "code"
         self.begin_time = 0.0
@@ -488,8 +488,8 @@ class Banyan(GravitationalDynamics, GravityFieldCode):
         relative_opening      alpha of the relative criterion on top (0: off; use opening_angle 1 with it)
         time_steps            "shared" (one dt for all) or "block" (dt / 2^k for each particle)
         block_eta, max_rung   block steps' accuracy parameter (0.025) and deepest rung (16)
-        rung_rule             block steps: "gadget" (the criterion at a step's start) or "symmetric" (and at its
-                              predicted end: far less energy drift; README, "Time steps")
+        rung_rule             block steps: "symmetric" (the criterion at a step's start and its predicted end:
+                              far less energy drift; the default) or "gadget" (at its start; README, "Time steps")
         begin_time            the model time at the start (0)
         direct_at_point       get_gravity_at_point / get_potential_at_point by direct summation (False: tree)
         point_softening       "code" or "combined": see get_gravity_at_point
@@ -588,8 +588,8 @@ class Banyan(GravitationalDynamics, GravityFieldCode):
         p("get_time_steps", "set_time_steps", "time_steps", "'shared' or 'block' time steps", default_value="shared")
         p("get_eta", "set_eta", "block_eta", "block steps: accuracy parameter eta", default_value=0.025)
         p("get_max_rung", "set_max_rung", "max_rung", "block steps: the deepest rung", default_value=16)
-        p("get_rung_rule", "set_rung_rule", "rung_rule", "block steps: 'gadget' or 'symmetric' rung choice",
-          default_value="gadget")
+        p("get_rung_rule", "set_rung_rule", "rung_rule", "block steps: 'symmetric' or 'gadget' rung choice",
+          default_value="symmetric")
         p("get_begin_time", "set_begin_time", "begin_time", "model time at the start",
           default_value=0.0 | nbody_system.time)
         p("get_direct_at_point", "set_direct_at_point", "direct_at_point",

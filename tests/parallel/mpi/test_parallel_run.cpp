@@ -39,11 +39,11 @@ RunOptions options(const fs::path& out, double t_end)
 }
 
 /// A merger of 3000 particles in block steps of dt 1/16 (its central particles on deep rungs), snapshots and
-/// checkpoints every 1/4: the block-step runs over ranks below.
-RunOptions merger_block_run(const fs::path& out, double t_end, const char* rung_rule = "gadget")
+/// checkpoints every 1/4: the block-step runs over ranks below; @p rung_rule null: the default rule.
+RunOptions merger_block_run(const fs::path& out, double t_end, const char* rung_rule = nullptr)
 {
     RunOptions o = options(out, t_end);
-    o.rung_rule = rung_rule;
+    if (rung_rule) o.rung_rule = rung_rule;
     o.ic = "merger";
     o.n = 3000;
     o.theta = 0.6;
