@@ -21,7 +21,10 @@
 // particles end (a time-symmetric scheme returns to round-off); CHECK=1 counts the rung choices that the reversed
 // run, from the state where a particle's step ends, would make otherwise; MARGIN=f skips the oracle rules' probe
 // where the start's criterion holds even at f |a| (banyan's bn_block_probe_needed uses f = 16); DT=x sets the longest
-// step (default 1/4).
+// step (default 1/4); BOOST=V moves the whole sphere along x at V (a Galilean boost); MOVING=1 lets the oracle rules'
+// probes see the other particles drifted to the probed time (x + v h) instead of where they are; FRAME=k moves the
+// probed particle relative to the mass-weighted mean velocity of its k nearest particles (a local frame); BLOCKFRAME=B
+// to that of its block of B particles in Morton order (banyan's frame: the groups of the tree order).
 // Build and run (prints dE/E every 10 time units and a RESULT line, with the pairs summed for forces and, apart, for
 // the oracle rules' probes at predicted positions):
 //   g++ -O3 -march=native -fopenmp -o block_step_rules scripts/experiments/block_step_rules.cpp
@@ -70,12 +73,14 @@ static void forces(const vector<int>& sinks, const vector<int>& srcs, vector<V>&
     }
     pair_count += (long long)sinks.size() * (long long)srcs.size();
 }
-static double energy()
+static double BOOST = 0; // env BOOST: below
+static double energy()   // in the frame that moves with the boost
 {
     double k = 0, w = 0;
 #pragma omp parallel for reduction(+ : k, w) schedule(dynamic, 16)
     for (int i = 0; i < N; ++i) {
-        k += 0.5 * M[i] * (Vv[i].x * Vv[i].x + Vv[i].y * Vv[i].y + Vv[i].z * Vv[i].z);
+        const double vx = Vv[i].x - BOOST;
+        k += 0.5 * M[i] * (vx * vx + Vv[i].y * Vv[i].y + Vv[i].z * Vv[i].z);
         for (int j = i + 1; j < N; ++j) {
             double dx = X[j].x - X[i].x, dy = X[j].y - X[i].y, dz = X[j].z - X[i].z;
             w -= M[i] * M[j] / sqrt(dx * dx + dy * dy + dz * dz + EPS2);
@@ -110,15 +115,81 @@ static double norm(V a)
     return sqrt(a.x * a.x + a.y * a.y + a.z * a.z);
 }
 static thread_local int CUR = -1; // the particle whose rung is being chosen (one per OpenMP thread)
-static double acc_at(V p)
+static bool MOVING = false;       // env MOVING=1: a probe at time h ahead sees the others at X + V h too
+static int FRAME = 0;      // env FRAME=k: the probed particle moves relative to its k nearest particles' mean velocity
+static int BLOCKFRAME = 0; // env BLOCKFRAME=B: the mean velocity of i's block of B particles in Morton order
+static vector<V> FR;       // the block frames of the substep (BLOCKFRAME)
+static uint64_t spread21(uint64_t x)
+{
+    x &= 0x1fffff;
+    x = (x | x << 32) & 0x1f00000000ffffull;
+    x = (x | x << 16) & 0x1f0000ff0000ffull;
+    x = (x | x << 8) & 0x100f00f00f00f00full;
+    x = (x | x << 4) & 0x10c30c30c30c30c3ull;
+    x = (x | x << 2) & 0x1249249249249249ull;
+    return x;
+}
+// The particles in Morton order of their current positions, cut into blocks of BLOCKFRAME (the last one shorter):
+// each particle's frame is its block's mass-weighted mean velocity (banyan: groups of the tree order).
+static void block_frames()
+{
+    if (BLOCKFRAME <= 0) return;
+    V lo{1e300, 1e300, 1e300}, hi{-1e300, -1e300, -1e300};
+    for (int i = 0; i < N; ++i)
+        lo.x = min(lo.x, X[i].x), lo.y = min(lo.y, X[i].y), lo.z = min(lo.z, X[i].z), hi.x = max(hi.x, X[i].x),
+        hi.y = max(hi.y, X[i].y), hi.z = max(hi.z, X[i].z);
+    const double size = max(max(hi.x - lo.x, hi.y - lo.y), hi.z - lo.z) * (1 + 1e-9);
+    vector<pair<uint64_t, int>> key(N);
+    for (int i = 0; i < N; ++i) {
+        const double f = double(1 << 21) / size;
+        key[i] = {spread21(uint64_t((X[i].x - lo.x) * f)) | spread21(uint64_t((X[i].y - lo.y) * f)) << 1 |
+                      spread21(uint64_t((X[i].z - lo.z) * f)) << 2,
+                  i};
+    }
+    sort(key.begin(), key.end());
+    FR.assign(N, V{});
+    for (int b = 0; b < N; b += BLOCKFRAME) {
+        V u;
+        double m = 0;
+        const int e = min(N, b + BLOCKFRAME);
+        for (int q = b; q < e; ++q) {
+            const int k = key[q].second;
+            u.x += M[k] * Vv[k].x, u.y += M[k] * Vv[k].y, u.z += M[k] * Vv[k].z, m += M[k];
+        }
+        for (int q = b; q < e; ++q)
+            FR[key[q].second] = V{u.x / m, u.y / m, u.z / m};
+    }
+}
+// The mass-weighted mean velocity of the FRAME particles nearest to particle i (itself included).
+static V local_frame(int i)
+{
+    if (BLOCKFRAME > 0) return FR[i];
+    if (FRAME <= 0) return V{};
+    vector<pair<double, int>> d(N);
+    for (int k = 0; k < N; ++k) {
+        const double dx = X[k].x - X[i].x, dy = X[k].y - X[i].y, dz = X[k].z - X[i].z;
+        d[k] = {dx * dx + dy * dy + dz * dz, k};
+    }
+    const int n = min(FRAME, N);
+    partial_sort(d.begin(), d.begin() + n, d.end());
+    V u;
+    double m = 0;
+    for (int q = 0; q < n; ++q) {
+        const int k = d[q].second;
+        u.x += M[k] * Vv[k].x, u.y += M[k] * Vv[k].y, u.z += M[k] * Vv[k].z, m += M[k];
+    }
+    return V{u.x / m, u.y / m, u.z / m};
+}
+static double acc_at(V p, double h)
 {
     double ax = 0, ay = 0, az = 0;
     const int self = CUR;
+    const double hs = MOVING ? h : 0.0;
 #pragma omp atomic
     probe_count += N;
 #pragma omp simd reduction(+ : ax, ay, az)
     for (int k = 0; k < N; ++k) {
-        double dx = X[k].x - p.x, dy = X[k].y - p.y, dz = X[k].z - p.z;
+        double dx = X[k].x + Vv[k].x * hs - p.x, dy = X[k].y + Vv[k].y * hs - p.y, dz = X[k].z + Vv[k].z * hs - p.z;
         double r2 = dx * dx + dy * dy + dz * dz + EPS2, ir = 1 / sqrt(r2), f = (k == self ? 0.0 : M[k]) * ir * ir * ir;
         ax += f * dx, ay += f * dy, az += f * dz;
     }
@@ -212,13 +283,16 @@ static int choose(double a, double ap, double hp, int level)
         if (RULE == "oracle" || RULE == "oracle3") {
 #pragma omp atomic
             ++probed;
-            const V x = X[CUR], v = Vv[CUR], g = A[CUR];
+            const V x = X[CUR], g = A[CUR], u = local_frame(CUR);
+            const V v{Vv[CUR].x - u.x, Vv[CUR].y - u.y, Vv[CUR].z - u.z};
             ae = acc_at(V{x.x + v.x * h + 0.5 * g.x * h * h, x.y + v.y * h + 0.5 * g.y * h * h,
-                          x.z + v.z * h + 0.5 * g.z * h * h});
+                          x.z + v.z * h + 0.5 * g.z * h * h},
+                        h);
             if (RULE == "oracle3") {
                 const double s = 0.5 * h;
                 ae = max(ae, acc_at(V{x.x + v.x * s + 0.5 * g.x * s * s, x.y + v.y * s + 0.5 * g.y * s * s,
-                                      x.z + v.z * s + 0.5 * g.z * s * s}));
+                                      x.z + v.z * s + 0.5 * g.z * s * s},
+                                    s));
             }
         }
         double tau0 = a > 0 ? sqrt(2 * ETA * EPS / a) : 1e30, tau1 = ae > 0 ? sqrt(2 * ETA * EPS / ae) : 1e30;
@@ -295,6 +369,13 @@ int main(int argc, char** argv)
         for (int i = 0; i < N; ++i)
             X[i].x -= cx.x, X[i].y -= cx.y, X[i].z -= cx.z, Vv[i].x -= cv.x, Vv[i].y -= cv.y, Vv[i].z -= cv.z;
     }
+    // env BOOST=V: the whole sphere moves along x at V (a Galilean boost: the same physics, another frame)
+    BOOST = getenv("BOOST") ? atof(getenv("BOOST")) : 0.0;
+    for (int i = 0; i < N; ++i)
+        Vv[i].x += BOOST;
+    MOVING = getenv("MOVING") != nullptr;
+    FRAME = getenv("FRAME") ? atoi(getenv("FRAME")) : 0;
+    BLOCKFRAME = getenv("BLOCKFRAME") ? atoi(getenv("BLOCKFRAME")) : 0;
     vector<int> all(N);
     for (int i = 0; i < N; ++i)
         all[i] = i;
@@ -392,14 +473,19 @@ int main(int argc, char** argv)
                         if (R[i] >= L) act.push_back(i);
                     vector<V> f;
                     forces(act, all, f);
-                    // Each active particle's kick and rung touch only its own entries (the rules read the frozen X).
-#pragma omp parallel for schedule(dynamic, 4)
+                    // The closing kicks first, then each active particle's rung, which touches only its own entries
+                    // (the rules read the frozen X, and the frames the kicked velocities).
                     for (size_t q = 0; q < act.size(); ++q) {
                         int i = act[q];
                         double h = 0.5 * hk(R[i]);
                         Vv[i].x += h * f[q].x, Vv[i].y += h * f[q].y, Vv[i].z += h * f[q].z;
                         Apv[i] = A[i];
                         A[i] = f[q];
+                    }
+                    block_frames();
+#pragma omp parallel for schedule(dynamic, 4)
+                    for (size_t q = 0; q < act.size(); ++q) {
+                        int i = act[q];
                         double a = norm(f[q]);
                         CUR = i;
                         if (CHECK) { // the rung the reversed run would choose here for the step just ended
