@@ -313,8 +313,9 @@ BN_DEVICE float bn_rel_group(float alpha, float a_min)
 
 /* ---- Time integration (core/simulation/simulation.cpp, kernels_cu/integrate.cu, kernels_cl/integrate.cl)
  * --------------- */
-/* Per-particle terms summed for the energy log: kinetic, potential, momentum (3), angular momentum (3). */
-#define BANYAN_ENERGY_TERMS 8
+/* Per-particle terms summed for the energy log: kinetic, potential, momentum (3), angular momentum (3), and the mass
+ * (the symmetric rung rule's frame: Simulation::block_kick). */
+#define BANYAN_ENERGY_TERMS 9
 
 /* Block (hierarchical) time steps: a particle on rung k moves with the step dt_max / 2^k. Rungs 0 .. BANYAN_MAX_RUNG;
  * the rung histogram the kick writes has one more bin, for particles that asked for a rung beyond the run's limit. */

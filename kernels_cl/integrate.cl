@@ -121,14 +121,18 @@ void integrateBlockKick(__global bn_f4* vel, __global const bn_f4* acc, __global
 /* The time-symmetric rung choice (Simulation::probe_rungs; Makino, Hut, Kaplan & Saygin 2006, New Astron. 12, 124:
  * a step must satisfy the criterion at both of its ends). integrateBlockKick chose each active particle's rung from
  * its acceleration at the step's start; this kernel writes where each pending particle would be at the end of a
- * step of that rung, x + v h + a h^2 / 2 with h = full_max 2^-rung (its velocity synchronised, after the closing
- * kick: what the step's opening kick and drift give), into predicted, and the other particles' positions unchanged.
+ * step of that rung, x + (v - u) h + a h^2 / 2 with h = full_max 2^-rung (its velocity synchronised, after the
+ * closing kick: what the step's opening kick and drift give), into predicted, and the other particles' positions
+ * unchanged. u is the velocity of the centre of mass of all particles, momentum over mass from the energy sums
+ * (totals: integrateEnergyTotals, summed over ranks): the others stay where they are, so the prediction is made in
+ * the frame where the system as a whole is at rest, whatever frame the run is in.
  * first != 0 marks the pending particles first: those of rung >= level whose end could ask for a deeper rung
  * (bn_block_probe_needed, with dt2_max and c2 as integrateBlockKick's). Work-group BANYAN_WG; no local memory. */
 __kernel __attribute__((reqd_work_group_size(BANYAN_WG, 1, 1)))
 void integrateBlockPredict(__global const bn_f4* pos, __global const bn_f4* vel, __global const bn_f4* acc,
-                           __global const bn_u32* rung, bn_u32 n, bn_u32 level, float full_max, double dt2_max,
-                           double c2, bn_u32 first, __global bn_u32* pending, __global bn_f4* predicted)
+                           __global const bn_u32* rung, bn_u32 n, bn_u32 level, float full_max,
+                           __global const double* totals, double dt2_max, double c2, bn_u32 first,
+                           __global bn_u32* pending, __global bn_f4* predicted)
 {
     const bn_u32 i = (bn_u32)get_global_id(0);
     if (i >= n) return;
@@ -140,11 +144,13 @@ void integrateBlockPredict(__global const bn_f4* pos, __global const bn_f4* vel,
     if (first) pending[i] = p;
     if (p) {
         const bn_f4 v = vel[i];
+        const float ux = (float)(totals[2] / totals[8]), uy = (float)(totals[3] / totals[8]);
+        const float uz = (float)(totals[4] / totals[8]);
         const float h = ldexp(full_max, -(int)k);
         const float h2 = 0.5f * h * h;
-        x.x = fma(a.x, h2, fma(v.x, h, x.x));
-        x.y = fma(a.y, h2, fma(v.y, h, x.y));
-        x.z = fma(a.z, h2, fma(v.z, h, x.z));
+        x.x = fma(a.x, h2, fma(v.x - ux, h, x.x));
+        x.y = fma(a.y, h2, fma(v.y - uy, h, x.y));
+        x.z = fma(a.z, h2, fma(v.z - uz, h, x.z));
     }
     predicted[i] = x;
 }
@@ -183,7 +189,7 @@ void integrateBlockProbe(__global const bn_f4* acc, __global bn_u32* rung, __glo
 }
 
 /* The BANYAN_ENERGY_TERMS terms of one particle, in double precision: kinetic energy m v^2 / 2, potential energy
- * m phi / 2 (each pair counted from both ends), momentum m v, angular momentum m x cross v. */
+ * m phi / 2 (each pair counted from both ends), momentum m v, angular momentum m x cross v, mass m. */
 inline void integrate_energy_terms(bn_f4 p, bn_f4 v, float phi, double* t)
 {
     const double m = p.w;
@@ -197,6 +203,7 @@ inline void integrate_energy_terms(bn_f4 p, bn_f4 v, float phi, double* t)
     t[5] = m * (y * vz - z * vy);
     t[6] = m * (z * vx - x * vz);
     t[7] = m * (x * vy - y * vx);
+    t[8] = m;
 }
 
 /* Per-group sums of the energy terms of particles [0, n): partials[BANYAN_ENERGY_TERMS * group + k]. Each

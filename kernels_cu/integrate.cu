@@ -116,14 +116,14 @@ __global__ void __launch_bounds__(BANYAN_WG)
 BANYAN_CUDA_KERNEL(integrateBlockKick);
 
 /* The time-symmetric rung choice (see integrate.cl): where each pending particle would be at the end of a step of
- * its rung, x + v h + a h^2 / 2 with h = full_max 2^-rung (its velocity synchronised, after the closing kick: the
- * drift of the step's opening kick and drift), into predicted; the others' positions unchanged. first != 0 marks
- * the pending particles first: those of rung >= level whose end could ask for a deeper rung (bn_block_probe_needed).
- * Block BANYAN_WG; no shared memory. */
+ * its rung, x + (v - u) h + a h^2 / 2 with h = full_max 2^-rung (its velocity synchronised, after the closing kick:
+ * the drift of the step's opening kick and drift; u the centre of mass's velocity from the energy totals), into
+ * predicted; the others' positions unchanged. first != 0 marks the pending particles first: those of rung >= level
+ * whose end could ask for a deeper rung (bn_block_probe_needed). Block BANYAN_WG; no shared memory. */
 __global__ void __launch_bounds__(BANYAN_WG)
     integrateBlockPredict(const bn_f4* pos, const bn_f4* vel, const bn_f4* acc, const bn_u32* rung, bn_u32 n,
-                          bn_u32 level, float full_max, double dt2_max, double c2, bn_u32 first, bn_u32* pending,
-                          bn_f4* predicted)
+                          bn_u32 level, float full_max, const double* totals, double dt2_max, double c2, bn_u32 first,
+                          bn_u32* pending, bn_f4* predicted)
 {
     const bn_u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -134,11 +134,13 @@ __global__ void __launch_bounds__(BANYAN_WG)
     if (first) pending[i] = p;
     if (p) {
         const bn_f4 v = vel[i];
+        const float ux = static_cast<float>(totals[2] / totals[8]), uy = static_cast<float>(totals[3] / totals[8]);
+        const float uz = static_cast<float>(totals[4] / totals[8]);
         const float h = ldexpf(full_max, -static_cast<int>(k));
         const float h2 = 0.5f * h * h;
-        x.x = fmaf(a.x, h2, fmaf(v.x, h, x.x));
-        x.y = fmaf(a.y, h2, fmaf(v.y, h, x.y));
-        x.z = fmaf(a.z, h2, fmaf(v.z, h, x.z));
+        x.x = fmaf(a.x, h2, fmaf(v.x - ux, h, x.x));
+        x.y = fmaf(a.y, h2, fmaf(v.y - uy, h, x.y));
+        x.z = fmaf(a.z, h2, fmaf(v.z - uz, h, x.z));
     }
     predicted[i] = x;
 }
@@ -179,7 +181,7 @@ __global__ void __launch_bounds__(BANYAN_WG)
 BANYAN_CUDA_KERNEL(integrateBlockProbe);
 
 /* The BANYAN_ENERGY_TERMS terms of one particle, in double precision: kinetic energy m v^2 / 2, potential energy
- * m phi / 2 (each pair counted from both ends), momentum m v, angular momentum m x cross v. */
+ * m phi / 2 (each pair counted from both ends), momentum m v, angular momentum m x cross v, mass m. */
 __device__ __forceinline__ void integrate_energy_terms(bn_f4 p, bn_f4 v, float phi, double* t)
 {
     const double m = p.w;
@@ -193,6 +195,7 @@ __device__ __forceinline__ void integrate_energy_terms(bn_f4 p, bn_f4 v, float p
     t[5] = m * (y * vz - z * vy);
     t[6] = m * (z * vx - x * vz);
     t[7] = m * (x * vy - y * vx);
+    t[8] = m;
 }
 
 /* Per-block sums of the energy terms of particles [0, n): partials[BANYAN_ENERGY_TERMS * block + k]. Each thread

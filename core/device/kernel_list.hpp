@@ -43,8 +43,8 @@
     X(integrateBlockKickDrift, Out<bn_f4>, Out<bn_f4>, In<bn_f4>, In<bn_u32>, bn_u32, bn_u32, float, float)          \
     X(integrateBlockKick, Out<bn_f4>, In<bn_f4>, Out<bn_u32>, bn_u32, bn_u32, float, bn_u32, double, double, bn_u32, \
       Out<bn_u32>)                                                                                                  \
-    X(integrateBlockPredict, In<bn_f4>, In<bn_f4>, In<bn_f4>, In<bn_u32>, bn_u32, bn_u32, float, double, double,     \
-      bn_u32, Out<bn_u32>, Out<bn_f4>)                                                                               \
+    X(integrateBlockPredict, In<bn_f4>, In<bn_f4>, In<bn_f4>, In<bn_u32>, bn_u32, bn_u32, float, In<double>, double, \
+      double, bn_u32, Out<bn_u32>, Out<bn_f4>)                                                                       \
     X(integrateBlockProbe, In<bn_f4>, Out<bn_u32>, Out<bn_u32>, bn_u32, double, double, bn_u32, bn_u32, Out<bn_u32>) \
     X(integrateEnergyPartials, In<bn_f4>, In<bn_f4>, In<bn_f4>, bn_u32, Out<double>)                                \
     X(integrateEnergyTotals, In<double>, bn_u32, Out<double>)                                                       \

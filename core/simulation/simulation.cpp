@@ -491,7 +491,17 @@ double Simulation::block_kick(bn_u32 level, bool kick, bool probe, double h, boo
     if (n_)
         be_.launch(kernels::integrateBlockKick, grid_for(be_, n_), tree_.vel(), acc(), tree_.rungs(), to_u32(n_), level,
                    static_cast<float>(0.5 * h), bn_u32{kick ? 1u : 0u}, h * h, c * c, bn_u32{top}, rung_hist_);
-    if (n_ && probe && level <= top && options_.rung_rule == RungRule::symmetric) probe_rungs(level, h, direct);
+    if (probe && level <= top && options_.rung_rule == RungRule::symmetric) {
+        // The probe's frame, the centre of mass's velocity: from the energy sums, left on the device on one rank;
+        // over ranks summed on the host (every rank comes here) and put back.
+        if (comm_.parallel()) {
+            const std::array<double, BANYAN_ENERGY_TERMS> t = energy_terms(nullptr);
+            totals_.upload(std::span<const double>(t));
+        } else if (n_) {
+            energy_sums();
+        }
+        if (n_) probe_rungs(level, h, direct);
+    }
     const Event b = be_.record();
     std::array<bn_u32, BANYAN_RUNG_BINS> mine{};
     rung_hist_.download(std::span<bn_u32>(mine));
@@ -514,8 +524,10 @@ void Simulation::probe_rungs(bn_u32 level, double h, bool direct)
 {
     // Makino, Hut, Kaplan & Saygin (2006, New Astron. 12, 124): a step is time symmetric only if the criterion
     // holds at both of its ends. integrateBlockKick chose each active particle's rung from its acceleration here;
-    // the end's is summed at the position the particle would reach (integrateBlockPredict: its own motion, the
-    // others where they are), and a particle it refuses goes one rung deeper (integrateBlockProbe), probed again
+    // the end's is summed at the position the particle would reach (integrateBlockPredict: its own motion relative
+    // to the centre of mass, whose velocity the energy sums in totals_ give, the others where they are: the same
+    // rungs in any frame the run is in), and a
+    // particle it refuses goes one rung deeper (integrateBlockProbe), probed again
     // while probes are left. Only particles whose start does not allow a step four times as long are probed
     // (bn_block_probe_needed). The accelerations are kept aside: the probes' fields land where the forces live.
     const unsigned top = options_.max_rung;
@@ -530,7 +542,7 @@ void Simulation::probe_rungs(bn_u32 level, double h, bool direct)
     constexpr int probes = 1;
     for (int round = 0; round < probes; ++round) {
         be_.launch(kernels::integrateBlockPredict, grid_for(be_, n_), tree_.pos(), tree_.vel(), probe_acc_,
-                   tree_.rungs(), n, level, static_cast<float>(h), h * h, c * c, bn_u32{round == 0 ? 1u : 0u},
+                   tree_.rungs(), n, level, static_cast<float>(h), totals_, h * h, c * c, bn_u32{round == 0 ? 1u : 0u},
                    probe_pending_, probe_pos_);
         const Buffer<bn_f4>* field = nullptr;
         if (direct || options_.direct) {
@@ -654,22 +666,33 @@ const PhaseTimes& Simulation::times() const
     return times_;
 }
 
+void Simulation::energy_sums()
+{
+    const std::size_t wg = be_.work_group_size();
+    const std::size_t groups = std::min(ceil_div(n_, wg), energy_max_groups);
+    be_.launch(kernels::integrateEnergyPartials, Grid{groups, wg}, tree_.pos(), tree_.vel(), acc(), to_u32(n_),
+               partials_);
+    be_.launch(kernels::integrateEnergyTotals, Grid{1, wg}, partials_, to_u32(groups), totals_);
+}
+
+std::array<double, BANYAN_ENERGY_TERMS> Simulation::energy_terms(double* ms)
+{
+    std::array<double, BANYAN_ENERGY_TERMS> t{};
+    if (n_) {
+        const Event a = be_.record();
+        energy_sums();
+        const Event b = be_.record();
+        totals_.download(std::span<double>(t));
+        if (ms) *ms += be_.elapsed_ms(a, b);
+    }
+    comm_.sum(std::span<double>(t)); // in rank order: the same bits on every rank
+    return t;
+}
+
 Energies Simulation::energies()
 {
     Energies e;
-    double t[BANYAN_ENERGY_TERMS] = {};
-    if (n_) {
-        const std::size_t wg = be_.work_group_size();
-        const std::size_t groups = std::min(ceil_div(n_, wg), energy_max_groups);
-        const Event a = be_.record();
-        be_.launch(kernels::integrateEnergyPartials, Grid{groups, wg}, tree_.pos(), tree_.vel(), acc(), to_u32(n_),
-                   partials_);
-        be_.launch(kernels::integrateEnergyTotals, Grid{1, wg}, partials_, to_u32(groups), totals_);
-        const Event b = be_.record();
-        totals_.download(std::span<double>(t, BANYAN_ENERGY_TERMS));
-        times_.energies += be_.elapsed_ms(a, b);
-    }
-    comm_.sum(std::span<double>(t, BANYAN_ENERGY_TERMS)); // in rank order: the same bits on every rank
+    const std::array<double, BANYAN_ENERGY_TERMS> t = energy_terms(&times_.energies);
     const int ke = units_.energy_exp(), pe = units_.momentum_exp(), le = units_.angular_momentum_exp();
     e.kinetic = std::ldexp(t[0], ke);
     e.potential = std::ldexp(t[1], ke);

@@ -274,10 +274,16 @@ private:
     void direct_substep(bn_u32 level, std::uint64_t active);
     /// The indices of the particles with keys[i] >= @p level into direct_list_ (their count in direct_total_).
     void list_particles(const Buffer<bn_u32>& keys, bn_u32 level);
+    /// This rank's energy terms (BANYAN_ENERGY_TERMS, internal units) into totals_ on the device; needs n_ > 0.
+    void energy_sums();
+    /// The energy terms of all particles, summed over ranks: every rank must call it. Adds the kernels' device time
+    /// to *@p ms when given.
+    std::array<double, BANYAN_ENERGY_TERMS> energy_terms(double* ms);
     /// RungRule::symmetric, after block_kick's choice from the start: for each active particle (rung >= level) the
-    /// field at its predicted step end, directly summed when @p direct, else by a walk of the tree (built at the
-    /// current positions); a particle whose end asks for a deeper rung goes one deeper. Leaves the accelerations
-    /// as they were and every particle's rung counted in rung_hist_.
+    /// field at its predicted step end (its motion relative to the centre of mass, from the energy sums in totals_),
+    /// directly summed when @p direct, else by a walk of the tree (built at the current positions); a particle whose
+    /// end asks for a deeper rung goes one deeper. Leaves the accelerations as they were and every particle's rung
+    /// counted in rung_hist_.
     void probe_rungs(bn_u32 level, double h, bool direct);
     /// Throws the error that names, of the particles whose rung is beyond max_rung, the one of largest |a|, and the
     /// rung the run needs for it in steps of @p h (internal units).

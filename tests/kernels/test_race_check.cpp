@@ -349,14 +349,17 @@ TEST_CASE("race check: the symmetric rung rule's prediction and probe")
     auto pending = be.alloc<bn_u32>(n, "race.probe.pending");
     auto predicted = be.alloc<bn_f4>(n, "race.probe.predicted");
     auto hist = be.alloc<bn_u32>(BANYAN_RUNG_BINS, "race.probe.hist");
+    std::vector<double> sums(BANYAN_ENERGY_TERMS, 0.0); // the energy sums: the centre of mass moves at (0.5, 0, -0.25)
+    sums[2] = 1.0, sums[4] = -0.5, sums[8] = 2.0;
+    const auto totals = be.upload<double>(sums, "race.probe.totals");
     hist.fill(0u);
     const double dt = 0.125, c = 2 * 0.025 * 0.01;
-    be.launch(kernels::integrateBlockPredict, grid_for(be, n), pos, vel, a, rung, to_u32(n), bn_u32{2}, 0.125f, dt * dt,
-              c * c, bn_u32{1}, pending, predicted);
+    be.launch(kernels::integrateBlockPredict, grid_for(be, n), pos, vel, a, rung, to_u32(n), bn_u32{2}, 0.125f, totals,
+              dt * dt, c * c, bn_u32{1}, pending, predicted);
     be.launch(kernels::integrateBlockProbe, grid_for(be, n), a, rung, pending, to_u32(n), dt * dt, c * c, bn_u32{6},
               bn_u32{0}, hist);
-    be.launch(kernels::integrateBlockPredict, grid_for(be, n), pos, vel, a, rung, to_u32(n), bn_u32{2}, 0.125f, dt * dt,
-              c * c, bn_u32{0}, pending, predicted);
+    be.launch(kernels::integrateBlockPredict, grid_for(be, n), pos, vel, a, rung, to_u32(n), bn_u32{2}, 0.125f, totals,
+              dt * dt, c * c, bn_u32{0}, pending, predicted);
     hist.fill(0u);
     be.launch(kernels::integrateBlockProbe, grid_for(be, n), a, rung, pending, to_u32(n), dt * dt, c * c, bn_u32{6},
               bn_u32{1}, hist);
