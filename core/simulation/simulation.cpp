@@ -526,10 +526,10 @@ void Simulation::probe_rungs(bn_u32 level, double h, bool direct)
     // holds at both of its ends. integrateBlockKick chose each active particle's rung from its acceleration here;
     // the end's is summed at the position the particle would reach (integrateBlockPredict: its own motion relative
     // to the centre of mass, whose velocity the energy sums in totals_ give, the others where they are: the same
-    // rungs in any frame the run is in), and a
-    // particle it refuses goes one rung deeper (integrateBlockProbe), probed again
-    // while probes are left. Only particles whose start does not allow a step four times as long are probed
-    // (bn_block_probe_needed). The accelerations are kept aside: the probes' fields land where the forces live.
+    // rungs in any frame the run is in), and a particle it refuses goes one rung deeper (integrateBlockProbe),
+    // probed again while probes are left. Only particles whose start does not allow a step four times as long are
+    // probed (bn_block_probe_needed). The accelerations are kept aside: the probes' fields land where the forces
+    // live.
     const unsigned top = options_.max_rung;
     const double c = 2.0 * options_.eta * static_cast<double>(eps_);
     const bn_u32 n = to_u32(n_);
