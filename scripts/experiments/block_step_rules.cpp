@@ -1,4 +1,4 @@
-// An experiment behind docs/benchmarks.md, "Block time steps: what makes the energy drift" (issue 47); not part of
+// An experiment behind docs/benchmarks.md, "What makes the energy drift" (issue 47); not part of
 // banyan's build. Block time steps on a Hernquist sphere (virial units, as banyan's --ic hernquist: a = 1/3, cut at
 // 100 a; isotropic f(E) of Hernquist 1990) with direct summation in double precision, so that neither a tree's
 // force errors nor float32 blur what the step choice does.
